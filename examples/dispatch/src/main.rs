@@ -1,0 +1,73 @@
+//! The dispatch benchmark application: tiny tasks (64-byte task and result, no compute), so
+//! the run measures the framework's per-task overhead alone.
+
+use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Settings {
+    tasks: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { tasks: 20_000 }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Tiny(#[serde(with = "serde_bytes")] Vec<u8>);
+
+impl Task for Tiny {
+    type Output = Tiny;
+
+    fn execute(self, _worker: &WorkerContext) -> Tiny {
+        self
+    }
+}
+
+impl TaskResult for Tiny {
+    fn join(&mut self, _other: Tiny) {}
+}
+
+struct Dispatch {
+    tasks: u64,
+    produced: u64,
+    gathered: u64,
+}
+
+impl Problem for Dispatch {
+    type Task = Tiny;
+
+    fn next_task(&mut self) -> Option<Tiny> {
+        (self.produced < self.tasks).then(|| {
+            self.produced += 1;
+            Tiny(vec![7; 64])
+        })
+    }
+
+    fn gather(&mut self, _id: TaskId, _result: Tiny) {
+        self.gathered += 1;
+    }
+
+    fn task_count(&self) -> Option<u64> {
+        Some(self.tasks)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    hmw::run(
+        |s: &Settings| Ok(Dispatch { tasks: s.tasks, produced: 0, gathered: 0 }),
+        |dispatch, stats| {
+            println!(
+                "dispatch tasks={} wall_s={:.6} tasks_per_s={:.1} overhead_us={:.2}",
+                dispatch.gathered,
+                stats.wall_s,
+                dispatch.gathered as f64 / stats.wall_s,
+                1e6 * stats.wall_s / dispatch.gathered as f64
+            );
+            Ok(())
+        },
+    )
+}

@@ -1,0 +1,145 @@
+//! The synthetic application: tasks that take a configured time and carry configured sizes.
+//!
+//! It is what validates the model: its performance and message sizes are known exactly.
+//! A worker's `speed=` machine-file annotation divides its compute time, emulating a
+//! heterogeneous cluster.
+
+use std::time::{Duration, Instant};
+
+use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct Settings {
+    /// Number of tasks.
+    tasks: u64,
+    /// Compute time of one task on a worker of speed 1, in seconds.
+    task_seconds: f64,
+    /// Spin the CPU instead of sleeping (sleeping keeps timing exact on an oversubscribed host).
+    busy: bool,
+    /// Serialised size of a task's payload and of a result's payload, in bytes.
+    task_bytes: usize,
+    result_bytes: usize,
+    /// Basic operations of a task (the model's `oper`).
+    oper: f64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            tasks: 100,
+            task_seconds: 0.01,
+            busy: false,
+            task_bytes: 64,
+            result_bytes: 64,
+            oper: 1.0,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Work {
+    seconds: f64,
+    busy: bool,
+    oper: f64,
+    result_bytes: usize,
+    #[serde(with = "serde_bytes")]
+    payload: Vec<u8>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Done {
+    /// How many tasks this result stands for (joined results add up).
+    count: u64,
+    #[serde(with = "serde_bytes")]
+    payload: Vec<u8>,
+}
+
+impl Task for Work {
+    type Output = Done;
+
+    fn execute(self, worker: &WorkerContext) -> Done {
+        let time = Duration::from_secs_f64(self.seconds / worker.speed());
+        if self.busy {
+            let start = Instant::now();
+            while start.elapsed() < time {
+                std::hint::spin_loop();
+            }
+        } else {
+            std::thread::sleep(time);
+        }
+        Done {
+            count: 1,
+            payload: vec![0xA5; self.result_bytes],
+        }
+    }
+
+    fn operations(&self) -> f64 {
+        self.oper
+    }
+}
+
+impl TaskResult for Done {
+    /// Joined results stand for several tasks but keep one result's size, like a reduction.
+    fn join(&mut self, other: Done) {
+        self.count += other.count;
+    }
+}
+
+struct Synthetic {
+    settings: Settings,
+    produced: u64,
+    gathered: Vec<bool>,
+}
+
+impl Problem for Synthetic {
+    type Task = Work;
+
+    fn next_task(&mut self) -> Option<Work> {
+        (self.produced < self.settings.tasks).then(|| {
+            self.produced += 1;
+            Work {
+                seconds: self.settings.task_seconds,
+                busy: self.settings.busy,
+                oper: self.settings.oper,
+                result_bytes: self.settings.result_bytes,
+                payload: vec![0x5A; self.settings.task_bytes],
+            }
+        })
+    }
+
+    fn gather(&mut self, id: TaskId, result: Done) {
+        assert_eq!(result.payload.len(), self.settings.result_bytes);
+        self.gathered[id as usize] = true;
+    }
+
+    fn task_count(&self) -> Option<u64> {
+        Some(self.settings.tasks)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    hmw::run(
+        |settings: &Settings| {
+            anyhow::ensure!(
+                settings.task_seconds >= 0.0 && settings.oper > 0.0,
+                "[application] task_seconds must be >= 0 and oper > 0"
+            );
+            Ok(Synthetic {
+                gathered: vec![false; settings.tasks as usize],
+                settings: settings.clone(),
+                produced: 0,
+            })
+        },
+        |synthetic, stats| {
+            let verified = synthetic.gathered.iter().all(|&g| g);
+            println!(
+                "synthetic tasks={} verified={verified} makespan_s={:.3}",
+                synthetic.settings.tasks, stats.wall_s
+            );
+            anyhow::ensure!(verified, "some task results were never gathered");
+            Ok(())
+        },
+    )
+}

@@ -1,0 +1,40 @@
+//! `hmw check`: validate a configuration and a machine file and show the roles they give.
+
+use std::path::PathBuf;
+
+use hmw::{
+    config::ConfigFile,
+    machinefile::{MachineFile, Role},
+};
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Enhanced machine file.
+    #[arg(long, short = 'm')]
+    machinefile: PathBuf,
+    /// Run configuration (TOML).
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+}
+
+pub fn run(args: CheckArgs) -> anyhow::Result<()> {
+    let config = match &args.config {
+        Some(path) => ConfigFile::load(path)?,
+        None => ConfigFile::defaults(),
+    };
+    let machines = MachineFile::load(&args.machinefile)?;
+    println!("{}: {} ranks", machines.path.display(), machines.rank_count());
+    for (rank, line) in machines.ranks.iter().enumerate() {
+        let role = machines.role(rank);
+        let mut shown = format!("  rank {rank:>3}  {:<24} {role}", line.host);
+        if role == Role::Worker && line.speed() != 1.0 {
+            shown.push_str(&format!(" (speed {})", line.speed()));
+        }
+        if let Some(cm) = &line.cm {
+            shown.push_str(&format!(" facing {:?}, {:?}", cm.facing, cm.endpoint));
+        }
+        println!("{shown}");
+    }
+    println!("{}: {:?}", config.path.display(), config.run);
+    Ok(())
+}

@@ -1,0 +1,30 @@
+//! The `hmw` command line.
+
+mod check;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "hmw",
+    version,
+    about = "Hierarchical multi-cluster master-worker: check, predict, launch"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check a run configuration and a machine file without starting anything.
+    Check(check::CheckArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    hmw::runner::init_logging();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check(args) => check::run(args),
+    }
+}

@@ -1,0 +1,199 @@
+//! The run configuration (TOML).
+//!
+//! ```toml
+//! [run]
+//! statistics_interval = 5     # seconds between progress lines; 0 = silent
+//! worker_buffers = 2          # 1: compute then ask; 2: hold a second task while computing
+//! reassign_last_task = true   # send in-flight tasks again to workers that go idle at the end
+//! load_balance = false        # bound each cluster's share by the model's balanced workload
+//!
+//! [application]               # read by the application itself
+//! ```
+//! The `[run]` table is strict (an unknown key is an error, so a typo never goes unnoticed);
+//! other top-level tables belong to the application or to the plan and are left to them.
+
+use std::path::{Path, PathBuf};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+/// An error in a configuration file, naming the file (and, from the TOML parser, the line).
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {message}", path.display())]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// The framework's own settings: the `[run]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Seconds between progress lines at the master; 0 prints none.
+    pub statistics_interval: f64,
+    /// Task buffers per worker: 1 or 2.
+    pub worker_buffers: u32,
+    /// Reassign in-flight tasks to workers that go idle once no task is left.
+    pub reassign_last_task: bool,
+    /// Bound each cluster's share by the model's balanced workload (multi-cluster runs).
+    pub load_balance: bool,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            statistics_interval: 5.0,
+            worker_buffers: 2,
+            reassign_last_task: true,
+            load_balance: false,
+        }
+    }
+}
+
+impl RunConfig {
+    fn validate(&self) -> Result<(), String> {
+        if !(self.statistics_interval.is_finite() && self.statistics_interval >= 0.0) {
+            return Err(format!(
+                "run.statistics_interval = {}: expected seconds >= 0",
+                self.statistics_interval
+            ));
+        }
+        if !(1..=2).contains(&self.worker_buffers) {
+            return Err(format!(
+                "run.worker_buffers = {}: expected 1 or 2",
+                self.worker_buffers
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A whole configuration file: the `[run]` table, and the text for the application's table.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    pub path: PathBuf,
+    pub run: RunConfig,
+    text: String,
+}
+
+impl ConfigFile {
+    /// Read and validate a configuration file.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            path: path.to_owned(),
+            message: format!("cannot read configuration: {e}"),
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parse configuration text; `path` only names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ConfigError> {
+        #[derive(Deserialize)]
+        struct Document {
+            #[serde(default)]
+            run: RunConfig,
+        }
+        let error = |message: String| ConfigError {
+            path: path.to_owned(),
+            message,
+        };
+        let document: Document = toml::from_str(text).map_err(|e| error(e.to_string()))?;
+        document.run.validate().map_err(error)?;
+        Ok(ConfigFile {
+            path: path.to_owned(),
+            run: document.run,
+            text: text.to_owned(),
+        })
+    }
+
+    /// A configuration with defaults and an empty `[application]` table.
+    pub fn defaults() -> Self {
+        ConfigFile {
+            path: PathBuf::from("<defaults>"),
+            run: RunConfig::default(),
+            text: String::new(),
+        }
+    }
+
+    /// Deserialize the `[application]` table into the application's own settings type
+    /// (from an empty table when the file has none, so defaults apply).
+    pub fn application<T: DeserializeOwned>(&self) -> Result<T, ConfigError> {
+        #[derive(Deserialize)]
+        struct Document<T> {
+            application: Option<T>,
+        }
+        let error = |message: String| ConfigError {
+            path: self.path.clone(),
+            message,
+        };
+        let document: Document<T> =
+            toml::from_str(&self.text).map_err(|e| error(format!("[application]: {e}")))?;
+        match document.application {
+            Some(settings) => Ok(settings),
+            None => toml::Value::Table(toml::Table::new())
+                .try_into()
+                .map_err(|e: toml::de::Error| error(format!("[application]: {}", e.message()))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
+        ConfigFile::parse(Path::new("run.toml"), text)
+    }
+
+    #[test]
+    fn defaults_when_absent() {
+        let config = parse("").unwrap();
+        assert_eq!(config.run, RunConfig::default());
+    }
+
+    #[test]
+    fn reads_run_and_application() {
+        #[derive(Deserialize)]
+        struct App {
+            size: u32,
+        }
+        let config = parse(
+            "[run]\nstatistics_interval = 0\nworker_buffers = 1\nreassign_last_task = false\n\
+             [application]\nsize = 7\n",
+        )
+        .unwrap();
+        assert_eq!(config.run.worker_buffers, 1);
+        assert_eq!(config.run.statistics_interval, 0.0);
+        assert!(!config.run.reassign_last_task);
+        assert_eq!(config.application::<App>().unwrap().size, 7);
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let err = parse("[run]\nworker_bufers = 2\n").unwrap_err().to_string();
+        assert!(err.starts_with("run.toml:"), "{err}");
+        assert!(err.contains("line 2") && err.contains("worker_bufers"), "{err}");
+
+        let err = parse("[run]\nworker_buffers = 3\n").unwrap_err().to_string();
+        assert!(err.contains("worker_buffers = 3") && err.contains("1 or 2"), "{err}");
+
+        let err = parse("[run]\nstatistics_interval = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("statistics_interval"), "{err}");
+
+        let err = parse("[run\n").unwrap_err().to_string();
+        assert!(err.contains("line 1"), "{err}");
+
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct App {
+            size: u32,
+        }
+        let err = parse("[application]\nsize = \"big\"\n")
+            .unwrap()
+            .application::<App>()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("[application]"), "{err}");
+    }
+}

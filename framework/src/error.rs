@@ -1,0 +1,27 @@
+//! The framework's error type.
+
+use crate::{
+    config::ConfigError, machinefile::MachineFileError, protocol::DecodeError,
+    transport::TransportError,
+};
+
+/// Why a run could not start or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    MachineFile(#[from] MachineFileError),
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+    #[error("rank {rank}: {source}")]
+    Decode {
+        rank: usize,
+        #[source]
+        source: DecodeError,
+    },
+    #[error("rank {rank}: protocol violation: {message}")]
+    Protocol { rank: usize, message: String },
+    #[error("{0}")]
+    Setup(String),
+}

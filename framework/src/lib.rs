@@ -1,0 +1,25 @@
+//! `hmw`: a hierarchical multi-cluster master-worker framework.
+//!
+//! Inside a cluster a master hands tasks to workers over MPI; between clusters communication
+//! managers bridge MPI jobs over QUIC (crate `hmw-cm`). An embedded analytical model predicts
+//! the makespan and efficiency of a run and selects the machines to use.
+//!
+//! See `docs/architecture.md` for the system as built.
+
+pub mod app;
+pub mod config;
+pub mod error;
+pub mod idle;
+pub mod machinefile;
+pub mod master;
+pub mod protocol;
+pub mod runner;
+pub mod scheduler;
+pub mod stats;
+pub mod transport;
+pub mod worker;
+
+pub use app::{Problem, Task, TaskId, TaskResult, WorkerContext};
+pub use error::RunError;
+pub use runner::run;
+pub use stats::RunStats;

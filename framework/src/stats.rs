@@ -1,0 +1,228 @@
+//! Run statistics: the progress line, the end summary, and their JSON form.
+
+use std::{fmt::Write as _, time::Duration};
+
+use serde::{Deserialize, Serialize};
+
+/// What one worker did during a run, as the master saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    pub rank: usize,
+    pub host: String,
+    /// Tasks whose result this worker delivered first (the useful ones).
+    pub tasks_done: u64,
+    /// Duplicates of reassigned tasks this worker computed (or was computing) for nothing.
+    pub discharged: u64,
+    /// Seconds spent executing tasks, useful or not.
+    pub busy_s: f64,
+    /// Basic operations of the tasks it completed, useful or not.
+    pub operations: f64,
+    /// Tasks completed per second of busy time: the worker's measured available performance.
+    pub tasks_per_s: f64,
+    /// Basic operations per second of busy time.
+    pub ops_per_s: f64,
+    /// Busy time over the run's wall time.
+    pub efficiency: f64,
+}
+
+/// A whole cluster's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterStats {
+    pub workers: usize,
+    pub tasks_done: u64,
+    pub discharged: u64,
+    /// Useful tasks per second of wall time.
+    pub tasks_per_s: f64,
+    /// Useful basic operations per second of wall time.
+    pub ops_per_s: f64,
+    /// Sum of the workers' measured performance (the model's `cperf`), tasks/s.
+    pub available_tasks_per_s: f64,
+    /// Mean worker efficiency.
+    pub efficiency: f64,
+}
+
+/// One progress line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressSample {
+    pub t_s: f64,
+    pub tasks_done: u64,
+    /// Useful tasks per second since the start.
+    pub tasks_per_s: f64,
+    /// Estimated seconds to the end, when the total is known.
+    pub eta_s: Option<f64>,
+}
+
+/// Everything the master measured in a run (`--stats-json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    pub wall_s: f64,
+    pub tasks: u64,
+    pub cluster: ClusterStats,
+    pub workers: Vec<WorkerStats>,
+    pub progress: Vec<ProgressSample>,
+}
+
+impl WorkerStats {
+    /// Fill the derived figures from the counts, given the run's wall time.
+    pub fn derive(&mut self, wall: Duration) {
+        let computed = (self.tasks_done + self.discharged) as f64;
+        (self.tasks_per_s, self.ops_per_s) = if self.busy_s > 0.0 {
+            (computed / self.busy_s, self.operations / self.busy_s)
+        } else {
+            (0.0, 0.0)
+        };
+        self.efficiency = ratio(self.busy_s, wall.as_secs_f64());
+    }
+}
+
+impl ClusterStats {
+    /// Sum up the workers of a cluster over a run of `wall` seconds doing `operations`.
+    pub fn from_workers(workers: &[WorkerStats], wall: Duration, useful_operations: f64) -> Self {
+        let wall_s = wall.as_secs_f64();
+        let tasks_done = workers.iter().map(|w| w.tasks_done).sum();
+        ClusterStats {
+            workers: workers.len(),
+            tasks_done,
+            discharged: workers.iter().map(|w| w.discharged).sum(),
+            tasks_per_s: ratio(tasks_done as f64, wall_s),
+            ops_per_s: ratio(useful_operations, wall_s),
+            available_tasks_per_s: workers.iter().map(|w| w.tasks_per_s).sum(),
+            efficiency: ratio(
+                workers.iter().map(|w| w.efficiency).sum(),
+                workers.len() as f64,
+            ),
+        }
+    }
+}
+
+impl ProgressSample {
+    /// The progress after `elapsed` with `done` of `total` tasks gathered.
+    pub fn new(elapsed: Duration, done: u64, total: Option<u64>) -> Self {
+        let t_s = elapsed.as_secs_f64();
+        let tasks_per_s = ratio(done as f64, t_s);
+        let eta_s = total
+            .filter(|_| tasks_per_s > 0.0)
+            .map(|total| total.saturating_sub(done) as f64 / tasks_per_s);
+        ProgressSample {
+            t_s,
+            tasks_done: done,
+            tasks_per_s,
+            eta_s,
+        }
+    }
+
+    /// The human progress line.
+    pub fn line(&self, total: Option<u64>) -> String {
+        let mut line = format!("[{:>8.1} s] {} ", self.t_s, self.tasks_done);
+        if let Some(total) = total {
+            let _ = write!(
+                line,
+                "/ {total} tasks ({:.1}%)",
+                100.0 * ratio(self.tasks_done as f64, total as f64)
+            );
+        } else {
+            line.push_str("tasks");
+        }
+        let _ = write!(line, ", {:.2} tasks/s", self.tasks_per_s);
+        if let Some(eta) = self.eta_s {
+            let _ = write!(line, ", ETA {}", hms(eta));
+        }
+        line
+    }
+}
+
+impl RunStats {
+    /// The end summary: one row per worker, then the cluster.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:>5}  {:<16} {:>8} {:>10} {:>10} {:>11} {:>12} {:>6}",
+            "rank", "host", "tasks", "discharged", "busy_s", "tasks/s", "ops/s", "eff"
+        );
+        for w in &self.workers {
+            let _ = writeln!(
+                out,
+                "{:>5}  {:<16} {:>8} {:>10} {:>10.3} {:>11.3} {:>12.4e} {:>5.1}%",
+                w.rank,
+                w.host,
+                w.tasks_done,
+                w.discharged,
+                w.busy_s,
+                w.tasks_per_s,
+                w.ops_per_s,
+                100.0 * w.efficiency
+            );
+        }
+        let c = &self.cluster;
+        let _ = writeln!(
+            out,
+            "cluster: {} workers, {} tasks ({} discharged) in {:.3} s = {}: {:.3} tasks/s, \
+             {:.4e} ops/s; available {:.3} tasks/s; mean efficiency {:.1}%",
+            c.workers,
+            c.tasks_done,
+            c.discharged,
+            self.wall_s,
+            hms(self.wall_s),
+            c.tasks_per_s,
+            c.ops_per_s,
+            c.available_tasks_per_s,
+            100.0 * c.efficiency
+        );
+        out
+    }
+}
+
+/// `a / b`, or 0 when `b` is 0.
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 {
+        a / b
+    } else {
+        0.0
+    }
+}
+
+/// Seconds as `h:mm:ss`.
+pub fn hms(seconds: f64) -> String {
+    let total = seconds.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_figures() {
+        let mut w = WorkerStats {
+            tasks_done: 8,
+            discharged: 2,
+            busy_s: 5.0,
+            operations: 20.0,
+            ..Default::default()
+        };
+        w.derive(Duration::from_secs(10));
+        assert_eq!((w.tasks_per_s, w.ops_per_s, w.efficiency), (2.0, 4.0, 0.5));
+        let c = ClusterStats::from_workers(&[w.clone(), w], Duration::from_secs(10), 32.0);
+        assert_eq!(c.tasks_done, 16);
+        assert_eq!(c.discharged, 4);
+        assert_eq!(c.tasks_per_s, 1.6);
+        assert_eq!(c.ops_per_s, 3.2);
+        assert_eq!(c.available_tasks_per_s, 4.0);
+        assert_eq!(c.efficiency, 0.5);
+    }
+
+    #[test]
+    fn progress_line_and_eta() {
+        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100));
+        assert_eq!(p.tasks_per_s, 2.5);
+        assert_eq!(p.eta_s, Some(30.0));
+        assert_eq!(
+            p.line(Some(100)),
+            "[    10.0 s] 25 / 100 tasks (25.0%), 2.50 tasks/s, ETA 0:00:30"
+        );
+        let unknown = ProgressSample::new(Duration::ZERO, 0, None);
+        assert_eq!(unknown.eta_s, None);
+        assert_eq!(hms(3725.0), "1:02:05");
+    }
+}

@@ -1,0 +1,46 @@
+//! The intra-cluster transport: how the ranks of one cluster exchange messages.
+//!
+//! Two implementations: [`mpi::MpiTransport`] over MPI for real runs, and
+//! [`local::LocalTransport`] (threads and channels) so a whole cluster can run inside one
+//! process, for tests and for trying an application without `mpirun`.
+//!
+//! Sends never block on the receiver, so two ranks sending to each other at once cannot
+//! deadlock. Waiting never spins: an idle rank sleeps (see [`crate::idle`]).
+
+pub mod local;
+pub mod mpi;
+
+use std::time::Duration;
+
+/// A message and the rank that sent it.
+#[derive(Debug)]
+pub struct Envelope {
+    pub from: usize,
+    pub bytes: Vec<u8>,
+}
+
+/// A transport failure.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("rank {to} does not exist (the job has {size} ranks)")]
+    NoSuchRank { to: usize, size: usize },
+    #[error("rank {0} has gone away")]
+    Disconnected(usize),
+}
+
+/// Point-to-point messages between the ranks of one cluster.
+pub trait Transport {
+    /// This rank.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Send `bytes` to rank `to`. Returns once the message is queued; never waits for the
+    /// receiver. Messages between two ranks arrive in the order they were sent.
+    fn send(&mut self, to: usize, bytes: Vec<u8>) -> Result<(), TransportError>;
+    /// A message that has already arrived, if any.
+    fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError>;
+    /// Wait up to `timeout` for a message, without burning the CPU.
+    fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError>;
+    /// Wait until every message this rank sent has left its buffers.
+    fn flush(&mut self) -> Result<(), TransportError>;
+}

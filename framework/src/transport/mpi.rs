@@ -1,0 +1,189 @@
+//! The MPI transport (rsmpi over OpenMPI) used by real runs.
+//!
+//! Sends are non-blocking (`MPI_Isend`): a master sending a large task to a worker that is
+//! itself sending a large result cannot deadlock. Receives probe (`MPI_Improbe`) and sleep
+//! between probes instead of spinning in MPI's progress loop.
+//!
+//! Only the thread that created the transport calls MPI (`MPI_THREAD_FUNNELED`).
+
+use std::time::{Duration, Instant};
+
+use mpi::{
+    collective::SystemOperation,
+    environment::Universe,
+    point_to_point::MatchedReceiveVec,
+    request::{Request, StaticScope},
+    topology::SimpleCommunicator,
+    traits::*,
+    Threading,
+};
+
+use super::{Envelope, Transport, TransportError};
+use crate::idle::{self, Idle};
+
+/// A send in progress: the request and the buffer it reads from.
+struct PendingSend {
+    request: Request<'static, [u8]>,
+    /// Owned by this struct; leaked into `request` until the send completes.
+    buffer: *mut [u8],
+}
+
+impl PendingSend {
+    fn start(world: &SimpleCommunicator, to: usize, bytes: Vec<u8>) -> Self {
+        let buffer: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
+        let pointer: *mut [u8] = buffer;
+        // SAFETY: the buffer stays allocated until `finish` frees it, which happens only after
+        // MPI reported the send complete.
+        let request = world
+            .process_at_rank(to as i32)
+            .immediate_send(StaticScope, unsafe { &*pointer });
+        PendingSend {
+            request,
+            buffer: pointer,
+        }
+    }
+
+    /// Free the buffer of a completed send.
+    fn finish(buffer: *mut [u8]) {
+        // SAFETY: `buffer` came from `Box::leak` in `start` and MPI no longer reads it.
+        drop(unsafe { Box::from_raw(buffer) });
+    }
+
+    /// `None` once complete (buffer freed), otherwise the still-pending send.
+    fn test(self) -> Option<Self> {
+        let buffer = self.buffer;
+        match self.request.test() {
+            Ok(_) => {
+                Self::finish(buffer);
+                None
+            }
+            Err(request) => Some(PendingSend { request, buffer }),
+        }
+    }
+
+    fn wait(self) {
+        self.request.wait();
+        Self::finish(self.buffer);
+    }
+}
+
+/// MPI point-to-point messages on `MPI_COMM_WORLD`.
+pub struct MpiTransport {
+    pending: Vec<PendingSend>,
+    world: SimpleCommunicator,
+    rank: usize,
+    size: usize,
+    // Declared last: finalizes MPI after everything else is dropped.
+    _universe: Universe,
+}
+
+impl MpiTransport {
+    /// Initialise MPI. Returns `None` when MPI was already initialised in this process.
+    pub fn init() -> Option<Self> {
+        let (universe, _threading) = mpi::initialize_with_threading(Threading::Funneled)?;
+        let world = universe.world();
+        Some(MpiTransport {
+            pending: Vec::new(),
+            rank: world.rank() as usize,
+            size: world.size() as usize,
+            world,
+            _universe: universe,
+        })
+    }
+
+    /// Collective: every rank says whether it is ready (`ok`); returns whether all are, and
+    /// whether rank 0 is. Lets all ranks refuse to start together when any of them found its
+    /// configuration bad, and lets the master speak for all when it failed too.
+    pub fn all_agree(&self, ok: bool, is_root: bool) -> (bool, bool) {
+        let mine = [i32::from(ok), i32::from(ok || !is_root)];
+        let mut all = [0i32; 2];
+        self.world
+            .all_reduce_into(&mine[..], &mut all[..], SystemOperation::logical_and());
+        (all[0] != 0, all[1] != 0)
+    }
+
+    /// End the whole MPI job (every rank) with `code`.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
+    fn progress_sends(&mut self) {
+        if !self.pending.is_empty() {
+            self.pending = std::mem::take(&mut self.pending)
+                .into_iter()
+                .filter_map(PendingSend::test)
+                .collect();
+        }
+    }
+}
+
+impl Transport for MpiTransport {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.size
+    }
+
+    fn send(&mut self, to: usize, bytes: Vec<u8>) -> Result<(), TransportError> {
+        if to >= self.size {
+            return Err(TransportError::NoSuchRank {
+                to,
+                size: self.size,
+            });
+        }
+        self.pending.push(PendingSend::start(&self.world, to, bytes));
+        self.progress_sends();
+        Ok(())
+    }
+
+    fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
+        self.progress_sends();
+        Ok(self
+            .world
+            .any_process()
+            .immediate_matched_probe()
+            .map(|matched| {
+                let (bytes, status) = matched.matched_receive_vec::<u8>();
+                Envelope {
+                    from: status.source_rank() as usize,
+                    bytes,
+                }
+            }))
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError> {
+        let deadline = Instant::now() + timeout;
+        let mut idle = Idle::default();
+        loop {
+            if let Some(envelope) = self.try_recv()? {
+                return Ok(Some(envelope));
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            idle::pause(idle.next_pause().min(deadline - now));
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        let mut idle = Idle::default();
+        while {
+            self.progress_sends();
+            !self.pending.is_empty()
+        } {
+            idle::pause(idle.next_pause());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for MpiTransport {
+    fn drop(&mut self) {
+        for send in self.pending.drain(..) {
+            send.wait();
+        }
+    }
+}
