@@ -1,0 +1,347 @@
+//! The long-distance protocol as a state machine with no I/O.
+//!
+//! The driver feeds it events (a connection opened or was lost, a frame arrived, the application
+//! pushed or wants a message) and asks it what to do (which block to write on which connection,
+//! which acknowledgement to send). Everything about blocks, ids, the unacknowledged list,
+//! acknowledgements, reordering, de-duplication and sessions lives here, so it is tested
+//! deterministically with simulated loss, reordering, duplication and disconnection.
+
+pub mod frame;
+pub mod receiver;
+pub mod sender;
+#[cfg(test)]
+mod sim_tests;
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use thiserror::Error;
+
+pub use frame::{decode, encode_data_header, Ack, Block, Frame, FrameError, Hello};
+pub use receiver::{BlockOutcome, ReceiveBuffer};
+pub use sender::{PushError, SendBuffer, UnknownBlockAck};
+
+/// Identity of one transport connection, assigned by the driver, never reused.
+pub type ConnId = u64;
+
+/// A violation of the protocol by the peer; the connection it arrived on is closed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ProtocolError {
+    /// Bytes that do not decode.
+    #[error("undecodable frame: {0}")]
+    Frame(#[from] FrameError),
+    /// A data block without payload.
+    #[error("data block {id} is empty")]
+    EmptyBlock {
+        /// Block id.
+        id: u64,
+    },
+    /// A block id outside the window the receiver accepts.
+    #[error("unknown block id {id}: beyond the receive window ending at {window_end}")]
+    UnknownBlock {
+        /// Block id.
+        id: u64,
+        /// First id beyond the window.
+        window_end: u64,
+    },
+    /// The same block twice on one connection.
+    #[error("replay of block {id} on the same connection")]
+    Replay {
+        /// Block id.
+        id: u64,
+    },
+    /// A block whose offset or length contradicts its neighbours or an earlier copy.
+    #[error("inconsistent block {id}: {reason}")]
+    Inconsistent {
+        /// Block id.
+        id: u64,
+        /// What contradicts.
+        reason: &'static str,
+    },
+    /// A block beyond the receive credit the receiver granted.
+    #[error("block ends at stream offset {end}, beyond the granted credit {credit}")]
+    CreditExceeded {
+        /// End offset of the block.
+        end: u64,
+        /// Credit granted.
+        credit: u64,
+    },
+    /// A message length larger than the receiver accepts.
+    #[error("message of {len} bytes announced, the maximum is {max}")]
+    OversizedMessage {
+        /// Announced length.
+        len: usize,
+        /// Maximum accepted.
+        max: usize,
+    },
+    /// An acknowledgement of blocks never sent.
+    #[error(transparent)]
+    UnknownAck(#[from] UnknownBlockAck),
+    /// Data or acknowledgement before the hello.
+    #[error("{0} before the hello")]
+    NotHandshaken(&'static str),
+    /// A second hello on one connection.
+    #[error("second hello on the same connection (replay)")]
+    DuplicateHello,
+    /// The peer speaks another protocol version.
+    #[error("peer speaks protocol version {theirs}, this side {ours}")]
+    VersionMismatch {
+        /// Our version.
+        ours: u16,
+        /// Theirs.
+        theirs: u16,
+    },
+    /// The peer accepts smaller messages than this side may send.
+    #[error("peer accepts messages up to {peer_max} bytes but this side's max_message is {our_max}: configure both sides alike")]
+    IncompatiblePeer {
+        /// Peer's maximum message.
+        peer_max: u64,
+        /// Our maximum message.
+        our_max: u64,
+    },
+    /// A frame from a connection that is not (or no longer) part of the session.
+    #[error("frame from connection {0}, which belongs to no current session")]
+    UnknownConnection(ConnId),
+    /// A frame of a kind not allowed where it arrived.
+    #[error("unexpected {frame} frame on a {stream} stream")]
+    UnexpectedFrame {
+        /// Kind of frame.
+        frame: &'static str,
+        /// Kind of stream.
+        stream: &'static str,
+    },
+}
+
+/// Sizes that shape the protocol core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoreConfig {
+    /// Largest block payload this side cuts.
+    pub block_size: usize,
+    /// Send buffer capacity in bytes.
+    pub send_memory: usize,
+    /// Receive buffer capacity in bytes.
+    pub recv_memory: usize,
+    /// Largest message this side sends or accepts.
+    pub max_message: usize,
+}
+
+/// Result of a hello: the connection joined the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handshake {
+    /// The peer is a new incarnation (its session id changed): buffers were reset.
+    pub peer_restarted: bool,
+    /// Connections of the previous incarnation, to be closed by the driver.
+    pub stale_connections: Vec<ConnId>,
+}
+
+/// What a frame did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameEffect {
+    /// The connection joined the session.
+    Handshake(Handshake),
+    /// A data block was taken.
+    Block(BlockOutcome),
+    /// An acknowledgement freed this many send-buffer bytes.
+    Acked(usize),
+}
+
+/// Counters kept by the core.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CoreCounters {
+    /// Messages accepted by `push_message`.
+    pub messages_pushed: u64,
+    /// Message bytes accepted by `push_message`.
+    pub bytes_pushed: u64,
+    /// Messages handed out by `pop_message`.
+    pub messages_popped: u64,
+    /// Message bytes handed out by `pop_message`.
+    pub bytes_popped: u64,
+    /// Times the peer was found restarted.
+    pub peer_restarts: u64,
+    /// Send-buffer bytes dropped because the peer they were addressed to restarted.
+    pub bytes_dropped_on_peer_restart: u64,
+}
+
+/// The whole protocol state of one link end.
+#[derive(Debug)]
+pub struct Core {
+    config: CoreConfig,
+    session: u64,
+    peer_session: Option<u64>,
+    /// Connections known to the core; `true` once their hello arrived.
+    connections: HashMap<ConnId, bool>,
+    sender: SendBuffer,
+    receiver: ReceiveBuffer,
+    counters: CoreCounters,
+}
+
+impl Core {
+    /// A fresh link end with random identity `session`.
+    pub fn new(config: CoreConfig, session: u64) -> Self {
+        Self {
+            config,
+            session,
+            peer_session: None,
+            connections: HashMap::new(),
+            sender: SendBuffer::new(config.send_memory, config.block_size, config.max_message),
+            receiver: ReceiveBuffer::new(config.recv_memory, config.max_message),
+            counters: CoreCounters::default(),
+        }
+    }
+
+    /// The hello to send first on connection number `connection_index`.
+    pub fn hello(&self, connection_index: u32) -> Hello {
+        Hello {
+            version: frame::PROTOCOL_VERSION,
+            session: self.session,
+            connection_index,
+            max_message: self.config.max_message as u64,
+            block_size: self.config.block_size as u32,
+        }
+    }
+
+    /// A transport connection was established (its hello not yet received).
+    pub fn connection_opened(&mut self, conn: ConnId) {
+        self.connections.insert(conn, false);
+    }
+
+    /// A transport connection is gone: its unacknowledged blocks will be sent elsewhere.
+    pub fn connection_lost(&mut self, conn: ConnId) {
+        self.connections.remove(&conn);
+        self.sender.on_connection_lost(conn);
+    }
+
+    /// Handles one frame received on `conn`.
+    pub fn on_frame(&mut self, conn: ConnId, frame: Frame) -> Result<FrameEffect, ProtocolError> {
+        let Some(&handshaken) = self.connections.get(&conn) else {
+            return Err(ProtocolError::UnknownConnection(conn));
+        };
+        match frame {
+            Frame::Hello(hello) if !handshaken => {
+                self.on_hello(conn, hello).map(FrameEffect::Handshake)
+            }
+            Frame::Hello(_) => Err(ProtocolError::DuplicateHello),
+            Frame::Data(_) if !handshaken => Err(ProtocolError::NotHandshaken("data")),
+            Frame::Ack(_) if !handshaken => Err(ProtocolError::NotHandshaken("acknowledgement")),
+            Frame::Data(block) => self.receiver.on_block(conn, block).map(FrameEffect::Block),
+            Frame::Ack(ack) => Ok(FrameEffect::Acked(self.sender.on_ack(&ack)?)),
+        }
+    }
+
+    fn on_hello(&mut self, conn: ConnId, hello: Hello) -> Result<Handshake, ProtocolError> {
+        if hello.version != frame::PROTOCOL_VERSION {
+            return Err(ProtocolError::VersionMismatch {
+                ours: frame::PROTOCOL_VERSION,
+                theirs: hello.version,
+            });
+        }
+        if hello.max_message < self.config.max_message as u64 {
+            return Err(ProtocolError::IncompatiblePeer {
+                peer_max: hello.max_message,
+                our_max: self.config.max_message as u64,
+            });
+        }
+        let mut handshake = Handshake {
+            peer_restarted: false,
+            stale_connections: Vec::new(),
+        };
+        match self.peer_session {
+            Some(known) if known != hello.session => {
+                handshake.peer_restarted = true;
+                handshake.stale_connections = self
+                    .connections
+                    .iter()
+                    .filter(|&(&c, &joined)| joined && c != conn)
+                    .map(|(&c, _)| c)
+                    .collect();
+                handshake.stale_connections.sort_unstable();
+                for stale in &handshake.stale_connections {
+                    self.connections.remove(stale);
+                }
+                self.counters.peer_restarts += 1;
+                self.counters.bytes_dropped_on_peer_restart +=
+                    self.sender.reset_for_new_peer() as u64;
+                self.receiver =
+                    ReceiveBuffer::new(self.config.recv_memory, self.config.max_message);
+            }
+            _ => {}
+        }
+        self.peer_session = Some(hello.session);
+        self.connections.insert(conn, true);
+        Ok(handshake)
+    }
+
+    /// The next block to write on `conn`, if any may be sent now.
+    pub fn next_block(&mut self, conn: ConnId) -> Option<Block> {
+        if self.connections.get(&conn) != Some(&true) {
+            return None;
+        }
+        self.sender.next_block(conn)
+    }
+
+    /// Whether some block could be sent now on a joined connection.
+    pub fn has_sendable(&self) -> bool {
+        self.sender.has_sendable()
+    }
+
+    /// The acknowledgement to send, if the receive state changed since the last one.
+    pub fn take_ack(&mut self) -> Option<Ack> {
+        self.receiver.ack_dirty().then(|| self.receiver.ack())
+    }
+
+    /// The acknowledgement describing the current receive state, changed or not.
+    pub fn ack(&mut self) -> Ack {
+        self.receiver.ack()
+    }
+
+    /// Appends a message to the send buffer.
+    pub fn push_message(&mut self, message: &[u8]) -> Result<(), PushError> {
+        self.sender.push_message(message)?;
+        self.counters.messages_pushed += 1;
+        self.counters.bytes_pushed += message.len() as u64;
+        Ok(())
+    }
+
+    /// The next received message, in send order.
+    pub fn pop_message(&mut self) -> Option<Bytes> {
+        let message = self.receiver.pop_message()?;
+        self.counters.messages_popped += 1;
+        self.counters.bytes_popped += message.len() as u64;
+        Some(message)
+    }
+
+    /// This side's session identity.
+    pub fn session(&self) -> u64 {
+        self.session
+    }
+
+    /// The peer's session identity, once a hello arrived.
+    pub fn peer_session(&self) -> Option<u64> {
+        self.peer_session
+    }
+
+    /// Number of connections that completed the hello.
+    pub fn joined_connections(&self) -> usize {
+        self.connections.values().filter(|&&joined| joined).count()
+    }
+
+    /// The send buffer (fill level, counters).
+    pub fn sender(&self) -> &SendBuffer {
+        &self.sender
+    }
+
+    /// The receive buffer (fill level, counters).
+    pub fn receiver(&self) -> &ReceiveBuffer {
+        &self.receiver
+    }
+
+    /// Counters.
+    pub fn counters(&self) -> CoreCounters {
+        self.counters
+    }
+
+    /// Configuration.
+    pub fn config(&self) -> CoreConfig {
+        self.config
+    }
+}

@@ -1,0 +1,330 @@
+//! Receive side of the protocol core: de-duplication by block id, reordering, reassembly of the
+//! message stream, the receive buffer's credit and the acknowledgements describing it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use super::frame::{Ack, Block, MAX_ACK_RANGES};
+use super::sender::{MESSAGE_PREFIX_LEN, WINDOW_BLOCKS};
+use super::{ConnId, ProtocolError};
+
+/// What became of a received block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockOutcome {
+    /// New data, stored.
+    Stored,
+    /// Already held or delivered (a resend after a reconnect): dropped.
+    Duplicate,
+}
+
+#[derive(Debug)]
+struct Held {
+    arrived_on: ConnId,
+    block: Block,
+}
+
+/// The receive buffer: blocks held out of order, the in-order stream being cut into messages,
+/// and complete messages waiting for the application.
+#[derive(Debug)]
+pub struct ReceiveBuffer {
+    capacity: usize,
+    max_message: usize,
+    next_id: u64,
+    next_offset: u64,
+    consumed: u64,
+    out_of_order: BTreeMap<u64, Held>,
+    assembly: BytesMut,
+    ready: VecDeque<Bytes>,
+    ack_dirty: bool,
+    duplicates: u64,
+    failed: Option<ProtocolError>,
+}
+
+impl ReceiveBuffer {
+    /// An empty buffer holding at most `capacity` bytes of the stream, accepting messages of at
+    /// most `max_message` bytes.
+    pub fn new(capacity: usize, max_message: usize) -> Self {
+        Self {
+            capacity,
+            max_message,
+            next_id: 0,
+            next_offset: 0,
+            consumed: 0,
+            out_of_order: BTreeMap::new(),
+            assembly: BytesMut::new(),
+            ready: VecDeque::new(),
+            ack_dirty: true,
+            duplicates: 0,
+            failed: None,
+        }
+    }
+
+    fn credit(&self) -> u64 {
+        self.consumed + self.capacity as u64
+    }
+
+    /// Takes a block that arrived on connection `conn`. A block that no honest sender could
+    /// have sent is an error, and the buffer is left as it was, except for a message length
+    /// beyond the maximum inside the in-order stream: the stream cannot be parsed past it, so
+    /// that error is permanent ([`failure`](Self::failure)).
+    pub fn on_block(&mut self, conn: ConnId, block: Block) -> Result<BlockOutcome, ProtocolError> {
+        if let Some(failure) = &self.failed {
+            return Err(failure.clone());
+        }
+        if block.payload.is_empty() {
+            return Err(ProtocolError::EmptyBlock { id: block.id });
+        }
+        if block.id < self.next_id {
+            self.duplicates += 1;
+            self.ack_dirty = true;
+            return Ok(BlockOutcome::Duplicate);
+        }
+        if block.id >= self.next_id + WINDOW_BLOCKS {
+            return Err(ProtocolError::UnknownBlock {
+                id: block.id,
+                window_end: self.next_id + WINDOW_BLOCKS,
+            });
+        }
+        if let Some(held) = self.out_of_order.get(&block.id) {
+            if held.arrived_on == conn {
+                return Err(ProtocolError::Replay { id: block.id });
+            }
+            if held.block.offset != block.offset || held.block.payload.len() != block.payload.len()
+            {
+                return Err(ProtocolError::Inconsistent {
+                    id: block.id,
+                    reason: "a resend differs from the first copy",
+                });
+            }
+            self.duplicates += 1;
+            self.ack_dirty = true;
+            return Ok(BlockOutcome::Duplicate);
+        }
+        if block.end() > self.credit() {
+            return Err(ProtocolError::CreditExceeded {
+                end: block.end(),
+                credit: self.credit(),
+            });
+        }
+        self.check_neighbours(&block)?;
+        if block.id == self.next_id {
+            self.append_in_order(block)?;
+            while let Some(entry) = self.out_of_order.first_entry() {
+                if *entry.key() != self.next_id {
+                    break;
+                }
+                let held = entry.remove();
+                self.append_in_order(held.block)?;
+            }
+        } else {
+            self.out_of_order.insert(
+                block.id,
+                Held {
+                    arrived_on: conn,
+                    block,
+                },
+            );
+        }
+        self.ack_dirty = true;
+        Ok(BlockOutcome::Stored)
+    }
+
+    /// Offsets must chain: each block starts where its predecessor ends.
+    fn check_neighbours(&self, block: &Block) -> Result<(), ProtocolError> {
+        let inconsistent = |reason| ProtocolError::Inconsistent {
+            id: block.id,
+            reason,
+        };
+        if block.id == self.next_id {
+            if block.offset != self.next_offset {
+                return Err(inconsistent("offset does not follow the delivered stream"));
+            }
+        } else if block.offset < self.next_offset + (block.id - self.next_id) {
+            return Err(inconsistent("offset too small for its id"));
+        }
+        if let Some(prev) = block
+            .id
+            .checked_sub(1)
+            .and_then(|p| self.out_of_order.get(&p))
+        {
+            if prev.block.end() != block.offset {
+                return Err(inconsistent("offset does not follow the previous block"));
+            }
+        }
+        if let Some(next) = self.out_of_order.get(&(block.id + 1)) {
+            if block.end() != next.block.offset {
+                return Err(inconsistent("end does not meet the next block"));
+            }
+        }
+        Ok(())
+    }
+
+    fn append_in_order(&mut self, block: Block) -> Result<(), ProtocolError> {
+        self.next_id += 1;
+        self.next_offset = block.end();
+        self.assembly.extend_from_slice(&block.payload);
+        loop {
+            if self.assembly.len() < MESSAGE_PREFIX_LEN {
+                return Ok(());
+            }
+            let len = u32::from_be_bytes(self.assembly[..4].try_into().expect("4 bytes")) as usize;
+            if len > self.max_message {
+                let failure = ProtocolError::OversizedMessage {
+                    len,
+                    max: self.max_message,
+                };
+                self.failed = Some(failure.clone());
+                return Err(failure);
+            }
+            if self.assembly.len() < MESSAGE_PREFIX_LEN + len {
+                return Ok(());
+            }
+            self.assembly.advance(MESSAGE_PREFIX_LEN);
+            self.ready.push_back(self.assembly.split_to(len).freeze());
+        }
+    }
+
+    /// The permanent failure of the stream, if it has one.
+    pub fn failure(&self) -> Option<&ProtocolError> {
+        self.failed.as_ref()
+    }
+
+    /// The next complete message, in send order.
+    pub fn pop_message(&mut self) -> Option<Bytes> {
+        let message = self.ready.pop_front()?;
+        self.consumed += (message.len() + MESSAGE_PREFIX_LEN) as u64;
+        self.ack_dirty = true;
+        Some(message)
+    }
+
+    /// Complete messages waiting for the application.
+    pub fn ready_messages(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// Whether the state changed since the last [`ack`](Self::ack).
+    pub fn ack_dirty(&self) -> bool {
+        self.ack_dirty
+    }
+
+    /// The acknowledgement describing the current state (and clears the dirty flag).
+    pub fn ack(&mut self) -> Ack {
+        self.ack_dirty = false;
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for &id in self.out_of_order.keys() {
+            if let Some(last) = ranges.last_mut().filter(|last| last.1 == id) {
+                last.1 = id + 1;
+            } else if ranges.len() == MAX_ACK_RANGES {
+                break;
+            } else {
+                ranges.push((id, id + 1));
+            }
+        }
+        Ack {
+            cumulative: self.next_id,
+            credit: self.credit(),
+            ranges,
+        }
+    }
+
+    /// Stream bytes held (out of order, being assembled, or ready), at most the capacity.
+    pub fn buffered(&self) -> usize {
+        let out_of_order: usize = self
+            .out_of_order
+            .values()
+            .map(|h| h.block.payload.len())
+            .sum();
+        (self.next_offset - self.consumed) as usize + out_of_order
+    }
+
+    /// Configured capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Duplicate blocks dropped so far.
+    pub fn duplicates(&self) -> u64 {
+        self.duplicates
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(id: u64, offset: u64, payload: &[u8]) -> Block {
+        Block {
+            id,
+            offset,
+            payload: Bytes::copy_from_slice(payload),
+        }
+    }
+
+    fn framed(messages: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for m in messages {
+            out.extend_from_slice(&(m.len() as u32).to_be_bytes());
+            out.extend_from_slice(m);
+        }
+        out
+    }
+
+    #[test]
+    fn reorders_and_reassembles_messages_across_blocks() {
+        let stream = framed(&[b"hello", b"", b"world!"]);
+        let mut r = ReceiveBuffer::new(1000, 100);
+        let (a, b) = stream.split_at(7);
+        assert_eq!(r.on_block(1, block(1, 7, b)).unwrap(), BlockOutcome::Stored);
+        assert_eq!(r.ack().ranges, vec![(1, 2)]);
+        assert!(r.pop_message().is_none());
+        r.on_block(2, block(0, 0, a)).unwrap();
+        assert_eq!(&r.pop_message().unwrap()[..], b"hello");
+        assert_eq!(&r.pop_message().unwrap()[..], b"");
+        assert_eq!(&r.pop_message().unwrap()[..], b"world!");
+        let ack = r.ack();
+        assert_eq!(
+            (ack.cumulative, ack.credit),
+            (2, 1000 + stream.len() as u64)
+        );
+        assert_eq!(
+            r.on_block(3, block(0, 0, a)).unwrap(),
+            BlockOutcome::Duplicate
+        );
+    }
+
+    #[test]
+    fn bad_blocks_are_refused_and_leave_state_intact() {
+        let mut r = ReceiveBuffer::new(20, 10);
+        r.on_block(1, block(1, 5, b"abc")).unwrap();
+        assert!(matches!(
+            r.on_block(1, block(1, 5, b"abc")),
+            Err(ProtocolError::Replay { id: 1 })
+        ));
+        assert!(matches!(
+            r.on_block(2, block(1, 6, b"abc")),
+            Err(ProtocolError::Inconsistent { .. })
+        ));
+        assert!(matches!(
+            r.on_block(2, block(2, 9, b"x")),
+            Err(ProtocolError::Inconsistent { .. })
+        ));
+        assert!(matches!(
+            r.on_block(2, block(5, 18, b"xyz")),
+            Err(ProtocolError::CreditExceeded { .. })
+        ));
+        assert!(matches!(
+            r.on_block(2, block(WINDOW_BLOCKS, 0, b"x")),
+            Err(ProtocolError::UnknownBlock { .. })
+        ));
+        assert!(matches!(
+            r.on_block(2, block(0, 0, &[0, 0, 0, 200, 1])),
+            Err(ProtocolError::OversizedMessage { len: 200, max: 10 })
+        ));
+        assert!(r.failure().is_some());
+        assert!(matches!(
+            r.on_block(2, block(2, 8, b"abc")),
+            Err(ProtocolError::OversizedMessage { .. })
+        ));
+    }
+}

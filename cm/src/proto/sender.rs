@@ -1,0 +1,345 @@
+//! Send side of the protocol core: the send buffer, cutting the message stream into numbered
+//! blocks, the list of blocks not yet acknowledged, and what to (re)transmit next.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use bytes::{BufMut, BytesMut};
+use thiserror::Error;
+
+use super::frame::{Ack, Block};
+use super::ConnId;
+
+/// Blocks a sender may have outstanding beyond the receiver's cumulative acknowledgement; the
+/// receiver refuses ids beyond this window. It bounds the receiver's bookkeeping when messages
+/// are tiny.
+pub const WINDOW_BLOCKS: u64 = 1 << 16;
+/// Bytes of framing in the message stream before each message (its length, u32 big endian).
+pub const MESSAGE_PREFIX_LEN: usize = 4;
+
+/// Why a message was not accepted into the send buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PushError {
+    /// The send buffer has not enough free space now; retry after acknowledgements free some.
+    #[error("send buffer full: {needed} bytes needed, {free} free")]
+    Full {
+        /// Bytes the message needs (with framing).
+        needed: usize,
+        /// Bytes free now.
+        free: usize,
+    },
+    /// The message can never be sent: larger than the configured maximum message size.
+    #[error("message of {size} bytes exceeds the maximum message size of {max} bytes")]
+    TooLarge {
+        /// Message size.
+        size: usize,
+        /// Configured maximum.
+        max: usize,
+    },
+}
+
+/// An acknowledgement that names blocks this sender never sent.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("acknowledgement for block {acked} but only blocks below {next} were sent")]
+pub struct UnknownBlockAck {
+    /// Highest id the ack claims.
+    pub acked: u64,
+    /// Next id this sender would assign.
+    pub next: u64,
+}
+
+#[derive(Debug)]
+struct Unacked {
+    block: Block,
+    in_flight_on: Option<ConnId>,
+    transmissions: u32,
+}
+
+/// The send buffer: the message stream not yet cut, and the blocks not yet acknowledged.
+#[derive(Debug)]
+pub struct SendBuffer {
+    block_size: usize,
+    capacity: usize,
+    max_message: usize,
+    used: usize,
+    open: BytesMut,
+    next_id: u64,
+    next_offset: u64,
+    unacked: BTreeMap<u64, Unacked>,
+    pending: BTreeSet<u64>,
+    peer_cumulative: u64,
+    peer_credit: u64,
+    blocks_sent: u64,
+    blocks_retransmitted: u64,
+}
+
+impl SendBuffer {
+    /// An empty buffer of `capacity` bytes cutting blocks of at most `block_size` bytes and
+    /// accepting messages of at most `max_message` bytes.
+    pub fn new(capacity: usize, block_size: usize, max_message: usize) -> Self {
+        Self {
+            block_size,
+            capacity,
+            max_message,
+            used: 0,
+            open: BytesMut::new(),
+            next_id: 0,
+            next_offset: 0,
+            unacked: BTreeMap::new(),
+            pending: BTreeSet::new(),
+            peer_cumulative: 0,
+            peer_credit: 0,
+            blocks_sent: 0,
+            blocks_retransmitted: 0,
+        }
+    }
+
+    /// Appends a message to the stream if it fits in the free space.
+    pub fn push_message(&mut self, message: &[u8]) -> Result<(), PushError> {
+        if message.len() > self.max_message {
+            return Err(PushError::TooLarge {
+                size: message.len(),
+                max: self.max_message,
+            });
+        }
+        let needed = message.len() + MESSAGE_PREFIX_LEN;
+        if needed > self.free() {
+            return Err(PushError::Full {
+                needed,
+                free: self.free(),
+            });
+        }
+        self.open.reserve(needed);
+        self.open.put_u32(message.len() as u32);
+        self.open.extend_from_slice(message);
+        self.used += needed;
+        Ok(())
+    }
+
+    /// The next block to put on connection `conn`, if any may be sent now: first blocks to
+    /// resend (lowest id first), then a new block cut from the stream, within the receiver's
+    /// credit and block window.
+    pub fn next_block(&mut self, conn: ConnId) -> Option<Block> {
+        if let Some(&id) = self.pending.first() {
+            let entry = self
+                .unacked
+                .get_mut(&id)
+                .expect("pending blocks are unacked");
+            if entry.block.end() > self.peer_credit {
+                return None;
+            }
+            self.pending.remove(&id);
+            entry.in_flight_on = Some(conn);
+            entry.transmissions += 1;
+            self.blocks_sent += 1;
+            if entry.transmissions > 1 {
+                self.blocks_retransmitted += 1;
+            }
+            return Some(entry.block.clone());
+        }
+        if self.open.is_empty() || self.next_id >= self.peer_cumulative + WINDOW_BLOCKS {
+            return None;
+        }
+        let credit_left = self.peer_credit.saturating_sub(self.next_offset);
+        let len = self
+            .open
+            .len()
+            .min(self.block_size)
+            .min(usize::try_from(credit_left).unwrap_or(usize::MAX));
+        if len == 0 {
+            return None;
+        }
+        let block = Block {
+            id: self.next_id,
+            offset: self.next_offset,
+            payload: self.open.split_to(len).freeze(),
+        };
+        self.next_id += 1;
+        self.next_offset += len as u64;
+        self.blocks_sent += 1;
+        self.unacked.insert(
+            block.id,
+            Unacked {
+                block: block.clone(),
+                in_flight_on: Some(conn),
+                transmissions: 1,
+            },
+        );
+        Some(block)
+    }
+
+    /// Whether [`next_block`](Self::next_block) could return a block now.
+    pub fn has_sendable(&self) -> bool {
+        match self.pending.first() {
+            Some(id) => self.unacked[id].block.end() <= self.peer_credit,
+            None => {
+                !self.open.is_empty()
+                    && self.next_id < self.peer_cumulative + WINDOW_BLOCKS
+                    && self.peer_credit > self.next_offset
+            }
+        }
+    }
+
+    /// Applies an acknowledgement: frees acknowledged blocks and raises the credit. Returns the
+    /// bytes freed. Acks may arrive out of order (over different connections); stale ones are
+    /// harmless.
+    pub fn on_ack(&mut self, ack: &Ack) -> Result<usize, UnknownBlockAck> {
+        let highest = ack.ranges.last().map_or(ack.cumulative, |r| r.1);
+        if highest > self.next_id {
+            return Err(UnknownBlockAck {
+                acked: highest,
+                next: self.next_id,
+            });
+        }
+        self.peer_credit = self.peer_credit.max(ack.credit);
+        self.peer_cumulative = self.peer_cumulative.max(ack.cumulative);
+        let before = self.used;
+        let below: Vec<u64> = self
+            .unacked
+            .range(..ack.cumulative)
+            .map(|(&id, _)| id)
+            .collect();
+        for id in below {
+            self.release(id);
+        }
+        for &(start, end) in &ack.ranges {
+            let ids: Vec<u64> = self.unacked.range(start..end).map(|(&id, _)| id).collect();
+            for id in ids {
+                self.release(id);
+            }
+        }
+        Ok(before - self.used)
+    }
+
+    fn release(&mut self, id: u64) {
+        if let Some(entry) = self.unacked.remove(&id) {
+            self.used -= entry.block.payload.len();
+            self.pending.remove(&id);
+        }
+    }
+
+    /// Connection `conn` is gone: every unacknowledged block last sent on it is queued again.
+    pub fn on_connection_lost(&mut self, conn: ConnId) {
+        for (&id, entry) in self.unacked.iter_mut() {
+            if entry.in_flight_on == Some(conn) {
+                entry.in_flight_on = None;
+                self.pending.insert(id);
+            }
+        }
+    }
+
+    /// The peer restarted: everything addressed to its previous incarnation is dropped and
+    /// numbering starts again. Returns the bytes dropped.
+    pub fn reset_for_new_peer(&mut self) -> usize {
+        let dropped = self.used;
+        *self = Self {
+            blocks_sent: self.blocks_sent,
+            blocks_retransmitted: self.blocks_retransmitted,
+            ..Self::new(self.capacity, self.block_size, self.max_message)
+        };
+        dropped
+    }
+
+    /// Bytes in use (stream not yet cut plus unacknowledged blocks, with message framing).
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// Configured capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Free bytes.
+    pub fn free(&self) -> usize {
+        self.capacity - self.used
+    }
+
+    /// Largest message accepted.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+    }
+
+    /// Whether every message pushed so far has been acknowledged by the receiver.
+    pub fn is_drained(&self) -> bool {
+        self.used == 0
+    }
+
+    /// Number of blocks not yet acknowledged.
+    pub fn unacked_blocks(&self) -> usize {
+        self.unacked.len()
+    }
+
+    /// Block transmissions so far (first sends and resends).
+    pub fn blocks_sent(&self) -> u64 {
+        self.blocks_sent
+    }
+
+    /// Block transmissions that were resends after a connection loss.
+    pub fn blocks_retransmitted(&self) -> u64 {
+        self.blocks_retransmitted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ack(cumulative: u64, credit: u64, ranges: Vec<(u64, u64)>) -> Ack {
+        Ack {
+            cumulative,
+            credit,
+            ranges,
+        }
+    }
+
+    #[test]
+    fn nothing_is_sent_without_credit_and_blocks_respect_size() {
+        let mut s = SendBuffer::new(1000, 10, 500);
+        s.push_message(&[7u8; 30]).unwrap();
+        assert_eq!(s.used(), 34);
+        assert!(s.next_block(1).is_none());
+        s.on_ack(&ack(0, 25, vec![])).unwrap();
+        let b0 = s.next_block(1).unwrap();
+        let b1 = s.next_block(2).unwrap();
+        let b2 = s.next_block(1).unwrap();
+        assert_eq!((b0.id, b0.offset, b0.payload.len()), (0, 0, 10));
+        assert_eq!((b1.id, b1.offset), (1, 10));
+        assert_eq!((b2.id, b2.offset, b2.payload.len()), (2, 20, 5));
+        assert!(s.next_block(1).is_none(), "credit exhausted");
+    }
+
+    #[test]
+    fn lost_connection_requeues_only_its_blocks_and_acks_free_memory() {
+        let mut s = SendBuffer::new(1000, 10, 500);
+        s.push_message(&[1u8; 36]).unwrap();
+        s.on_ack(&ack(0, 1000, vec![])).unwrap();
+        let ids: Vec<_> = (0..4).map(|i| s.next_block(i % 2).unwrap().id).collect();
+        assert_eq!(ids, vec![0, 1, 2, 3]);
+        s.on_connection_lost(1);
+        assert_eq!(s.next_block(5).unwrap().id, 1);
+        assert_eq!(s.next_block(5).unwrap().id, 3);
+        assert_eq!(s.blocks_retransmitted(), 2);
+        assert_eq!(s.on_ack(&ack(1, 1000, vec![(2, 4)])).unwrap(), 30);
+        assert_eq!(s.unacked_blocks(), 1);
+        assert!(s.on_ack(&ack(9, 1000, vec![])).is_err());
+        s.on_ack(&ack(4, 1000, vec![])).unwrap();
+        assert!(s.is_drained());
+    }
+
+    #[test]
+    fn full_and_too_large_are_distinguished() {
+        let mut s = SendBuffer::new(100, 10, 90);
+        assert!(matches!(
+            s.push_message(&[0; 91]),
+            Err(PushError::TooLarge { .. })
+        ));
+        s.push_message(&[0; 60]).unwrap();
+        assert!(matches!(
+            s.push_message(&[0; 40]),
+            Err(PushError::Full {
+                needed: 44,
+                free: 36
+            })
+        ));
+    }
+}
