@@ -200,6 +200,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     body,
                 } = result;
                 tally.outstanding.remove(&id);
+                tally.stats.tasks_computed += 1;
                 tally.stats.busy_s += busy_s;
                 tally.stats.operations += operations;
                 self.scheduler.observe(from, busy_s);

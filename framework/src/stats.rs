@@ -13,6 +13,8 @@ pub struct WorkerStats {
     pub tasks_done: u64,
     /// Duplicates of reassigned tasks this worker computed (or was computing) for nothing.
     pub discharged: u64,
+    /// Results this worker returned, useful or not (the tasks its busy time covers).
+    pub tasks_computed: u64,
     /// Seconds spent executing tasks, useful or not.
     pub busy_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
@@ -65,7 +67,7 @@ pub struct RunStats {
 impl WorkerStats {
     /// Fill the derived figures from the counts, given the run's wall time.
     pub fn derive(&mut self, wall: Duration) {
-        let computed = (self.tasks_done + self.discharged) as f64;
+        let computed = self.tasks_computed as f64;
         (self.tasks_per_s, self.ops_per_s) = if self.busy_s > 0.0 {
             (computed / self.busy_s, self.operations / self.busy_s)
         } else {
@@ -196,7 +198,8 @@ mod tests {
     fn derived_figures() {
         let mut w = WorkerStats {
             tasks_done: 8,
-            discharged: 2,
+            discharged: 3,
+            tasks_computed: 10,
             busy_s: 5.0,
             operations: 20.0,
             ..Default::default()
@@ -205,7 +208,7 @@ mod tests {
         assert_eq!((w.tasks_per_s, w.ops_per_s, w.efficiency), (2.0, 4.0, 0.5));
         let c = ClusterStats::from_workers(&[w.clone(), w], Duration::from_secs(10), 32.0);
         assert_eq!(c.tasks_done, 16);
-        assert_eq!(c.discharged, 4);
+        assert_eq!(c.discharged, 6);
         assert_eq!(c.tasks_per_s, 1.6);
         assert_eq!(c.ops_per_s, 3.2);
         assert_eq!(c.available_tasks_per_s, 4.0);

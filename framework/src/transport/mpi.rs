@@ -6,7 +6,7 @@
 //!
 //! Only the thread that created the transport calls MPI (`MPI_THREAD_FUNNELED`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mpi::{
     collective::SystemOperation,
@@ -154,18 +154,12 @@ impl Transport for MpiTransport {
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError> {
-        let deadline = Instant::now() + timeout;
-        let mut idle = Idle::default();
-        loop {
-            if let Some(envelope) = self.try_recv()? {
-                return Ok(Some(envelope));
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(None);
-            }
-            idle::pause(idle.next_pause().min(deadline - now));
+        // MPI cannot wake a sleeping thread when a message arrives: poll, sleep, poll.
+        if let Some(envelope) = self.try_recv()? {
+            return Ok(Some(envelope));
         }
+        idle::pause(timeout);
+        self.try_recv()
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {

@@ -1,0 +1,215 @@
+//! Master and workers on the in-process transport: dispatch, gathering, reassignment and
+//! batching, without `mpirun`.
+
+use std::{path::Path, thread, time::Duration};
+
+use hmw::{
+    config::RunConfig,
+    machinefile::MachineFile,
+    master::{Master, ProblemSource},
+    scheduler::{Demand, OnDemand, Scheduler},
+    transport::local::LocalTransport,
+    worker::Worker,
+    Problem, RunStats, Task, TaskId, TaskResult, WorkerContext,
+};
+use serde::{Deserialize, Serialize};
+
+/// Sleeps `millis / speed` and returns its index.
+#[derive(Serialize, Deserialize)]
+struct Nap {
+    index: u64,
+    millis: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Woke(u64);
+
+impl Task for Nap {
+    type Output = Woke;
+    fn execute(self, worker: &WorkerContext) -> Woke {
+        thread::sleep(Duration::from_secs_f64(self.millis as f64 / 1e3 / worker.speed()));
+        Woke(self.index)
+    }
+}
+
+impl TaskResult for Woke {
+    fn join(&mut self, _other: Woke) {}
+}
+
+struct Naps {
+    tasks: u64,
+    millis: u64,
+    produced: u64,
+    /// How often each task's result was gathered.
+    gathered: Vec<u32>,
+}
+
+impl Naps {
+    fn new(tasks: u64, millis: u64) -> Self {
+        Naps {
+            tasks,
+            millis,
+            produced: 0,
+            gathered: vec![0; tasks as usize],
+        }
+    }
+}
+
+impl Problem for Naps {
+    type Task = Nap;
+    fn next_task(&mut self) -> Option<Nap> {
+        (self.produced < self.tasks).then(|| {
+            self.produced += 1;
+            Nap {
+                index: self.produced - 1,
+                millis: self.millis,
+            }
+        })
+    }
+    fn gather(&mut self, id: TaskId, result: Woke) {
+        assert_eq!(id, result.0, "a result is gathered under its own task id");
+        self.gathered[id as usize] += 1;
+    }
+    fn task_count(&self) -> Option<u64> {
+        Some(self.tasks)
+    }
+}
+
+/// Run `problem` on a master and one worker per entry of `speeds`.
+fn run_cluster(
+    problem: Naps,
+    speeds: &[f64],
+    config: RunConfig,
+    scheduler: Box<dyn Scheduler>,
+) -> (RunStats, Naps) {
+    let mut text = String::from("master\n");
+    for speed in speeds {
+        text.push_str(&format!("worker # speed={speed}\n"));
+    }
+    let machines = MachineFile::parse(Path::new("test.hosts"), &text).unwrap();
+    let mut transports = LocalTransport::cluster(machines.rank_count()).into_iter();
+    let mut master_transport = transports.next().unwrap();
+    let workers: Vec<_> = transports
+        .map(|mut transport| {
+            let context = WorkerContext {
+                rank: hmw::transport::Transport::rank(&transport),
+                line: machines.ranks[hmw::transport::Transport::rank(&transport)].clone(),
+            };
+            let buffers = config.worker_buffers;
+            thread::spawn(move || Worker::<Nap>::new(&mut transport, context, buffers).run())
+        })
+        .collect();
+    let master = Master::new(
+        &mut master_transport,
+        &machines,
+        config,
+        scheduler,
+        ProblemSource(problem),
+    );
+    let (stats, ProblemSource(problem)) = master.run().unwrap();
+    for worker in workers {
+        worker.join().unwrap().unwrap();
+    }
+    (stats, problem)
+}
+
+fn quiet(buffers: u32, reassign: bool) -> RunConfig {
+    RunConfig {
+        statistics_interval: 0.0,
+        worker_buffers: buffers,
+        reassign_last_task: reassign,
+        load_balance: false,
+    }
+}
+
+#[test]
+fn every_task_is_gathered_exactly_once() {
+    for buffers in [1, 2] {
+        for reassign in [false, true] {
+            let (stats, problem) = run_cluster(
+                Naps::new(50, 2),
+                &[1.0, 1.0, 0.5],
+                quiet(buffers, reassign),
+                Box::new(OnDemand),
+            );
+            assert!(problem.gathered.iter().all(|&n| n == 1), "{:?}", problem.gathered);
+            assert_eq!(stats.tasks, 50);
+            let done: u64 = stats.workers.iter().map(|w| w.tasks_done).sum();
+            assert_eq!(done, 50);
+            if !reassign {
+                assert_eq!(stats.cluster.discharged, 0);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_empty_problem_ends_at_once() {
+    let (stats, _) = run_cluster(
+        Naps::new(0, 1),
+        &[1.0, 1.0],
+        quiet(2, true),
+        Box::new(OnDemand),
+    );
+    assert_eq!(stats.tasks, 0);
+}
+
+#[test]
+fn reassignment_shortens_a_slow_tail_and_counts_discharged_copies() {
+    // Four tasks of 100 ms on a fast worker and a very slow one (1 s a task): without
+    // reassignment the run waits for the slow worker's task; with it, the fast worker computes
+    // a copy and the slow one's copy is discharged.
+    let (slow_tail, _) = run_cluster(
+        Naps::new(4, 100),
+        &[1.0, 0.1],
+        quiet(1, false),
+        Box::new(OnDemand),
+    );
+    let (reassigned, problem) = run_cluster(
+        Naps::new(4, 100),
+        &[1.0, 0.1],
+        quiet(1, true),
+        Box::new(OnDemand),
+    );
+    assert!(problem.gathered.iter().all(|&n| n == 1));
+    assert!(slow_tail.wall_s >= 0.95, "slow tail took {} s", slow_tail.wall_s);
+    assert!(reassigned.wall_s < 0.6, "reassigned run took {} s", reassigned.wall_s);
+    assert_eq!(reassigned.workers[0].tasks_done, 4);
+    assert_eq!(reassigned.workers[1].tasks_done, 0);
+    assert_eq!(reassigned.workers[1].discharged, 1);
+}
+
+/// Batches of three tasks per message.
+struct ThreeAtATime;
+
+impl Scheduler for ThreeAtATime {
+    fn batch_size(&mut self, _demand: &Demand) -> usize {
+        3
+    }
+}
+
+#[test]
+fn batches_from_a_scheduler_are_all_computed() {
+    let (stats, problem) = run_cluster(
+        Naps::new(20, 1),
+        &[1.0, 1.0],
+        quiet(2, false),
+        Box::new(ThreeAtATime),
+    );
+    assert!(problem.gathered.iter().all(|&n| n == 1));
+    assert_eq!(stats.workers.iter().map(|w| w.tasks_computed).sum::<u64>(), 20);
+}
+
+#[test]
+fn progress_lines_are_recorded() {
+    let config = RunConfig {
+        statistics_interval: 0.05,
+        ..quiet(2, false)
+    };
+    let (stats, _) = run_cluster(Naps::new(20, 20), &[1.0, 1.0], config, Box::new(OnDemand));
+    assert!(stats.progress.len() >= 2, "{:?}", stats.progress);
+    assert!(stats
+        .progress
+        .windows(2)
+        .all(|w| w[0].tasks_done <= w[1].tasks_done && w[0].t_s < w[1].t_s));
+}

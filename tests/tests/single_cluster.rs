@@ -1,0 +1,157 @@
+//! One cluster on this machine under `mpirun`: correctness, statistics, bad input, idle CPU.
+
+use std::time::Duration;
+
+use hmw_tests::{children, cpu_ticks, json, mpirun, repo, scratch, ticks_per_second, write};
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+fn hosts(workers: &[&str]) -> String {
+    let mut text = String::from("# test cluster\nlocalhost\n");
+    for annotation in workers {
+        text.push_str(&format!("localhost {annotation}\n"));
+    }
+    text
+}
+
+#[test]
+fn matmul_product_is_verified() {
+    let dir = scratch("matmul");
+    let hosts = write(&dir, "hosts", &hosts(&[""; 4]));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\n[application]\nm = 256\nb = 64\n",
+    );
+    let stats = dir.join("stats.json");
+    let run = mpirun(
+        5,
+        "hmw-matmul",
+        &["-m", &hosts, "-c", &config, "--stats-json", stats.to_str().unwrap()],
+    )
+    .finish(LIMIT);
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let stats = json(&stats);
+    assert_eq!(stats["tasks"], 64);
+    let done: u64 = stats["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["tasks_done"].as_u64().unwrap())
+        .sum();
+    assert_eq!(done, 64, "every task is delivered by exactly one worker");
+}
+
+#[test]
+fn heterogeneous_workers_with_reassignment_lose_nothing() {
+    let dir = scratch("hetero");
+    let hosts = write(&dir, "hosts", &hosts(&["# speed=1", "# speed=1", "# speed=0.2"]));
+    for buffers in [1, 2] {
+        let config = write(
+            &dir,
+            "run.toml",
+            &format!(
+                "[run]\nstatistics_interval = 0.5\nworker_buffers = {buffers}\n\
+                 reassign_last_task = true\n\
+                 [application]\ntasks = 13\ntask_seconds = 0.1\n"
+            ),
+        );
+        let stats_path = dir.join(format!("stats{buffers}.json"));
+        let run = mpirun(
+            4,
+            "hmw-synthetic",
+            &["-m", &hosts, "-c", &config, "--stats-json", stats_path.to_str().unwrap()],
+        )
+        .finish(LIMIT);
+        run.assert_success();
+        assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+        assert!(run.stdout.contains("tasks/s"), "progress or summary printed");
+        let stats = json(&stats_path);
+        let workers = stats["workers"].as_array().unwrap();
+        let done: u64 = workers.iter().map(|w| w["tasks_done"].as_u64().unwrap()).sum();
+        assert_eq!(done, 13);
+        // The slow worker (speed 0.2: 0.5 s a task) is overtaken at the end: its last task is
+        // computed again by an idle fast worker, and one of the two copies is discharged.
+        let discharged: u64 = workers.iter().map(|w| w["discharged"].as_u64().unwrap()).sum();
+        assert!(discharged >= 1, "buffers={buffers}: {stats}");
+        let slow = &workers[2];
+        let fast = &workers[0];
+        assert!(
+            slow["tasks_per_s"].as_f64().unwrap() < 0.5 * fast["tasks_per_s"].as_f64().unwrap(),
+            "measured performance reflects the speed factor: {stats}"
+        );
+        // Sleep-based tasks of 0.1 s at speed 1 give about 10 tasks/s of busy time.
+        let perf = fast["tasks_per_s"].as_f64().unwrap();
+        assert!((8.0..=10.5).contains(&perf), "fast worker measured {perf} tasks/s");
+    }
+}
+
+#[test]
+fn a_bad_configuration_starts_no_rank() {
+    let dir = scratch("badconfig");
+    let hosts_path = write(&dir, "hosts", &hosts(&[""; 2]));
+    let config = write(&dir, "run.toml", "[run]\nworker_buffers = 3\n");
+    let run = mpirun(3, "hmw-synthetic", &["-m", &hosts_path, "-c", &config]).finish(LIMIT);
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("run.toml") && run.stderr.contains("worker_buffers = 3"));
+    assert_eq!(run.stderr.matches("error").count(), 1, "one message: {}", run.stderr);
+    assert!(!run.stdout.contains("verified"), "no rank ran: {}", run.stdout);
+
+    let bad_hosts = write(&dir, "bad.hosts", "localhost\nlocalhost # speed=fast\n");
+    let run = mpirun(2, "hmw-synthetic", &["-m", &bad_hosts]).finish(LIMIT);
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("bad.hosts:2") && run.stderr.contains("speed=fast"));
+
+    let run = mpirun(2, "hmw-synthetic", &["-m", &hosts_path]).finish(LIMIT);
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("3 rank lines") && run.stderr.contains("mpirun -np 3"));
+}
+
+/// A worker waiting on a long task, and the idle master, must not burn a core: with five
+/// ranks on two cores, spinning ranks would starve the ones that compute.
+#[test]
+fn waiting_ranks_use_under_five_percent_of_a_core() {
+    let dir = scratch("idle");
+    let hosts = write(&dir, "hosts", &hosts(&[""; 4]));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\nreassign_last_task = false\n\
+         [application]\ntasks = 4\ntask_seconds = 4.0\n",
+    );
+    let run = mpirun(5, "hmw-synthetic", &["-m", &hosts, "-c", &config]);
+    // Let the ranks start and the four long tasks begin.
+    std::thread::sleep(Duration::from_millis(1500));
+    let ranks = children(run.pid());
+    assert_eq!(ranks.len(), 5, "mpirun's children: {ranks:?}");
+    let before: Vec<u64> = ranks.iter().map(|&p| cpu_ticks(p).unwrap()).collect();
+    let window = Duration::from_secs(2);
+    std::thread::sleep(window);
+    let after: Vec<u64> = ranks.iter().map(|&p| cpu_ticks(p).unwrap()).collect();
+    let shares: Vec<f64> = before
+        .iter()
+        .zip(&after)
+        .map(|(b, a)| (a - b) as f64 / ticks_per_second() / window.as_secs_f64())
+        .collect();
+    run.finish(LIMIT).assert_success();
+    println!("CPU share of each waiting rank: {shares:?}");
+    for share in shares {
+        assert!(share < 0.05, "a waiting rank used {:.1}% of a core", 100.0 * share);
+    }
+}
+
+#[test]
+fn the_shipped_demo_configuration_is_valid() {
+    let run = hmw_tests::Spawned::start({
+        let mut c = std::process::Command::new(hmw_tests::bin("hmw"));
+        c.args(["check", "-m"])
+            .arg(repo().join("configs/local.hosts"))
+            .arg("-c")
+            .arg(repo().join("configs/matmul.toml"));
+        c
+    })
+    .finish(LIMIT);
+    run.assert_success();
+    assert!(run.stdout.contains("5 ranks"), "{}", run.stdout);
+}
