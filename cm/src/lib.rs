@@ -4,4 +4,13 @@
 //! mutual TLS, built as a protocol core with no I/O ([`proto`]) and a thin tokio + quinn driver
 //! ([`driver`]); plus the user-space WAN emulator ([`wanem`]).
 
+pub mod config;
+pub mod driver;
+pub mod keygen;
 pub mod proto;
+pub mod stats;
+pub mod tls;
+
+pub use config::{Congestion, LinkConfig, Role, TlsConfig};
+pub use driver::{BlockingLink, Link, LinkError, TrySendError};
+pub use stats::{BufferUsage, LinkStats};

@@ -1,0 +1,503 @@
+//! Link configuration: TOML file or code, validated with errors that name the key.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use thiserror::Error;
+
+use crate::proto::frame::MAX_BLOCK_SIZE;
+use crate::proto::sender::MESSAGE_PREFIX_LEN;
+use crate::proto::CoreConfig;
+
+/// Which end of the link this side is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Listens for the peer.
+    Server,
+    /// Connects to the peer (and reconnects).
+    Client,
+}
+
+/// Congestion controller of every QUIC connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Congestion {
+    /// CUBIC (quinn's default).
+    #[default]
+    Cubic,
+    /// BBR: much better on lossy long paths with one connection (experimental in quinn).
+    Bbr,
+    /// NewReno.
+    NewReno,
+}
+
+/// Certificates and trust.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// This CM's certificate chain (PEM).
+    pub cert: PathBuf,
+    /// This CM's private key (PEM).
+    pub key: PathBuf,
+    /// CA certificate(s) (PEM) that the peer's certificate must chain to.
+    #[serde(default)]
+    pub ca: Option<PathBuf>,
+    /// The peer's exact certificate (PEM), as an alternative to a CA.
+    #[serde(default)]
+    pub pinned_peer: Option<PathBuf>,
+}
+
+/// Everything a link end needs. Sizes accept integers (bytes) or strings such as `"64MiB"`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkConfig {
+    /// Server or client.
+    pub role: Role,
+    /// Server: address to bind. Client: the server's host name or address.
+    pub host: String,
+    /// Server: port to listen on (0 picks one). Client: the server's port.
+    pub port: u16,
+    /// Client: the name the server's certificate must carry (default: `host`).
+    #[serde(default)]
+    pub server_name: Option<String>,
+    /// Largest block the message stream is cut into.
+    #[serde(default = "defaults::block_size", deserialize_with = "de_size")]
+    pub block_size: usize,
+    /// Send buffer: `send` blocks when this much is waiting or unacknowledged.
+    #[serde(default = "defaults::memory", deserialize_with = "de_size")]
+    pub send_memory: usize,
+    /// Receive buffer: how much the peer may send ahead of the application reading.
+    #[serde(default = "defaults::memory", deserialize_with = "de_size")]
+    pub recv_memory: usize,
+    /// Largest message (default: a quarter of the smaller memory).
+    #[serde(default, deserialize_with = "de_opt_size")]
+    pub max_message: Option<usize>,
+    /// QUIC connections the blocks are striped over.
+    #[serde(default = "defaults::connections")]
+    pub connections: usize,
+    /// Data streams per connection and direction.
+    #[serde(default = "defaults::streams")]
+    pub streams: usize,
+    /// A connection silent for this long is declared dead.
+    #[serde(default = "defaults::inactivity_timeout_ms")]
+    pub inactivity_timeout_ms: u64,
+    /// Keep-alive period (default: a third of the inactivity timeout).
+    #[serde(default)]
+    pub keepalive_interval_ms: Option<u64>,
+    /// First reconnection delay; doubles up to `reconnect_max_ms`.
+    #[serde(default = "defaults::reconnect_initial_ms")]
+    pub reconnect_initial_ms: u64,
+    /// Longest reconnection delay.
+    #[serde(default = "defaults::reconnect_max_ms")]
+    pub reconnect_max_ms: u64,
+    /// Per-connection QUIC flow-control window (bytes in flight per connection).
+    #[serde(default = "defaults::window", deserialize_with = "de_size")]
+    pub window: usize,
+    /// Congestion controller.
+    #[serde(default)]
+    pub congestion: Congestion,
+    /// Runtime threads of the blocking facade.
+    #[serde(default = "defaults::threads")]
+    pub threads: usize,
+    /// Certificates.
+    pub tls: TlsConfig,
+}
+
+mod defaults {
+    pub fn block_size() -> usize {
+        256 * 1024
+    }
+    pub fn memory() -> usize {
+        64 * 1024 * 1024
+    }
+    pub fn connections() -> usize {
+        4
+    }
+    pub fn streams() -> usize {
+        2
+    }
+    pub fn inactivity_timeout_ms() -> u64 {
+        5_000
+    }
+    pub fn reconnect_initial_ms() -> u64 {
+        100
+    }
+    pub fn reconnect_max_ms() -> u64 {
+        2_000
+    }
+    pub fn window() -> usize {
+        16 * 1024 * 1024
+    }
+    pub fn threads() -> usize {
+        2
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read link configuration {path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for a link configuration (the message has line and column).
+    #[error("invalid link configuration {path}: {source}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: toml::de::Error,
+    },
+    /// A value is out of range or inconsistent.
+    #[error("invalid link configuration: `{key}` {reason}")]
+    Invalid {
+        /// Offending key.
+        key: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The host does not resolve.
+    #[error("cannot resolve `{host}:{port}`: {reason}")]
+    Resolve {
+        /// Host.
+        host: String,
+        /// Port.
+        port: u16,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 65536, \"256KiB\" or \"64MiB\""))?;
+    let factor = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "k" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` (use B, KiB, MiB or GiB)"
+            ))
+        }
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("size `{text}` overflows"))
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum SizeValue {
+    Number(u64),
+    Text(String),
+}
+
+fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    match SizeValue::deserialize(d)? {
+        SizeValue::Number(n) => usize::try_from(n).map_err(serde::de::Error::custom),
+        SizeValue::Text(t) => parse_size(&t).map_err(serde::de::Error::custom),
+    }
+}
+
+fn de_opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    de_size(d).map(Some)
+}
+
+impl LinkConfig {
+    /// A configuration with default sizes and timeouts.
+    pub fn new(role: Role, host: impl Into<String>, port: u16, tls: TlsConfig) -> Self {
+        Self {
+            role,
+            host: host.into(),
+            port,
+            server_name: None,
+            block_size: defaults::block_size(),
+            send_memory: defaults::memory(),
+            recv_memory: defaults::memory(),
+            max_message: None,
+            connections: defaults::connections(),
+            streams: defaults::streams(),
+            inactivity_timeout_ms: defaults::inactivity_timeout_ms(),
+            keepalive_interval_ms: None,
+            reconnect_initial_ms: defaults::reconnect_initial_ms(),
+            reconnect_max_ms: defaults::reconnect_max_ms(),
+            window: defaults::window(),
+            congestion: Congestion::default(),
+            threads: defaults::threads(),
+            tls,
+        }
+    }
+
+    /// Reads and validates a TOML file; relative certificate paths are taken relative to the
+    /// file's folder.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config: Self = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })?;
+        if let Some(dir) = path.parent() {
+            config.tls.resolve_relative_to(dir);
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses and validates TOML text (paths are used as written).
+    pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: PathBuf::from("<string>"),
+            source,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks every value; the error names the offending key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, reason: String| Err(ConfigError::Invalid { key, reason });
+        if self.host.trim().is_empty() {
+            return invalid("host", "must not be empty".into());
+        }
+        if self.role == Role::Client && self.port == 0 {
+            return invalid("port", "must be the server's port, not 0".into());
+        }
+        if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
+            return invalid(
+                "block_size",
+                format!("is {} but must be 1..={MAX_BLOCK_SIZE}", self.block_size),
+            );
+        }
+        for (key, value) in [
+            ("send_memory", self.send_memory),
+            ("recv_memory", self.recv_memory),
+        ] {
+            if value < self.block_size + MESSAGE_PREFIX_LEN || value > u32::MAX as usize {
+                return invalid(
+                    key,
+                    format!(
+                        "is {value} but must be at least block_size + 4 ({}) and at most 4 GiB",
+                        self.block_size + MESSAGE_PREFIX_LEN
+                    ),
+                );
+            }
+        }
+        let max_message = self.max_message();
+        let limit = self.send_memory.min(self.recv_memory) - MESSAGE_PREFIX_LEN;
+        if max_message == 0 || max_message > limit {
+            return invalid(
+                "max_message",
+                format!("is {max_message} but must be 1..={limit} (the smaller memory less 4)"),
+            );
+        }
+        if !(1..=64).contains(&self.connections) {
+            return invalid(
+                "connections",
+                format!("is {} but must be 1..=64", self.connections),
+            );
+        }
+        if !(1..=64).contains(&self.streams) {
+            return invalid("streams", format!("is {} but must be 1..=64", self.streams));
+        }
+        if self.inactivity_timeout_ms < 100 {
+            return invalid(
+                "inactivity_timeout_ms",
+                format!("is {} but must be at least 100", self.inactivity_timeout_ms),
+            );
+        }
+        if let Some(keepalive) = self.keepalive_interval_ms {
+            if keepalive == 0 || keepalive >= self.inactivity_timeout_ms {
+                return invalid(
+                    "keepalive_interval_ms",
+                    format!("is {keepalive} but must be between 1 and inactivity_timeout_ms"),
+                );
+            }
+        }
+        if self.reconnect_initial_ms == 0 || self.reconnect_max_ms < self.reconnect_initial_ms {
+            return invalid(
+                "reconnect_max_ms",
+                "must be at least reconnect_initial_ms, which must be positive".into(),
+            );
+        }
+        if self.window < 64 * 1024 || self.window > u32::MAX as usize {
+            return invalid(
+                "window",
+                format!("is {} but must be 64KiB..4GiB", self.window),
+            );
+        }
+        if self.threads == 0 {
+            return invalid("threads", "must be at least 1".into());
+        }
+        match (&self.tls.ca, &self.tls.pinned_peer) {
+            (Some(_), Some(_)) => invalid(
+                "tls",
+                "sets both `ca` and `pinned_peer`: choose one trust model".into(),
+            ),
+            (None, None) => invalid(
+                "tls",
+                "needs `ca` (trust a CA) or `pinned_peer` (trust one certificate)".into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// Largest message, explicit or derived.
+    pub fn max_message(&self) -> usize {
+        self.max_message
+            .unwrap_or(self.send_memory.min(self.recv_memory) / 4)
+    }
+
+    /// Sizes for the protocol core.
+    pub fn core_config(&self) -> CoreConfig {
+        CoreConfig {
+            block_size: self.block_size,
+            send_memory: self.send_memory,
+            recv_memory: self.recv_memory,
+            max_message: self.max_message(),
+        }
+    }
+
+    /// Inactivity timeout.
+    pub fn inactivity_timeout(&self) -> Duration {
+        Duration::from_millis(self.inactivity_timeout_ms)
+    }
+
+    /// Keep-alive period.
+    pub fn keepalive_interval(&self) -> Duration {
+        Duration::from_millis(
+            self.keepalive_interval_ms
+                .unwrap_or(self.inactivity_timeout_ms / 3),
+        )
+    }
+
+    /// Name expected in the server's certificate.
+    pub fn server_name(&self) -> &str {
+        self.server_name.as_deref().unwrap_or(&self.host)
+    }
+
+    /// The socket address: where to bind (server) or connect (client).
+    pub fn socket_addr(&self) -> Result<SocketAddr, ConfigError> {
+        if let Ok(ip) = self.host.parse::<IpAddr>() {
+            return Ok(SocketAddr::new(ip, self.port));
+        }
+        let resolve_error = |reason: String| ConfigError::Resolve {
+            host: self.host.clone(),
+            port: self.port,
+            reason,
+        };
+        (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| resolve_error(e.to_string()))?
+            .next()
+            .ok_or_else(|| resolve_error("no address".into()))
+    }
+}
+
+impl TlsConfig {
+    fn resolve_relative_to(&mut self, dir: &Path) {
+        for path in [
+            Some(&mut self.cert),
+            Some(&mut self.key),
+            self.ca.as_mut(),
+            self.pinned_peer.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if path.is_relative() {
+                *path = dir.join(&*path);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+role = "client"
+host = "127.0.0.1"
+port = 7000
+[tls]
+cert = "a.pem"
+key = "a.key.pem"
+ca = "ca.pem"
+"#;
+
+    #[test]
+    fn minimal_file_gets_defaults_and_sizes_accept_units() {
+        let c = LinkConfig::from_toml_str(MINIMAL).unwrap();
+        assert_eq!(c.connections, 4);
+        assert_eq!(c.max_message(), 16 << 20);
+        let text = MINIMAL.replace(
+            "port = 7000",
+            "port = 7000\nsend_memory = \"8MiB\"\nblock_size = 65536",
+        );
+        let c = LinkConfig::from_toml_str(&text).unwrap();
+        assert_eq!((c.send_memory, c.block_size), (8 << 20, 65536));
+    }
+
+    #[test]
+    fn invalid_values_name_their_key() {
+        let cases = [
+            ("port = 7000", "port = 7000\nconnections = 0", "connections"),
+            (
+                "port = 7000",
+                "port = 7000\nblock_size = \"32MiB\"",
+                "block_size",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nrecv_memory = 1000",
+                "recv_memory",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nmax_message = \"1GiB\"",
+                "max_message",
+            ),
+            ("port = 7000", "port = 0", "port"),
+            ("ca = \"ca.pem\"", "", "tls"),
+        ];
+        for (from, to, key) in cases {
+            let err = LinkConfig::from_toml_str(&MINIMAL.replace(from, to)).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("`{key}`")),
+                "{key}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_units_are_parse_errors_with_a_line() {
+        let err = LinkConfig::from_toml_str(
+            &MINIMAL.replace("port = 7000", "port = 7000\nconections = 2"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("conections"), "{err}");
+        let err = LinkConfig::from_toml_str(
+            &MINIMAL.replace("port = 7000", "port = 7000\nsend_memory = \"3 parsecs\""),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("line"), "{err}");
+    }
+}

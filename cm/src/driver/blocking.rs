@@ -1,0 +1,149 @@
+//! The blocking facade for plain (MPI-side) threads: the same link, driven by its own tokio
+//! runtime; every call parks the calling thread instead of spinning.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+use super::{Link, LinkError, TrySendError};
+use crate::config::LinkConfig;
+use crate::stats::{BufferUsage, LinkStats};
+
+/// A [`Link`] usable from threads outside any async runtime. It is `Send + Sync`: several
+/// threads may send and receive through one link at the same time. Do not call it from
+/// inside an async runtime.
+#[derive(Debug)]
+pub struct BlockingLink {
+    link: Option<Link>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl BlockingLink {
+    /// Starts the link on a runtime of `config.threads` threads.
+    pub fn start(config: LinkConfig) -> Result<Self, LinkError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.threads)
+            .thread_name("hmw-cm-link")
+            .enable_all()
+            .build()
+            .map_err(LinkError::Runtime)?;
+        let link = runtime.block_on(Link::start(config))?;
+        Ok(Self {
+            link: Some(link),
+            runtime: Some(runtime),
+        })
+    }
+
+    fn link(&self) -> &Link {
+        self.link.as_ref().expect("link present until drop")
+    }
+
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime
+            .as_ref()
+            .expect("runtime present until drop")
+            .handle()
+            .block_on(future)
+    }
+
+    /// The async link inside (for statistics or configuration).
+    pub fn inner(&self) -> &Link {
+        self.link()
+    }
+
+    /// The local UDP address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.link().local_addr()
+    }
+
+    /// Queues a message, blocking while the send buffer lacks room.
+    pub fn send(&self, message: &[u8]) -> Result<(), LinkError> {
+        self.block_on(self.link().send(message))
+    }
+
+    /// Queues a message if there is room now.
+    pub fn try_send(&self, message: &[u8]) -> Result<(), TrySendError> {
+        self.link().try_send(message)
+    }
+
+    /// The next message in send order, blocking until one arrives.
+    pub fn recv(&self) -> Result<Bytes, LinkError> {
+        self.block_on(self.link().recv())
+    }
+
+    /// The next message, or `None` if none arrived within `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<Option<Bytes>, LinkError> {
+        self.block_on(async {
+            match tokio::time::timeout(timeout, self.link().recv()).await {
+                Ok(result) => result.map(Some),
+                Err(_) => Ok(None),
+            }
+        })
+    }
+
+    /// The next message if one is waiting.
+    pub fn try_recv(&self) -> Result<Option<Bytes>, LinkError> {
+        self.link().try_recv()
+    }
+
+    /// Blocks until everything sent is acknowledged, or `timeout` passes.
+    pub fn flush(&self, timeout: Duration) -> Result<(), LinkError> {
+        self.block_on(async {
+            tokio::time::timeout(timeout, self.link().flush())
+                .await
+                .map_err(|_| LinkError::Timeout)?
+        })
+    }
+
+    /// Blocks until a connection joined, or `timeout` passes.
+    pub fn wait_connected(&self, timeout: Duration) -> Result<(), LinkError> {
+        self.block_on(async {
+            tokio::time::timeout(timeout, self.link().wait_connected())
+                .await
+                .map_err(|_| LinkError::Timeout)?
+        })
+    }
+
+    /// Whether a connection is joined now.
+    pub fn is_connected(&self) -> bool {
+        self.link().is_connected()
+    }
+
+    /// Send buffer fill.
+    pub fn send_buffer(&self) -> BufferUsage {
+        self.link().send_buffer()
+    }
+
+    /// Receive buffer fill.
+    pub fn recv_buffer(&self) -> BufferUsage {
+        self.link().recv_buffer()
+    }
+
+    /// Largest message accepted.
+    pub fn max_message(&self) -> usize {
+        self.link().max_message()
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> LinkStats {
+        self.link().stats()
+    }
+
+    /// Closes the link (see [`Link::close`]).
+    pub fn close(&self) {
+        self.block_on(self.link().close());
+    }
+}
+
+impl Drop for BlockingLink {
+    fn drop(&mut self) {
+        if let (Some(link), Some(runtime)) = (self.link.take(), self.runtime.as_ref()) {
+            runtime.block_on(link.close());
+            drop(link);
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! One QUIC connection of the link: hello exchange, then the control stream (acknowledgements,
+//! both ways) and the data streams (blocks, one reader per incoming stream, `streams` writers),
+//! until the connection dies, misbehaves or the link closes.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use quinn::{ConnectionError, ReadError, RecvStream, SendStream, WriteError};
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use super::{close_code, wait_for, Shared};
+use crate::proto::{
+    decode, encode_data_header, BlockOutcome, ConnId, Frame, FrameEffect, ProtocolError,
+};
+
+/// Pause after sending an acknowledgement, so that a burst of arrivals costs one ack.
+const ACK_COALESCE: Duration = Duration::from_millis(2);
+
+/// Which end opened the connection.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Side {
+    /// We connected; this is connection number `index` of the link.
+    Client { index: u32 },
+    /// We accepted it.
+    Server,
+}
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ended {
+    /// The peer closed the link deliberately.
+    PeerClosed,
+    /// This link is closing.
+    Closing,
+    /// It died or was closed for an error; reconnect.
+    Lost,
+}
+
+#[derive(Debug)]
+enum Failure {
+    Protocol(ProtocolError),
+    Connection(ConnectionError),
+    Stream(String),
+    Timeout(&'static str),
+}
+
+impl From<ProtocolError> for Failure {
+    fn from(e: ProtocolError) -> Self {
+        Failure::Protocol(e)
+    }
+}
+
+impl From<crate::proto::FrameError> for Failure {
+    fn from(e: crate::proto::FrameError) -> Self {
+        Failure::Protocol(e.into())
+    }
+}
+
+impl From<ConnectionError> for Failure {
+    fn from(e: ConnectionError) -> Self {
+        Failure::Connection(e)
+    }
+}
+
+impl From<WriteError> for Failure {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::ConnectionLost(e) => Failure::Connection(e),
+            other => Failure::Stream(format!("write: {other}")),
+        }
+    }
+}
+
+impl From<ReadError> for Failure {
+    fn from(e: ReadError) -> Self {
+        match e {
+            ReadError::ConnectionLost(e) => Failure::Connection(e),
+            other => Failure::Stream(format!("read: {other}")),
+        }
+    }
+}
+
+/// Runs `conn` as part of the link until it ends; always leaves the core and the statistics
+/// consistent (its unacknowledged blocks queued for resending).
+pub(crate) async fn run_connection(
+    shared: &Arc<Shared>,
+    conn: quinn::Connection,
+    side: Side,
+) -> Ended {
+    let id = shared.new_conn_id();
+    let remote = conn.remote_address();
+    shared.core().connection_opened(id);
+    shared
+        .connections
+        .lock()
+        .expect("connections lock")
+        .insert(id, conn.clone());
+    let mut joined = false;
+    let result = drive(shared, &conn, id, side, remote, &mut joined).await;
+    shared
+        .connections
+        .lock()
+        .expect("connections lock")
+        .remove(&id);
+    shared.core().connection_lost(id);
+    let closing = shared.is_closing();
+    if joined {
+        shared.timeline().left(Instant::now(), closing);
+    }
+    let ended = match result {
+        Ok(()) => {
+            conn.close(close_code::LINK_CLOSED.into(), b"link closed");
+            Ended::Closing
+        }
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
+            if close.error_code == close_code::LINK_CLOSED.into() =>
+        {
+            info!(%remote, connection = id, "peer closed the link");
+            shared.peer_closed.store(true, Ordering::Release);
+            Ended::PeerClosed
+        }
+        Err(Failure::Connection(ConnectionError::LocallyClosed)) if closing => Ended::Closing,
+        Err(Failure::Protocol(e)) => {
+            warn!(%remote, connection = id, "closing connection: protocol violation: {e}");
+            shared.timeline().protocol_errors += 1;
+            conn.close(close_code::PROTOCOL_ERROR.into(), e.to_string().as_bytes());
+            Ended::Lost
+        }
+        Err(other) => {
+            let reason = match other {
+                Failure::Connection(e) => e.to_string(),
+                Failure::Stream(e) => e,
+                Failure::Timeout(what) => format!("timed out waiting for {what}"),
+                Failure::Protocol(_) => unreachable!("handled above"),
+            };
+            if joined {
+                info!(%remote, connection = id, "connection lost: {reason}");
+            } else {
+                debug!(%remote, connection = id, "connection failed before joining: {reason}");
+            }
+            conn.close(close_code::PROTOCOL_ERROR.into(), reason.as_bytes());
+            Ended::Lost
+        }
+    };
+    // Blocks of this connection are queued again; waiters re-check the link state.
+    shared.wake_all();
+    ended
+}
+
+async fn write_frame(tx: &mut SendStream, frame: &Frame) -> Result<(), Failure> {
+    tx.write_all(&frame.to_bytes()).await?;
+    Ok(())
+}
+
+/// Reads the next frame; `None` when the stream ended cleanly between frames.
+async fn read_frame(rx: &mut RecvStream, buf: &mut BytesMut) -> Result<Option<Frame>, Failure> {
+    loop {
+        if let Some(frame) = decode(buf)? {
+            return Ok(Some(frame));
+        }
+        match rx.read_chunk(usize::MAX, true).await? {
+            Some(chunk) => buf.extend_from_slice(&chunk.bytes),
+            None if buf.is_empty() => return Ok(None),
+            None => return Err(Failure::Stream("stream ended inside a frame".into())),
+        }
+    }
+}
+
+async fn drive(
+    shared: &Arc<Shared>,
+    conn: &quinn::Connection,
+    id: ConnId,
+    side: Side,
+    remote: SocketAddr,
+    joined: &mut bool,
+) -> Result<(), Failure> {
+    let hello_timeout = shared.config.inactivity_timeout();
+    let (mut ctl_tx, mut ctl_rx) = match side {
+        Side::Client { .. } => conn.open_bi().await?,
+        Side::Server => tokio::time::timeout(hello_timeout, conn.accept_bi())
+            .await
+            .map_err(|_| Failure::Timeout("the peer's control stream"))??,
+    };
+    let index = match side {
+        Side::Client { index } => index,
+        Side::Server => 0,
+    };
+    let our_hello = Frame::Hello(shared.core().hello(index));
+    if let Side::Client { .. } = side {
+        write_frame(&mut ctl_tx, &our_hello).await?;
+    }
+    let mut ctl_buf = BytesMut::new();
+    let peer_hello = tokio::time::timeout(hello_timeout, read_frame(&mut ctl_rx, &mut ctl_buf))
+        .await
+        .map_err(|_| Failure::Timeout("the peer's hello"))??;
+    let Some(hello @ Frame::Hello(_)) = peer_hello else {
+        return Err(ProtocolError::NotHandshaken("frame").into());
+    };
+    let effect = shared.core().on_frame(id, hello)?;
+    if let FrameEffect::Handshake(handshake) = effect {
+        if handshake.peer_restarted {
+            warn!(%remote, "peer restarted (new session): buffered messages to its previous incarnation were dropped");
+            let connections = shared.connections.lock().expect("connections lock");
+            for stale in &handshake.stale_connections {
+                if let Some(c) = connections.get(stale) {
+                    c.close(close_code::STALE_SESSION.into(), b"peer restarted");
+                }
+            }
+        }
+    }
+    if let Side::Server = side {
+        write_frame(&mut ctl_tx, &our_hello).await?;
+    }
+    *joined = true;
+    shared.timeline().joined(Instant::now());
+    shared.peer_closed.store(false, Ordering::Release);
+    info!(%remote, connection = id, "connection joined the link");
+    shared.wake_all();
+    let first_ack = Frame::Ack(shared.core().ack());
+    write_frame(&mut ctl_tx, &first_ack).await?;
+
+    tokio::select! {
+        r = control_reader(shared, id, ctl_rx, ctl_buf) => r,
+        r = control_writer(shared, ctl_tx) => r,
+        r = data_writers(shared, conn, id) => r,
+        r = data_readers(shared, conn, id) => r,
+        () = wait_for(&shared.shutdown, || shared.is_closing().then_some(())) => Ok(()),
+    }
+}
+
+async fn control_reader(
+    shared: &Shared,
+    id: ConnId,
+    mut rx: RecvStream,
+    mut buf: BytesMut,
+) -> Result<(), Failure> {
+    loop {
+        match read_frame(&mut rx, &mut buf).await? {
+            Some(frame @ Frame::Ack(_)) => {
+                let effect = shared.core().on_frame(id, frame)?;
+                if effect != FrameEffect::Acked(0) {
+                    shared.space.notify_waiters();
+                }
+                shared.transmit.notify_waiters();
+            }
+            Some(Frame::Hello(_)) => return Err(ProtocolError::DuplicateHello.into()),
+            Some(Frame::Data(_)) => {
+                return Err(ProtocolError::UnexpectedFrame {
+                    frame: "data",
+                    stream: "control",
+                }
+                .into())
+            }
+            None => return Err(Failure::Stream("peer finished its control stream".into())),
+        }
+    }
+}
+
+async fn control_writer(shared: &Shared, mut tx: SendStream) -> Result<(), Failure> {
+    let period = shared.config.keepalive_interval();
+    loop {
+        let due = tokio::time::timeout(
+            period,
+            wait_for(&shared.ack_due, || shared.core().take_ack()),
+        );
+        // Without news, the full state is repeated every keep-alive period: it repairs an
+        // acknowledgement lost with a dead connection and shows the peer we are alive.
+        let ack = match due.await {
+            Ok(ack) => ack,
+            Err(_) => shared.core().ack(),
+        };
+        write_frame(&mut tx, &Frame::Ack(ack)).await?;
+        tokio::time::sleep(ACK_COALESCE).await;
+    }
+}
+
+async fn data_writers(
+    shared: &Arc<Shared>,
+    conn: &quinn::Connection,
+    id: ConnId,
+) -> Result<(), Failure> {
+    let mut writers = JoinSet::new();
+    for _ in 0..shared.config.streams {
+        let tx = conn.open_uni().await?;
+        writers.spawn(data_writer(shared.clone(), tx, id));
+    }
+    match writers.join_next().await {
+        Some(Ok(result)) => result,
+        Some(Err(join)) => Err(Failure::Stream(format!("writer task: {join}"))),
+        None => Ok(()),
+    }
+}
+
+async fn data_writer(shared: Arc<Shared>, mut tx: SendStream, id: ConnId) -> Result<(), Failure> {
+    loop {
+        let block = wait_for(&shared.transmit, || shared.core().next_block(id)).await;
+        let mut chunks: [Bytes; 2] = [encode_data_header(&block), block.payload];
+        tx.write_all_chunks(&mut chunks).await?;
+    }
+}
+
+async fn data_readers(
+    shared: &Arc<Shared>,
+    conn: &quinn::Connection,
+    id: ConnId,
+) -> Result<(), Failure> {
+    let mut readers: JoinSet<Result<(), Failure>> = JoinSet::new();
+    loop {
+        tokio::select! {
+            stream = conn.accept_uni() => {
+                readers.spawn(data_reader(shared.clone(), stream?, id));
+            }
+            Some(done) = readers.join_next() => match done {
+                Ok(Ok(())) => {}
+                Ok(Err(failure)) => return Err(failure),
+                Err(join) => return Err(Failure::Stream(format!("reader task: {join}"))),
+            },
+        }
+    }
+}
+
+async fn data_reader(shared: Arc<Shared>, mut rx: RecvStream, id: ConnId) -> Result<(), Failure> {
+    let mut buf = BytesMut::new();
+    loop {
+        let Some(frame) = read_frame(&mut rx, &mut buf).await? else {
+            return Ok(());
+        };
+        let Frame::Data(_) = frame else {
+            return Err(ProtocolError::UnexpectedFrame {
+                frame: if matches!(frame, Frame::Hello(_)) {
+                    "hello"
+                } else {
+                    "ack"
+                },
+                stream: "data",
+            }
+            .into());
+        };
+        let (effect, ready) = {
+            let mut core = shared.core();
+            let effect = core.on_frame(id, frame)?;
+            (effect, core.receiver().ready_messages())
+        };
+        if effect == FrameEffect::Block(BlockOutcome::Stored) && ready > 0 {
+            shared.arrived.notify_waiters();
+        }
+        shared.ack_due.notify_waiters();
+    }
+}

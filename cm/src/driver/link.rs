@@ -1,0 +1,381 @@
+//! The async link API.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use super::connection::{run_connection, Ended, Side};
+use super::endpoint::{client_endpoint, server_endpoint};
+use super::{close_code, shared_arc, wait_for, LinkError, Shared, TrySendError};
+use crate::config::{LinkConfig, Role};
+use crate::proto::PushError;
+use crate::stats::{BufferUsage, LinkStats};
+use crate::tls::{check_server_name, TlsMaterial};
+
+/// A reliable, ordered, buffered message link to one peer, striped over several QUIC
+/// connections and streams, surviving disconnections of any length.
+///
+/// Messages are delivered exactly once and in send order. `send` returns as soon as the
+/// message is in the send buffer; the receive side keeps receiving into its buffer whether
+/// or not the application reads. Create it from within a tokio runtime (or use
+/// [`BlockingLink`](super::BlockingLink) from plain threads).
+pub struct Link {
+    shared: Arc<Shared>,
+    endpoint: quinn::Endpoint,
+    local_addr: SocketAddr,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Link {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Link")
+            .field("role", &self.shared.config.role)
+            .field("local_addr", &self.local_addr)
+            .field("session", &self.session())
+            .finish()
+    }
+}
+
+impl Link {
+    /// Starts the link: a server listens on `host:port`, a client connects `connections`
+    /// connections to it and keeps reconnecting with backoff. Returns at once; messages sent
+    /// before the peer is reached wait in the send buffer.
+    pub async fn start(config: LinkConfig) -> Result<Self, LinkError> {
+        config.validate()?;
+        let tls = TlsMaterial::load(&config.tls)?;
+        let session = rand::random::<u64>() | 1;
+        let role = config.role;
+        let shared = shared_arc(config, session);
+        let mut tasks = Vec::new();
+        let endpoint = match role {
+            Role::Server => {
+                let endpoint = server_endpoint(&shared.config, &tls)?;
+                tasks.push(tokio::spawn(accept_loop(shared.clone(), endpoint.clone())));
+                endpoint
+            }
+            Role::Client => {
+                check_server_name(shared.config.server_name())?;
+                let server = shared.config.socket_addr()?;
+                let (endpoint, client) = client_endpoint(&shared.config, &tls)?;
+                for index in 0..shared.config.connections {
+                    tasks.push(tokio::spawn(client_slot(
+                        shared.clone(),
+                        endpoint.clone(),
+                        client.clone(),
+                        server,
+                        index as u32,
+                    )));
+                }
+                endpoint
+            }
+        };
+        tasks.push(tokio::spawn(sample_rates(shared.clone())));
+        let local_addr = endpoint.local_addr().map_err(|source| LinkError::Bind {
+            addr: shared
+                .config
+                .socket_addr()
+                .unwrap_or(([0, 0, 0, 0], 0).into()),
+            source,
+        })?;
+        info!(?role, %local_addr, session = format_args!("{session:016x}"), "link started");
+        Ok(Self {
+            shared,
+            endpoint,
+            local_addr,
+            tasks: Mutex::new(tasks),
+        })
+    }
+
+    /// The local UDP address (a server's actual port when configured with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// This side's session identity (random per start; a peer seeing it change knows we
+    /// restarted).
+    pub fn session(&self) -> u64 {
+        self.shared.core().session()
+    }
+
+    /// The peer's session identity, once a connection joined.
+    pub fn peer_session(&self) -> Option<u64> {
+        self.shared.core().peer_session()
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &LinkConfig {
+        &self.shared.config
+    }
+
+    /// Queues a message, waiting while the send buffer lacks room for it.
+    pub async fn send(&self, message: &[u8]) -> Result<(), LinkError> {
+        wait_for(&self.shared.space, || match self.try_send(message) {
+            Ok(()) => Some(Ok(())),
+            Err(TrySendError::Full { .. }) => None,
+            Err(TrySendError::Link(e)) => Some(Err(e)),
+        })
+        .await
+    }
+
+    /// Queues a message if the send buffer has room for it now.
+    pub fn try_send(&self, message: &[u8]) -> Result<(), TrySendError> {
+        if self.shared.is_closing() {
+            return Err(LinkError::Closed.into());
+        }
+        match self.shared.core().push_message(message) {
+            Ok(()) => {}
+            Err(PushError::Full { needed, free }) => {
+                return Err(TrySendError::Full { needed, free })
+            }
+            Err(PushError::TooLarge { size, max }) => {
+                return Err(LinkError::MessageTooLarge { size, max }.into())
+            }
+        }
+        self.shared.transmit.notify_waiters();
+        Ok(())
+    }
+
+    /// The next message, in send order, waiting for one to arrive. Fails with
+    /// [`LinkError::PeerClosed`] once the peer closed the link and everything it sent was
+    /// received.
+    pub async fn recv(&self) -> Result<Bytes, LinkError> {
+        wait_for(&self.shared.arrived, || self.try_recv().transpose()).await
+    }
+
+    /// The next message if one is waiting.
+    pub fn try_recv(&self) -> Result<Option<Bytes>, LinkError> {
+        if self.shared.is_closing() {
+            return Err(LinkError::Closed);
+        }
+        let mut core = self.shared.core();
+        if let Some(message) = core.pop_message() {
+            drop(core);
+            self.shared.ack_due.notify_waiters();
+            return Ok(Some(message));
+        }
+        if let Some(failure) = core.receiver().failure() {
+            return Err(LinkError::Failed(failure.to_string()));
+        }
+        if self.shared.peer_closed.load(Ordering::Acquire) && core.joined_connections() == 0 {
+            return Err(LinkError::PeerClosed);
+        }
+        Ok(None)
+    }
+
+    /// Waits until every message sent so far is acknowledged by the peer (held in its
+    /// receive buffer).
+    pub async fn flush(&self) -> Result<(), LinkError> {
+        wait_for(&self.shared.space, || {
+            if self.shared.is_closing() {
+                Some(Err(LinkError::Closed))
+            } else if self.shared.core().sender().is_drained() {
+                Some(Ok(()))
+            } else {
+                None
+            }
+        })
+        .await
+    }
+
+    /// Waits until at least one connection has joined.
+    pub async fn wait_connected(&self) -> Result<(), LinkError> {
+        wait_for(&self.shared.joined, || {
+            if self.shared.is_closing() {
+                Some(Err(LinkError::Closed))
+            } else if self.shared.timeline().open() > 0 {
+                Some(Ok(()))
+            } else {
+                None
+            }
+        })
+        .await
+    }
+
+    /// Whether at least one connection is joined now.
+    pub fn is_connected(&self) -> bool {
+        self.shared.timeline().open() > 0
+    }
+
+    /// Send buffer fill: the CM keeps requesting tasks while `free()` has room.
+    pub fn send_buffer(&self) -> BufferUsage {
+        let core = self.shared.core();
+        BufferUsage {
+            used: core.sender().used(),
+            capacity: core.sender().capacity(),
+        }
+    }
+
+    /// Receive buffer fill.
+    pub fn recv_buffer(&self) -> BufferUsage {
+        let core = self.shared.core();
+        BufferUsage {
+            used: core.receiver().buffered(),
+            capacity: core.receiver().capacity(),
+        }
+    }
+
+    /// Largest message `send` accepts.
+    pub fn max_message(&self) -> usize {
+        self.shared.config.max_message()
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> LinkStats {
+        let mut stats = {
+            let core = self.shared.core();
+            let counters = core.counters();
+            LinkStats {
+                messages_sent: counters.messages_pushed,
+                bytes_sent: counters.bytes_pushed,
+                messages_received: counters.messages_popped,
+                bytes_received: counters.bytes_popped,
+                blocks_sent: core.sender().blocks_sent(),
+                blocks_retransmitted: core.sender().blocks_retransmitted(),
+                duplicate_blocks: core.receiver().duplicates(),
+                peer_restarts: counters.peer_restarts,
+                bytes_dropped_on_peer_restart: counters.bytes_dropped_on_peer_restart,
+                send_buffer: BufferUsage {
+                    used: core.sender().used(),
+                    capacity: core.sender().capacity(),
+                },
+                recv_buffer: BufferUsage {
+                    used: core.receiver().buffered(),
+                    capacity: core.receiver().capacity(),
+                },
+                ..LinkStats::default()
+            }
+        };
+        self.shared.timeline().fill(Instant::now(), &mut stats);
+        stats
+    }
+
+    /// Closes the link: connections are closed (the peer sees a deliberate close and stops
+    /// reconnecting), pending operations fail with [`LinkError::Closed`]. Unacknowledged
+    /// messages are dropped: call [`flush`](Self::flush) first to deliver them.
+    pub async fn close(&self) {
+        self.begin_close();
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.endpoint.wait_idle()).await;
+        self.abort_tasks();
+    }
+
+    fn begin_close(&self) {
+        if self.shared.closing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.shared.wake_all();
+        for conn in self
+            .shared
+            .connections
+            .lock()
+            .expect("connections lock")
+            .values()
+        {
+            conn.close(close_code::LINK_CLOSED.into(), b"link closed");
+        }
+        self.endpoint
+            .close(close_code::LINK_CLOSED.into(), b"link closed");
+    }
+
+    fn abort_tasks(&self) {
+        for task in self.tasks.lock().expect("tasks lock").drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.begin_close();
+        self.abort_tasks();
+    }
+}
+
+/// Server: accepts connections; a peer whose certificate is refused is logged with its
+/// address and never reaches the protocol.
+async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
+    while let Some(incoming) = endpoint.accept().await {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let remote = incoming.remote_address();
+            match incoming.await {
+                Ok(conn) => {
+                    run_connection(&shared, conn, Side::Server).await;
+                }
+                Err(e) => {
+                    if !shared.is_closing() {
+                        warn!(peer = %remote, "refused connection from {remote}: {e}");
+                        shared.timeline().refused += 1;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Client: keeps connection number `index` up, reconnecting with exponential backoff.
+async fn client_slot(
+    shared: Arc<Shared>,
+    endpoint: quinn::Endpoint,
+    client: quinn::ClientConfig,
+    server: SocketAddr,
+    index: u32,
+) {
+    let initial = Duration::from_millis(shared.config.reconnect_initial_ms);
+    let max = Duration::from_millis(shared.config.reconnect_max_ms);
+    let attempt_timeout = shared.config.inactivity_timeout() * 2;
+    let mut backoff = initial;
+    let mut failures = 0u64;
+    while !shared.is_closing() {
+        let attempt = async {
+            let connecting = endpoint
+                .connect_with(client.clone(), server, shared.config.server_name())
+                .map_err(|e| e.to_string())?;
+            connecting.await.map_err(|e| e.to_string())
+        };
+        match tokio::time::timeout(attempt_timeout, attempt).await {
+            Ok(Ok(conn)) => {
+                backoff = initial;
+                failures = 0;
+                match run_connection(&shared, conn, Side::Client { index }).await {
+                    Ended::PeerClosed | Ended::Closing => return,
+                    Ended::Lost => {}
+                }
+            }
+            Ok(Err(reason)) => {
+                failures += 1;
+                if failures == 1 {
+                    warn!(%server, connection = index, "cannot connect: {reason}; retrying");
+                } else {
+                    debug!(%server, connection = index, "cannot connect: {reason}");
+                }
+            }
+            Err(_) => {
+                failures += 1;
+                debug!(%server, connection = index, "connection attempt timed out");
+            }
+        }
+        let _ = tokio::time::timeout(
+            backoff,
+            wait_for(&shared.shutdown, || shared.is_closing().then_some(())),
+        )
+        .await;
+        backoff = (backoff * 2).min(max);
+    }
+}
+
+/// Feeds the current-rate estimate.
+async fn sample_rates(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tick.tick().await;
+        let counters = shared.core().counters();
+        shared
+            .timeline()
+            .sample(Instant::now(), counters.bytes_pushed, counters.bytes_popped);
+    }
+}

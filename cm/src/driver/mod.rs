@@ -1,0 +1,184 @@
+//! The thin tokio + quinn driver around the protocol core: endpoints, connection tasks,
+//! reconnection, and the [`Link`] and [`BlockingLink`] APIs.
+
+mod blocking;
+mod connection;
+mod endpoint;
+mod link;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use thiserror::Error;
+use tokio::sync::Notify;
+
+pub use blocking::BlockingLink;
+pub use link::Link;
+
+use crate::config::{ConfigError, LinkConfig};
+use crate::proto::{ConnId, Core};
+use crate::stats::ConnectionTimeline;
+use crate::tls::TlsError;
+
+/// QUIC application close codes used by the link.
+pub(crate) mod close_code {
+    /// The link was closed deliberately by its owner.
+    pub const LINK_CLOSED: u32 = 0;
+    /// The peer violated the protocol.
+    pub const PROTOCOL_ERROR: u32 = 1;
+    /// The connection belongs to a previous incarnation of the peer.
+    pub const STALE_SESSION: u32 = 2;
+}
+
+/// Errors of the link API.
+#[derive(Debug, Error)]
+pub enum LinkError {
+    /// The configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Certificates or keys are unusable.
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    /// The UDP socket could not be bound.
+    #[error("cannot bind UDP socket {addr}: {source}")]
+    Bind {
+        /// Address.
+        addr: std::net::SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The tokio runtime of the blocking facade could not start.
+    #[error("cannot start the link's runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The message is larger than the configured maximum; it can never be sent.
+    #[error("message of {size} bytes exceeds max_message ({max} bytes)")]
+    MessageTooLarge {
+        /// Message size.
+        size: usize,
+        /// Maximum.
+        max: usize,
+    },
+    /// The link was closed by this side.
+    #[error("link closed")]
+    Closed,
+    /// The peer closed the link and every message it sent has been received.
+    #[error("peer closed the link")]
+    PeerClosed,
+    /// The peer's message stream is corrupt beyond repair.
+    #[error("link failed: {0}")]
+    Failed(String),
+    /// A wait ran out of time.
+    #[error("timed out")]
+    Timeout,
+}
+
+/// Why a non-blocking send did not happen.
+#[derive(Debug, Error)]
+pub enum TrySendError {
+    /// Not enough free space in the send buffer now.
+    #[error("send buffer full: {needed} bytes needed, {free} free")]
+    Full {
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes free.
+        free: usize,
+    },
+    /// Any other error.
+    #[error(transparent)]
+    Link(#[from] LinkError),
+}
+
+/// State shared by the API handles and the connection tasks.
+pub(crate) struct Shared {
+    pub config: LinkConfig,
+    core: Mutex<Core>,
+    /// Send-buffer space was freed (or the link state changed).
+    pub space: Notify,
+    /// Messages arrived (or the link state changed).
+    pub arrived: Notify,
+    /// Blocks may have become sendable.
+    pub transmit: Notify,
+    /// The receive state changed: an acknowledgement is due.
+    pub ack_due: Notify,
+    /// A connection joined (for `wait_connected`).
+    pub joined: Notify,
+    /// The link is closing.
+    pub closing: AtomicBool,
+    pub shutdown: Notify,
+    /// The peer closed the link deliberately and no connection has joined since.
+    pub peer_closed: AtomicBool,
+    pub timeline: Mutex<ConnectionTimeline>,
+    pub connections: Mutex<HashMap<ConnId, quinn::Connection>>,
+    next_conn_id: AtomicU64,
+}
+
+impl Shared {
+    fn new(config: LinkConfig, session: u64) -> Self {
+        Self {
+            core: Mutex::new(Core::new(config.core_config(), session)),
+            config,
+            space: Notify::new(),
+            arrived: Notify::new(),
+            transmit: Notify::new(),
+            ack_due: Notify::new(),
+            joined: Notify::new(),
+            closing: AtomicBool::new(false),
+            shutdown: Notify::new(),
+            peer_closed: AtomicBool::new(false),
+            timeline: Mutex::new(ConnectionTimeline::new(Instant::now())),
+            connections: Mutex::new(HashMap::new()),
+            next_conn_id: AtomicU64::new(1),
+        }
+    }
+
+    /// The protocol core (held briefly, never across an await).
+    pub fn core(&self) -> MutexGuard<'_, Core> {
+        self.core
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn timeline(&self) -> MutexGuard<'_, ConnectionTimeline> {
+        self.timeline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn new_conn_id(&self) -> ConnId {
+        self.next_conn_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Wakes every waiter (state changed in a way anyone may care about).
+    pub fn wake_all(&self) {
+        self.space.notify_waiters();
+        self.arrived.notify_waiters();
+        self.transmit.notify_waiters();
+        self.ack_due.notify_waiters();
+        self.joined.notify_waiters();
+        self.shutdown.notify_waiters();
+    }
+}
+
+/// Waits until `check` returns a value, re-checking whenever `notify` fires. Registration
+/// happens before each check, so no wake-up between check and wait is lost.
+pub(crate) async fn wait_for<T>(notify: &Notify, mut check: impl FnMut() -> Option<T>) -> T {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if let Some(value) = check() {
+            return value;
+        }
+        notified.await;
+    }
+}
+
+pub(crate) fn shared_arc(config: LinkConfig, session: u64) -> Arc<Shared> {
+    Arc::new(Shared::new(config, session))
+}

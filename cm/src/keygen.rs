@@ -1,0 +1,149 @@
+//! Certificates for a deployment: one CA and one key + certificate per CM, all signed by the
+//! CA, each valid both as TLS server and TLS client (a CM may play either role).
+
+use std::path::{Path, PathBuf};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use thiserror::Error;
+
+/// Key or certificate generation failed.
+#[derive(Debug, Error)]
+pub enum KeygenError {
+    /// rcgen refused the parameters.
+    #[error("cannot generate certificate for `{name}`: {source}")]
+    Generate {
+        /// CM name (or "CA").
+        name: String,
+        /// Cause.
+        source: rcgen::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// A CM name that cannot be a file name and DNS name.
+    #[error("invalid CM name `{0}`: use letters, digits, '-' and '.' only")]
+    BadName(String),
+}
+
+/// Files written for one CM.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmFiles {
+    /// CM name (also its certificate's DNS name).
+    pub name: String,
+    /// Certificate (PEM).
+    pub cert: PathBuf,
+    /// Private key (PEM).
+    pub key: PathBuf,
+}
+
+/// Everything [`generate`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeygenOutput {
+    /// CA certificate (PEM): the `ca` of every CM's configuration.
+    pub ca_cert: PathBuf,
+    /// CA private key (PEM): keep it off the clusters.
+    pub ca_key: PathBuf,
+    /// One entry per CM.
+    pub cms: Vec<CmFiles>,
+}
+
+fn generate_error(name: &str) -> impl FnOnce(rcgen::Error) -> KeygenError + '_ {
+    move |source| KeygenError::Generate {
+        name: name.to_owned(),
+        source,
+    }
+}
+
+fn write(path: PathBuf, contents: &str, private: bool) -> Result<PathBuf, KeygenError> {
+    let err = |source| KeygenError::Write {
+        path: path.clone(),
+        source,
+    };
+    std::fs::write(&path, contents).map_err(err)?;
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    Ok(path)
+}
+
+/// Writes `ca.pem`, `ca.key.pem` and, for each name, `NAME.pem` and `NAME.key.pem` into
+/// `out_dir` (created if missing). Each CM certificate carries its name and `extra_sans`
+/// (host names or IP addresses its peers may use to reach it) as subject alternative names.
+pub fn generate(
+    out_dir: &Path,
+    names: &[String],
+    extra_sans: &[String],
+) -> Result<KeygenOutput, KeygenError> {
+    for name in names {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            && !name.starts_with('.');
+        if !valid || name == "ca" {
+            return Err(KeygenError::BadName(name.clone()));
+        }
+    }
+    std::fs::create_dir_all(out_dir).map_err(|source| KeygenError::Write {
+        path: out_dir.to_owned(),
+        source,
+    })?;
+
+    let ca_key = KeyPair::generate().map_err(generate_error("CA"))?;
+    let mut ca_params =
+        CertificateParams::new(Vec::<String>::new()).map_err(generate_error("CA"))?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "hmw-cm CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca_params
+        .self_signed(&ca_key)
+        .map_err(generate_error("CA"))?;
+    let issuer = Issuer::new(ca_params, &ca_key);
+
+    let mut cms = Vec::with_capacity(names.len());
+    for name in names {
+        let key = KeyPair::generate().map_err(generate_error(name))?;
+        let mut sans = vec![name.clone()];
+        sans.extend(extra_sans.iter().filter(|s| *s != name).cloned());
+        let mut params = CertificateParams::new(sans).map_err(generate_error(name))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, name.as_str());
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        let cert = params
+            .signed_by(&key, &issuer)
+            .map_err(generate_error(name))?;
+        cms.push(CmFiles {
+            name: name.clone(),
+            cert: write(out_dir.join(format!("{name}.pem")), &cert.pem(), false)?,
+            key: write(
+                out_dir.join(format!("{name}.key.pem")),
+                &key.serialize_pem(),
+                true,
+            )?,
+        });
+    }
+    Ok(KeygenOutput {
+        ca_cert: write(out_dir.join("ca.pem"), &ca_cert.pem(), false)?,
+        ca_key: write(out_dir.join("ca.key.pem"), &ca_key.serialize_pem(), true)?,
+        cms,
+    })
+}

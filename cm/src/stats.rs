@@ -1,0 +1,256 @@
+//! Link statistics: traffic each way, throughput (current and average), retransmissions,
+//! disconnections, time disconnected and reconnection latency.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// Fill level of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct BufferUsage {
+    /// Bytes in use.
+    pub used: usize,
+    /// Capacity in bytes.
+    pub capacity: usize,
+}
+
+impl BufferUsage {
+    /// Free bytes.
+    pub fn free(&self) -> usize {
+        self.capacity - self.used
+    }
+
+    /// Fraction in use, 0.0 to 1.0.
+    pub fn fill(&self) -> f64 {
+        if self.capacity == 0 {
+            0.0
+        } else {
+            self.used as f64 / self.capacity as f64
+        }
+    }
+}
+
+/// A snapshot of a link's statistics (serialisable for reports).
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct LinkStats {
+    /// Seconds since the link was started.
+    pub elapsed_s: f64,
+    /// Messages accepted by `send`.
+    pub messages_sent: u64,
+    /// Message bytes accepted by `send`.
+    pub bytes_sent: u64,
+    /// Messages returned by `recv`.
+    pub messages_received: u64,
+    /// Message bytes returned by `recv`.
+    pub bytes_received: u64,
+    /// Bytes per second accepted by `send` over about the last second.
+    pub send_rate_current: f64,
+    /// Bytes per second returned by `recv` over about the last second.
+    pub recv_rate_current: f64,
+    /// Bytes per second accepted by `send` since the start.
+    pub send_rate_average: f64,
+    /// Bytes per second returned by `recv` since the start.
+    pub recv_rate_average: f64,
+    /// Block transmissions (first sends and resends).
+    pub blocks_sent: u64,
+    /// Blocks sent again after the connection carrying them died.
+    pub blocks_retransmitted: u64,
+    /// Duplicate blocks received and dropped.
+    pub duplicate_blocks: u64,
+    /// Connections currently joined (handshake and hello done).
+    pub connections_open: usize,
+    /// Connections joined since the start.
+    pub connections_established: u64,
+    /// Joined connections that died or were closed.
+    pub connections_lost: u64,
+    /// Incoming connections refused (failed TLS or hello).
+    pub connections_refused: u64,
+    /// Connections closed for a protocol violation.
+    pub protocol_errors: u64,
+    /// Times the link went from at least one connection to none.
+    pub disconnections: u64,
+    /// Seconds with no connection since the first connection, including an ongoing outage.
+    pub time_disconnected_s: f64,
+    /// Duration of the last completed outage (down until a connection joined again), seconds.
+    pub last_reconnect_latency_s: Option<f64>,
+    /// Longest completed outage, seconds.
+    pub max_reconnect_latency_s: Option<f64>,
+    /// Times the peer turned out to be a new incarnation.
+    pub peer_restarts: u64,
+    /// Send-buffer bytes dropped because their addressee restarted.
+    pub bytes_dropped_on_peer_restart: u64,
+    /// Send buffer fill.
+    pub send_buffer: BufferUsage,
+    /// Receive buffer fill.
+    pub recv_buffer: BufferUsage,
+}
+
+/// Connection and outage bookkeeping (the driver's part of the statistics).
+#[derive(Debug)]
+pub struct ConnectionTimeline {
+    started: Instant,
+    joined: usize,
+    ever_joined: bool,
+    down_since: Option<Instant>,
+    time_disconnected: Duration,
+    last_outage: Option<Duration>,
+    max_outage: Option<Duration>,
+    /// Connections joined since the start.
+    pub established: u64,
+    /// Joined connections lost.
+    pub lost: u64,
+    /// Incoming connections refused.
+    pub refused: u64,
+    /// Connections closed for protocol errors.
+    pub protocol_errors: u64,
+    /// Link-down events.
+    pub disconnections: u64,
+    samples: VecDeque<(Instant, u64, u64)>,
+}
+
+impl ConnectionTimeline {
+    /// Starts the clock.
+    pub fn new(now: Instant) -> Self {
+        Self {
+            started: now,
+            joined: 0,
+            ever_joined: false,
+            down_since: None,
+            time_disconnected: Duration::ZERO,
+            last_outage: None,
+            max_outage: None,
+            established: 0,
+            lost: 0,
+            refused: 0,
+            protocol_errors: 0,
+            disconnections: 0,
+            samples: VecDeque::new(),
+        }
+    }
+
+    /// A connection joined the session.
+    pub fn joined(&mut self, now: Instant) {
+        self.joined += 1;
+        self.established += 1;
+        self.ever_joined = true;
+        if let Some(since) = self.down_since.take() {
+            let outage = now - since;
+            self.time_disconnected += outage;
+            self.last_outage = Some(outage);
+            self.max_outage = Some(self.max_outage.map_or(outage, |m| m.max(outage)));
+        }
+    }
+
+    /// A joined connection ended; `closing` when the link itself is shutting down.
+    pub fn left(&mut self, now: Instant, closing: bool) {
+        self.joined = self.joined.saturating_sub(1);
+        self.lost += 1;
+        if self.joined == 0 && !closing {
+            self.disconnections += 1;
+            self.down_since = Some(now);
+        }
+    }
+
+    /// Connections currently joined.
+    pub fn open(&self) -> usize {
+        self.joined
+    }
+
+    /// Records cumulative byte counters for the current-rate estimate (call periodically).
+    pub fn sample(&mut self, now: Instant, sent: u64, received: u64) {
+        self.samples.push_back((now, sent, received));
+        while self
+            .samples
+            .front()
+            .is_some_and(|&(t, _, _)| now - t > Duration::from_secs(2))
+        {
+            self.samples.pop_front();
+        }
+    }
+
+    /// Rates (sent, received) in bytes per second over about the last second.
+    fn current_rates(&self, now: Instant, sent: u64, received: u64) -> (f64, f64) {
+        let base = self
+            .samples
+            .iter()
+            .find(|&&(t, _, _)| now - t <= Duration::from_millis(1100))
+            .or(self.samples.front());
+        match base {
+            Some(&(t, s, r)) if now > t => {
+                let dt = (now - t).as_secs_f64();
+                ((sent - s) as f64 / dt, (received - r) as f64 / dt)
+            }
+            _ => (0.0, 0.0),
+        }
+    }
+
+    /// Fills the timing and connection fields of `stats` (which has the byte counters set).
+    pub fn fill(&self, now: Instant, stats: &mut LinkStats) {
+        let elapsed = (now - self.started).as_secs_f64();
+        stats.elapsed_s = elapsed;
+        let (send_now, recv_now) = self.current_rates(now, stats.bytes_sent, stats.bytes_received);
+        stats.send_rate_current = send_now;
+        stats.recv_rate_current = recv_now;
+        if elapsed > 0.0 {
+            stats.send_rate_average = stats.bytes_sent as f64 / elapsed;
+            stats.recv_rate_average = stats.bytes_received as f64 / elapsed;
+        }
+        stats.connections_open = self.joined;
+        stats.connections_established = self.established;
+        stats.connections_lost = self.lost;
+        stats.connections_refused = self.refused;
+        stats.protocol_errors = self.protocol_errors;
+        stats.disconnections = self.disconnections;
+        let ongoing = self.down_since.map_or(Duration::ZERO, |since| now - since);
+        stats.time_disconnected_s = (self.time_disconnected + ongoing).as_secs_f64();
+        stats.last_reconnect_latency_s = self.last_outage.map(|d| d.as_secs_f64());
+        stats.max_reconnect_latency_s = self.max_outage.map(|d| d.as_secs_f64());
+    }
+
+    /// Whether any connection ever joined.
+    pub fn ever_joined(&self) -> bool {
+        self.ever_joined
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_timed_from_last_loss_to_next_join() {
+        let t0 = Instant::now();
+        let mut t = ConnectionTimeline::new(t0);
+        t.joined(t0);
+        t.joined(t0);
+        t.left(t0 + Duration::from_secs(1), false);
+        assert_eq!(t.disconnections, 0);
+        t.left(t0 + Duration::from_secs(2), false);
+        assert_eq!(t.disconnections, 1);
+        t.joined(t0 + Duration::from_secs(5));
+        let mut stats = empty_stats();
+        t.fill(t0 + Duration::from_secs(6), &mut stats);
+        assert_eq!(stats.last_reconnect_latency_s, Some(3.0));
+        assert_eq!(stats.time_disconnected_s, 3.0);
+        t.left(t0 + Duration::from_secs(7), true);
+        assert_eq!(t.disconnections, 1, "closing the link is no disconnection");
+    }
+
+    #[test]
+    fn current_rate_uses_the_last_second() {
+        let t0 = Instant::now();
+        let mut t = ConnectionTimeline::new(t0);
+        t.sample(t0, 0, 0);
+        t.sample(t0 + Duration::from_secs(1), 1000, 0);
+        let mut stats = empty_stats();
+        stats.bytes_sent = 3000;
+        t.fill(t0 + Duration::from_secs(2), &mut stats);
+        assert_eq!(stats.send_rate_current, 2000.0);
+        assert_eq!(stats.send_rate_average, 1500.0);
+    }
+
+    fn empty_stats() -> LinkStats {
+        LinkStats::default()
+    }
+}

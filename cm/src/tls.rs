@@ -1,0 +1,271 @@
+//! Mutual TLS for the link: each side presents its certificate and accepts the peer only if
+//! its certificate chains to the configured CA or is exactly the pinned certificate.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{DigitallySignedStruct, DistinguishedName, RootCertStore, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use thiserror::Error;
+
+use crate::config::TlsConfig;
+
+/// Application protocol negotiated by ALPN; a peer speaking anything else is refused.
+pub const ALPN: &[u8] = b"hmw-cm/1";
+
+/// Certificates or keys that cannot be used.
+#[derive(Debug, Error)]
+pub enum TlsError {
+    /// A PEM file could not be read or holds nothing usable.
+    #[error("cannot load {what} from {path}: {reason}")]
+    Load {
+        /// What was expected.
+        what: &'static str,
+        /// File.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// rustls refused the configuration.
+    #[error("TLS configuration rejected: {0}")]
+    Rustls(#[from] rustls::Error),
+    /// The CA-based client verifier could not be built.
+    #[error("cannot build client certificate verifier: {0}")]
+    Verifier(#[from] rustls::server::VerifierBuilderError),
+    /// The server name is not a valid DNS name or IP address.
+    #[error("invalid server name `{0}` for certificate verification")]
+    ServerName(String),
+    /// quinn refused the rustls configuration.
+    #[error("TLS configuration unusable for QUIC: {0}")]
+    Quic(String),
+}
+
+fn load_certs(path: &Path, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let err = |reason: String| TlsError::Load {
+        what,
+        path: path.to_owned(),
+        reason,
+    };
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| err(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(err("no CERTIFICATE block found".into()));
+    }
+    Ok(certs)
+}
+
+fn load_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::Load {
+        what: "private key",
+        path: path.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// The peer trust model.
+#[derive(Debug, Clone)]
+enum Trust {
+    Ca(Arc<RootCertStore>),
+    Pinned(CertificateDer<'static>),
+}
+
+/// Loaded identity and trust, ready to build QUIC client and server configurations.
+#[derive(Debug, Clone)]
+pub struct TlsMaterial {
+    chain: Vec<CertificateDer<'static>>,
+    key: Arc<PrivateKeyDer<'static>>,
+    trust: Trust,
+    provider: Arc<CryptoProvider>,
+}
+
+impl TlsMaterial {
+    /// Loads the files named in `config`.
+    pub fn load(config: &TlsConfig) -> Result<Self, TlsError> {
+        let chain = load_certs(&config.cert, "certificate")?;
+        let key = Arc::new(load_key(&config.key)?);
+        let trust = match (&config.ca, &config.pinned_peer) {
+            (Some(ca), _) => {
+                let mut roots = RootCertStore::empty();
+                for cert in load_certs(ca, "CA certificate")? {
+                    roots.add(cert).map_err(|e| TlsError::Load {
+                        what: "CA certificate",
+                        path: ca.clone(),
+                        reason: e.to_string(),
+                    })?;
+                }
+                Trust::Ca(Arc::new(roots))
+            }
+            (None, Some(pinned)) => {
+                Trust::Pinned(load_certs(pinned, "pinned peer certificate")?.remove(0))
+            }
+            (None, None) => {
+                return Err(TlsError::Load {
+                    what: "trust anchor",
+                    path: config.cert.clone(),
+                    reason: "neither `ca` nor `pinned_peer` configured".into(),
+                })
+            }
+        };
+        Ok(Self {
+            chain,
+            key,
+            trust,
+            provider: Arc::new(rustls::crypto::ring::default_provider()),
+        })
+    }
+
+    /// Server side: requires and verifies the client's certificate, TLS 1.3 only (QUIC), no
+    /// early data (a client must be verified before its first byte of application data).
+    pub fn quic_server_config(&self) -> Result<quinn::crypto::rustls::QuicServerConfig, TlsError> {
+        let verifier: Arc<dyn ClientCertVerifier> = match &self.trust {
+            Trust::Ca(roots) => {
+                WebPkiClientVerifier::builder_with_provider(roots.clone(), self.provider.clone())
+                    .build()?
+            }
+            Trust::Pinned(cert) => Arc::new(PinnedVerifier::new(cert.clone(), &self.provider)),
+        };
+        let mut config = rustls::ServerConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(self.chain.clone(), self.key.clone_key())?;
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        config.max_early_data_size = 0;
+        quinn::crypto::rustls::QuicServerConfig::try_from(config)
+            .map_err(|e| TlsError::Quic(e.to_string()))
+    }
+
+    /// Client side: presents this CM's certificate and verifies the server's.
+    pub fn quic_client_config(&self) -> Result<quinn::crypto::rustls::QuicClientConfig, TlsError> {
+        let builder = rustls::ClientConfig::builder_with_provider(self.provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])?;
+        let builder = match &self.trust {
+            Trust::Ca(roots) => builder.with_root_certificates(roots.clone()),
+            Trust::Pinned(cert) => builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(PinnedVerifier::new(
+                    cert.clone(),
+                    &self.provider,
+                ))),
+        };
+        let mut config = builder.with_client_auth_cert(self.chain.clone(), self.key.clone_key())?;
+        config.alpn_protocols = vec![ALPN.to_vec()];
+        config.enable_early_data = false;
+        quinn::crypto::rustls::QuicClientConfig::try_from(config)
+            .map_err(|e| TlsError::Quic(e.to_string()))
+    }
+}
+
+/// Checks that `name` can name a server in certificate verification.
+pub fn check_server_name(name: &str) -> Result<(), TlsError> {
+    ServerName::try_from(name.to_owned())
+        .map(|_| ())
+        .map_err(|_| TlsError::ServerName(name.to_owned()))
+}
+
+/// Accepts exactly one certificate (compared byte for byte) and checks that the peer holds
+/// its key by verifying the handshake signature.
+#[derive(Debug)]
+struct PinnedVerifier {
+    pinned: CertificateDer<'static>,
+    algorithms: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl PinnedVerifier {
+    fn new(pinned: CertificateDer<'static>, provider: &CryptoProvider) -> Self {
+        Self {
+            pinned,
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+
+    fn check(&self, presented: &CertificateDer<'_>) -> Result<(), rustls::Error> {
+        if presented.as_ref() == self.pinned.as_ref() {
+            Ok(())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+}
+
+impl ServerCertVerifier for PinnedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        self.check(end_entity)
+            .map(|_| ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+impl ClientCertVerifier for PinnedVerifier {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        self.check(end_entity)
+            .map(|_| ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}

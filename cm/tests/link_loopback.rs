@@ -1,0 +1,230 @@
+//! The link over real QUIC sockets on loopback: delivery in order both ways, buffering,
+//! the blocking facade, a restarted peer, certificates (CA and pinned) and refusal of an
+//! uncertified peer.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{certificates, client_config, message, server_config};
+use hmw_cm::{BlockingLink, Link, LinkError, TrySendError};
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+async fn pair(dir: &std::path::Path) -> (Link, Link) {
+    let certs = certificates(dir);
+    let server = Link::start(server_config(&certs)).await.expect("server");
+    let client = Link::start(client_config(&certs, server.local_addr().port()))
+        .await
+        .expect("client");
+    (server, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_cross_in_order_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = pair(dir.path()).await;
+    let count = 300;
+    let run = async {
+        let to_server = async {
+            for i in 0..count {
+                client.send(&message(i)).await.unwrap();
+            }
+        };
+        let to_client = async {
+            for i in 0..count {
+                server.send(&message(i + 1_000)).await.unwrap();
+            }
+        };
+        let at_server = async {
+            for i in 0..count {
+                assert_eq!(server.recv().await.unwrap(), message(i), "message {i}");
+            }
+        };
+        let at_client = async {
+            for i in 0..count {
+                assert_eq!(client.recv().await.unwrap(), message(i + 1_000));
+            }
+        };
+        tokio::join!(to_server, to_client, at_server, at_client);
+        client.flush().await.unwrap();
+        server.flush().await.unwrap();
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    let stats = client.stats();
+    assert_eq!(stats.messages_sent, count as u64);
+    assert_eq!(stats.messages_received, count as u64);
+    assert_eq!(stats.connections_open, 2);
+    assert_eq!(stats.send_buffer.used, 0);
+    // A deliberate close reaches the peer, which ends its receive side cleanly.
+    client.close().await;
+    let end = tokio::time::timeout(DEADLINE, server.recv())
+        .await
+        .expect("in time");
+    assert!(matches!(end, Err(LinkError::PeerClosed)), "{end:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn send_buffer_fills_without_peer_and_drains_when_it_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    // A port nobody listens on yet: reserve one by starting and stopping a server.
+    let probe = Link::start(server_config(&certs)).await.unwrap();
+    let port = probe.local_addr().port();
+    probe.close().await;
+    drop(probe);
+    let client = Link::start(client_config(&certs, port)).await.unwrap();
+    let chunk = vec![7u8; 100_000];
+    let mut sent = 0;
+    loop {
+        match client.try_send(&chunk) {
+            Ok(()) => sent += 1,
+            Err(TrySendError::Full { needed, free }) => {
+                assert_eq!(needed, 100_004);
+                assert!(free < needed);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let fill = client.send_buffer();
+    assert_eq!(fill.used, sent * 100_004);
+    assert!(fill.fill() > 0.98, "{fill:?}");
+    let too_big = vec![0u8; client.max_message() + 1];
+    assert!(matches!(
+        client.try_send(&too_big),
+        Err(TrySendError::Link(LinkError::MessageTooLarge { .. }))
+    ));
+    // The peer arrives late; everything buffered is delivered.
+    let mut config = server_config(&certs);
+    config.port = port;
+    let server = Link::start(config).await.unwrap();
+    let run = async {
+        for _ in 0..sent {
+            assert_eq!(server.recv().await.unwrap(), chunk);
+        }
+        client.flush().await.unwrap();
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    assert_eq!(client.send_buffer().used, 0);
+}
+
+#[test]
+fn blocking_facade_serves_plain_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let server = BlockingLink::start(server_config(&certs)).unwrap();
+    let client = BlockingLink::start(client_config(&certs, server.local_addr().port())).unwrap();
+    client.wait_connected(DEADLINE).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..100 {
+                client.send(&message(i)).unwrap();
+            }
+            client.flush(DEADLINE).unwrap();
+        });
+        s.spawn(|| {
+            for i in 0..100 {
+                let m = server
+                    .recv_timeout(DEADLINE)
+                    .unwrap()
+                    .expect("message in time");
+                assert_eq!(m, message(i));
+            }
+        });
+    });
+    assert_eq!(
+        server.recv_timeout(Duration::from_millis(100)).unwrap(),
+        None
+    );
+    assert_eq!(server.stats().messages_received, 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_peer_is_a_new_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let server = Link::start(server_config(&certs)).await.unwrap();
+    let port = server.local_addr().port();
+    let first = Link::start(client_config(&certs, port)).await.unwrap();
+    let run = async {
+        first.send(b"from the first incarnation").await.unwrap();
+        assert_eq!(
+            &server.recv().await.unwrap()[..],
+            b"from the first incarnation"
+        );
+        first.flush().await.unwrap();
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    assert_eq!(server.peer_session(), Some(first.session()));
+    drop(first);
+    // A new process on the same certificate: a new session, not a reconnect.
+    let second = Link::start(client_config(&certs, port)).await.unwrap();
+    let run = async {
+        second.wait_connected().await.unwrap();
+        second.send(b"from the second").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"from the second");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    assert_eq!(server.peer_session(), Some(second.session()));
+    assert_eq!(server.stats().peer_restarts, 1);
+    assert_eq!(server.stats().messages_received, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_certificates_work_without_a_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let pin = |mut config: hmw_cm::LinkConfig, peer: &str| {
+        config.tls.ca = None;
+        config.tls.pinned_peer = Some(dir.path().join(format!("{peer}.pem")));
+        config
+    };
+    let server = Link::start(pin(server_config(&certs), "client"))
+        .await
+        .unwrap();
+    let client = Link::start(pin(
+        client_config(&certs, server.local_addr().port()),
+        "server",
+    ))
+    .await
+    .unwrap();
+    let run = async {
+        client.send(b"pinned").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"pinned");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncertified_peer_is_refused_and_delivers_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(&dir.path().join("ours"));
+    let foreign = certificates(&dir.path().join("foreign"));
+    let server = Link::start(server_config(&certs)).await.unwrap();
+    let port = server.local_addr().port();
+    // Signed by another CA, but trusting ours: the server must refuse it.
+    let mut intruder_config = client_config(&foreign, port);
+    intruder_config.tls.ca = Some(certs.ca_cert.clone());
+    let intruder = Link::start(intruder_config).await.unwrap();
+    intruder.try_send(b"should never arrive").unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while server.stats().connections_refused == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no refusal logged");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(server.try_recv().unwrap(), None);
+    let stats = server.stats();
+    assert_eq!(stats.connections_established, 0);
+    assert_eq!(stats.messages_received, 0);
+    assert!(!intruder.is_connected() || intruder.stats().send_buffer.used > 0);
+    intruder.close().await;
+    // A certified client still gets through afterwards.
+    let client = Link::start(client_config(&certs, port)).await.unwrap();
+    let run = async {
+        client.send(b"welcome").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"welcome");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+}
