@@ -11,7 +11,7 @@ use std::time::Duration;
 /// an idle rank's CPU use near 1% of a core.
 pub const MAX_PAUSE: Duration = Duration::from_millis(1);
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
-const YIELDS: u32 = 32;
+const YIELDS: u32 = 100;
 
 /// Backoff state of a waiting loop.
 #[derive(Debug, Default)]
@@ -59,7 +59,7 @@ mod tests {
     #[test]
     fn pauses_grow_to_the_bound_and_reset() {
         let mut idle = Idle::default();
-        let pauses: Vec<Duration> = (0..60).map(|_| idle.next_pause()).collect();
+        let pauses: Vec<Duration> = (0..YIELDS + 20).map(|_| idle.next_pause()).collect();
         assert!(pauses[..YIELDS as usize].iter().all(|p| p.is_zero()));
         assert_eq!(pauses[YIELDS as usize], FIRST_SLEEP);
         assert!(pauses.windows(2).all(|w| w[1] >= w[0]));

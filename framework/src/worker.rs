@@ -3,12 +3,14 @@
 //! Two threads: this one talks to the master (the only thread that touches the transport, as
 //! MPI's funneled mode requires), a compute thread executes. With `worker_buffers = 2` the
 //! worker asks for a second batch up front, so the next task arrives while the current one
-//! computes; with 1 it asks only once the current batch is done.
+//! computes; with 1 it asks only once the current batch is done. Tasks that take only a few
+//! microseconds run on the communication thread itself: for them a thread hand-off costs more
+//! than the task, and there is nothing to overlap.
 
 use std::{
     marker::PhantomData,
     thread,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
@@ -66,18 +68,24 @@ impl<'a, T: Task> Worker<'a, T> {
         let (task_tx, task_rx) = unbounded::<Queued>();
         let (result_tx, result_rx) = unbounded::<Computed>();
         let rank = context.rank;
+        let compute_context = context.clone();
         // Detached on purpose: at the end it may be computing a duplicate nobody needs; the
         // process exits without waiting for it.
         thread::Builder::new()
             .name(format!("compute-{rank}"))
-            .spawn(move || compute::<T>(context, task_rx, result_tx))
+            .spawn(move || compute::<T>(compute_context, task_rx, result_tx))
             .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
 
         transport.send(MASTER, encode(&ToMaster::Ready { room: buffers }))?;
         let mut idle = Idle::default();
+        let mut task_time = TaskTime::default();
+        // Tasks handed to the compute thread whose result has not come back.
+        let mut computing = 0usize;
         loop {
             let mut active = false;
             while let Ok(computed) = result_rx.try_recv() {
+                computing -= 1;
+                task_time.observe(&computed);
                 send_result(transport, computed)?;
                 active = true;
             }
@@ -85,30 +93,43 @@ impl<'a, T: Task> Worker<'a, T> {
                 active = true;
                 let message = decode(&envelope.bytes, "message to a worker")
                     .map_err(|source| RunError::Decode { rank, source })?;
-                match message {
-                    ToWorker::Tasks(batch) => {
-                        let last = batch.len().saturating_sub(1);
-                        for (i, task) in batch.into_iter().enumerate() {
-                            let queued = Queued {
-                                task,
-                                closes_batch: i == last,
-                            };
-                            // The compute thread only exits when this channel closes.
-                            let _ = task_tx.send(queued);
-                        }
-                    }
+                let batch = match message {
+                    ToWorker::Tasks(batch) => batch,
                     ToWorker::Stop => break,
+                };
+                let last = batch.len().saturating_sub(1);
+                for (i, task) in batch.into_iter().enumerate() {
+                    let queued = Queued {
+                        task,
+                        closes_batch: i == last,
+                    };
+                    if computing == 0 && task_time.is_tiny() {
+                        let computed = execute::<T>(&context, queued);
+                        task_time.observe(&computed);
+                        send_result(transport, computed)?;
+                    } else {
+                        computing += 1;
+                        // The compute thread only exits when this channel closes.
+                        let _ = task_tx.send(queued);
+                    }
                 }
             }
             if active {
                 idle.reset();
                 continue;
             }
+            let pause = idle.next_pause();
+            if pause.is_zero() {
+                thread::yield_now();
+                continue;
+            }
             // Sleep on the result channel: a finished task wakes us at once; the master's
             // messages are polled at the end of each pause.
-            match result_rx.recv_timeout(idle.next_pause().max(Duration::from_micros(1))) {
+            match result_rx.recv_timeout(pause) {
                 Ok(computed) => {
                     idle.reset();
+                    computing -= 1;
+                    task_time.observe(&computed);
                     send_result(transport, computed)?;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -125,6 +146,32 @@ impl<'a, T: Task> Worker<'a, T> {
     }
 }
 
+/// A running mean of the time tasks take, to spot tasks too short to be worth a thread
+/// hand-off: handing a task to the compute thread and its result back costs two thread
+/// wake-ups (several microseconds on a loaded host), more than a tiny task itself.
+#[derive(Debug, Default)]
+struct TaskTime {
+    mean_s: Option<f64>,
+}
+
+impl TaskTime {
+    /// Tasks shorter than this on average run on the communication thread itself.
+    const INLINE_BELOW_S: f64 = 20e-6;
+
+    fn observe(&mut self, computed: &Computed) {
+        if let Ok(result) = &computed.result {
+            self.mean_s = Some(match self.mean_s {
+                Some(mean) => 0.8 * mean + 0.2 * result.busy_s,
+                None => result.busy_s,
+            });
+        }
+    }
+
+    fn is_tiny(&self) -> bool {
+        self.mean_s.is_some_and(|mean| mean < Self::INLINE_BELOW_S)
+    }
+}
+
 fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<(), RunError> {
     let message = ToMaster::Result {
         result: computed.result?,
@@ -134,33 +181,36 @@ fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<(), 
     Ok(())
 }
 
-/// The compute thread: decode, execute, encode, one task after another.
+/// The compute thread: one task after another.
 fn compute<T: Task>(context: WorkerContext, tasks: Receiver<Queued>, results: Sender<Computed>) {
-    for Queued { task, closes_batch } in tasks {
-        let result = decode::<T>(&task.body, "task")
-            .map_err(|source| RunError::Decode {
-                rank: context.rank,
-                source,
-            })
-            .map(|decoded| {
-                let start = Instant::now();
-                let output = decoded.execute(&context);
-                let busy_s = start.elapsed().as_secs_f64();
-                WireResult {
-                    id: task.id,
-                    operations: task.operations,
-                    busy_s,
-                    body: encode(&output),
-                }
-            });
-        if results
-            .send(Computed {
-                result,
-                closes_batch,
-            })
-            .is_err()
-        {
+    for queued in tasks {
+        if results.send(execute::<T>(&context, queued)).is_err() {
             return;
         }
+    }
+}
+
+/// Decode, execute and encode one task.
+fn execute<T: Task>(context: &WorkerContext, queued: Queued) -> Computed {
+    let Queued { task, closes_batch } = queued;
+    let result = decode::<T>(&task.body, "task")
+        .map_err(|source| RunError::Decode {
+            rank: context.rank,
+            source,
+        })
+        .map(|decoded| {
+            let start = Instant::now();
+            let output = decoded.execute(context);
+            let busy_s = start.elapsed().as_secs_f64();
+            WireResult {
+                id: task.id,
+                operations: task.operations,
+                busy_s,
+                body: encode(&output),
+            }
+        });
+    Computed {
+        result,
+        closes_batch,
     }
 }

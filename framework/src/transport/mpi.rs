@@ -107,12 +107,14 @@ impl MpiTransport {
         self.world.abort(code)
     }
 
+    /// Free the buffers of the sends that have completed (their order does not matter: MPI
+    /// fixed the message order when each send started).
     fn progress_sends(&mut self) {
-        if !self.pending.is_empty() {
-            self.pending = std::mem::take(&mut self.pending)
-                .into_iter()
-                .filter_map(PendingSend::test)
-                .collect();
+        for i in (0..self.pending.len()).rev() {
+            let send = self.pending.swap_remove(i);
+            if let Some(still_pending) = send.test() {
+                self.pending.push(still_pending);
+            }
         }
     }
 }

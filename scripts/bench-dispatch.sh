@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Dispatch benchmark: tiny tasks (64-byte task and result, no compute), 1 master + 4 workers
+# under mpirun, 20,000 tasks; the median of several runs of hmw against two peers run on the
+# same machine in the same session: mpi4py.futures (MPIPoolExecutor.map, chunksize 1) and a
+# hand-written mpi4py master/worker (on-demand send/recv, two tasks in flight per worker).
+# Last line: dispatch_ratio mpi4py_futures=X handwritten=Y (hmw tasks/s over the peer's).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+. scripts/env.sh
+TASKS=${TASKS:-20000}
+RUNS=${RUNS:-7}
+RANKS=5
+
+cargo build --release -p hmw-dispatch --quiet
+venv=target/bench-venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet mpi4py
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for _ in $(seq $RANKS); do echo localhost; done > "$work/hosts"
+printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" > "$work/run.toml"
+
+# Prints the median tasks/s of RUNS runs of the given command (its output has tasks_per_s=).
+median_rate() {
+    for _ in $(seq "$RUNS"); do
+        timeout 600 "$@" 2>/dev/null | sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
+    done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'
+}
+
+hmw=$(median_rate mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
+    -m "$work/hosts" -c "$work/run.toml")
+hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
+    scripts/bench/handwritten.py "$TASKS")
+futures=$(RUNS=3 median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
+    -m mpi4py.futures scripts/bench/mpi4py_futures.py "$TASKS")
+
+overhead() { awk -v r="$1" 'BEGIN { printf "%.2f", 1e6 / r }'; }
+printf '%-16s %14s %16s\n' "peer" "tasks/s" "us/task"
+printf '%-16s %14.0f %16s\n' "hmw" "$hmw" "$(overhead "$hmw")"
+printf '%-16s %14.0f %16s\n' "handwritten" "$hand" "$(overhead "$hand")"
+printf '%-16s %14.0f %16s\n' "mpi4py.futures" "$futures" "$(overhead "$futures")"
+awk -v h="$hmw" -v f="$futures" -v w="$hand" \
+    'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f\n", h / f, h / w }'
