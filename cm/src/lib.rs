@@ -14,3 +14,4 @@ pub mod tls;
 pub use config::{Congestion, LinkConfig, Role, TlsConfig};
 pub use driver::{BlockingLink, Link, LinkError, TrySendError};
 pub use stats::{BufferUsage, LinkStats};
+pub mod wanem;

@@ -228,3 +228,68 @@ async fn uncertified_peer_is_refused_and_delivers_nothing() {
     };
     tokio::time::timeout(DEADLINE, run).await.expect("in time");
 }
+
+/// A peer with a valid certificate that sends garbage: the connection is closed with a logged
+/// protocol error, nothing is delivered, and the link keeps serving honest connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_frames_close_the_connection_not_the_link() {
+    use hmw_cm::proto::{Frame, Hello};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let server = Link::start(server_config(&certs)).await.unwrap();
+    let addr = server.local_addr();
+    let tls = hmw_cm::tls::TlsMaterial::load(&client_config(&certs, addr.port()).tls).unwrap();
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let client_config = quinn::ClientConfig::new(Arc::new(tls.quic_client_config().unwrap()));
+    let hello = Frame::Hello(Hello {
+        version: hmw_cm::proto::frame::PROTOCOL_VERSION,
+        session: 99,
+        connection_index: 0,
+        max_message: u64::MAX,
+        block_size: 65536,
+    });
+    let garbage: [&[u8]; 3] = [
+        &[9, 0, 0, 0, 0],             // unknown frame type
+        &[2, 0xff, 0xff, 0xff, 0xff], // data frame announcing 4 GiB
+        &[
+            3, 0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        ], // ack of unsent blocks
+    ];
+    for bad in garbage {
+        let conn = endpoint
+            .connect_with(client_config.clone(), addr, "server")
+            .unwrap()
+            .await
+            .unwrap();
+        let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+        tx.write_all(&hello.to_bytes()).await.unwrap();
+        let mut reply = [0u8; 31];
+        rx.read_exact(&mut reply).await.unwrap();
+        tx.write_all(bad).await.unwrap();
+        let closed = tokio::time::timeout(DEADLINE, conn.closed())
+            .await
+            .expect("closed in time");
+        match closed {
+            quinn::ConnectionError::ApplicationClosed(close) => {
+                assert_eq!(close.error_code, 1u32.into(), "{close:?}")
+            }
+            other => panic!("unexpected end {other}"),
+        }
+    }
+    assert_eq!(server.stats().protocol_errors, 3);
+    assert_eq!(server.try_recv().unwrap(), None);
+    let client = Link::start(client_config_for(&certs, addr.port()))
+        .await
+        .unwrap();
+    let run = async {
+        client.send(b"still serving").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"still serving");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+}
+
+fn client_config_for(certs: &hmw_cm::keygen::KeygenOutput, port: u16) -> hmw_cm::LinkConfig {
+    client_config(certs, port)
+}

@@ -306,12 +306,13 @@ async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
                 Ok(conn) => {
                     run_connection(&shared, conn, Side::Server).await;
                 }
-                Err(e) => {
-                    if !shared.is_closing() {
-                        warn!(peer = %remote, "refused connection from {remote}: {e}");
-                        shared.timeline().refused += 1;
-                    }
+                // A transport error raised here is this side refusing the handshake (its TLS
+                // verification failed); anything else is the attempt dying on its own.
+                Err(quinn::ConnectionError::TransportError(e)) if !shared.is_closing() => {
+                    warn!(peer = %remote, "refused connection from {remote}: {e}");
+                    shared.timeline().refused += 1;
                 }
+                Err(e) => debug!(peer = %remote, "handshake with {remote} did not complete: {e}"),
             }
         });
     }

@@ -1,0 +1,339 @@
+//! `hmw-wanem`: a user-space WAN emulator (the kernel here has no netem).
+//!
+//! A UDP relay between clients and one server: clients send to [`Wanem::local_addr`], each
+//! client address gets its own upstream socket towards the server, and every datagram goes
+//! through the [`Pipe`] of its direction (outages, loss, rate limit with a bounded queue,
+//! delay with jitter). Used by the tests, the benchmark and the multi-cluster launcher.
+
+pub mod config;
+pub mod pipe;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use thiserror::Error;
+use tokio::net::UdpSocket;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tracing::debug;
+
+pub use config::{DirectionConfig, Outage, WanemConfig, WanemConfigError};
+pub use pipe::{DirectionCounters, Pipe};
+
+/// Counters of both directions.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct WanemCounters {
+    /// Client to server.
+    pub client_to_server: DirectionCounters,
+    /// Server to client.
+    pub server_to_client: DirectionCounters,
+}
+
+impl std::fmt::Display for WanemCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (name, c) in [
+            ("client->server", &self.client_to_server),
+            ("server->client", &self.server_to_client),
+        ] {
+            writeln!(
+                f,
+                "{name}: in {} pkts / {} B, out {} pkts / {} B, dropped loss {} queue {} outage {}",
+                c.packets_in,
+                c.bytes_in,
+                c.packets_out,
+                c.bytes_out,
+                c.dropped_loss,
+                c.dropped_queue,
+                c.dropped_outage
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The emulator could not start.
+#[derive(Debug, Error)]
+pub enum WanemError {
+    /// Invalid configuration.
+    #[error(transparent)]
+    Config(#[from] WanemConfigError),
+    /// A socket could not be bound.
+    #[error("cannot bind UDP socket {addr}: {source}")]
+    Bind {
+        /// Address.
+        addr: SocketAddr,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+struct Pipes {
+    client_to_server: Mutex<Pipe>,
+    server_to_client: Mutex<Pipe>,
+}
+
+impl Pipes {
+    fn counters(&self) -> WanemCounters {
+        WanemCounters {
+            client_to_server: self.client_to_server.lock().expect("pipe lock").counters(),
+            server_to_client: self.server_to_client.lock().expect("pipe lock").counters(),
+        }
+    }
+}
+
+/// A datagram waiting for its delivery time.
+struct Scheduled {
+    at: Duration,
+    socket: Arc<UdpSocket>,
+    to: SocketAddr,
+    payload: Vec<u8>,
+}
+
+/// A running emulator; stops when dropped.
+pub struct Wanem {
+    local_addr: SocketAddr,
+    pipes: Arc<Pipes>,
+    started: Instant,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Wanem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wanem")
+            .field("local_addr", &self.local_addr)
+            .finish()
+    }
+}
+
+impl Wanem {
+    /// Binds the listening socket and starts relaying (call from within a tokio runtime).
+    /// Outage times count from this call.
+    pub async fn start(config: WanemConfig) -> Result<Self, WanemError> {
+        config.validate()?;
+        let front = UdpSocket::bind(config.listen)
+            .await
+            .map_err(|source| WanemError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        let local_addr = front.local_addr().map_err(|source| WanemError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let front = Arc::new(front);
+        let pipes = Arc::new(Pipes {
+            client_to_server: Mutex::new(Pipe::new(
+                &config.client_to_server,
+                &config.outages,
+                config.seed,
+            )),
+            server_to_client: Mutex::new(Pipe::new(
+                &config.server_to_client,
+                &config.outages,
+                config.seed.wrapping_add(0x9E37_79B9_7F4A_7C15),
+            )),
+        });
+        let started = Instant::now();
+        let (to_server, to_server_rx) = mpsc::unbounded_channel();
+        let (to_client, to_client_rx) = mpsc::unbounded_channel();
+        let mut tasks = vec![
+            tokio::spawn(deliver(to_server_rx, pipes.clone(), true, started)),
+            tokio::spawn(deliver(to_client_rx, pipes.clone(), false, started)),
+            tokio::spawn(relay_from_clients(
+                front,
+                config.server,
+                pipes.clone(),
+                started,
+                to_server,
+                to_client,
+            )),
+        ];
+        if config.report_interval_s > 0.0 {
+            let pipes = pipes.clone();
+            let period = Duration::from_secs_f64(config.report_interval_s);
+            tasks.push(tokio::spawn(async move {
+                let mut tick = tokio::time::interval(period);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    eprint!(
+                        "hmw-wanem t={:.1}s\n{}",
+                        started.elapsed().as_secs_f64(),
+                        pipes.counters()
+                    );
+                }
+            }));
+        }
+        Ok(Self {
+            local_addr,
+            pipes,
+            started,
+            tasks,
+        })
+    }
+
+    /// Where clients send.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Counters of both directions.
+    pub fn counters(&self) -> WanemCounters {
+        self.pipes.counters()
+    }
+
+    /// Time since start (the clock of the outage schedule).
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// Stops relaying.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Wanem {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+async fn relay_from_clients(
+    front: Arc<UdpSocket>,
+    server: SocketAddr,
+    pipes: Arc<Pipes>,
+    started: Instant,
+    to_server: mpsc::UnboundedSender<Scheduled>,
+    to_client: mpsc::UnboundedSender<Scheduled>,
+) {
+    let mut upstreams: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+    let mut readers: Vec<JoinHandle<()>> = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let (len, client) = match front.recv_from(&mut buf).await {
+            Ok(received) => received,
+            Err(e) => {
+                // ICMP errors (a port unreachable) surface here on some systems; keep going.
+                debug!("wanem: receive from clients: {e}");
+                continue;
+            }
+        };
+        let upstream = match upstreams.get(&client) {
+            Some(socket) => socket.clone(),
+            None => {
+                let local: SocketAddr = if server.is_ipv4() {
+                    (Ipv4Addr::LOCALHOST, 0).into()
+                } else {
+                    (Ipv6Addr::LOCALHOST, 0).into()
+                };
+                let socket = match UdpSocket::bind(local).await {
+                    Ok(socket) => Arc::new(socket),
+                    Err(e) => {
+                        debug!("wanem: cannot bind upstream socket: {e}");
+                        continue;
+                    }
+                };
+                readers.push(tokio::spawn(relay_from_server(
+                    socket.clone(),
+                    front.clone(),
+                    client,
+                    pipes.clone(),
+                    started,
+                    to_client.clone(),
+                )));
+                upstreams.insert(client, socket.clone());
+                socket
+            }
+        };
+        let offered = pipes
+            .client_to_server
+            .lock()
+            .expect("pipe lock")
+            .offer(started.elapsed(), len);
+        if let Ok(at) = offered {
+            let scheduled = Scheduled {
+                at,
+                socket: upstream,
+                to: server,
+                payload: buf[..len].to_vec(),
+            };
+            if to_server.send(scheduled).is_err() {
+                break;
+            }
+        }
+    }
+    for reader in readers {
+        reader.abort();
+    }
+}
+
+async fn relay_from_server(
+    upstream: Arc<UdpSocket>,
+    front: Arc<UdpSocket>,
+    client: SocketAddr,
+    pipes: Arc<Pipes>,
+    started: Instant,
+    to_client: mpsc::UnboundedSender<Scheduled>,
+) {
+    let mut buf = vec![0u8; 65_536];
+    loop {
+        let len = match upstream.recv_from(&mut buf).await {
+            Ok((len, _)) => len,
+            Err(e) => {
+                debug!("wanem: receive from server: {e}");
+                continue;
+            }
+        };
+        let offered = pipes
+            .server_to_client
+            .lock()
+            .expect("pipe lock")
+            .offer(started.elapsed(), len);
+        if let Ok(at) = offered {
+            let scheduled = Scheduled {
+                at,
+                socket: front.clone(),
+                to: client,
+                payload: buf[..len].to_vec(),
+            };
+            if to_client.send(scheduled).is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn deliver(
+    mut queue: mpsc::UnboundedReceiver<Scheduled>,
+    pipes: Arc<Pipes>,
+    client_to_server: bool,
+    started: Instant,
+) {
+    while let Some(packet) = queue.recv().await {
+        tokio::time::sleep_until((started + packet.at).into()).await;
+        let pipe = if client_to_server {
+            &pipes.client_to_server
+        } else {
+            &pipes.server_to_client
+        };
+        let up = pipe
+            .lock()
+            .expect("pipe lock")
+            .deliver(packet.at, packet.payload.len());
+        if up {
+            if let Err(e) = packet.socket.send_to(&packet.payload, packet.to).await {
+                debug!("wanem: send to {}: {e}", packet.to);
+            }
+        }
+    }
+}

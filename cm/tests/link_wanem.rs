@@ -1,0 +1,136 @@
+//! The link through the user-space WAN emulator: delay, loss, a rate limit and a 3 s outage
+//! in the middle of a two-way transfer. Every message arrives exactly once and in order, the
+//! outage shows in the statistics, and nothing restarts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{certificates, client_config, server_config};
+use hmw_cm::wanem::{DirectionConfig, Outage, Wanem, WanemConfig};
+use hmw_cm::Link;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outage_costs_silence_and_nothing_else() {
+    if std::env::var_os("HMW_CM_TEST_VERBOSE").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("hmw_cm=debug")
+            .try_init();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let server = Link::start(server_config(&certs)).await.unwrap();
+    let mut wan = WanemConfig::symmetric(
+        "127.0.0.1:0".parse().unwrap(),
+        server.local_addr(),
+        DirectionConfig {
+            rate_mbit: 50.0,
+            delay_ms: 10.0,
+            jitter_ms: 2.0,
+            loss: 0.01,
+            ..DirectionConfig::default()
+        },
+    );
+    wan.outages = vec![Outage {
+        start_s: 1.5,
+        end_s: 4.5,
+    }];
+    let wanem = Wanem::start(wan).await.unwrap();
+    let client = Link::start(client_config(&certs, wanem.local_addr().port()))
+        .await
+        .unwrap();
+    let server_session = server.session();
+    let client_session = client.session();
+
+    // Each side sends for about 6 s at about 400 kB/s, across the outage.
+    let count = 600;
+    let pace = Duration::from_millis(10);
+    let run = async {
+        let to_server = async {
+            for i in 0..count {
+                client.send(&small_message(i)).await.unwrap();
+                tokio::time::sleep(pace).await;
+            }
+            client.flush().await.unwrap();
+        };
+        let to_client = async {
+            for i in 0..count {
+                server.send(&small_message(i + 7)).await.unwrap();
+                tokio::time::sleep(pace).await;
+            }
+            server.flush().await.unwrap();
+        };
+        let at_server = async {
+            for i in 0..count {
+                assert_eq!(
+                    server.recv().await.unwrap(),
+                    small_message(i),
+                    "message {i}"
+                );
+            }
+        };
+        let at_client = async {
+            for i in 0..count {
+                assert_eq!(
+                    client.recv().await.unwrap(),
+                    small_message(i + 7),
+                    "message {i}"
+                );
+            }
+        };
+        tokio::join!(to_server, to_client, at_server, at_client);
+    };
+    let monitor = async {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            if std::env::var_os("HMW_CM_TEST_VERBOSE").is_some() {
+                eprintln!(
+                    "t={:?}\nclient {:?}\nserver {:?}\n{}",
+                    wanem.elapsed(),
+                    client.stats(),
+                    server.stats(),
+                    wanem.counters()
+                );
+            }
+        }
+    };
+    let run = async {
+        tokio::select! {
+            () = run => {},
+            () = monitor => {},
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(25), run)
+        .await
+        .expect("transfer completes");
+    assert!(
+        wanem.elapsed() > Duration::from_millis(4500),
+        "the outage happened during the run"
+    );
+    let (c, s) = (client.stats(), server.stats());
+    let counters = wanem.counters();
+    assert!(counters.client_to_server.dropped_outage > 0, "{counters}");
+    assert!(counters.client_to_server.dropped_loss > 0, "{counters}");
+    for stats in [&c, &s] {
+        assert!(stats.disconnections >= 1, "{stats:?}");
+        assert!(stats.time_disconnected_s > 1.5, "{stats:?}");
+        assert_eq!(stats.peer_restarts, 0);
+        assert_eq!(stats.messages_received, count as u64);
+        assert_eq!(stats.send_buffer.used, 0);
+        assert!(stats.last_reconnect_latency_s.is_some());
+    }
+    assert_eq!(client.session(), client_session);
+    assert_eq!(server.session(), server_session);
+    assert!(
+        c.connections_established > 2,
+        "connections were re-established"
+    );
+}
+
+/// Message number `i`: up to 8 kB, content derived from `i`.
+fn small_message(i: usize) -> Vec<u8> {
+    let len = (i * 131) % 8000;
+    let mut m = (i as u64).to_be_bytes().to_vec();
+    m.extend((0..len).map(|j| (i + j) as u8));
+    m
+}
