@@ -12,7 +12,7 @@ TASKS=${TASKS:-20000}
 RUNS=${RUNS:-7}
 RANKS=5
 
-cargo build --release -p hmw-dispatch --quiet
+cargo build --release -p hmw-dispatch -p hmw-synthetic --quiet
 venv=target/bench-venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
     python3 -m venv "$venv"
@@ -37,10 +37,31 @@ hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
 futures=$(RUNS=3 median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     -m mpi4py.futures scripts/bench/mpi4py_futures.py "$TASKS")
 
+# Idle CPU: mean share of a core used by each rank while it waits (a master and four workers
+# during 5 s tasks for hmw; ranks blocked in MPI_Recv for the mpi4py control), over 3 s.
+idle_share() {
+    setsid "$@" >/dev/null 2>&1 &
+    local pid=$! before after
+    sleep 2
+    local kids; kids=$(ps -o pid= --ppid $pid)
+    before=$(for k in $kids; do awk '{ s += $14 + $15 } END { print s }' /proc/$k/stat; done | awk '{ t += $1 } END { print t }')
+    sleep 3
+    after=$(for k in $kids; do awk '{ s += $14 + $15 } END { print s }' /proc/$k/stat; done | awk '{ t += $1 } END { print t }')
+    wait $pid || true
+    awk -v b="$before" -v a="$after" -v n="$(echo $kids | wc -w)" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN { printf "%.1f", 100 * (a - b) / hz / 3 / n }'
+}
+printf '[run]\nstatistics_interval = 0\nreassign_last_task = false\n[application]\ntasks = 4\ntask_seconds = 6\n' > "$work/idle.toml"
+idle_hmw=$(idle_share mpirun --oversubscribe -np $RANKS target/release/hmw-synthetic \
+    -m "$work/hosts" -c "$work/idle.toml")
+idle_mpi=$(idle_share mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
+    scripts/bench/idle_blocking_recv.py 6)
+
 overhead() { awk -v r="$1" 'BEGIN { printf "%.2f", 1e6 / r }'; }
 printf '%-16s %14s %16s\n' "peer" "tasks/s" "us/task"
 printf '%-16s %14.0f %16s\n' "hmw" "$hmw" "$(overhead "$hmw")"
 printf '%-16s %14.0f %16s\n' "handwritten" "$hand" "$(overhead "$hand")"
 printf '%-16s %14.0f %16s\n' "mpi4py.futures" "$futures" "$(overhead "$futures")"
+echo "idle CPU per waiting rank: hmw ${idle_hmw}% of a core, blocking MPI_Recv ${idle_mpi}%"
 awk -v h="$hmw" -v f="$futures" -v w="$hand" \
     'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f\n", h / f, h / w }'
