@@ -171,10 +171,18 @@ mod tests {
     fn errors_name_file_line_and_key() {
         let err = parse("[run]\nworker_bufers = 2\n").unwrap_err().to_string();
         assert!(err.starts_with("run.toml:"), "{err}");
-        assert!(err.contains("line 2") && err.contains("worker_bufers"), "{err}");
+        assert!(
+            err.contains("line 2") && err.contains("worker_bufers"),
+            "{err}"
+        );
 
-        let err = parse("[run]\nworker_buffers = 3\n").unwrap_err().to_string();
-        assert!(err.contains("worker_buffers = 3") && err.contains("1 or 2"), "{err}");
+        let err = parse("[run]\nworker_buffers = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("worker_buffers = 3") && err.contains("1 or 2"),
+            "{err}"
+        );
 
         let err = parse("[run]\nstatistics_interval = -1\n")
             .unwrap_err()

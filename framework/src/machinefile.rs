@@ -205,9 +205,7 @@ impl MachineFile {
 }
 
 /// Parse what follows `#` on a rank line: optional CM fields, then `key=value` annotations.
-fn parse_annotation(
-    text: &str,
-) -> Result<(Option<CmSpec>, BTreeMap<String, String>), String> {
+fn parse_annotation(text: &str) -> Result<(Option<CmSpec>, BTreeMap<String, String>), String> {
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let mut rest = &tokens[..];
     let cm = match rest.first() {
@@ -240,7 +238,10 @@ fn parse_annotation(
                 _ => return Err(format!("speed={value}: expected a positive number")),
             }
         }
-        if annotations.insert(key.to_owned(), value.to_owned()).is_some() {
+        if annotations
+            .insert(key.to_owned(), value.to_owned())
+            .is_some()
+        {
             return Err(format!("annotation '{key}' given twice"));
         }
     }
@@ -269,7 +270,9 @@ fn parse_endpoint(tokens: &[&str]) -> Result<(Endpoint, usize), String> {
             )),
             _ => Err(format!("a client CM needs the server host: {usage}")),
         },
-        other => Err(format!("CM endpoint '{other}' must be 1 (server) or 0 (client): {usage}")),
+        other => Err(format!(
+            "CM endpoint '{other}' must be 1 (server) or 0 (client): {usage}"
+        )),
     }
 }
 

@@ -44,7 +44,8 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
     }
 
     fn gather(&mut self, id: TaskId, body: &[u8]) -> Result<(), RunError> {
-        let result = decode(body, "result").map_err(|source| RunError::Decode { rank: 0, source })?;
+        let result =
+            decode(body, "result").map_err(|source| RunError::Decode { rank: 0, source })?;
         self.0.gather(id, result);
         Ok(())
     }
@@ -138,25 +139,30 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 progress.push(sample);
                 next_report += interval;
             }
-            match self.transport.wait(idle.next_pause())? {
-                Some(envelope) => {
-                    idle.reset();
-                    let message = decode(&envelope.bytes, "message to the master").map_err(
-                        |source| RunError::Decode {
-                            rank: envelope.from,
-                            source,
-                        },
-                    )?;
-                    self.handle(envelope.from, message)?;
-                    self.dispatch()?;
-                }
-                None => {}
+            if let Some((from, message)) = self.receive(idle.next_pause())? {
+                idle.reset();
+                self.handle(from, message)?;
+                self.dispatch()?;
             }
         }
         let wall = start.elapsed();
         self.stop_workers()?;
         let stats = self.statistics(wall, progress);
         Ok((stats, self.source))
+    }
+
+    /// Wait up to `timeout` for a message from a rank.
+    fn receive(&mut self, timeout: Duration) -> Result<Option<(usize, ToMaster)>, RunError> {
+        let Some(envelope) = self.transport.wait(timeout)? else {
+            return Ok(None);
+        };
+        let message = decode(&envelope.bytes, "message to the master").map_err(|source| {
+            RunError::Decode {
+                rank: envelope.from,
+                source,
+            }
+        })?;
+        Ok(Some((envelope.from, message)))
     }
 
     /// Take the next task from the source, if any.
@@ -190,7 +196,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
         };
         match message {
             ToMaster::Ready { room } => {
-                self.waiting.extend(std::iter::repeat_n(from, room as usize));
+                self.waiting
+                    .extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Result { result, room } => {
                 let WireResult {
@@ -212,7 +219,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 } else {
                     tally.stats.discharged += 1;
                 }
-                self.waiting.extend(std::iter::repeat_n(from, room as usize));
+                self.waiting
+                    .extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Bye => {
                 return Err(RunError::Protocol {
@@ -251,7 +259,10 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 unserved.push_back(rank);
                 continue;
             }
-            let tally = self.tallies.get_mut(&rank).expect("waiting ranks are workers");
+            let tally = self
+                .tallies
+                .get_mut(&rank)
+                .expect("waiting ranks are workers");
             for task in &batch {
                 tally.outstanding.insert(task.id);
                 self.in_flight
@@ -294,21 +305,15 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let mut remaining: BTreeSet<usize> = ranks.into_iter().collect();
         let mut idle = Idle::default();
         while !remaining.is_empty() {
-            let Some(envelope) = self.transport.wait(idle.next_pause())? else {
+            let Some((from, message)) = self.receive(idle.next_pause())? else {
                 continue;
             };
             idle.reset();
-            let message: ToMaster = decode(&envelope.bytes, "message to the master").map_err(
-                |source| RunError::Decode {
-                    rank: envelope.from,
-                    source,
-                },
-            )?;
             match message {
                 ToMaster::Bye => {
-                    remaining.remove(&envelope.from);
+                    remaining.remove(&from);
                 }
-                other => self.handle(envelope.from, other)?,
+                other => self.handle(from, other)?,
             }
         }
         self.transport.flush()?;

@@ -43,8 +43,11 @@ use crate::{
 
 /// The command line every application binary accepts.
 #[derive(Debug, Clone, Parser)]
-#[command(version, about = "An hmw master-worker application: start it under mpirun, one rank \
-    per machine-file line, or with --threads to run every rank in this process")]
+#[command(
+    version,
+    about = "An hmw master-worker application: start it under mpirun, one rank \
+    per machine-file line, or with --threads to run every rank in this process"
+)]
 pub struct RunArgs {
     /// Enhanced machine file: one rank per line, the first is the master.
     #[arg(long, short = 'm')]

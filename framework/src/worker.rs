@@ -7,11 +7,7 @@
 //! microseconds run on the communication thread itself: for them a thread hand-off costs more
 //! than the task, and there is nothing to overlap.
 
-use std::{
-    marker::PhantomData,
-    thread,
-    time::Instant,
-};
+use std::{marker::PhantomData, thread, time::Instant};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 

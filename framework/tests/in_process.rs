@@ -27,7 +27,9 @@ struct Woke(u64);
 impl Task for Nap {
     type Output = Woke;
     fn execute(self, worker: &WorkerContext) -> Woke {
-        thread::sleep(Duration::from_secs_f64(self.millis as f64 / 1e3 / worker.speed()));
+        thread::sleep(Duration::from_secs_f64(
+            self.millis as f64 / 1e3 / worker.speed(),
+        ));
         Woke(self.index)
     }
 }
@@ -132,7 +134,11 @@ fn every_task_is_gathered_exactly_once() {
                 quiet(buffers, reassign),
                 Box::new(OnDemand),
             );
-            assert!(problem.gathered.iter().all(|&n| n == 1), "{:?}", problem.gathered);
+            assert!(
+                problem.gathered.iter().all(|&n| n == 1),
+                "{:?}",
+                problem.gathered
+            );
             assert_eq!(stats.tasks, 50);
             let done: u64 = stats.workers.iter().map(|w| w.tasks_done).sum();
             assert_eq!(done, 50);
@@ -172,8 +178,16 @@ fn reassignment_shortens_a_slow_tail_and_counts_discharged_copies() {
         Box::new(OnDemand),
     );
     assert!(problem.gathered.iter().all(|&n| n == 1));
-    assert!(slow_tail.wall_s >= 0.95, "slow tail took {} s", slow_tail.wall_s);
-    assert!(reassigned.wall_s < 0.6, "reassigned run took {} s", reassigned.wall_s);
+    assert!(
+        slow_tail.wall_s >= 0.95,
+        "slow tail took {} s",
+        slow_tail.wall_s
+    );
+    assert!(
+        reassigned.wall_s < 0.6,
+        "reassigned run took {} s",
+        reassigned.wall_s
+    );
     assert_eq!(reassigned.workers[0].tasks_done, 4);
     assert_eq!(reassigned.workers[1].tasks_done, 0);
     assert_eq!(reassigned.workers[1].discharged, 1);
@@ -197,7 +211,10 @@ fn batches_from_a_scheduler_are_all_computed() {
         Box::new(ThreeAtATime),
     );
     assert!(problem.gathered.iter().all(|&n| n == 1));
-    assert_eq!(stats.workers.iter().map(|w| w.tasks_computed).sum::<u64>(), 20);
+    assert_eq!(
+        stats.workers.iter().map(|w| w.tasks_computed).sum::<u64>(),
+        20
+    );
 }
 
 #[test]

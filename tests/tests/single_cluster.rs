@@ -27,7 +27,14 @@ fn matmul_product_is_verified() {
     let run = mpirun(
         5,
         "hmw-matmul",
-        &["-m", &hosts, "-c", &config, "--stats-json", stats.to_str().unwrap()],
+        &[
+            "-m",
+            &hosts,
+            "-c",
+            &config,
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
     )
     .finish(LIMIT);
     run.assert_success();
@@ -46,7 +53,11 @@ fn matmul_product_is_verified() {
 #[test]
 fn heterogeneous_workers_with_reassignment_lose_nothing() {
     let dir = scratch("hetero");
-    let hosts = write(&dir, "hosts", &hosts(&["# speed=1", "# speed=1", "# speed=0.2"]));
+    let hosts = write(
+        &dir,
+        "hosts",
+        &hosts(&["# speed=1", "# speed=1", "# speed=0.2"]),
+    );
     for buffers in [1, 2] {
         let config = write(
             &dir,
@@ -61,19 +72,35 @@ fn heterogeneous_workers_with_reassignment_lose_nothing() {
         let run = mpirun(
             4,
             "hmw-synthetic",
-            &["-m", &hosts, "-c", &config, "--stats-json", stats_path.to_str().unwrap()],
+            &[
+                "-m",
+                &hosts,
+                "-c",
+                &config,
+                "--stats-json",
+                stats_path.to_str().unwrap(),
+            ],
         )
         .finish(LIMIT);
         run.assert_success();
         assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
-        assert!(run.stdout.contains("tasks/s"), "progress or summary printed");
+        assert!(
+            run.stdout.contains("tasks/s"),
+            "progress or summary printed"
+        );
         let stats = json(&stats_path);
         let workers = stats["workers"].as_array().unwrap();
-        let done: u64 = workers.iter().map(|w| w["tasks_done"].as_u64().unwrap()).sum();
+        let done: u64 = workers
+            .iter()
+            .map(|w| w["tasks_done"].as_u64().unwrap())
+            .sum();
         assert_eq!(done, 13);
         // The slow worker (speed 0.2: 0.5 s a task) is overtaken at the end: its last task is
         // computed again by an idle fast worker, and one of the two copies is discharged.
-        let discharged: u64 = workers.iter().map(|w| w["discharged"].as_u64().unwrap()).sum();
+        let discharged: u64 = workers
+            .iter()
+            .map(|w| w["discharged"].as_u64().unwrap())
+            .sum();
         assert!(discharged >= 1, "buffers={buffers}: {stats}");
         let slow = &workers[2];
         let fast = &workers[0];
@@ -83,7 +110,10 @@ fn heterogeneous_workers_with_reassignment_lose_nothing() {
         );
         // Sleep-based tasks of 0.1 s at speed 1 give about 10 tasks/s of busy time.
         let perf = fast["tasks_per_s"].as_f64().unwrap();
-        assert!((8.0..=10.5).contains(&perf), "fast worker measured {perf} tasks/s");
+        assert!(
+            (8.0..=10.5).contains(&perf),
+            "fast worker measured {perf} tasks/s"
+        );
     }
 }
 
@@ -95,8 +125,17 @@ fn a_bad_configuration_starts_no_rank() {
     let run = mpirun(3, "hmw-synthetic", &["-m", &hosts_path, "-c", &config]).finish(LIMIT);
     assert!(!run.status.success());
     assert!(run.stderr.contains("run.toml") && run.stderr.contains("worker_buffers = 3"));
-    assert_eq!(run.stderr.matches("error").count(), 1, "one message: {}", run.stderr);
-    assert!(!run.stdout.contains("verified"), "no rank ran: {}", run.stdout);
+    assert_eq!(
+        run.stderr.matches("error").count(),
+        1,
+        "one message: {}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("verified"),
+        "no rank ran: {}",
+        run.stdout
+    );
 
     let bad_hosts = write(&dir, "bad.hosts", "localhost\nlocalhost # speed=fast\n");
     let run = mpirun(2, "hmw-synthetic", &["-m", &bad_hosts]).finish(LIMIT);
@@ -137,7 +176,11 @@ fn waiting_ranks_use_under_five_percent_of_a_core() {
     run.finish(LIMIT).assert_success();
     println!("CPU share of each waiting rank: {shares:?}");
     for share in shares {
-        assert!(share < 0.05, "a waiting rank used {:.1}% of a core", 100.0 * share);
+        assert!(
+            share < 0.05,
+            "a waiting rank used {:.1}% of a core",
+            100.0 * share
+        );
     }
 }
 

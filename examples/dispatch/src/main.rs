@@ -58,7 +58,13 @@ impl Problem for Dispatch {
 
 fn main() -> std::process::ExitCode {
     hmw::run(
-        |s: &Settings| Ok(Dispatch { tasks: s.tasks, produced: 0, gathered: 0 }),
+        |s: &Settings| {
+            Ok(Dispatch {
+                tasks: s.tasks,
+                produced: 0,
+                gathered: 0,
+            })
+        },
         |dispatch, stats| {
             println!(
                 "dispatch tasks={} wall_s={:.6} tasks_per_s={:.1} overhead_us={:.2}",

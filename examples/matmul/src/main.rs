@@ -20,7 +20,11 @@ struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { m: 512, b: 128, verify_up_to: 1024 }
+        Settings {
+            m: 512,
+            b: 128,
+            verify_up_to: 1024,
+        }
     }
 }
 
@@ -33,12 +37,17 @@ struct Matrix {
 
 impl Matrix {
     fn zeros(n: usize) -> Self {
-        Matrix { n, values: vec![0.0; n * n] }
+        Matrix {
+            n,
+            values: vec![0.0; n * n],
+        }
     }
 
     /// A deterministic matrix with small integer entries, so sums are exact.
     fn sample(n: usize, seed: usize) -> Self {
-        let values = (0..n * n).map(|x| ((x * 7 + seed * 13) % 11) as f64 - 5.0).collect();
+        let values = (0..n * n)
+            .map(|x| ((x * 7 + seed * 13) % 11) as f64 - 5.0)
+            .collect();
         Matrix { n, values }
     }
 
@@ -55,7 +64,10 @@ impl Matrix {
         let b = block.n;
         for r in 0..b {
             let start = (row * b + r) * self.n + col * b;
-            for (c, v) in self.values[start..start + b].iter_mut().zip(&block.values[r * b..]) {
+            for (c, v) in self.values[start..start + b]
+                .iter_mut()
+                .zip(&block.values[r * b..])
+            {
                 *c += v;
             }
         }
@@ -97,7 +109,11 @@ impl Task for BlockPair {
     type Output = PartialBlock;
 
     fn execute(self, _worker: &WorkerContext) -> PartialBlock {
-        PartialBlock { row: self.row, col: self.col, c: self.a.product(&self.b) }
+        PartialBlock {
+            row: self.row,
+            col: self.col,
+            c: self.a.product(&self.b),
+        }
     }
 
     /// Floating-point operations of a B x B block product: 2B^3 - B^2.
@@ -161,7 +177,7 @@ fn main() -> std::process::ExitCode {
     hmw::run(
         |s: &Settings| {
             anyhow::ensure!(
-                s.b > 0 && s.m % s.b == 0,
+                s.b > 0 && s.m.is_multiple_of(s.b),
                 "[application] b = {} must divide m = {}",
                 s.b,
                 s.m
@@ -187,7 +203,10 @@ fn main() -> std::process::ExitCode {
                 "matmul m={} b={} tasks={} verified={verified} makespan_s={:.3} gflops={gflops:.3}",
                 matmul.a.n, matmul.block, stats.tasks, stats.wall_s
             );
-            anyhow::ensure!(verified != "false", "the product differs from the direct one");
+            anyhow::ensure!(
+                verified != "false",
+                "the product differs from the direct one"
+            );
             Ok(())
         },
     )

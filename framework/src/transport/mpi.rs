@@ -135,7 +135,8 @@ impl Transport for MpiTransport {
                 size: self.size,
             });
         }
-        self.pending.push(PendingSend::start(&self.world, to, bytes));
+        self.pending
+            .push(PendingSend::start(&self.world, to, bytes));
         self.progress_sends();
         Ok(())
     }

@@ -23,7 +23,11 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         None => ConfigFile::defaults(),
     };
     let machines = MachineFile::load(&args.machinefile)?;
-    println!("{}: {} ranks", machines.path.display(), machines.rank_count());
+    println!(
+        "{}: {} ranks",
+        machines.path.display(),
+        machines.rank_count()
+    );
     for (rank, line) in machines.ranks.iter().enumerate() {
         let role = machines.role(rank);
         let mut shown = format!("  rank {rank:>3}  {:<24} {role}", line.host);
