@@ -12,7 +12,7 @@ use crate::tls::TlsMaterial;
 /// Transport parameters: flow-control windows raised to `window` (quinn's defaults cap a
 /// connection at about 1.25 MB per round trip), QUIC idle timeout = the inactivity timeout,
 /// keep-alives, and the congestion controller.
-pub(crate) fn transport_config(config: &LinkConfig) -> TransportConfig {
+pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     let mut transport = TransportConfig::default();
     let window = VarInt::from_u32(config.window as u32);
     transport

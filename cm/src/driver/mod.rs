@@ -15,6 +15,7 @@ use thiserror::Error;
 use tokio::sync::Notify;
 
 pub use blocking::BlockingLink;
+pub use endpoint::transport_config;
 pub use link::Link;
 
 use crate::config::{ConfigError, LinkConfig};

@@ -163,26 +163,55 @@ impl ReceiveBuffer {
     fn append_in_order(&mut self, block: Block) -> Result<(), ProtocolError> {
         self.next_id += 1;
         self.next_offset = block.end();
-        self.assembly.extend_from_slice(&block.payload);
+        let mut payload = block.payload;
+        if self.assembly.is_empty() {
+            // Whole messages inside the block are handed out without copying.
+            while payload.len() >= MESSAGE_PREFIX_LEN {
+                let len = Self::announced(&payload, self.max_message).map_err(|e| self.fail(e))?;
+                if payload.len() < MESSAGE_PREFIX_LEN + len {
+                    break;
+                }
+                payload.advance(MESSAGE_PREFIX_LEN);
+                self.ready.push_back(payload.split_to(len));
+            }
+            if payload.is_empty() {
+                return Ok(());
+            }
+            if payload.len() >= MESSAGE_PREFIX_LEN {
+                let len = Self::announced(&payload, self.max_message).map_err(|e| self.fail(e))?;
+                self.assembly.reserve(MESSAGE_PREFIX_LEN + len);
+            }
+        }
+        self.assembly.extend_from_slice(&payload);
         loop {
             if self.assembly.len() < MESSAGE_PREFIX_LEN {
                 return Ok(());
             }
-            let len = u32::from_be_bytes(self.assembly[..4].try_into().expect("4 bytes")) as usize;
-            if len > self.max_message {
-                let failure = ProtocolError::OversizedMessage {
-                    len,
-                    max: self.max_message,
-                };
-                self.failed = Some(failure.clone());
-                return Err(failure);
-            }
+            let len =
+                Self::announced(&self.assembly, self.max_message).map_err(|e| self.fail(e))?;
             if self.assembly.len() < MESSAGE_PREFIX_LEN + len {
+                self.assembly
+                    .reserve(MESSAGE_PREFIX_LEN + len - self.assembly.len());
                 return Ok(());
             }
             self.assembly.advance(MESSAGE_PREFIX_LEN);
             self.ready.push_back(self.assembly.split_to(len).freeze());
         }
+    }
+
+    /// The length announced by the prefix at the start of `stream`.
+    fn announced(stream: &[u8], max: usize) -> Result<usize, ProtocolError> {
+        let len = u32::from_be_bytes(stream[..4].try_into().expect("4 bytes")) as usize;
+        if len > max {
+            return Err(ProtocolError::OversizedMessage { len, max });
+        }
+        Ok(len)
+    }
+
+    /// A length beyond the maximum makes the stream permanently unusable.
+    fn fail(&mut self, failure: ProtocolError) -> ProtocolError {
+        self.failed = Some(failure.clone());
+        failure
     }
 
     /// The permanent failure of the stream, if it has one.

@@ -1,7 +1,7 @@
 //! Send side of the protocol core: the send buffer, cutting the message stream into numbered
 //! blocks, the list of blocks not yet acknowledged, and what to (re)transmit next.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::{BufMut, BytesMut};
 use thiserror::Error;
@@ -61,7 +61,13 @@ pub struct SendBuffer {
     capacity: usize,
     max_message: usize,
     used: usize,
-    open: BytesMut,
+    /// The stream not yet cut into blocks, as segments that each hold whole messages (a
+    /// growing single buffer would be copied whole on every reallocation).
+    open: VecDeque<BytesMut>,
+    open_len: usize,
+    /// Stream offsets where messages in `open` end (blocks are cut there when possible, so
+    /// the receiver can hand out messages without copying them).
+    boundaries: VecDeque<u64>,
     next_id: u64,
     next_offset: u64,
     unacked: BTreeMap<u64, Unacked>,
@@ -81,7 +87,9 @@ impl SendBuffer {
             capacity,
             max_message,
             used: 0,
-            open: BytesMut::new(),
+            open: VecDeque::new(),
+            open_len: 0,
+            boundaries: VecDeque::new(),
             next_id: 0,
             next_offset: 0,
             unacked: BTreeMap::new(),
@@ -108,9 +116,20 @@ impl SendBuffer {
                 free: self.free(),
             });
         }
-        self.open.reserve(needed);
-        self.open.put_u32(message.len() as u32);
-        self.open.extend_from_slice(message);
+        let fits = self
+            .open
+            .back()
+            .is_some_and(|segment| segment.capacity() - segment.len() >= needed);
+        if !fits {
+            self.open
+                .push_back(BytesMut::with_capacity(needed.max(self.block_size)));
+        }
+        let segment = self.open.back_mut().expect("a segment with room");
+        segment.put_u32(message.len() as u32);
+        segment.extend_from_slice(message);
+        self.open_len += needed;
+        self.boundaries
+            .push_back(self.next_offset + self.open_len as u64);
         self.used += needed;
         Ok(())
     }
@@ -136,22 +155,39 @@ impl SendBuffer {
             }
             return Some(entry.block.clone());
         }
-        if self.open.is_empty() || self.next_id >= self.peer_cumulative + WINDOW_BLOCKS {
+        if self.open_len == 0 || self.next_id >= self.peer_cumulative + WINDOW_BLOCKS {
             return None;
         }
+        while self.open.front().is_some_and(|segment| segment.is_empty()) {
+            self.open.pop_front();
+        }
         let credit_left = self.peer_credit.saturating_sub(self.next_offset);
-        let len = self
-            .open
+        let front = self.open.front_mut().expect("open bytes are in segments");
+        let len = front
             .len()
             .min(self.block_size)
             .min(usize::try_from(credit_left).unwrap_or(usize::MAX));
         if len == 0 {
             return None;
         }
+        // Prefer to end the block at the last message boundary inside it.
+        let end = self.next_offset + len as u64;
+        let mut cut = None;
+        while let Some(&boundary) = self.boundaries.front() {
+            if boundary > end {
+                break;
+            }
+            cut = Some(boundary);
+            self.boundaries.pop_front();
+        }
+        let len = cut.map_or(len, |boundary| (boundary - self.next_offset) as usize);
+        let front = self.open.front_mut().expect("open bytes are in segments");
+        let payload = front.split_to(len).freeze();
+        self.open_len -= len;
         let block = Block {
             id: self.next_id,
             offset: self.next_offset,
-            payload: self.open.split_to(len).freeze(),
+            payload,
         };
         self.next_id += 1;
         self.next_offset += len as u64;
@@ -172,7 +208,7 @@ impl SendBuffer {
         match self.pending.first() {
             Some(id) => self.unacked[id].block.end() <= self.peer_credit,
             None => {
-                !self.open.is_empty()
+                self.open_len > 0
                     && self.next_id < self.peer_cumulative + WINDOW_BLOCKS
                     && self.peer_credit > self.next_offset
             }
