@@ -66,8 +66,17 @@ pub trait Problem: Send + 'static {
     fn next_task(&mut self) -> Option<Self::Task>;
 
     /// Gather the result of task `id` (the `id`-th task `next_task` produced, from 0).
-    /// Called exactly once per task, in completion order.
+    /// Called exactly once per task (or through [`gather_joined`](Self::gather_joined)), in
+    /// completion order.
     fn gather(&mut self, id: TaskId, result: <Self::Task as Task>::Output);
+
+    /// Gather a result that joins the results of the tasks `ids` (a sub-master joined them
+    /// with [`TaskResult::join`] before they crossed the WAN). The default gathers it under
+    /// the first id, which is right when gathering adds a result into an accumulator (a
+    /// reduction, a matrix block); a problem that tracks tasks one by one overrides it.
+    fn gather_joined(&mut self, ids: &[TaskId], result: <Self::Task as Task>::Output) {
+        self.gather(ids[0], result);
+    }
 
     /// Total number of tasks, when known in advance: used for progress and ETA.
     fn task_count(&self) -> Option<u64> {

@@ -67,11 +67,72 @@ impl RunConfig {
     }
 }
 
-/// A whole configuration file: the `[run]` table, and the text for the application's table.
+/// Settings of the communication managers: the `[cm]` table.
+///
+/// ```toml
+/// [cm]
+/// certs = "certs"          # folder with ca.pem, NAME.pem and NAME.key.pem (hmw keygen)
+/// tasks_window = 64        # inter-cluster tasks a CM keeps requested or on their way
+/// lost_after_s = 60        # a link down this long loses its cluster (its tasks go elsewhere)
+/// connections = 4          # QUIC connections striped over (each has its own congestion window)
+/// streams = 2              # streams per connection
+/// ```
+/// `block_size`, `send_memory`, `recv_memory`, `inactivity_timeout_ms` and `congestion`
+/// (`cubic`, `bbr`, `newreno`) override the link's defaults (see `cm/README.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CmConfig {
+    pub certs: Option<PathBuf>,
+    pub tasks_window: usize,
+    pub lost_after_s: f64,
+    pub connections: Option<usize>,
+    pub streams: Option<usize>,
+    pub block_size: Option<usize>,
+    pub send_memory: Option<usize>,
+    pub recv_memory: Option<usize>,
+    pub inactivity_timeout_ms: Option<u64>,
+    pub congestion: Option<hmw_cm::Congestion>,
+}
+
+impl Default for CmConfig {
+    fn default() -> Self {
+        CmConfig {
+            certs: None,
+            tasks_window: 64,
+            lost_after_s: 60.0,
+            connections: None,
+            streams: None,
+            block_size: None,
+            send_memory: None,
+            recv_memory: None,
+            inactivity_timeout_ms: None,
+            congestion: None,
+        }
+    }
+}
+
+impl CmConfig {
+    fn validate(&self) -> Result<(), String> {
+        if self.tasks_window == 0 {
+            return Err("cm.tasks_window = 0: expected at least 1".into());
+        }
+        if !(self.lost_after_s.is_finite() && self.lost_after_s > 0.0) {
+            return Err(format!(
+                "cm.lost_after_s = {}: expected seconds > 0",
+                self.lost_after_s
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A whole configuration file: the `[run]` and `[cm]` tables, and the text for the
+/// application's table.
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
     pub path: PathBuf,
     pub run: RunConfig,
+    pub cm: CmConfig,
     text: String,
 }
 
@@ -91,6 +152,8 @@ impl ConfigFile {
         struct Document {
             #[serde(default)]
             run: RunConfig,
+            #[serde(default)]
+            cm: CmConfig,
         }
         let error = |message: String| ConfigError {
             path: path.to_owned(),
@@ -98,9 +161,16 @@ impl ConfigFile {
         };
         let document: Document = toml::from_str(text).map_err(|e| error(e.to_string()))?;
         document.run.validate().map_err(error)?;
+        document.cm.validate().map_err(error)?;
+        let mut cm = document.cm;
+        // Relative certificate folders are relative to the configuration file.
+        if let (Some(certs), Some(dir)) = (&cm.certs, path.parent()) {
+            cm.certs = Some(dir.join(certs));
+        }
         Ok(ConfigFile {
             path: path.to_owned(),
             run: document.run,
+            cm,
             text: text.to_owned(),
         })
     }
@@ -110,6 +180,7 @@ impl ConfigFile {
         ConfigFile {
             path: PathBuf::from("<defaults>"),
             run: RunConfig::default(),
+            cm: CmConfig::default(),
             text: String::new(),
         }
     }
@@ -188,6 +259,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("statistics_interval"), "{err}");
+
+        let err = parse("[cm]\nlost_after_s = 0\n").unwrap_err().to_string();
+        assert!(err.contains("cm.lost_after_s"), "{err}");
 
         let err = parse("[run\n").unwrap_err().to_string();
         assert!(err.contains("line 1"), "{err}");

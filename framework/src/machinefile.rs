@@ -196,6 +196,30 @@ impl MachineFile {
         }
     }
 
+    /// The communication manager facing this cluster's sub-master (`# S ...`), if any: then
+    /// rank 0 is a sub-master fed through it. At most one is allowed.
+    pub fn upstream(&self) -> Result<Option<usize>, MachineFileError> {
+        let mut facing_sub_master = (0..self.ranks.len()).filter(|&r| {
+            matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::SubMaster)
+        });
+        let first = facing_sub_master.next();
+        if let Some(second) = facing_sub_master.next() {
+            return Err(MachineFileError {
+                path: self.path.clone(),
+                line: self.ranks[second].line_no,
+                message: "a second CM facing the sub-master: a cluster has one upstream".into(),
+            });
+        }
+        Ok(first)
+    }
+
+    /// Communication managers facing this cluster's master: its links to further clusters.
+    pub fn master_facing_cms(&self) -> Vec<usize> {
+        (0..self.ranks.len())
+            .filter(|&r| matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::Master))
+            .collect()
+    }
+
     /// Ranks that compute tasks.
     pub fn worker_ranks(&self) -> Vec<usize> {
         (0..self.ranks.len())

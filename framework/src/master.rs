@@ -1,9 +1,15 @@
 //! The master role: hands tasks out on demand, tracks each until its result is gathered, and
 //! measures the run.
 //!
-//! The master works on serialised tasks through a [`TaskSource`], so the same loop serves a
-//! typed [`Problem`] (the main master) and, in a multi-cluster run, inter-cluster tasks that a
-//! sub-master re-splits.
+//! The master feeds *ranks*: workers, and communication managers that lead to other clusters
+//! (a CM is fed like a worker with a deep window; each batch it gets is one inter-cluster task
+//! of `nt` tasks). It works on serialised tasks through a [`TaskSource`], so the same loop
+//! serves a typed [`Problem`] (the main master) and a sub-master, whose tasks arrive from its
+//! own communication manager (see [`crate::upstream`]).
+//!
+//! No task is lost: each stays in the in-flight table, with the ranks holding a copy, until a
+//! result for it is gathered. A rank that is lost gives its tasks back to a retry queue served
+//! before new tasks.
 
 use std::{
     collections::{BTreeMap, BTreeSet, VecDeque},
@@ -15,38 +21,74 @@ use crate::{
     config::RunConfig,
     error::RunError,
     idle::Idle,
-    machinefile::MachineFile,
+    machinefile::{Facing, MachineFile},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
     scheduler::{Demand, Scheduler},
-    stats::{ClusterStats, ProgressSample, RunStats, WorkerStats},
+    stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
     transport::Transport,
 };
 
+/// What a [`TaskSource`] has to offer now.
+#[derive(Debug)]
+pub enum Next {
+    /// A task: its basic operations and serialised body.
+    Task { operations: f64, body: Vec<u8> },
+    /// Nothing now; more may come (a sub-master waiting on its upstream).
+    Later,
+    /// No task will come any more.
+    Finished,
+}
+
 /// Where a master's serialised tasks come from and where their results go.
 pub trait TaskSource {
-    /// The next task (its basic operations and serialised body), or `None` when there is none
-    /// left.
-    fn next_task(&mut self) -> Option<(f64, Vec<u8>)>;
-    /// Gather the serialised result of task `id`; called once per task.
-    fn gather(&mut self, id: TaskId, body: &[u8]) -> Result<(), RunError>;
+    /// The next task, which the master will call `id`.
+    fn next_task(&mut self, id: TaskId) -> Next;
+    /// Gather a result (for one task, or for several joined); called once per task.
+    fn gather(&mut self, result: WireResult) -> Result<(), RunError>;
     /// Total number of tasks, when known.
     fn task_count(&self) -> Option<u64>;
+    /// The rank this source's tasks arrive from, if any: its messages go to
+    /// [`on_upstream`](Self::on_upstream).
+    fn upstream(&self) -> Option<usize> {
+        None
+    }
+    /// A message from the upstream rank.
+    fn on_upstream(&mut self, message: ToWorker) -> Result<(), RunError> {
+        Err(RunError::Setup(format!(
+            "unexpected message from upstream: {message:?}"
+        )))
+    }
+    /// A message the source wants sent to its upstream rank.
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Upstream asked to stop: the run ends now, whatever is still in flight.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// A typed [`Problem`] seen as a [`TaskSource`].
 pub struct ProblemSource<P>(pub P);
 
 impl<P: Problem> TaskSource for ProblemSource<P> {
-    fn next_task(&mut self) -> Option<(f64, Vec<u8>)> {
-        self.0
-            .next_task()
-            .map(|task| (task.operations(), encode(&task)))
+    fn next_task(&mut self, _id: TaskId) -> Next {
+        match self.0.next_task() {
+            Some(task) => Next::Task {
+                operations: task.operations(),
+                body: encode(&task),
+            },
+            None => Next::Finished,
+        }
     }
 
-    fn gather(&mut self, id: TaskId, body: &[u8]) -> Result<(), RunError> {
-        let result =
-            decode(body, "result").map_err(|source| RunError::Decode { rank: 0, source })?;
-        self.0.gather(id, result);
+    fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+        let decoded =
+            decode(&result.body, "result").map_err(|source| RunError::Decode { rank: 0, source })?;
+        match result.ids.as_slice() {
+            [id] => self.0.gather(*id, decoded),
+            ids => self.0.gather_joined(ids, decoded),
+        }
         Ok(())
     }
 
@@ -63,11 +105,31 @@ struct InFlight {
     holders: Vec<usize>,
 }
 
-/// The master's running account of one worker.
+/// What a fed rank is.
+enum Kind {
+    Worker,
+    /// A communication manager leading to cluster `name`; batches of `nt` tasks; at most
+    /// `max_tasks` new tasks in all when the share is bounded.
+    Cm {
+        name: String,
+        nt: usize,
+        max_tasks: Option<u64>,
+    },
+}
+
+/// The master's running account of one fed rank.
 struct Tally {
+    kind: Kind,
     stats: WorkerStats,
-    /// Tasks handed to this worker whose result has not come back from it.
+    /// Tasks handed to this rank whose result has not come back from it.
     outstanding: BTreeSet<TaskId>,
+    /// New tasks handed to it (for a bounded share).
+    handed: u64,
+    /// Lost: no more tasks go there.
+    gone: bool,
+    taken_back: u64,
+    /// The report that came with its `Bye`.
+    report: Option<ClusterReport>,
 }
 
 /// The master of one cluster.
@@ -76,111 +138,205 @@ pub struct Master<'a, S> {
     source: S,
     scheduler: Box<dyn Scheduler>,
     config: RunConfig,
+    name: String,
     in_flight: BTreeMap<TaskId, InFlight>,
+    /// In-flight tasks that no rank holds any more: served before new tasks.
+    retry: VecDeque<TaskId>,
     next_id: TaskId,
     exhausted: bool,
-    /// One entry per batch of room a worker has, in the order the room was offered.
+    /// One entry per batch of room a rank has, in the order the room was offered.
     waiting: VecDeque<usize>,
     tallies: BTreeMap<usize, Tally>,
     gathered: u64,
-    useful_operations: f64,
+    /// Basic operations of the tasks this cluster's own workers delivered.
+    local_operations: f64,
+    reassigned: u64,
+}
+
+/// `key=value` annotation `key` of a machine-file line, parsed.
+fn annotation<T: std::str::FromStr>(
+    machines: &MachineFile,
+    rank: usize,
+    key: &str,
+) -> Result<Option<T>, RunError> {
+    let line = &machines.ranks[rank];
+    line.annotations
+        .get(key)
+        .map(|value| {
+            value.parse().map_err(|_| {
+                RunError::Setup(format!(
+                    "{}:{}: {key}={value} is not valid here",
+                    machines.path.display(),
+                    line.line_no
+                ))
+            })
+        })
+        .transpose()
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
-    /// A master feeding the worker ranks of `machines` through `transport`.
+    /// A master feeding the workers and master-facing communication managers of `machines`.
     pub fn new(
         transport: &'a mut dyn Transport,
         machines: &MachineFile,
         config: RunConfig,
         scheduler: Box<dyn Scheduler>,
         source: S,
-    ) -> Self {
-        let tallies = machines
-            .worker_ranks()
-            .into_iter()
-            .map(|rank| {
-                let stats = WorkerStats {
-                    rank,
-                    host: machines.ranks[rank].host.clone(),
-                    ..Default::default()
-                };
-                let outstanding = BTreeSet::new();
-                (rank, Tally { stats, outstanding })
-            })
-            .collect();
-        Master {
+    ) -> Result<Self, RunError> {
+        let mut tallies = BTreeMap::new();
+        for (rank, line) in machines.ranks.iter().enumerate().skip(1) {
+            let kind = match &line.cm {
+                None => Kind::Worker,
+                Some(cm) if cm.facing == Facing::Master => Kind::Cm {
+                    name: annotation(machines, rank, "cluster")?
+                        .unwrap_or_else(|| format!("cm{rank}")),
+                    nt: annotation(machines, rank, "nt")?.unwrap_or(1usize).max(1),
+                    max_tasks: annotation(machines, rank, "max_tasks")?,
+                },
+                Some(_) => continue, // the upstream CM of a sub-master
+            };
+            let stats = WorkerStats {
+                rank,
+                host: line.host.clone(),
+                ..Default::default()
+            };
+            tallies.insert(
+                rank,
+                Tally {
+                    kind,
+                    stats,
+                    outstanding: BTreeSet::new(),
+                    handed: 0,
+                    gone: false,
+                    taken_back: 0,
+                    report: None,
+                },
+            );
+        }
+        Ok(Master {
             transport,
             source,
             scheduler,
             config,
+            name: annotation(machines, 0, "cluster")?.unwrap_or_else(|| "main".to_owned()),
             in_flight: BTreeMap::new(),
+            retry: VecDeque::new(),
             next_id: 0,
             exhausted: false,
             waiting: VecDeque::new(),
             tallies,
             gathered: 0,
-            useful_operations: 0.0,
-        }
+            local_operations: 0.0,
+            reassigned: 0,
+        })
     }
 
-    /// Run until every task is gathered, then stop the workers. Returns the statistics and
-    /// the task source (which now holds the gathered results).
+    /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
+    /// Returns the statistics and the task source (which now holds the gathered results).
     pub fn run(mut self) -> Result<(RunStats, S), RunError> {
         let start = Instant::now();
-        let total = self.source.task_count();
         let interval = Duration::from_secs_f64(self.config.statistics_interval);
         let mut next_report = start + interval;
         let mut progress = Vec::new();
         let mut idle = Idle::default();
-        while !(self.exhausted && self.in_flight.is_empty()) {
+        self.transmit_upstream()?;
+        while !self.source.stopped() && !(self.exhausted && self.in_flight.is_empty()) {
             if !interval.is_zero() && Instant::now() >= next_report {
-                let sample = ProgressSample::new(start.elapsed(), self.gathered, total);
-                println!("{}", sample.line(total));
+                let sample = self.progress(start.elapsed());
+                println!("{}", sample.line(self.source.task_count()));
                 progress.push(sample);
                 next_report += interval;
             }
-            if let Some((from, message)) = self.receive(idle.next_pause())? {
+            if let Some(envelope) = self.transport.wait(idle.next_pause())? {
                 idle.reset();
-                self.handle(from, message)?;
+                if Some(envelope.from) == self.source.upstream() {
+                    let message = decode(&envelope.bytes, "message from upstream").map_err(
+                        |source| RunError::Decode {
+                            rank: envelope.from,
+                            source,
+                        },
+                    )?;
+                    self.source.on_upstream(message)?;
+                } else {
+                    let message = self.decode_from(envelope.from, &envelope.bytes)?;
+                    self.handle(envelope.from, message)?;
+                }
                 self.dispatch()?;
+                self.transmit_upstream()?;
             }
         }
         let wall = start.elapsed();
-        self.stop_workers()?;
+        self.stop_ranks()?;
+        self.transmit_upstream()?;
         let stats = self.statistics(wall, progress);
         Ok((stats, self.source))
     }
 
-    /// Wait up to `timeout` for a message from a rank.
-    fn receive(&mut self, timeout: Duration) -> Result<Option<(usize, ToMaster)>, RunError> {
-        let Some(envelope) = self.transport.wait(timeout)? else {
-            return Ok(None);
-        };
-        let message = decode(&envelope.bytes, "message to the master").map_err(|source| {
-            RunError::Decode {
-                rank: envelope.from,
-                source,
-            }
-        })?;
-        Ok(Some((envelope.from, message)))
+    fn decode_from(&self, from: usize, bytes: &[u8]) -> Result<ToMaster, RunError> {
+        decode(bytes, "message to the master").map_err(|source| RunError::Decode {
+            rank: from,
+            source,
+        })
     }
 
-    /// Take the next task from the source, if any.
-    fn take_task(&mut self) -> Option<WireTask> {
-        if self.exhausted {
+    fn transmit_upstream(&mut self) -> Result<(), RunError> {
+        if let Some(upstream) = self.source.upstream() {
+            while let Some(bytes) = self.source.poll_transmit() {
+                self.transport.send(upstream, bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn progress(&self, elapsed: Duration) -> ProgressSample {
+        let mut clusters = vec![(
+            self.name.clone(),
+            self.tallies
+                .values()
+                .filter(|t| matches!(t.kind, Kind::Worker))
+                .map(|t| t.stats.tasks_done)
+                .sum(),
+        )];
+        for tally in self.tallies.values() {
+            if let Kind::Cm { name, .. } = &tally.kind {
+                clusters.push((name.clone(), tally.stats.tasks_done));
+            }
+        }
+        ProgressSample::new(elapsed, self.gathered, self.source.task_count(), clusters)
+    }
+
+    /// The next task for `rank`: a task to retry first, else a new one from the source.
+    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Option<WireTask> {
+        while let Some(id) = self.retry.pop_front() {
+            let Some(flight) = self.in_flight.get(&id) else {
+                continue; // gathered meanwhile
+            };
+            if flight.holders.is_empty() {
+                return Some(WireTask {
+                    id,
+                    operations: flight.operations,
+                    body: flight.body.clone(),
+                });
+            }
+        }
+        if self.exhausted || !new_allowed {
             return None;
         }
-        match self.source.next_task() {
-            Some((operations, body)) => {
+        match self.source.next_task(self.next_id) {
+            Next::Task { operations, body } => {
                 let id = self.next_id;
                 self.next_id += 1;
+                if let Some(tally) = self.tallies.get_mut(&rank) {
+                    tally.handed += 1;
+                }
                 Some(WireTask {
                     id,
                     operations,
                     body,
                 })
             }
-            None => {
+            Next::Later => None,
+            Next::Finished => {
                 self.exhausted = true;
                 None
             }
@@ -191,78 +347,124 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let Some(tally) = self.tallies.get_mut(&from) else {
             return Err(RunError::Protocol {
                 rank: from,
-                message: "a message from a rank that is not a worker".into(),
+                message: "a message from a rank this master does not feed".into(),
             });
         };
         match message {
             ToMaster::Ready { room } => {
-                self.waiting
-                    .extend(std::iter::repeat_n(from, room as usize));
+                self.waiting.extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Result { result, room } => {
-                let WireResult {
-                    id,
-                    operations,
-                    busy_s,
-                    body,
-                } = result;
-                tally.outstanding.remove(&id);
-                tally.stats.tasks_computed += 1;
-                tally.stats.busy_s += busy_s;
-                tally.stats.operations += operations;
-                self.scheduler.observe(from, busy_s);
-                if self.in_flight.remove(&id).is_some() {
-                    tally.stats.tasks_done += 1;
-                    self.gathered += 1;
-                    self.useful_operations += operations;
-                    self.source.gather(id, &body)?;
-                } else {
-                    tally.stats.discharged += 1;
+                tally.stats.tasks_computed += result.ids.len() as u64;
+                tally.stats.busy_s += result.busy_s;
+                tally.stats.operations += result.operations;
+                for id in &result.ids {
+                    tally.outstanding.remove(id);
                 }
-                self.waiting
-                    .extend(std::iter::repeat_n(from, room as usize));
+                if result.ids.len() == 1 {
+                    self.scheduler.observe(from, result.busy_s);
+                }
+                let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
+                if fresh {
+                    for id in &result.ids {
+                        self.in_flight.remove(id);
+                    }
+                    tally.stats.tasks_done += result.ids.len() as u64;
+                    self.gathered += result.ids.len() as u64;
+                    if matches!(tally.kind, Kind::Worker) {
+                        self.local_operations += result.operations;
+                    }
+                    self.source.gather(result)?;
+                } else {
+                    // Some of these tasks were gathered from another copy: a joined result
+                    // cannot be split, so the rest is computed again unless a copy is out.
+                    tally.stats.discharged += result.ids.len() as u64;
+                    for id in &result.ids {
+                        self.release(*id, from);
+                    }
+                }
+                self.waiting.extend(std::iter::repeat_n(from, room as usize));
             }
-            ToMaster::Bye => {
+            ToMaster::Lost => {
+                tally.gone = true;
+                let outstanding = std::mem::take(&mut tally.outstanding);
+                tally.taken_back += outstanding.len() as u64;
+                self.reassigned += outstanding.len() as u64;
+                tracing::warn!(
+                    rank = from,
+                    tasks = outstanding.len(),
+                    "cluster lost: taking its tasks back"
+                );
+                for id in outstanding {
+                    self.release(id, from);
+                }
+                self.waiting.retain(|&rank| rank != from);
+            }
+            ToMaster::Bye { .. } => {
                 return Err(RunError::Protocol {
                     rank: from,
-                    message: "worker left before it was told to stop".into(),
+                    message: "left before it was told to stop".into(),
                 })
             }
         }
         Ok(())
     }
 
-    /// Serve the waiting workers: new tasks while there are some, then (if enabled) copies of
-    /// tasks still in flight elsewhere.
+    /// `rank` no longer holds task `id`: if nobody else does, it goes to the retry queue.
+    fn release(&mut self, id: TaskId, rank: usize) {
+        if let Some(flight) = self.in_flight.get_mut(&id) {
+            flight.holders.retain(|&h| h != rank);
+            if flight.holders.is_empty() {
+                self.retry.push_back(id);
+            }
+        }
+    }
+
+    /// Serve the waiting ranks: tasks to retry and new tasks while there are some, then (if
+    /// enabled) copies of tasks still in flight elsewhere for idle workers.
     fn dispatch(&mut self) -> Result<(), RunError> {
         let mut unserved = VecDeque::new();
         while let Some(rank) = self.waiting.pop_front() {
-            let mut batch = Vec::new();
-            if !self.exhausted {
-                let demand = Demand {
-                    worker: rank,
-                    workers: self.tallies.len(),
-                    remaining: self
-                        .source
-                        .task_count()
-                        .map(|total| total.saturating_sub(self.next_id)),
-                };
-                let size = self.scheduler.batch_size(&demand).max(1);
-                batch.extend(std::iter::from_fn(|| self.take_task()).take(size));
+            let tally = &self.tallies[&rank];
+            if tally.gone {
+                continue;
+            }
+            let idle = tally.outstanding.is_empty();
+            let (size, room_for_new, is_worker) = match &tally.kind {
+                Kind::Worker => {
+                    let demand = Demand {
+                        worker: rank,
+                        workers: self.tallies.len(),
+                        remaining: self
+                            .source
+                            .task_count()
+                            .map(|total| total.saturating_sub(self.next_id)),
+                    };
+                    (self.scheduler.batch_size(&demand).max(1), u64::MAX, true)
+                }
+                Kind::Cm { nt, max_tasks, .. } => (
+                    *nt,
+                    max_tasks.map_or(u64::MAX, |m| m.saturating_sub(tally.handed)),
+                    false,
+                ),
+            };
+            let mut batch = Vec::with_capacity(size);
+            while batch.len() < size {
+                let new_allowed = (batch.len() as u64) < room_for_new;
+                match self.take_task(rank, new_allowed) {
+                    Some(task) => batch.push(task),
+                    None => break,
+                }
             }
             // Only a worker with nothing left to compute is idle; a free second buffer is not.
-            let idle = self.tallies[&rank].outstanding.is_empty();
-            if batch.is_empty() && idle && self.config.reassign_last_task {
+            if batch.is_empty() && idle && is_worker && self.config.reassign_last_task {
                 batch.extend(self.duplicate_for(rank));
             }
             if batch.is_empty() {
                 unserved.push_back(rank);
                 continue;
             }
-            let tally = self
-                .tallies
-                .get_mut(&rank)
-                .expect("waiting ranks are workers");
+            let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
             for task in &batch {
                 tally.outstanding.insert(task.id);
                 self.in_flight
@@ -295,9 +497,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
             })
     }
 
-    /// Tell every worker to stop and wait for each to acknowledge; results that still arrive
-    /// are duplicates and count as discharged.
-    fn stop_workers(&mut self) -> Result<(), RunError> {
+    /// Tell every fed rank to stop and wait for each to acknowledge; results that still
+    /// arrive are duplicates and count as discharged.
+    fn stop_ranks(&mut self) -> Result<(), RunError> {
         let ranks: Vec<usize> = self.tallies.keys().copied().collect();
         for &rank in &ranks {
             self.transport.send(rank, encode(&ToWorker::Stop))?;
@@ -305,15 +507,21 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let mut remaining: BTreeSet<usize> = ranks.into_iter().collect();
         let mut idle = Idle::default();
         while !remaining.is_empty() {
-            let Some((from, message)) = self.receive(idle.next_pause())? else {
+            let Some(envelope) = self.transport.wait(idle.next_pause())? else {
                 continue;
             };
             idle.reset();
-            match message {
-                ToMaster::Bye => {
-                    remaining.remove(&from);
+            if Some(envelope.from) == self.source.upstream() {
+                continue; // upstream has nothing more to say that matters now
+            }
+            match self.decode_from(envelope.from, &envelope.bytes)? {
+                ToMaster::Bye { report } => {
+                    remaining.remove(&envelope.from);
+                    if let Some(tally) = self.tallies.get_mut(&envelope.from) {
+                        tally.report = report.map(|r| *r);
+                    }
                 }
-                other => self.handle(from, other)?,
+                other => self.handle(envelope.from, other)?,
             }
         }
         self.transport.flush()?;
@@ -321,21 +529,39 @@ impl<'a, S: TaskSource> Master<'a, S> {
     }
 
     fn statistics(&mut self, wall: Duration, progress: Vec<ProgressSample>) -> RunStats {
-        let workers: Vec<WorkerStats> = self
-            .tallies
-            .values_mut()
-            .map(|tally| {
-                // Copies still out when the run ended were computed for nothing.
-                tally.stats.discharged += tally.outstanding.len() as u64;
-                tally.stats.derive(wall);
-                tally.stats.clone()
-            })
-            .collect();
+        let total = self.gathered.max(1) as f64;
+        let mut workers = Vec::new();
+        let mut clusters = Vec::new();
+        for tally in self.tallies.values_mut() {
+            // Copies still out when the run ended were computed for nothing.
+            tally.stats.discharged += tally.outstanding.len() as u64;
+            tally.stats.derive(wall);
+            match &tally.kind {
+                Kind::Worker => workers.push(tally.stats.clone()),
+                Kind::Cm { name, .. } => {
+                    let report = tally.report.take().unwrap_or_default();
+                    clusters.push(ClusterReport {
+                        name: name.clone(),
+                        cm_rank: tally.stats.rank,
+                        tasks_done: tally.stats.tasks_done,
+                        discharged: tally.stats.discharged,
+                        share: tally.stats.tasks_done as f64 / total,
+                        lost: tally.gone,
+                        taken_back: tally.taken_back,
+                        link: report.link,
+                        stats: report.stats,
+                    })
+                }
+            }
+        }
         RunStats {
+            name: self.name.clone(),
             wall_s: wall.as_secs_f64(),
             tasks: self.gathered,
-            cluster: ClusterStats::from_workers(&workers, wall, self.useful_operations),
+            cluster: ClusterStats::from_workers(&workers, wall, self.local_operations),
             workers,
+            clusters,
+            reassigned: self.reassigned,
             progress,
         }
     }

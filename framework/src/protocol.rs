@@ -1,13 +1,18 @@
-//! The messages between a master and the ranks it feeds (workers, and later communication
-//! managers), and their encoding (bincode).
+//! The messages between a master and the ranks it feeds (workers and communication managers),
+//! and their encoding (bincode).
 //!
 //! A rank asks for work with *room*: how many more task batches it can hold. A worker with
 //! `worker_buffers = 2` starts with room 2 and gives one back each time it finishes a batch, so
 //! the next batch travels while it computes the current one.
+//!
+//! The same messages cross the WAN: a communication manager forwards the master's
+//! [`ToWorker`] messages to the far cluster, whose sub-master answers with [`ToMaster`]
+//! messages. A batch sent to a communication manager is one inter-cluster task; a result may
+//! join the results of several tasks (`ids`).
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-use crate::app::TaskId;
+use crate::{app::TaskId, stats::ClusterReport};
 
 /// A serialised task, as the master hands it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,9 +27,10 @@ pub struct WireTask {
 /// A serialised result, as a worker returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireResult {
-    pub id: TaskId,
+    /// The tasks this result stands for: one, or several joined by a sub-master.
+    pub ids: Vec<TaskId>,
     pub operations: f64,
-    /// Seconds the worker spent executing the task.
+    /// Seconds spent executing the tasks.
     pub busy_s: f64,
     #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
@@ -46,8 +52,12 @@ pub enum ToMaster {
     Ready { room: u32 },
     /// One result; `room` batches freed with it (1 when it closes a batch).
     Result { result: WireResult, room: u32 },
-    /// Acknowledges `Stop`: nothing more will come from this rank.
-    Bye,
+    /// Acknowledges `Stop`: nothing more will come from this rank. A communication manager
+    /// adds the report of the cluster behind it.
+    Bye { report: Option<Box<ClusterReport>> },
+    /// From a communication manager: the cluster behind it is lost (its link stayed down past
+    /// the deadline); the master takes back every task outstanding there.
+    Lost,
 }
 
 /// A message that could not be decoded.
@@ -91,7 +101,7 @@ mod tests {
         assert_eq!(decode::<ToWorker>(&encode(&task), "task").unwrap(), task);
         let result = ToMaster::Result {
             result: WireResult {
-                id: 7,
+                ids: vec![7],
                 operations: 2.5,
                 busy_s: 0.25,
                 body: vec![9; 1000],

@@ -30,14 +30,17 @@ use clap::Parser;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    app::{Problem, WorkerContext},
+    app::{Problem, Task, WorkerContext},
+    cm,
     config::ConfigFile,
-    error::RunError,
     machinefile::{MachineFile, Role},
     master::{Master, ProblemSource},
+    protocol::{encode, ToMaster},
     scheduler::OnDemand,
-    stats::RunStats,
+    error::RunError,
+    stats::{ClusterReport, RunStats},
     transport::{local::LocalTransport, mpi::MpiTransport, Transport},
+    upstream::Upstream,
     worker::Worker,
 };
 
@@ -67,7 +70,7 @@ pub struct RunArgs {
 struct Prepared<P> {
     config: ConfigFile,
     machines: MachineFile,
-    /// The problem, on the master only.
+    /// The problem, on the main master only.
     problem: Option<P>,
 }
 
@@ -97,19 +100,12 @@ where
             );
         }
     }
-    if let Some(cm) = machines.ranks.iter().find(|r| r.cm.is_some()) {
-        anyhow::bail!(
-            "{}:{}: communication managers join clusters in a multi-cluster run, which this \
-             command does not start; remove the annotation to run one cluster",
-            machines.path.display(),
-            cm.line_no
-        );
-    }
-    if machines.worker_ranks().is_empty() {
+    if machines.worker_ranks().is_empty() && machines.ranks.iter().all(|r| r.cm.is_none()) {
         anyhow::bail!("{}: no worker line", machines.path.display());
     }
+    machines.upstream()?;
     let settings: S = config.application()?;
-    let problem = if rank == 0 {
+    let problem = if rank == 0 && machines.upstream()?.is_none() {
         Some(make_problem(&settings).context("cannot set the problem up")?)
     } else {
         None
@@ -155,7 +151,14 @@ where
             return ExitCode::from(2);
         }
     };
-    let result = play_role(&mut transport, &args, prepared, finish);
+    let Prepared {
+        config,
+        machines,
+        problem,
+    } = prepared;
+    let result = play(&mut transport, &machines, &config, problem)
+        .map_err(anyhow::Error::from)
+        .and_then(|outcome| conclude(outcome, &config, &args, finish));
     if let Err(e) = &result {
         eprintln!("error (rank {rank}): {e:#}");
         // A failed rank would leave the others waiting: end the whole job.
@@ -164,38 +167,74 @@ where
     ExitCode::SUCCESS
 }
 
-/// This rank's part of the run.
-fn play_role<P: Problem>(
+/// What playing a rank's role gave.
+pub enum Outcome<P> {
+    /// The main master: the problem with every result gathered, and the statistics.
+    Master { problem: P, stats: RunStats },
+    /// A sub-master: its cluster's statistics (also sent upstream).
+    SubMaster { stats: RunStats },
+    /// A worker or a communication manager.
+    Done,
+}
+
+/// Play this rank's role in one cluster: `problem` is given to the main master only (rank 0
+/// of a cluster without upstream communication manager).
+pub fn play<P: Problem>(
     transport: &mut dyn Transport,
-    args: &RunArgs,
-    prepared: Prepared<P>,
-    finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let Prepared {
-        config,
-        machines,
-        problem,
-    } = prepared;
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: Option<P>,
+) -> Result<Outcome<P>, RunError> {
     let rank = transport.rank();
     match (machines.role(rank), problem) {
         (Role::Master, Some(problem)) => {
             let master = Master::new(
                 transport,
-                &machines,
+                machines,
                 config.run.clone(),
                 Box::new(OnDemand),
                 ProblemSource(problem),
-            );
+            )?;
             let (stats, ProblemSource(problem)) = master.run()?;
-            if config.run.statistics_interval > 0.0 {
-                print!("{}", stats.summary());
-            }
-            if let Some(path) = &args.stats_json {
-                let json = serde_json::to_string_pretty(&stats)?;
-                std::fs::write(path, json)
-                    .with_context(|| format!("cannot write {}", path.display()))?;
-            }
-            finish(problem, &stats)
+            Ok(Outcome::Master { problem, stats })
+        }
+        (Role::Master, None) => {
+            let upstream = machines.upstream()?.ok_or_else(|| {
+                RunError::Setup("the master of a cluster without upstream has no problem".into())
+            })?;
+            let line = &machines.ranks[upstream];
+            let nr = match line.annotations.get("nr") {
+                Some(v) => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    RunError::Setup(format!(
+                        "{}:{}: nr={v} must be a whole number >= 1",
+                        machines.path.display(),
+                        line.line_no
+                    ))
+                })?,
+                None => 1,
+            };
+            let depth = machines.worker_ranks().len() * config.run.worker_buffers as usize
+                + machines.master_facing_cms().len() * config.cm.tasks_window;
+            let source = Upstream::<<P::Task as Task>::Output>::new(upstream, nr, depth);
+            let master = Master::new(
+                transport,
+                machines,
+                config.run.clone(),
+                Box::new(OnDemand),
+                source,
+            )?;
+            let (stats, _) = master.run()?;
+            let report = ClusterReport {
+                name: stats.name.clone(),
+                stats: Some(Box::new(stats.clone())),
+                ..Default::default()
+            };
+            let bye = ToMaster::Bye {
+                report: Some(Box::new(report)),
+            };
+            transport.send(upstream, encode(&bye))?;
+            transport.flush()?;
+            Ok(Outcome::SubMaster { stats })
         }
         (Role::Worker, _) => {
             let context = WorkerContext {
@@ -203,9 +242,63 @@ fn play_role<P: Problem>(
                 line: machines.ranks[rank].clone(),
             };
             Worker::<P::Task>::new(transport, context, config.run.worker_buffers).run()?;
-            Ok(())
+            Ok(Outcome::Done)
         }
-        (role, _) => Err(RunError::Setup(format!("rank {rank}: no {role} in this run")).into()),
+        (Role::CommunicationManager, _) => {
+            cm::run(transport, machines, &config.cm)?;
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// Play a whole cluster in this process: rank 0 on this thread, every other rank on a thread
+/// of its own, over the in-process transport.
+pub fn play_in_threads<P: Problem>(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: Option<P>,
+) -> Result<Outcome<P>, RunError> {
+    let mut transports = LocalTransport::cluster(machines.rank_count()).into_iter();
+    let mut first = transports.next().expect("a machine file has a master");
+    let others: Vec<_> = transports
+        .map(|mut transport| {
+            let (machines, config) = (machines.clone(), config.clone());
+            thread::Builder::new()
+                .name(format!("rank-{}", transport.rank()))
+                .spawn(move || play::<P>(&mut transport, &machines, &config, None).map(|_| ()))
+                .map_err(|e| RunError::Setup(format!("cannot start a rank thread: {e}")))
+        })
+        .collect::<Result<_, _>>()?;
+    let outcome = play(&mut first, machines, config, problem)?;
+    for rank in others {
+        rank.join()
+            .map_err(|_| RunError::Setup("a rank thread panicked".into()))??;
+    }
+    Ok(outcome)
+}
+
+/// The CLI's end of a run: the summary, the JSON statistics, and the application's `finish`.
+fn conclude<P>(
+    outcome: Outcome<P>,
+    config: &ConfigFile,
+    args: &RunArgs,
+    finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let (stats, problem) = match outcome {
+        Outcome::Master { problem, stats } => (stats, Some(problem)),
+        Outcome::SubMaster { stats } => (stats, None),
+        Outcome::Done => return Ok(()),
+    };
+    if config.run.statistics_interval > 0.0 {
+        print!("{}", stats.summary());
+    }
+    if let Some(path) = &args.stats_json {
+        let json = serde_json::to_string_pretty(&stats)?;
+        std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    match problem {
+        Some(problem) => finish(problem, &stats),
+        None => Ok(()),
     }
 }
 
@@ -219,30 +312,13 @@ where
     P: Problem,
     S: DeserializeOwned,
 {
-    let prepared = prepare(args, 0, None, make_problem)?;
-    let mut transports = LocalTransport::cluster(prepared.machines.rank_count()).into_iter();
-    let mut master_transport = transports.next().expect("a machine file has a master");
-    let workers: Vec<_> = transports
-        .map(|mut transport| {
-            let rank = transport.rank();
-            let line = prepared.machines.ranks[rank].clone();
-            let buffers = prepared.config.run.worker_buffers;
-            thread::Builder::new()
-                .name(format!("rank-{rank}"))
-                .spawn(move || {
-                    let context = WorkerContext { rank, line };
-                    Worker::<P::Task>::new(&mut transport, context, buffers).run()
-                })
-                .context("cannot start a worker thread")
-        })
-        .collect::<anyhow::Result<_>>()?;
-    play_role(&mut master_transport, args, prepared, finish)?;
-    for worker in workers {
-        worker
-            .join()
-            .map_err(|_| anyhow::anyhow!("a worker thread panicked"))??;
-    }
-    Ok(())
+    let Prepared {
+        config,
+        machines,
+        problem,
+    } = prepare(args, 0, None, make_problem)?;
+    let outcome = play_in_threads(&machines, &config, problem)?;
+    conclude(outcome, &config, args, finish)
 }
 
 fn report(result: anyhow::Result<()>) -> ExitCode {

@@ -52,15 +52,70 @@ pub struct ProgressSample {
     pub tasks_per_s: f64,
     /// Estimated seconds to the end, when the total is known.
     pub eta_s: Option<f64>,
+    /// Tasks done by this cluster's own workers and by each cluster behind it.
+    #[serde(default)]
+    pub clusters: Vec<ClusterProgress>,
+}
+
+/// One cluster's part of a progress line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterProgress {
+    pub name: String,
+    pub tasks_done: u64,
+    pub tasks_per_s: f64,
+}
+
+/// A communication manager's link, seen from its side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Average throughput each way, bytes per second.
+    pub send_bytes_per_s: f64,
+    pub recv_bytes_per_s: f64,
+    pub disconnections: u64,
+    pub disconnected_s: f64,
+    pub blocks_retransmitted: u64,
+    /// Longest outage the link recovered from, seconds.
+    pub max_reconnect_s: Option<f64>,
+}
+
+/// A cluster behind a communication manager, as its parent master saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterReport {
+    pub name: String,
+    /// Rank, in the parent cluster, of the communication manager leading to it.
+    pub cm_rank: usize,
+    /// Tasks whose result came first from this cluster.
+    pub tasks_done: u64,
+    /// Results from it that were not needed any more.
+    pub discharged: u64,
+    /// Fraction of the run's tasks it delivered.
+    pub share: f64,
+    /// Its link stayed down past the deadline and its tasks were handed to others.
+    pub lost: bool,
+    /// Tasks taken back from it when it was lost.
+    pub taken_back: u64,
+    /// The link, from the parent's communication manager.
+    pub link: Option<LinkSummary>,
+    /// The cluster's own statistics, from its sub-master (absent when it never reported).
+    pub stats: Option<Box<RunStats>>,
 }
 
 /// Everything the master measured in a run (`--stats-json`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunStats {
+    /// Cluster name (`main` for the main cluster unless configured).
+    pub name: String,
     pub wall_s: f64,
     pub tasks: u64,
+    /// This cluster's own workers.
     pub cluster: ClusterStats,
     pub workers: Vec<WorkerStats>,
+    /// The clusters behind this cluster's communication managers.
+    pub clusters: Vec<ClusterReport>,
+    /// Tasks handed out again because the rank holding them was lost.
+    pub reassigned: u64,
     pub progress: Vec<ProgressSample>,
 }
 
@@ -98,18 +153,37 @@ impl ClusterStats {
 }
 
 impl ProgressSample {
-    /// The progress after `elapsed` with `done` of `total` tasks gathered.
-    pub fn new(elapsed: Duration, done: u64, total: Option<u64>) -> Self {
+    /// The progress after `elapsed` with `done` of `total` tasks gathered, `clusters` giving
+    /// each cluster's name and tasks done (left out when there is only one).
+    pub fn new(
+        elapsed: Duration,
+        done: u64,
+        total: Option<u64>,
+        clusters: Vec<(String, u64)>,
+    ) -> Self {
         let t_s = elapsed.as_secs_f64();
         let tasks_per_s = ratio(done as f64, t_s);
         let eta_s = total
             .filter(|_| tasks_per_s > 0.0)
             .map(|total| total.saturating_sub(done) as f64 / tasks_per_s);
+        let clusters = if clusters.len() > 1 {
+            clusters
+                .into_iter()
+                .map(|(name, tasks_done)| ClusterProgress {
+                    name,
+                    tasks_done,
+                    tasks_per_s: ratio(tasks_done as f64, t_s),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         ProgressSample {
             t_s,
             tasks_done: done,
             tasks_per_s,
             eta_s,
+            clusters,
         }
     }
 
@@ -128,6 +202,9 @@ impl ProgressSample {
         let _ = write!(line, ", {:.2} tasks/s", self.tasks_per_s);
         if let Some(eta) = self.eta_s {
             let _ = write!(line, ", ETA {}", hms(eta));
+        }
+        for c in &self.clusters {
+            let _ = write!(line, " | {} {} ({:.2}/s)", c.name, c.tasks_done, c.tasks_per_s);
         }
         line
     }
@@ -159,8 +236,9 @@ impl RunStats {
         let c = &self.cluster;
         let _ = writeln!(
             out,
-            "cluster: {} workers, {} tasks ({} discharged) in {:.3} s = {}: {:.3} tasks/s, \
+            "cluster {}: {} workers, {} tasks ({} discharged) in {:.3} s = {}: {:.3} tasks/s, \
              {:.4e} ops/s; available {:.3} tasks/s; mean efficiency {:.1}%",
+            self.name,
             c.workers,
             c.tasks_done,
             c.discharged,
@@ -171,6 +249,48 @@ impl RunStats {
             c.available_tasks_per_s,
             100.0 * c.efficiency
         );
+        for cluster in &self.clusters {
+            let _ = write!(
+                out,
+                "cluster {} (through rank {}): {} tasks = {:.1}% of the run, {} discharged",
+                cluster.name,
+                cluster.cm_rank,
+                cluster.tasks_done,
+                100.0 * cluster.share,
+                cluster.discharged
+            );
+            if cluster.lost {
+                let _ = write!(out, ", LOST ({} tasks taken back)", cluster.taken_back);
+            }
+            if let Some(stats) = &cluster.stats {
+                let _ = write!(
+                    out,
+                    "; its {} workers: mean efficiency {:.1}%",
+                    stats.cluster.workers,
+                    100.0 * stats.cluster.efficiency
+                );
+            }
+            out.push('\n');
+            if let Some(link) = &cluster.link {
+                let _ = writeln!(
+                    out,
+                    "  link: out {:.0} B/s, in {:.0} B/s; {} disconnections, {:.1} s \
+                     disconnected; {} blocks retransmitted",
+                    link.send_bytes_per_s,
+                    link.recv_bytes_per_s,
+                    link.disconnections,
+                    link.disconnected_s,
+                    link.blocks_retransmitted
+                );
+            }
+        }
+        if self.reassigned > 0 {
+            let _ = writeln!(
+                out,
+                "reassigned {} tasks from lost clusters",
+                self.reassigned
+            );
+        }
         out
     }
 }
@@ -217,15 +337,22 @@ mod tests {
 
     #[test]
     fn progress_line_and_eta() {
-        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100));
+        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100), vec![]);
         assert_eq!(p.tasks_per_s, 2.5);
         assert_eq!(p.eta_s, Some(30.0));
         assert_eq!(
             p.line(Some(100)),
             "[    10.0 s] 25 / 100 tasks (25.0%), 2.50 tasks/s, ETA 0:00:30"
         );
-        let unknown = ProgressSample::new(Duration::ZERO, 0, None);
+        let unknown = ProgressSample::new(Duration::ZERO, 0, None, vec![]);
         assert_eq!(unknown.eta_s, None);
+        let two = ProgressSample::new(
+            Duration::from_secs(10),
+            25,
+            None,
+            vec![("main".into(), 20), ("spain".into(), 5)],
+        );
+        assert!(two.line(None).ends_with("| main 20 (2.00/s) | spain 5 (0.50/s)"));
         assert_eq!(hms(3725.0), "1:02:05");
     }
 }

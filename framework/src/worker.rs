@@ -136,7 +136,7 @@ impl<'a, T: Task> Worker<'a, T> {
                 }
             }
         }
-        transport.send(MASTER, encode(&ToMaster::Bye))?;
+        transport.send(MASTER, encode(&ToMaster::Bye { report: None }))?;
         transport.flush()?;
         Ok(())
     }
@@ -199,7 +199,7 @@ fn execute<T: Task>(context: &WorkerContext, queued: Queued) -> Computed {
             let output = decoded.execute(context);
             let busy_s = start.elapsed().as_secs_f64();
             WireResult {
-                id: task.id,
+                ids: vec![task.id],
                 operations: task.operations,
                 busy_s,
                 body: encode(&output),

@@ -107,7 +107,8 @@ fn run_cluster(
         config,
         scheduler,
         ProblemSource(problem),
-    );
+    )
+    .unwrap();
     let (stats, ProblemSource(problem)) = master.run().unwrap();
     for worker in workers {
         worker.join().unwrap().unwrap();

@@ -114,6 +114,13 @@ impl Problem for Synthetic {
         self.gathered[id as usize] = true;
     }
 
+    fn gather_joined(&mut self, ids: &[TaskId], result: Done) {
+        assert_eq!(result.count, ids.len() as u64);
+        for &id in ids {
+            self.gathered[id as usize] = true;
+        }
+    }
+
     fn task_count(&self) -> Option<u64> {
         Some(self.settings.tasks)
     }

@@ -1,0 +1,466 @@
+//! The communication-manager role: the bridge between MPI inside a cluster and the WAN link
+//! (crate `hmw-cm`) to the peer CM of another cluster.
+//!
+//! - Facing a master (`# M ...`): to its master it is a worker with a deep window. It offers
+//!   room while fewer than `tasks_window` inter-cluster tasks are out and its link's send
+//!   buffer is less than half full, forwards each batch it gets over the link, and passes the
+//!   results that come back to the master. The master never waits on the WAN: a slow or
+//!   broken link only delays the tasks already handed to this CM. If the link stays down past
+//!   `lost_after_s`, it tells the master the cluster is lost, and the master hands that
+//!   cluster's tasks to others.
+//! - Facing a sub-master (`# S ...`): the sub-master's input and output. Tasks from the link
+//!   go to the sub-master as it offers room; its results go back over the link.
+//!
+//! Both sides poll MPI and the link and sleep in between (on the link's receive, so a WAN
+//! message wakes them at once).
+
+use std::{
+    collections::VecDeque,
+    path::Path,
+    time::{Duration, Instant},
+};
+
+use hmw_cm::{BlockingLink, LinkConfig, LinkError, LinkStats, TlsConfig, TrySendError};
+
+use crate::{
+    config::CmConfig,
+    error::RunError,
+    idle::Idle,
+    machinefile::{Endpoint, Facing, MachineFile},
+    protocol::{decode, encode, ToMaster, ToWorker},
+    stats::{ClusterReport, LinkSummary},
+    transport::Transport,
+};
+
+/// The rank of the master (or sub-master) inside a cluster.
+const MASTER: usize = 0;
+
+/// Build the link configuration of CM `rank` from its machine-file line and `[cm]`.
+pub fn link_config(
+    machines: &MachineFile,
+    rank: usize,
+    cm: &CmConfig,
+) -> Result<LinkConfig, RunError> {
+    let line = &machines.ranks[rank];
+    let at = format!("{}:{}", machines.path.display(), line.line_no);
+    let spec = line
+        .cm
+        .as_ref()
+        .ok_or_else(|| RunError::Setup(format!("{at}: not a communication manager")))?;
+    let name = line.annotations.get("name").ok_or_else(|| {
+        RunError::Setup(format!(
+            "{at}: a communication manager needs name=NAME (the name of its certificate)"
+        ))
+    })?;
+    let certs = cm.certs.as_deref().ok_or_else(|| {
+        RunError::Setup(format!(
+            "{at}: communication managers need [cm] certs = FOLDER in the configuration \
+             (create one with `hmw-cm keygen`)"
+        ))
+    })?;
+    let file = |name: &str| certs.join(name);
+    let tls = TlsConfig {
+        cert: file(&format!("{name}.pem")),
+        key: file(&format!("{name}.key.pem")),
+        ca: Some(file("ca.pem")),
+        pinned_peer: None,
+    };
+    let mut config = match &spec.endpoint {
+        Endpoint::Server { port } => {
+            let bind = line.annotations.get("bind").unwrap_or(&line.host);
+            LinkConfig::new(hmw_cm::Role::Server, bind.clone(), *port, tls)
+        }
+        Endpoint::Client { host, port } => {
+            let mut config = LinkConfig::new(hmw_cm::Role::Client, host.clone(), *port, tls);
+            config.server_name = line.annotations.get("peer").cloned();
+            config
+        }
+    };
+    if let Some(v) = cm.connections {
+        config.connections = v;
+    }
+    if let Some(v) = cm.streams {
+        config.streams = v;
+    }
+    if let Some(v) = cm.block_size {
+        config.block_size = v;
+    }
+    if let Some(v) = cm.send_memory {
+        config.send_memory = v;
+    }
+    if let Some(v) = cm.recv_memory {
+        config.recv_memory = v;
+    }
+    if let Some(v) = cm.inactivity_timeout_ms {
+        config.inactivity_timeout_ms = v;
+    }
+    if let Some(v) = cm.congestion {
+        config.congestion = v;
+    }
+    config
+        .validate()
+        .map_err(|e| RunError::Setup(format!("{at}: {e}")))?;
+    for path in [&config.tls.cert, &config.tls.key] {
+        if !Path::new(path).exists() {
+            return Err(RunError::Setup(format!(
+                "{at}: {} does not exist (run `hmw-cm keygen` for this CM name)",
+                path.display()
+            )));
+        }
+    }
+    Ok(config)
+}
+
+fn link_error(error: impl std::fmt::Display) -> RunError {
+    RunError::Setup(format!("WAN link: {error}"))
+}
+
+/// Summary of a link's statistics for the run report.
+pub fn summarize(stats: &LinkStats) -> LinkSummary {
+    LinkSummary {
+        bytes_sent: stats.bytes_sent,
+        bytes_received: stats.bytes_received,
+        send_bytes_per_s: stats.send_rate_average,
+        recv_bytes_per_s: stats.recv_rate_average,
+        disconnections: stats.disconnections,
+        disconnected_s: stats.time_disconnected_s,
+        blocks_retransmitted: stats.blocks_retransmitted,
+        max_reconnect_s: stats.max_reconnect_latency_s,
+    }
+}
+
+/// The link side of a CM: messages that wait for send-buffer space go out in order.
+struct Wan {
+    link: BlockingLink,
+    backlog: VecDeque<Vec<u8>>,
+    /// Since when no connection is up (the link starts down).
+    down_since: Option<Instant>,
+}
+
+impl Wan {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), RunError> {
+        self.backlog.push_back(bytes);
+        self.push()
+    }
+
+    /// Move what fits from the backlog into the link's send buffer.
+    fn push(&mut self) -> Result<(), RunError> {
+        while let Some(bytes) = self.backlog.front() {
+            match self.link.try_send(bytes) {
+                Ok(()) => {
+                    self.backlog.pop_front();
+                }
+                Err(TrySendError::Full { .. }) => break,
+                Err(TrySendError::Link(e)) => return Err(link_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next message from the peer, waiting at most `timeout`.
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
+        let received = if timeout.is_zero() {
+            self.link.try_recv()
+        } else {
+            self.link.recv_timeout(timeout)
+        };
+        match received {
+            Ok(message) => Ok(message.map(|b| b.to_vec())),
+            // The peer closed after sending everything: nothing more will come.
+            Err(LinkError::PeerClosed) => Ok(None),
+            Err(e) => Err(link_error(e)),
+        }
+    }
+
+    /// How long the link has been down (zero while connected).
+    fn down_for(&mut self) -> Duration {
+        if self.link.is_connected() {
+            self.down_since = None;
+            Duration::ZERO
+        } else {
+            self.down_since.get_or_insert_with(Instant::now).elapsed()
+        }
+    }
+
+    /// Let the peer receive what is buffered, then close. Gives up after `timeout`, or as
+    /// soon as the peer has closed (it needs nothing more).
+    fn close(self, timeout: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            match self.link.flush(Duration::from_millis(100)) {
+                Err(LinkError::Timeout) => {
+                    if matches!(self.link.try_recv(), Err(LinkError::PeerClosed)) {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.link.close();
+    }
+}
+
+/// Run CM `rank` until its master (or the far side) ends the run.
+pub fn run(
+    transport: &mut dyn Transport,
+    machines: &MachineFile,
+    cm: &CmConfig,
+) -> Result<(), RunError> {
+    let rank = transport.rank();
+    let config = link_config(machines, rank, cm)?;
+    let link = BlockingLink::start(config).map_err(link_error)?;
+    let wan = Wan {
+        link,
+        backlog: VecDeque::new(),
+        down_since: None,
+    };
+    let lost_after = Duration::from_secs_f64(cm.lost_after_s);
+    match machines.ranks[rank].cm.as_ref().map(|c| c.facing) {
+        Some(Facing::Master) => MasterSide::new(transport, wan, cm.tasks_window, lost_after).run(),
+        _ => SubMasterSide::new(transport, wan, lost_after).run(),
+    }
+}
+
+/// A CM in the master's cluster.
+struct MasterSide<'a> {
+    transport: &'a mut dyn Transport,
+    wan: Wan,
+    window: usize,
+    lost_after: Duration,
+    /// Room offered to the master and not used yet (in batches).
+    offered: usize,
+    /// Batches forwarded whose results have not all come back: task ids still due.
+    due: VecDeque<Vec<u64>>,
+    lost: bool,
+    stopping: bool,
+    report: Option<Box<ClusterReport>>,
+    far_bye: bool,
+}
+
+impl<'a> MasterSide<'a> {
+    fn new(transport: &'a mut dyn Transport, wan: Wan, window: usize, lost_after: Duration) -> Self {
+        MasterSide {
+            transport,
+            wan,
+            window,
+            lost_after,
+            offered: 0,
+            due: VecDeque::new(),
+            lost: false,
+            stopping: false,
+            report: None,
+            far_bye: false,
+        }
+    }
+
+    fn run(mut self) -> Result<(), RunError> {
+        let mut idle = Idle::default();
+        loop {
+            let mut active = false;
+            while let Some(envelope) = self.transport.try_recv()? {
+                active = true;
+                let message = decode(&envelope.bytes, "message to a CM").map_err(|source| {
+                    RunError::Decode {
+                        rank: envelope.from,
+                        source,
+                    }
+                })?;
+                self.from_master(message)?;
+            }
+            let pause = if active { Duration::ZERO } else { idle.next_pause() };
+            while let Some(bytes) = self.wan.recv(pause)? {
+                active = true;
+                self.from_far_side(&bytes)?;
+                if self.far_bye {
+                    break;
+                }
+            }
+            self.wan.push()?;
+            if !self.lost && self.wan.down_for() > self.lost_after {
+                self.lost = true;
+                tracing::warn!(
+                    after_s = self.lost_after.as_secs_f64(),
+                    "WAN link down past the deadline: the cluster behind it is lost"
+                );
+                self.transport.send(MASTER, encode(&ToMaster::Lost))?;
+            }
+            if self.stopping && (self.far_bye || self.lost) {
+                break;
+            }
+            self.offer_room()?;
+            if active {
+                idle.reset();
+            }
+        }
+        let mut report = self.report.take().unwrap_or_default();
+        if report.link.is_none() {
+            report.link = Some(summarize(&self.wan.link.stats()));
+        }
+        self.transport
+            .send(MASTER, encode(&ToMaster::Bye { report: Some(report) }))?;
+        self.transport.flush()?;
+        self.wan.close(Duration::from_secs(2));
+        Ok(())
+    }
+
+    fn from_master(&mut self, message: ToWorker) -> Result<(), RunError> {
+        match message {
+            ToWorker::Tasks(batch) => {
+                self.offered = self.offered.saturating_sub(1);
+                self.due.push_back(batch.iter().map(|t| t.id).collect());
+                self.wan.send(encode(&ToWorker::Tasks(batch)))
+            }
+            ToWorker::Stop => {
+                self.stopping = true;
+                self.wan.send(encode(&ToWorker::Stop))
+            }
+        }
+    }
+
+    fn from_far_side(&mut self, bytes: &[u8]) -> Result<(), RunError> {
+        let message: ToMaster =
+            decode(bytes, "message from the far cluster").map_err(|source| RunError::Decode {
+                rank: self.transport.rank(),
+                source,
+            })?;
+        match message {
+            ToMaster::Result { result, .. } => {
+                for id in &result.ids {
+                    for batch in self.due.iter_mut() {
+                        batch.retain(|d| d != id);
+                    }
+                }
+                self.due.retain(|batch| !batch.is_empty());
+                self.transport
+                    .send(MASTER, encode(&ToMaster::Result { result, room: 0 }))?;
+            }
+            ToMaster::Bye { report } => {
+                // The far side closes once this is acknowledged: take the link's figures now.
+                let mut report = report.unwrap_or_default();
+                report.link = Some(summarize(&self.wan.link.stats()));
+                self.report = Some(report);
+                self.far_bye = true;
+            }
+            // Room is this CM's business, and the far side cannot be lost.
+            ToMaster::Ready { .. } | ToMaster::Lost => {}
+        }
+        Ok(())
+    }
+
+    /// Ask the master for more while the window and the send buffer allow.
+    fn offer_room(&mut self) -> Result<(), RunError> {
+        if self.lost || self.stopping || !self.wan.backlog.is_empty() {
+            return Ok(());
+        }
+        let mut room = 0;
+        while self.offered + self.due.len() < self.window && self.wan.link.send_buffer().fill() < 0.5
+        {
+            self.offered += 1;
+            room += 1;
+        }
+        if room > 0 {
+            self.transport
+                .send(MASTER, encode(&ToMaster::Ready { room: room as u32 }))?;
+        }
+        Ok(())
+    }
+}
+
+/// A CM in an external cluster, in front of its sub-master.
+struct SubMasterSide<'a> {
+    transport: &'a mut dyn Transport,
+    wan: Wan,
+    lost_after: Duration,
+    /// Room the sub-master offered and that no batch used yet.
+    room: u32,
+    queue: VecDeque<ToWorker>,
+    stop_sent: bool,
+}
+
+impl<'a> SubMasterSide<'a> {
+    fn new(transport: &'a mut dyn Transport, wan: Wan, lost_after: Duration) -> Self {
+        SubMasterSide {
+            transport,
+            wan,
+            lost_after,
+            room: 0,
+            queue: VecDeque::new(),
+            stop_sent: false,
+        }
+    }
+
+    fn run(mut self) -> Result<(), RunError> {
+        let mut idle = Idle::default();
+        loop {
+            let mut active = false;
+            while let Some(envelope) = self.transport.try_recv()? {
+                active = true;
+                let message: ToMaster = decode(&envelope.bytes, "message to a CM").map_err(
+                    |source| RunError::Decode {
+                        rank: envelope.from,
+                        source,
+                    },
+                )?;
+                match message {
+                    ToMaster::Ready { room } => self.room += room,
+                    ToMaster::Bye { report } => {
+                        self.wan.send(encode(&ToMaster::Bye { report }))?;
+                        self.wan.push()?;
+                        // The far side needs the results and the report: wait (bounded).
+                        self.wan.close(self.lost_after);
+                        return Ok(());
+                    }
+                    other => self.wan.send(encode(&other))?,
+                }
+            }
+            let pause = if active { Duration::ZERO } else { idle.next_pause() };
+            while let Some(bytes) = self.wan.recv(pause)? {
+                active = true;
+                match decode(&bytes, "message from the master's cluster").map_err(|source| {
+                    RunError::Decode {
+                        rank: self.transport.rank(),
+                        source,
+                    }
+                })? {
+                    ToWorker::Stop => {
+                        // Tasks still queued are not needed any more.
+                        self.queue.clear();
+                        self.queue.push_back(ToWorker::Stop);
+                    }
+                    tasks => self.queue.push_back(tasks),
+                }
+            }
+            self.wan.push()?;
+            if !self.stop_sent && self.wan.down_for() > self.lost_after {
+                tracing::warn!("WAN link down past the deadline: stopping this cluster");
+                self.queue.clear();
+                self.queue.push_back(ToWorker::Stop);
+            }
+            self.forward()?;
+            if active {
+                idle.reset();
+            }
+        }
+    }
+
+    /// Hand queued batches to the sub-master as its room allows; `Stop` goes at once.
+    fn forward(&mut self) -> Result<(), RunError> {
+        while let Some(front) = self.queue.front() {
+            let is_stop = matches!(front, ToWorker::Stop);
+            if !is_stop && self.room == 0 {
+                break;
+            }
+            let message = self.queue.pop_front().expect("front exists");
+            if is_stop {
+                if self.stop_sent {
+                    continue;
+                }
+                self.stop_sent = true;
+            } else {
+                self.room -= 1;
+            }
+            self.transport.send(MASTER, encode(&message))?;
+        }
+        Ok(())
+    }
+}
