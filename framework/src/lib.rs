@@ -7,6 +7,7 @@
 //! See `docs/architecture.md` for the system as built.
 
 pub mod app;
+pub mod cm;
 pub mod config;
 pub mod error;
 pub mod idle;
@@ -17,6 +18,7 @@ pub mod runner;
 pub mod scheduler;
 pub mod stats;
 pub mod transport;
+pub mod upstream;
 pub mod worker;
 
 pub use app::{Problem, Task, TaskId, TaskResult, WorkerContext};
