@@ -13,6 +13,8 @@ pub mod error;
 pub mod idle;
 pub mod machinefile;
 pub mod master;
+pub mod model;
+pub mod plan;
 pub mod protocol;
 pub mod runner;
 pub mod scheduler;

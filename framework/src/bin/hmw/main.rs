@@ -1,6 +1,7 @@
 //! The `hmw` command line.
 
 mod check;
+mod predict;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,8 @@ struct Cli {
 enum Command {
     /// Check a run configuration and a machine file without starting anything.
     Check(check::CheckArgs),
+    /// Predict makespan and efficiency of a plan and select workers, before touching a machine.
+    Predict(predict::PredictArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -26,5 +29,6 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Predict(args) => predict::run(args),
     }
 }

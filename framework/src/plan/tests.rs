@@ -1,0 +1,365 @@
+//! Plan parsing and validation: the shipped examples load, every kind of bad plan gets one error
+//! naming its key and cluster, and no input makes the parser panic.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::model::params::{MeasuredCluster, MeasuredWorker};
+
+const ALL: &str = include_str!("../../../configs/srmsd-three-clusters-all.toml");
+const PINNED: &str = include_str!("../../../configs/srmsd-three-clusters-pinned.toml");
+const AUTO: &str = include_str!("../../../configs/srmsd-three-clusters-auto.toml");
+const NR3: &str = include_str!("../../../configs/srmsd-three-clusters-nr3.toml");
+const MATMUL: &str = include_str!("../../../configs/matmul-two-clusters-grain.toml");
+
+/// A small valid plan the error tests edit.
+const SMALL: &str = r#"
+[application]
+name = "small"
+tasks = 10
+task_bytes = 4
+result_bytes = 100
+
+[model]
+selection = "pinned"
+
+[[cluster]]
+name = "home"
+main = true
+lan_bytes_per_s = 1000
+machines = [
+  { host = "m", role = "master" },
+  { host = "w1", role = "worker", perf = 1.0 },
+]
+
+[[cluster]]
+name = "away"
+lan_bytes_per_s = 1000
+wan_in_bytes_per_s = 100
+wan_out_bytes_per_s = 100
+use_workers = ["x1"]
+machines = [
+  { host = "s", role = "submaster" },
+  { host = "c", role = "cm" },
+  { host = "x1", role = "worker", perf = 2.0 },
+  { host = "x2", role = "worker", perf = 3.0 },
+]
+"#;
+
+fn error_of(text: &str) -> String {
+    Plan::from_toml_str(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_examples_load() {
+    for text in [ALL, PINNED, AUTO, NR3, MATMUL] {
+        let plan = Plan::from_toml_str(text).unwrap();
+        plan.model_input(None).unwrap();
+    }
+    let plan = Plan::from_toml_str(PINNED).unwrap();
+    assert_eq!(plan.name, "srmsd");
+    assert_eq!(plan.selection, SelectionMode::Pinned);
+    assert_eq!(plan.clusters.len(), 3);
+    assert_eq!(plan.clusters[0].name, "argentina");
+    assert_eq!(plan.clusters[2].workers().count(), 8);
+    let input = plan.model_input(None).unwrap();
+    assert_eq!(
+        input.selection,
+        SelectionRequest::Pinned(vec![vec![0, 1], vec![0, 1, 2, 3, 4], vec![0, 4, 6]])
+    );
+    assert_eq!(input.system.clusters[2].workers[5].perf, 6.1301e-3);
+    let nr3 = Plan::from_toml_str(NR3).unwrap().model_input(None).unwrap();
+    let spain = nr3.system.clusters[2].external.as_ref().unwrap();
+    assert_eq!(spain.results_per_inter_result, 3);
+    assert_eq!(nr3.application.result_bytes_inter, Some(2_310_244.0));
+    let matmul = Plan::from_toml_str(MATMUL).unwrap();
+    assert_eq!(
+        matmul.grains.iter().map(|g| g.grain).collect::<Vec<_>>(),
+        [400, 800, 2000, 4000, 4400, 4800]
+    );
+    assert_eq!(matmul.clusters[0].workers().count(), 0);
+}
+
+#[test]
+fn auto_selection_of_the_shipped_example_is_no_worse_than_the_pinned_one() {
+    let predict = |text: &str| {
+        let input = Plan::from_toml_str(text)
+            .unwrap()
+            .model_input(None)
+            .unwrap();
+        crate::model::predict(&input).unwrap()
+    };
+    let auto = predict(AUTO);
+    let pinned = predict(PINNED);
+    assert!(auto.run.t_ex_worst <= pinned.run.t_ex_worst);
+    assert!(auto.run.efficiency_worst >= 0.8);
+    assert!(auto.clusters.iter().all(|c| c.efficiency_worst >= 0.8));
+    // the matrix product: the advice names G = 4400, the smallest computation-bound grain
+    let matmul = predict(MATMUL);
+    let grain = matmul
+        .advice
+        .iter()
+        .find(|a| a.kind == crate::model::AdviceKind::Granularity)
+        .unwrap();
+    assert_eq!(grain.value, crate::model::AdviceValue::Count(4400));
+}
+
+#[test]
+fn the_main_cluster_comes_first_whatever_the_order() {
+    let home_start = SMALL.find("[[cluster]]\nname = \"home\"").unwrap();
+    let away_start = SMALL.find("[[cluster]]\nname = \"away\"").unwrap();
+    let reordered = format!(
+        "{}{}\n{}",
+        &SMALL[..home_start],
+        &SMALL[away_start..],
+        &SMALL[home_start..away_start]
+    );
+    let plan = Plan::from_toml_str(&reordered).unwrap();
+    assert_eq!(plan.clusters[0].name, "home");
+    assert!(plan.clusters[0].main);
+    assert_eq!(plan.clusters[1].name, "away");
+}
+
+#[test]
+fn defaults_and_reserved_tables() {
+    let text = SMALL.replace("[model]\nselection = \"pinned\"\n", "")
+        + "\n[launch]\nanything = 1\n[run]\nmore = \"x\"\n";
+    let text = text.replace(
+        "name = \"home\"\n",
+        "name = \"home\"\nlaunch = { machine_file = \"home.hosts\" }\n",
+    );
+    let plan = Plan::from_toml_str(&text).unwrap();
+    assert_eq!(plan.efficiency_threshold, 0.8);
+    assert!(plan.reassign_last_task);
+    assert_eq!(plan.selection, SelectionMode::All);
+    assert_eq!(plan.exhaustive_limit, DEFAULT_EXHAUSTIVE_LIMIT);
+    assert_eq!(plan.application.oper, 1.0);
+    assert!(plan.launch.is_some() && plan.run.is_some());
+    assert!(plan.clusters[0].launch.is_some());
+}
+
+#[test]
+fn missing_key_names_the_key_and_the_cluster() {
+    let err = error_of(&SMALL.replace("tasks = 10\n", ""));
+    assert!(err.contains("missing key `tasks`"), "{err}");
+    let err = error_of(&SMALL.replace(
+        "  { host = \"s\", role = \"submaster\" },",
+        "  { role = \"submaster\" },",
+    ));
+    assert!(err.contains("cluster `away`: missing key `host`"), "{err}");
+    // a throughput may come from a measured system: it is missing only for the model input
+    let without_lan = SMALL.replace(
+        "name = \"away\"\nlan_bytes_per_s = 1000\n",
+        "name = \"away\"\n",
+    );
+    let plan = Plan::from_toml_str(&without_lan).unwrap();
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "cluster `away`, key `lan_bytes_per_s`: missing: give it in the plan or in a measured \
+         system file"
+    );
+}
+
+#[test]
+fn negative_throughput() {
+    let err = error_of(&SMALL.replace("wan_in_bytes_per_s = 100", "wan_in_bytes_per_s = -100"));
+    assert_eq!(
+        err,
+        "cluster `away`, key `wan_in_bytes_per_s`: must be a positive number of bytes per second, \
+         got -100"
+    );
+    let err = error_of(&SMALL.replace("perf = 3.0", "perf = nan"));
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_workers() {
+    let err = error_of(
+        &SMALL
+            .replace("  { host = \"x1\", role = \"worker\", perf = 2.0 },\n", "")
+            .replace("  { host = \"x2\", role = \"worker\", perf = 3.0 },\n", ""),
+    );
+    assert!(err.starts_with("cluster `away`, key `machines`"), "{err}");
+    assert!(
+        err.contains("at least one machine with role = \"worker\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_role() {
+    let err = error_of(&SMALL.replace("role = \"cm\"", "role = \"comm\""));
+    assert!(err.contains("cluster `away`"), "{err}");
+    assert!(err.contains("unknown variant `comm`"), "{err}");
+    assert!(
+        err.starts_with("line 28, column 24: cluster `away`: unknown variant `comm`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pinned_host_that_is_not_a_worker() {
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"c\"]"));
+    assert_eq!(
+        err,
+        "cluster `away`, key `use_workers`: host `c` is not a worker of this cluster (its role \
+         here is cm)"
+    );
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"x9\"]"));
+    assert!(err.contains("host `x9` is not a worker"), "{err}");
+    // only read when pinned
+    let text = SMALL
+        .replace("selection = \"pinned\"", "selection = \"auto\"")
+        .replace("use_workers = [\"x1\"]", "use_workers = [\"c\"]");
+    assert!(Plan::from_toml_str(&text).is_ok());
+}
+
+#[test]
+fn typos_are_rejected_with_the_key_and_cluster() {
+    let err = error_of(&SMALL.replace("perf = 3.0", "perff = 3.0"));
+    assert!(err.contains("cluster `away`"), "{err}");
+    assert!(err.contains("unknown key `perff`"), "{err}");
+    let err = error_of(&SMALL.replace("wan_out_bytes_per_s", "wan_ot_bytes_per_s"));
+    assert!(
+        err.contains("cluster `away`: unknown key `wan_ot_bytes_per_s`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("[model]", "[modle]"));
+    assert!(err.contains("unknown key `modle`"), "{err}");
+    let err = error_of(&SMALL.replace("selection = \"pinned\"", "selection = \"best\""));
+    assert!(err.contains("unknown variant `best`"), "{err}");
+}
+
+#[test]
+fn cluster_structure_errors() {
+    let err = error_of(&SMALL.replace("name = \"away\"\n", "name = \"away\"\nmain = true\n"));
+    assert!(
+        err.contains("only one cluster may be the main one"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("main = true\n", ""));
+    assert!(err.contains("no cluster has `main = true`"), "{err}");
+    let err = error_of(&SMALL.replace("name = \"away\"", "name = \"home\""));
+    assert!(err.contains("two clusters have this name"), "{err}");
+    let err = error_of(&SMALL.replace(
+        "lan_bytes_per_s = 1000\nmachines = [\n  { host = \"m\"",
+        "lan_bytes_per_s = 1000\nwan_in_bytes_per_s = 5\nmachines = [\n  { host = \"m\"",
+    ));
+    assert!(
+        err.starts_with("cluster `home`, key `wan_in_bytes_per_s`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("role = \"submaster\"", "role = \"worker\", perf = 1.0"));
+    assert!(
+        err.contains("exactly one machine with role = \"submaster\""),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace(
+        "wan_out_bytes_per_s = 100\n",
+        "wan_out_bytes_per_s = 100\nresults_per_inter_result = 0\n",
+    ));
+    assert!(
+        err.starts_with("cluster `away`, key `results_per_inter_result`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("tasks = 10", "tasks = -3"));
+    assert!(err.contains("line 4"), "{err}");
+    let err = error_of(&SMALL.replace("[model]\n", "[model]\nefficiency_threshold = 1.5\n"));
+    assert!(err.starts_with("key `model.efficiency_threshold`"), "{err}");
+}
+
+#[test]
+fn a_measured_system_replaces_the_hand_written_values() {
+    let text = SMALL.replace(", perf = 3.0", "");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`: missing"),
+        "{err}"
+    );
+    let measured = MeasuredSystem {
+        clusters: vec![MeasuredCluster {
+            name: "away".into(),
+            lan_bytes_per_s: None,
+            wan_in_bytes_per_s: Some(150.0),
+            wan_out_bytes_per_s: None,
+            workers: vec![
+                MeasuredWorker {
+                    host: "x2".into(),
+                    perf: 2.5,
+                },
+                MeasuredWorker {
+                    host: "x1".into(),
+                    perf: 1.5,
+                },
+            ],
+        }],
+    };
+    let input = plan.model_input(Some(&measured)).unwrap();
+    let away = &input.system.clusters[1];
+    assert_eq!(away.workers[0].perf, 1.5);
+    assert_eq!(away.workers[1].perf, 2.5);
+    let link = away.external.as_ref().unwrap();
+    assert_eq!(link.wan_in_bytes_per_s, 150.0);
+    assert_eq!(link.wan_out_bytes_per_s, 100.0);
+    let mut wrong = measured.clone();
+    wrong.clusters[0].workers[0].host = "c".into();
+    let err = plan.model_input(Some(&wrong)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `c`, key `host`"),
+        "{err}"
+    );
+    let mut wrong = measured;
+    wrong.clusters[0].name = "elsewhere".into();
+    assert!(plan.model_input(Some(&wrong)).is_err());
+}
+
+#[test]
+fn load_plan_names_the_file() {
+    let err = load_plan(Path::new("/nonexistent/plan.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cannot read `/nonexistent/plan.toml`"),
+        "{err}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC*") {
+        let _ = Plan::from_toml_str(&text);
+    }
+
+    #[test]
+    fn edited_plans_never_panic(
+        edits in prop::collection::vec((0usize..60, "[ -~]{0,12}", any::<bool>()), 1..4),
+    ) {
+        let mut lines: Vec<String> = SMALL.lines().map(str::to_string).collect();
+        for (at, replacement, delete) in edits {
+            let at = at % lines.len();
+            if delete {
+                lines.remove(at);
+            } else {
+                let line = &lines[at];
+                let keep = line.find('=').map(|i| i + 1).unwrap_or(0);
+                lines[at] = format!("{}{}", &line[..keep], replacement);
+            }
+            if lines.is_empty() {
+                break;
+            }
+        }
+        let text = lines.join("\n");
+        if let Ok(plan) = Plan::from_toml_str(&text) {
+            if let Ok(input) = plan.model_input(None) {
+                let _ = crate::model::predict(&input);
+            }
+        }
+    }
+}
