@@ -286,7 +286,7 @@ async fn data_writers(
     let mut writers = JoinSet::new();
     for _ in 0..shared.config.streams {
         let tx = conn.open_uni().await?;
-        writers.spawn(data_writer(shared.clone(), tx, id));
+        writers.spawn(data_writer(shared.clone(), conn.clone(), tx, id));
     }
     match writers.join_next().await {
         Some(Ok(result)) => result,
@@ -295,9 +295,20 @@ async fn data_writers(
     }
 }
 
-async fn data_writer(shared: Arc<Shared>, mut tx: SendStream, id: ConnId) -> Result<(), Failure> {
+async fn data_writer(
+    shared: Arc<Shared>,
+    conn: quinn::Connection,
+    mut tx: SendStream,
+    id: ConnId,
+) -> Result<(), Failure> {
     loop {
-        let block = wait_for(&shared.transmit, || shared.core().next_block(id)).await;
+        // A connection takes blocks only while its unacknowledged share stays within twice
+        // its congestion window: blocks go to the connections that can send them now.
+        let block = wait_for(&shared.transmit, || {
+            let limit = 2 * conn.stats().path.cwnd as usize;
+            shared.core().next_block(id, limit)
+        })
+        .await;
         let mut chunks: [Bytes; 2] = [encode_data_header(&block), block.payload];
         tx.write_all_chunks(&mut chunks).await?;
     }

@@ -271,12 +271,13 @@ impl Core {
         Ok(handshake)
     }
 
-    /// The next block to write on `conn`, if any may be sent now.
-    pub fn next_block(&mut self, conn: ConnId) -> Option<Block> {
+    /// The next block to write on `conn`, if any may be sent now and fewer than
+    /// `max_in_flight` bytes sent on `conn` are unacknowledged.
+    pub fn next_block(&mut self, conn: ConnId, max_in_flight: usize) -> Option<Block> {
         if self.connections.get(&conn) != Some(&true) {
             return None;
         }
-        self.sender.next_block(conn)
+        self.sender.next_block(conn, max_in_flight)
     }
 
     /// Whether some block could be sent now on a joined connection.

@@ -1,7 +1,7 @@
 //! Send side of the protocol core: the send buffer, cutting the message stream into numbered
 //! blocks, the list of blocks not yet acknowledged, and what to (re)transmit next.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use bytes::{BufMut, BytesMut};
 use thiserror::Error;
@@ -74,6 +74,8 @@ pub struct SendBuffer {
     pending: BTreeSet<u64>,
     peer_cumulative: u64,
     peer_credit: u64,
+    /// Unacknowledged bytes last sent on each connection.
+    in_flight: HashMap<ConnId, usize>,
     blocks_sent: u64,
     blocks_retransmitted: u64,
 }
@@ -96,6 +98,7 @@ impl SendBuffer {
             pending: BTreeSet::new(),
             peer_cumulative: 0,
             peer_credit: 0,
+            in_flight: HashMap::new(),
             blocks_sent: 0,
             blocks_retransmitted: 0,
         }
@@ -136,8 +139,14 @@ impl SendBuffer {
 
     /// The next block to put on connection `conn`, if any may be sent now: first blocks to
     /// resend (lowest id first), then a new block cut from the stream, within the receiver's
-    /// credit and block window.
-    pub fn next_block(&mut self, conn: ConnId) -> Option<Block> {
+    /// credit and block window, and only while fewer than `max_in_flight` bytes sent on `conn`
+    /// are unacknowledged (one block is always allowed). That limit keeps a connection from
+    /// hoarding blocks it cannot transmit soon, which would hold up in-order delivery of the
+    /// blocks striped over the other connections.
+    pub fn next_block(&mut self, conn: ConnId, max_in_flight: usize) -> Option<Block> {
+        if self.in_flight(conn) >= max_in_flight.max(1) {
+            return None;
+        }
         if let Some(&id) = self.pending.first() {
             let entry = self
                 .unacked
@@ -148,6 +157,7 @@ impl SendBuffer {
             }
             self.pending.remove(&id);
             entry.in_flight_on = Some(conn);
+            *self.in_flight.entry(conn).or_default() += entry.block.payload.len();
             entry.transmissions += 1;
             self.blocks_sent += 1;
             if entry.transmissions > 1 {
@@ -192,6 +202,7 @@ impl SendBuffer {
         self.next_id += 1;
         self.next_offset += len as u64;
         self.blocks_sent += 1;
+        *self.in_flight.entry(conn).or_default() += len;
         self.unacked.insert(
             block.id,
             Unacked {
@@ -250,11 +261,17 @@ impl SendBuffer {
         if let Some(entry) = self.unacked.remove(&id) {
             self.used -= entry.block.payload.len();
             self.pending.remove(&id);
+            if let Some(conn) = entry.in_flight_on {
+                if let Some(bytes) = self.in_flight.get_mut(&conn) {
+                    *bytes -= entry.block.payload.len();
+                }
+            }
         }
     }
 
     /// Connection `conn` is gone: every unacknowledged block last sent on it is queued again.
     pub fn on_connection_lost(&mut self, conn: ConnId) {
+        self.in_flight.remove(&conn);
         for (&id, entry) in self.unacked.iter_mut() {
             if entry.in_flight_on == Some(conn) {
                 entry.in_flight_on = None;
@@ -273,6 +290,11 @@ impl SendBuffer {
             ..Self::new(self.capacity, self.block_size, self.max_message)
         };
         dropped
+    }
+
+    /// Unacknowledged bytes last sent on `conn`.
+    pub fn in_flight(&self, conn: ConnId) -> usize {
+        self.in_flight.get(&conn).copied().unwrap_or(0)
     }
 
     /// Bytes in use (stream not yet cut plus unacknowledged blocks, with message framing).
@@ -333,15 +355,15 @@ mod tests {
         let mut s = SendBuffer::new(1000, 10, 500);
         s.push_message(&[7u8; 30]).unwrap();
         assert_eq!(s.used(), 34);
-        assert!(s.next_block(1).is_none());
+        assert!(s.next_block(1, usize::MAX).is_none());
         s.on_ack(&ack(0, 25, vec![])).unwrap();
-        let b0 = s.next_block(1).unwrap();
-        let b1 = s.next_block(2).unwrap();
-        let b2 = s.next_block(1).unwrap();
+        let b0 = s.next_block(1, usize::MAX).unwrap();
+        let b1 = s.next_block(2, usize::MAX).unwrap();
+        let b2 = s.next_block(1, usize::MAX).unwrap();
         assert_eq!((b0.id, b0.offset, b0.payload.len()), (0, 0, 10));
         assert_eq!((b1.id, b1.offset), (1, 10));
         assert_eq!((b2.id, b2.offset, b2.payload.len()), (2, 20, 5));
-        assert!(s.next_block(1).is_none(), "credit exhausted");
+        assert!(s.next_block(1, usize::MAX).is_none(), "credit exhausted");
     }
 
     #[test]
@@ -349,17 +371,47 @@ mod tests {
         let mut s = SendBuffer::new(1000, 10, 500);
         s.push_message(&[1u8; 36]).unwrap();
         s.on_ack(&ack(0, 1000, vec![])).unwrap();
-        let ids: Vec<_> = (0..4).map(|i| s.next_block(i % 2).unwrap().id).collect();
+        let ids: Vec<_> = (0..4)
+            .map(|i| s.next_block(i % 2, usize::MAX).unwrap().id)
+            .collect();
         assert_eq!(ids, vec![0, 1, 2, 3]);
         s.on_connection_lost(1);
-        assert_eq!(s.next_block(5).unwrap().id, 1);
-        assert_eq!(s.next_block(5).unwrap().id, 3);
+        assert_eq!(s.next_block(5, usize::MAX).unwrap().id, 1);
+        assert_eq!(s.next_block(5, usize::MAX).unwrap().id, 3);
         assert_eq!(s.blocks_retransmitted(), 2);
         assert_eq!(s.on_ack(&ack(1, 1000, vec![(2, 4)])).unwrap(), 30);
         assert_eq!(s.unacked_blocks(), 1);
         assert!(s.on_ack(&ack(9, 1000, vec![])).is_err());
         s.on_ack(&ack(4, 1000, vec![])).unwrap();
         assert!(s.is_drained());
+    }
+
+    #[test]
+    fn a_connection_holds_at_most_its_in_flight_limit() {
+        let mut s = SendBuffer::new(1000, 10, 500);
+        s.push_message(&[1u8; 46]).unwrap();
+        s.on_ack(&ack(0, 1000, vec![])).unwrap();
+        assert!(s.next_block(1, 15).is_some());
+        assert!(s.next_block(1, 15).is_some());
+        assert!(
+            s.next_block(1, 15).is_none(),
+            "20 bytes in flight on connection 1"
+        );
+        assert_eq!(s.in_flight(1), 20);
+        assert!(
+            s.next_block(2, 15).is_some(),
+            "other connections are not held back"
+        );
+        s.on_ack(&ack(1, 1000, vec![])).unwrap();
+        assert_eq!(s.in_flight(1), 10);
+        assert!(s.next_block(1, 15).is_some());
+        s.on_connection_lost(1);
+        assert_eq!(s.in_flight(1), 0);
+        assert_eq!(
+            s.next_block(3, 0).unwrap().id,
+            1,
+            "one block is always allowed"
+        );
     }
 
     #[test]

@@ -29,6 +29,7 @@ struct Sim {
     expected: Vec<Vec<u8>>,
     delivered: usize,
     next_payload: u8,
+    max_in_flight: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -55,6 +56,13 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 impl Sim {
+    fn with_in_flight_limit(config: CoreConfig, max_in_flight: usize) -> Self {
+        Self {
+            max_in_flight,
+            ..Self::new(config)
+        }
+    }
+
     fn new(config: CoreConfig) -> Self {
         let mut sim = Self {
             a: Core::new(config, 0xA),
@@ -64,6 +72,7 @@ impl Sim {
             expected: Vec::new(),
             delivered: 0,
             next_payload: 0,
+            max_in_flight: usize::MAX,
         };
         for i in 0..CONNECTIONS {
             let conn = sim.connect(i as u32);
@@ -121,7 +130,7 @@ impl Sim {
         match op {
             Op::Push(len) => self.push(len),
             Op::Transmit(c, s) => {
-                if let Some(block) = self.a.next_block(self.conns[c].a_id) {
+                if let Some(block) = self.a.next_block(self.conns[c].a_id, self.max_in_flight) {
                     self.conns[c].data[s].push_back(Frame::Data(block));
                 }
             }
@@ -160,7 +169,9 @@ impl Sim {
             let mut progressed = false;
             for c in 0..CONNECTIONS {
                 for s in 0..STREAMS {
-                    while let Some(block) = self.a.next_block(self.conns[c].a_id) {
+                    while let Some(block) =
+                        self.a.next_block(self.conns[c].a_id, self.max_in_flight)
+                    {
                         self.conns[c].data[s].push_back(Frame::Data(block));
                         progressed = true;
                     }
@@ -206,9 +217,10 @@ proptest! {
     #[test]
     fn messages_arrive_once_in_order_despite_faults(
         config in config(),
+        max_in_flight in prop_oneof![Just(usize::MAX), 0usize..2000],
         ops in prop::collection::vec(op(), 1..400),
     ) {
-        let mut sim = Sim::new(config);
+        let mut sim = Sim::with_in_flight_limit(config, max_in_flight);
         for op in ops {
             sim.apply(op)?;
         }
@@ -266,7 +278,7 @@ fn restarted_peer_starts_a_new_session_and_old_connections_are_stale() {
     )
     .unwrap();
     a.push_message(b"lost with the old peer").unwrap();
-    assert!(a.next_block(10).is_some());
+    assert!(a.next_block(10, usize::MAX).is_some());
     let b_new = Core::new(config, 3);
     a.connection_opened(11);
     let effect = a.on_frame(11, Frame::Hello(b_new.hello(0))).unwrap();
