@@ -11,6 +11,9 @@ use crate::proto::frame::MAX_BLOCK_SIZE;
 use crate::proto::sender::MESSAGE_PREFIX_LEN;
 use crate::proto::CoreConfig;
 
+/// Default largest message.
+pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
 /// Which end of the link this side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -72,7 +75,8 @@ pub struct LinkConfig {
     /// Receive buffer: how much the peer may send ahead of the application reading.
     #[serde(default = "defaults::memory", deserialize_with = "de_size")]
     pub recv_memory: usize,
-    /// Largest message (default: a quarter of the smaller memory).
+    /// Largest message (default: 16 MiB, or the smaller memory less 4 bytes if that is less).
+    /// Both ends must agree: a peer that accepts less than this side may send is refused.
     #[serde(default, deserialize_with = "de_opt_size")]
     pub max_message: Option<usize>,
     /// QUIC connections the blocks are striped over.
@@ -361,8 +365,13 @@ impl LinkConfig {
 
     /// Largest message, explicit or derived.
     pub fn max_message(&self) -> usize {
-        self.max_message
-            .unwrap_or(self.send_memory.min(self.recv_memory) / 4)
+        self.max_message.unwrap_or(
+            DEFAULT_MAX_MESSAGE.min(
+                self.send_memory
+                    .min(self.recv_memory)
+                    .saturating_sub(MESSAGE_PREFIX_LEN),
+            ),
+        )
     }
 
     /// Sizes for the protocol core.

@@ -36,8 +36,11 @@ pub(crate) enum Ended {
     PeerClosed,
     /// This link is closing.
     Closing,
-    /// It died or was closed for an error; reconnect.
-    Lost,
+    /// It died or was closed for an error; reconnect. `joined`: it had completed the hello.
+    Lost {
+        /// Whether the connection had joined the link.
+        joined: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -124,11 +127,22 @@ pub(crate) async fn run_connection(
             Ended::PeerClosed
         }
         Err(Failure::Connection(ConnectionError::LocallyClosed)) if closing => Ended::Closing,
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
+            if close.error_code == close_code::PROTOCOL_ERROR.into() =>
+        {
+            warn!(
+                %remote,
+                connection = id,
+                "peer closed the connection for a protocol violation: {}",
+                String::from_utf8_lossy(&close.reason)
+            );
+            Ended::Lost { joined }
+        }
         Err(Failure::Protocol(e)) => {
             warn!(%remote, connection = id, "closing connection: protocol violation: {e}");
             shared.timeline().protocol_errors += 1;
             conn.close(close_code::PROTOCOL_ERROR.into(), e.to_string().as_bytes());
-            Ended::Lost
+            Ended::Lost { joined }
         }
         Err(other) => {
             let reason = match other {
@@ -143,7 +157,7 @@ pub(crate) async fn run_connection(
                 debug!(%remote, connection = id, "connection failed before joining: {reason}");
             }
             conn.close(close_code::PROTOCOL_ERROR.into(), reason.as_bytes());
-            Ended::Lost
+            Ended::Lost { joined }
         }
     };
     // Blocks of this connection are queued again; waiters re-check the link state.

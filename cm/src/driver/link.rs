@@ -340,11 +340,17 @@ async fn client_slot(
         };
         match tokio::time::timeout(attempt_timeout, attempt).await {
             Ok(Ok(conn)) => {
-                backoff = initial;
-                failures = 0;
+                let began = Instant::now();
                 match run_connection(&shared, conn, Side::Client { index }).await {
                     Ended::PeerClosed | Ended::Closing => return,
-                    Ended::Lost => {}
+                    // A connection that served a while earns an immediate retry; one refused
+                    // at once (incompatible peer, protocol error) keeps backing off.
+                    Ended::Lost { joined } => {
+                        if joined && began.elapsed() >= Duration::from_secs(1) {
+                            backoff = initial;
+                            failures = 0;
+                        }
+                    }
                 }
             }
             Ok(Err(reason)) => {
