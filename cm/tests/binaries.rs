@@ -1,0 +1,162 @@
+//! The programs as a user runs them, each in its own process: `hmw-cm keygen`, `hmw-cm check`,
+//! `hmw-wanem` from flags, and two `hmw-cm pipe` ends talking through it. Every process is
+//! killed by PID when the test ends, whatever happens.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Kills the child by PID when dropped.
+struct Killed(Option<Child>);
+
+impl Killed {
+    fn spawn(command: &mut Command) -> Self {
+        Self(Some(command.spawn().expect("spawn")))
+    }
+
+    fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+
+    /// Waits up to `deadline` for the process to exit and collects its output.
+    fn output(mut self, deadline: Duration) -> std::process::Output {
+        let start = Instant::now();
+        while self.child().try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < deadline, "process did not finish in time");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_udp_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn write_config(path: &Path, role: &str, port: u16, name: &str) {
+    let server_name = if role == "client" {
+        "server_name = \"cm-a\"\n"
+    } else {
+        ""
+    };
+    std::fs::write(
+        path,
+        format!(
+            "role = \"{role}\"\nhost = \"127.0.0.1\"\nport = {port}\n{server_name}\
+             connections = 2\ninactivity_timeout_ms = 1000\nsend_memory = \"8MiB\"\nrecv_memory = \"8MiB\"\n\
+             [tls]\ncert = \"certs/{name}.pem\"\nkey = \"certs/{name}.key.pem\"\nca = \"certs/ca.pem\"\n"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn keygen_check_wanem_and_two_pipes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cm = env!("CARGO_BIN_EXE_hmw-cm");
+    let status = Command::new(cm)
+        .args(["keygen", "--out", "certs", "cm-a", "cm-b"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (server_port, relay_port) = (free_udp_port(), free_udp_port());
+    write_config(&dir.path().join("a.toml"), "server", server_port, "cm-a");
+    write_config(&dir.path().join("b.toml"), "client", relay_port, "cm-b");
+    for config in ["a.toml", "b.toml"] {
+        let out = Command::new(cm)
+            .args(["check", config])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    std::fs::write(dir.path().join("bad.toml"), "role = \"server\"\nhost = \"127.0.0.1\"\nport = 1\nconnections = 0\n[tls]\ncert = \"x\"\nkey = \"y\"\nca = \"z\"\n").unwrap();
+    let out = Command::new(cm)
+        .args(["check", "bad.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("`connections`"));
+
+    let _wanem = Killed::spawn(
+        Command::new(env!("CARGO_BIN_EXE_hmw-wanem"))
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{relay_port}"),
+                "--server",
+                &format!("127.0.0.1:{server_port}"),
+                "--delay-ms",
+                "5",
+                "--loss",
+                "0.01",
+                "--seed",
+                "3",
+                "--duration-s",
+                "20",
+            ])
+            .stderr(Stdio::null()),
+    );
+    let mut server = Killed::spawn(
+        Command::new(cm)
+            .args(["pipe", "a.toml", "--wait-peer"])
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    let mut client = Killed::spawn(
+        Command::new(cm)
+            .args(["pipe", "b.toml"])
+            .current_dir(dir.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    );
+    server
+        .child()
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello from a\n")
+        .unwrap();
+    {
+        let mut input = client.child().stdin.take().unwrap();
+        for i in 0..3 {
+            writeln!(input, "line {i}").unwrap();
+        }
+        // Keep the client's input open long enough to receive the server's line.
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let client_out = client.output(Duration::from_secs(15));
+    let server_out = server.output(Duration::from_secs(15));
+    assert_eq!(
+        String::from_utf8_lossy(&server_out.stdout),
+        "line 0\nline 1\nline 2\n"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&client_out.stdout),
+        "hello from a\n"
+    );
+    assert!(client_out.status.success() && server_out.status.success());
+}
