@@ -52,9 +52,10 @@ pub trait Task: Serialize + DeserializeOwned + Send + 'static {
 
 /// The result of a [`Task`].
 pub trait TaskResult: Serialize + DeserializeOwned + Send + 'static {
-    /// Join `other` into `self`: a sub-master joins `nr` local results into one inter-cluster
-    /// result with it before the result crosses the WAN.
-    fn join(&mut self, other: Self);
+    /// Join `other` into `self`, or give it back when the two cannot be joined (two partial
+    /// products of different matrix blocks, say). A sub-master joins up to `nr` results of one
+    /// inter-cluster task with it before they cross the WAN.
+    fn join(&mut self, other: Self) -> Result<(), Self>;
 }
 
 /// The whole job, owned by the master: it divides itself into tasks and gathers their results.

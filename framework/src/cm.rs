@@ -1,10 +1,13 @@
 //! The communication-manager role: the bridge between MPI inside a cluster and the WAN link
 //! (crate `hmw-cm`) to the peer CM of another cluster.
 //!
-//! - Facing a master (`# M ...`): to its master it is a worker with a deep window. It offers
-//!   room while fewer than `tasks_window` inter-cluster tasks are out and its link's send
-//!   buffer is less than half full, forwards each batch it gets over the link, and passes the
-//!   results that come back to the master. The master never waits on the WAN: a slow or
+//! - Facing a master (`# M ...`): to its master it is a worker with a deep window. The far
+//!   sub-master's requests for work (its room) come back over the link as credit; the CM asks
+//!   its master for as many batches as that credit plus `tasks_window` more (the batches on
+//!   their way across the WAN while the next credit travels back), while its link's send
+//!   buffer is less than half full. It forwards each batch over the link, and passes the
+//!   results that come back to the master. The far cluster thus never hoards more than it
+//!   asked for plus the window. The master never waits on the WAN: a slow or
 //!   broken link only delays the tasks already handed to this CM. If the link stays down past
 //!   `lost_after_s`, it tells the master the cluster is lost, and the master hands that
 //!   cluster's tasks to others.
@@ -215,8 +218,19 @@ pub fn run(
         down_since: None,
     };
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
-    match machines.ranks[rank].cm.as_ref().map(|c| c.facing) {
-        Some(Facing::Master) => MasterSide::new(transport, wan, cm.tasks_window, lost_after).run(),
+    let line = &machines.ranks[rank];
+    let window = match line.annotations.get("window") {
+        Some(v) => v.parse::<u64>().map_err(|_| {
+            RunError::Setup(format!(
+                "{}:{}: window={v} must be a whole number",
+                machines.path.display(),
+                line.line_no
+            ))
+        })?,
+        None => cm.tasks_window as u64,
+    };
+    match line.cm.as_ref().map(|c| c.facing) {
+        Some(Facing::Master) => MasterSide::new(transport, wan, window, lost_after).run(),
         _ => SubMasterSide::new(transport, wan, lost_after).run(),
     }
 }
@@ -225,12 +239,15 @@ pub fn run(
 struct MasterSide<'a> {
     transport: &'a mut dyn Transport,
     wan: Wan,
-    window: usize,
+    /// Batches sent ahead of the far side's credit.
+    window: u64,
     lost_after: Duration,
     /// Room offered to the master and not used yet (in batches).
-    offered: usize,
-    /// Batches forwarded whose results have not all come back: task ids still due.
-    due: VecDeque<Vec<u64>>,
+    offered: u64,
+    /// Batches forwarded over the link.
+    forwarded: u64,
+    /// Room the far sub-master has asked for in all (batches).
+    far_room: u64,
     lost: bool,
     stopping: bool,
     report: Option<Box<ClusterReport>>,
@@ -238,14 +255,15 @@ struct MasterSide<'a> {
 }
 
 impl<'a> MasterSide<'a> {
-    fn new(transport: &'a mut dyn Transport, wan: Wan, window: usize, lost_after: Duration) -> Self {
+    fn new(transport: &'a mut dyn Transport, wan: Wan, window: u64, lost_after: Duration) -> Self {
         MasterSide {
             transport,
             wan,
             window,
             lost_after,
             offered: 0,
-            due: VecDeque::new(),
+            forwarded: 0,
+            far_room: 0,
             lost: false,
             stopping: false,
             report: None,
@@ -307,7 +325,7 @@ impl<'a> MasterSide<'a> {
         match message {
             ToWorker::Tasks(batch) => {
                 self.offered = self.offered.saturating_sub(1);
-                self.due.push_back(batch.iter().map(|t| t.id).collect());
+                self.forwarded += 1;
                 self.wan.send(encode(&ToWorker::Tasks(batch)))
             }
             ToWorker::Stop => {
@@ -325,12 +343,6 @@ impl<'a> MasterSide<'a> {
             })?;
         match message {
             ToMaster::Result { result, .. } => {
-                for id in &result.ids {
-                    for batch in self.due.iter_mut() {
-                        batch.retain(|d| d != id);
-                    }
-                }
-                self.due.retain(|batch| !batch.is_empty());
                 self.transport
                     .send(MASTER, encode(&ToMaster::Result { result, room: 0 }))?;
             }
@@ -341,8 +353,9 @@ impl<'a> MasterSide<'a> {
                 self.report = Some(report);
                 self.far_bye = true;
             }
-            // Room is this CM's business, and the far side cannot be lost.
-            ToMaster::Ready { .. } | ToMaster::Lost => {}
+            ToMaster::Ready { room } => self.far_room += u64::from(room),
+            // Only this side decides that the far side is lost.
+            ToMaster::Lost => {}
         }
         Ok(())
     }
@@ -353,7 +366,8 @@ impl<'a> MasterSide<'a> {
             return Ok(());
         }
         let mut room = 0;
-        while self.offered + self.due.len() < self.window && self.wan.link.send_buffer().fill() < 0.5
+        while self.offered + self.forwarded < self.far_room + self.window
+            && self.wan.link.send_buffer().fill() < 0.5
         {
             self.offered += 1;
             room += 1;
@@ -402,7 +416,11 @@ impl<'a> SubMasterSide<'a> {
                     },
                 )?;
                 match message {
-                    ToMaster::Ready { room } => self.room += room,
+                    ToMaster::Ready { room } => {
+                        // Credit for the master's side, which sends no more than asked for.
+                        self.room += room;
+                        self.wan.send(encode(&ToMaster::Ready { room }))?;
+                    }
                     ToMaster::Bye { report } => {
                         self.wan.send(encode(&ToMaster::Bye { report }))?;
                         self.wan.push()?;

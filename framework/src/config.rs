@@ -72,7 +72,7 @@ impl RunConfig {
 /// ```toml
 /// [cm]
 /// certs = "certs"          # folder with ca.pem, NAME.pem and NAME.key.pem (hmw keygen)
-/// tasks_window = 64        # inter-cluster tasks a CM keeps requested or on their way
+/// tasks_window = 8         # inter-cluster tasks a CM sends ahead of the far side's requests
 /// lost_after_s = 60        # a link down this long loses its cluster (its tasks go elsewhere)
 /// connections = 4          # QUIC connections striped over (each has its own congestion window)
 /// streams = 2              # streams per connection
@@ -98,7 +98,7 @@ impl Default for CmConfig {
     fn default() -> Self {
         CmConfig {
             certs: None,
-            tasks_window: 64,
+            tasks_window: 8,
             lost_after_s: 60.0,
             connections: None,
             streams: None,

@@ -11,6 +11,7 @@ pub mod cm;
 pub mod config;
 pub mod error;
 pub mod idle;
+pub mod launch;
 pub mod machinefile;
 pub mod master;
 pub mod model;

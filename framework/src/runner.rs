@@ -5,7 +5,7 @@
 //! # #[derive(serde::Serialize, serde::Deserialize)] struct Sq(u64);
 //! # #[derive(serde::Serialize, serde::Deserialize)] struct Sum(u64);
 //! # impl Task for Sq { type Output = Sum; fn execute(self, _: &WorkerContext) -> Sum { Sum(self.0 * self.0) } }
-//! # impl TaskResult for Sum { fn join(&mut self, o: Self) { self.0 += o.0 } }
+//! # impl TaskResult for Sum { fn join(&mut self, o: Self) -> Result<(), Self> { self.0 += o.0; Ok(()) } }
 //! # struct Squares { next: u64, sum: u64 }
 //! # impl Problem for Squares {
 //! #     type Task = Sq;

@@ -4,10 +4,9 @@
 //! with a deep buffer: it offers room for inter-cluster tasks, receives batches, and returns
 //! results. Towards its own workers it is a master ([`crate::master::Master`] with this
 //! source). An inter-cluster task is a batch of `nt` tasks of the application; the sub-master
-//! hands them out one by one, and joins the results of one batch `nr` at a time
-//! ([`TaskResult::join`]) before they cross the WAN. Results of different batches are never
-//! joined: only the application knows whether they could be (two partial products of
-//! different matrix blocks cannot).
+//! hands them out one by one, and joins the results of one batch, up to `nr` into one, before
+//! they cross the WAN. Two results join only when [`TaskResult::join`] accepts them (two
+//! partial products of different matrix blocks do not), and never across batches.
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -25,8 +24,8 @@ use crate::{
 struct Batch<R> {
     /// Tasks of the batch not yet gathered.
     pending: usize,
-    /// Results gathered but not yet sent upstream, joined.
-    joined: Option<Joined<R>>,
+    /// Results gathered but not yet sent upstream, each joining results that could be joined.
+    joined: Vec<Joined<R>>,
 }
 
 struct Joined<R> {
@@ -96,23 +95,29 @@ impl<R: TaskResult> Upstream<R> {
         }
     }
 
-    /// Send batch `key`'s joined results upstream.
+    /// Send a joined result upstream.
+    fn send(&mut self, joined: Joined<R>) {
+        let result = WireResult {
+            ids: joined.ids,
+            operations: joined.operations,
+            busy_s: joined.busy_s,
+            body: encode(&joined.result),
+        };
+        self.outbox
+            .push_back(encode(&ToMaster::Result { result, room: 0 }));
+    }
+
+    /// Send every result batch `key` still holds, and forget the batch once it is complete.
     fn flush(&mut self, key: u64) {
         let Some(batch) = self.batches.get_mut(&key) else {
             return;
         };
-        if let Some(joined) = batch.joined.take() {
-            let result = WireResult {
-                ids: joined.ids,
-                operations: joined.operations,
-                busy_s: joined.busy_s,
-                body: encode(&joined.result),
-            };
-            self.outbox
-                .push_back(encode(&ToMaster::Result { result, room: 0 }));
-        }
+        let joined = std::mem::take(&mut batch.joined);
         if batch.pending == 0 {
             self.batches.remove(&key);
+        }
+        for j in joined {
+            self.send(j);
         }
     }
 
@@ -183,25 +188,39 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
             message: "a result for a finished inter-cluster task".into(),
         })?;
         batch.pending -= upstream_ids.len();
-        match &mut batch.joined {
-            Some(joined) => {
-                joined.ids.extend(upstream_ids);
-                joined.operations += result.operations;
-                joined.busy_s += result.busy_s;
-                joined.result.join(decoded);
-            }
-            None => {
-                batch.joined = Some(Joined {
-                    ids: upstream_ids,
-                    operations: result.operations,
-                    busy_s: result.busy_s,
-                    result: decoded,
-                })
+        // Join into the first held result that accepts it, or hold it on its own.
+        let mut unjoined = Some(decoded);
+        let mut full = None;
+        for (i, held) in batch.joined.iter_mut().enumerate() {
+            let candidate = unjoined.take().expect("still unjoined inside the loop");
+            match held.result.join(candidate) {
+                Ok(()) => {
+                    held.ids.extend_from_slice(&upstream_ids);
+                    held.operations += result.operations;
+                    held.busy_s += result.busy_s;
+                    full = (held.ids.len() >= nr).then_some(i);
+                    break;
+                }
+                Err(back) => unjoined = Some(back),
             }
         }
-        let full = batch.joined.as_ref().is_some_and(|j| j.ids.len() >= nr);
-        if full || batch.pending == 0 {
+        if let Some(result_alone) = unjoined {
+            if upstream_ids.len() >= nr {
+                full = Some(batch.joined.len());
+            }
+            batch.joined.push(Joined {
+                ids: upstream_ids,
+                operations: result.operations,
+                busy_s: result.busy_s,
+                result: result_alone,
+            });
+        }
+        let complete = batch.pending == 0;
+        if complete {
             self.flush(key);
+        } else if let Some(i) = full {
+            let joined = batch.joined.swap_remove(i);
+            self.send(joined);
         }
         Ok(())
     }
@@ -225,7 +244,7 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
                     key,
                     Batch {
                         pending: tasks.len(),
-                        joined: None,
+                        joined: Vec::new(),
                     },
                 );
                 self.queue.extend(tasks.into_iter().map(|t| (t, key)));

@@ -35,7 +35,9 @@ impl Task for Nap {
 }
 
 impl TaskResult for Woke {
-    fn join(&mut self, _other: Woke) {}
+    fn join(&mut self, other: Woke) -> Result<(), Woke> {
+        Err(other)
+    }
 }
 
 struct Naps {

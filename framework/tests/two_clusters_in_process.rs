@@ -29,8 +29,9 @@ impl Task for Nap {
 }
 
 impl TaskResult for Count {
-    fn join(&mut self, other: Count) {
+    fn join(&mut self, other: Count) -> Result<(), Count> {
         self.0 += other.0;
+        Ok(())
     }
 }
 

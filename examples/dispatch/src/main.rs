@@ -28,7 +28,9 @@ impl Task for Tiny {
 }
 
 impl TaskResult for Tiny {
-    fn join(&mut self, _other: Tiny) {}
+    fn join(&mut self, _other: Tiny) -> Result<(), Tiny> {
+        Ok(())
+    }
 }
 
 struct Dispatch {

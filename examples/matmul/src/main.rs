@@ -124,11 +124,15 @@ impl Task for BlockPair {
 }
 
 impl TaskResult for PartialBlock {
-    /// Partial products of the same C block add up.
-    fn join(&mut self, other: PartialBlock) {
+    /// Partial products of the same C block add up; those of different blocks do not join.
+    fn join(&mut self, other: PartialBlock) -> Result<(), PartialBlock> {
+        if (self.row, self.col) != (other.row, other.col) {
+            return Err(other);
+        }
         for (c, o) in self.c.values.iter_mut().zip(other.c.values) {
             *c += o;
         }
+        Ok(())
     }
 }
 

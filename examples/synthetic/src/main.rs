@@ -82,8 +82,9 @@ impl Task for Work {
 
 impl TaskResult for Done {
     /// Joined results stand for several tasks but keep one result's size, like a reduction.
-    fn join(&mut self, other: Done) {
+    fn join(&mut self, other: Done) -> Result<(), Done> {
         self.count += other.count;
+        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `hmw` command line.
 
 mod check;
+mod launch;
 mod predict;
 
 use clap::{Parser, Subcommand};
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Check a run configuration and a machine file without starting anything.
     Check(check::CheckArgs),
+    /// Run every cluster of a plan on this machine (or print each cluster's command).
+    Launch(launch::LaunchArgs),
     /// Predict makespan and efficiency of a plan and select workers, before touching a machine.
     Predict(predict::PredictArgs),
 }
@@ -30,5 +33,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::Predict(args) => predict::run(args),
+        Command::Launch(args) => launch::run(args),
     }
 }

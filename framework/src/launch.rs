@@ -1,0 +1,441 @@
+//! From a plan to the processes of a multi-cluster run: one machine file per cluster, the run
+//! configuration, the communication managers' links and their WAN emulation.
+//!
+//! This module only computes the layout; `hmw launch` writes it out, generates certificates,
+//! starts the WAN emulators and one `mpirun` per cluster.
+//!
+//! Plan keys read here (beside the model's):
+//! ```toml
+//! [launch]
+//! binary = "hmw-synthetic"     # the application: next to `hmw`, or a path
+//! reference_perf = 20.0        # a worker whose `perf` is this runs at speed 1 (emulation)
+//! [launch.application]         # the application's own [application] settings
+//! tasks = 200
+//! [launch.cm]                  # [cm] settings of the communication managers
+//! lost_after_s = 30
+//!
+//! [run]                        # the framework's [run] settings (load_balance, ...)
+//!
+//! [[cluster]]
+//! # ...
+//! [cluster.launch]
+//! parent = "argentina"         # the cluster it hangs from (default: the main cluster)
+//! wan_delay_ms = 25            # one-way delay of the emulated WAN
+//! wan_jitter_ms = 0
+//! wan_loss = 0.0               # random loss, each way
+//! wan_outages = ["30-50"]      # seconds from the start when the link is down
+//! emulate_rates = true         # limit each way to wan_in/out_bytes_per_s
+//! ```
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use hmw_cm::wanem::Outage;
+use serde::Deserialize;
+
+use crate::{
+    model::methodology::Prediction,
+    plan::{ClusterPlan, Plan, Role},
+};
+
+/// A plan that cannot be launched.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}: {message}")]
+pub struct LaunchError {
+    /// Which table or cluster.
+    pub context: String,
+    pub message: String,
+}
+
+fn error(context: impl Into<String>, message: impl Into<String>) -> LaunchError {
+    LaunchError {
+        context: context.into(),
+        message: message.into(),
+    }
+}
+
+/// `[launch]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchTable {
+    pub binary: Option<String>,
+    pub reference_perf: Option<f64>,
+    #[serde(default)]
+    pub application: toml::Table,
+    #[serde(default)]
+    pub cm: toml::Table,
+}
+
+/// `[cluster.launch]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterLaunch {
+    pub parent: Option<String>,
+    pub wan_delay_ms: f64,
+    pub wan_jitter_ms: f64,
+    pub wan_loss: f64,
+    pub wan_outages: Vec<String>,
+    pub emulate_rates: bool,
+}
+
+impl Default for ClusterLaunch {
+    fn default() -> Self {
+        ClusterLaunch {
+            parent: None,
+            wan_delay_ms: 0.0,
+            wan_jitter_ms: 0.0,
+            wan_loss: 0.0,
+            wan_outages: Vec::new(),
+            emulate_rates: true,
+        }
+    }
+}
+
+/// How the layout is meant to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Every cluster on this machine, links on loopback through WAN emulators.
+    Local,
+    /// Each cluster on its own hosts, links direct between the CM hosts.
+    Deployment,
+}
+
+/// The WAN link between a cluster and its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkLayout {
+    /// Index of the parent cluster in [`Layout::clusters`].
+    pub parent: usize,
+    /// The parent's CM listens here.
+    pub server_port: u16,
+    /// The child's CM connects here: the emulator's port locally, the server's otherwise.
+    pub client_port: u16,
+    /// Emulated rate parent -> child (tasks), bytes/s; `None` = unlimited.
+    pub tasks_bytes_per_s: Option<f64>,
+    /// Emulated rate child -> parent (results), bytes/s.
+    pub results_bytes_per_s: Option<f64>,
+    pub delay_ms: f64,
+    pub jitter_ms: f64,
+    pub loss: f64,
+    pub outages: Vec<Outage>,
+}
+
+/// One cluster's part of the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterLayout {
+    pub name: String,
+    /// The enhanced machine file.
+    pub machine_file: String,
+    pub ranks: usize,
+    /// The link to its parent (external clusters).
+    pub link: Option<LinkLayout>,
+    /// Workers taking part.
+    pub workers: Vec<String>,
+}
+
+/// Everything `hmw launch` needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layout {
+    /// The main cluster first, then the others in plan order.
+    pub clusters: Vec<ClusterLayout>,
+    /// The run configuration shared by every cluster (`certs` is filled by the launcher).
+    pub config: toml::Table,
+    /// Names of the CM certificates to generate.
+    pub cm_names: Vec<String>,
+    pub binary: Option<String>,
+}
+
+/// The name of the certificate of the CM of `from` facing `to`.
+fn cm_name(from: &str, to: &str) -> String {
+    format!("{from}-{to}")
+}
+
+fn host_of(cluster: &ClusterPlan, role: Role) -> Option<&str> {
+    cluster
+        .machines
+        .iter()
+        .find(|m| m.role == role)
+        .map(|m| m.host.as_str())
+}
+
+/// Lay a plan out. `prediction` (when the model could evaluate the plan) selects the workers
+/// and, with `[run] load_balance = true`, bounds each cluster's share; `port` hands out
+/// ports for the links.
+pub fn layout(
+    plan: &Plan,
+    prediction: Option<&Prediction>,
+    target: Target,
+    mut port: impl FnMut() -> u16,
+) -> Result<Layout, LaunchError> {
+    let launch: LaunchTable = match &plan.launch {
+        Some(table) => toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| error("[launch]", e.message().to_owned()))?,
+        None => LaunchTable::default(),
+    };
+    let cluster_launch: Vec<ClusterLaunch> = plan
+        .clusters
+        .iter()
+        .map(|c| match &c.launch {
+            Some(table) => toml::Value::Table(table.clone()).try_into().map_err(
+                |e: toml::de::Error| {
+                    error(format!("cluster {}: launch", c.name), e.message().to_owned())
+                },
+            ),
+            None => Ok(ClusterLaunch::default()),
+        })
+        .collect::<Result<_, _>>()?;
+    let index: BTreeMap<&str, usize> = plan
+        .clusters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.as_str(), i))
+        .collect();
+    let main = plan.clusters.iter().position(|c| c.main).unwrap_or(0);
+
+    // Parents, and the workers each cluster uses.
+    let mut parents = vec![None; plan.clusters.len()];
+    for (i, c) in plan.clusters.iter().enumerate() {
+        if i == main {
+            continue;
+        }
+        let parent = match &cluster_launch[i].parent {
+            Some(name) => *index.get(name.as_str()).ok_or_else(|| {
+                error(
+                    format!("cluster {}: launch.parent", c.name),
+                    format!("no cluster named `{name}`"),
+                )
+            })?,
+            None => main,
+        };
+        parents[i] = Some(parent);
+    }
+    for start in 0..plan.clusters.len() {
+        let mut at = start;
+        for _ in 0..=plan.clusters.len() {
+            match parents[at] {
+                Some(p) => at = p,
+                None => break,
+            }
+        }
+        if parents[at].is_some() {
+            return Err(error(
+                format!("cluster {}: launch.parent", plan.clusters[start].name),
+                "the parents form a cycle",
+            ));
+        }
+    }
+    let selected: Vec<Vec<String>> = plan
+        .clusters
+        .iter()
+        .map(|c| match prediction {
+            Some(p) => p
+                .clusters
+                .iter()
+                .find(|pc| pc.name == c.name)
+                .map(|pc| pc.workers.clone())
+                .unwrap_or_default(),
+            None => c.workers().map(|m| m.host.clone()).collect(),
+        })
+        .collect();
+    let children: Vec<Vec<usize>> = (0..parents.len())
+        .map(|i| (0..parents.len()).filter(|&c| parents[c] == Some(i)).collect())
+        .collect();
+    // A cluster takes part when it has workers or leads to clusters that do.
+    let mut takes_part = vec![false; plan.clusters.len()];
+    mark_taking_part(main, &selected, &children, &mut takes_part);
+    takes_part[main] = true;
+
+    // With load balance, each link carries at most its subtree's worst-case balanced share.
+    let load_balance = plan
+        .run
+        .as_ref()
+        .and_then(|r| r.get("load_balance"))
+        .and_then(toml::Value::as_bool)
+        .unwrap_or(false);
+    let own_share: Vec<u64> = plan
+        .clusters
+        .iter()
+        .map(|c| {
+            prediction
+                .and_then(|p| p.clusters.iter().find(|pc| pc.name == c.name))
+                .map_or(0, |pc| pc.tasks_worst)
+        })
+        .collect();
+
+    let mut links: Vec<Option<LinkLayout>> = vec![None; plan.clusters.len()];
+    for (i, c) in plan.clusters.iter().enumerate() {
+        let (Some(parent), true) = (parents[i], takes_part[i]) else {
+            continue;
+        };
+        let l = &cluster_launch[i];
+        let outages = l
+            .wan_outages
+            .iter()
+            .map(|o| {
+                o.parse::<Outage>()
+                    .map_err(|m| error(format!("cluster {}: launch.wan_outages", c.name), m))
+            })
+            .collect::<Result<_, _>>()?;
+        let server_port = port();
+        let client_port = match target {
+            Target::Local => port(),
+            Target::Deployment => server_port,
+        };
+        links[i] = Some(LinkLayout {
+            parent,
+            server_port,
+            client_port,
+            tasks_bytes_per_s: c.wan_in_bytes_per_s.filter(|_| l.emulate_rates),
+            results_bytes_per_s: c.wan_out_bytes_per_s.filter(|_| l.emulate_rates),
+            delay_ms: l.wan_delay_ms,
+            jitter_ms: l.wan_jitter_ms,
+            loss: l.wan_loss,
+            outages,
+        });
+    }
+
+    let mut clusters = Vec::new();
+    let mut cm_names = Vec::new();
+    let mut order: Vec<usize> = vec![main];
+    order.extend((0..plan.clusters.len()).filter(|&i| i != main && takes_part[i]));
+    for &i in &order {
+        let c = &plan.clusters[i];
+        let mut text = String::new();
+        let _ = writeln!(text, "# cluster {} (generated by hmw launch from the plan)", c.name);
+        let head = host_of(c, if i == main { Role::Master } else { Role::Submaster })
+            .unwrap_or("localhost");
+        let _ = writeln!(text, "{head} # cluster={}", c.name);
+        let mut workers = Vec::new();
+        for m in c.workers() {
+            if !selected[i].contains(&m.host) {
+                continue;
+            }
+            workers.push(m.host.clone());
+            let speed = match (launch.reference_perf, m.perf) {
+                (Some(reference), Some(perf)) if reference > 0.0 => format!(" speed={}", perf / reference),
+                _ => String::new(),
+            };
+            let _ = writeln!(text, "{}{}", m.host, if speed.is_empty() { String::new() } else { format!(" #{speed}") });
+        }
+        let cm_host = host_of(c, Role::Cm).unwrap_or(head);
+        let bind = match target {
+            Target::Local => " bind=127.0.0.1",
+            Target::Deployment => "",
+        };
+        if let (Some(link), Some(parent)) = (&links[i], parents[i]) {
+            let parent_cluster = &plan.clusters[parent];
+            let server_host = match target {
+                Target::Local => "127.0.0.1".to_owned(),
+                Target::Deployment => host_of(parent_cluster, Role::Cm)
+                    .unwrap_or("localhost")
+                    .to_owned(),
+            };
+            let name = cm_name(&c.name, &parent_cluster.name);
+            let _ = writeln!(
+                text,
+                "{cm_host} # S 0 {} {server_host} name={name} peer={} nr={}",
+                link.client_port,
+                cm_name(&parent_cluster.name, &c.name),
+                c.results_per_inter_result
+            );
+            cm_names.push(name);
+        }
+        for &child in children[i].iter().filter(|&&k| takes_part[k]) {
+            let k = &plan.clusters[child];
+            let link = links[child].as_ref().expect("every taking part child has a link");
+            let name = cm_name(&c.name, &k.name);
+            let bound = if load_balance && prediction.is_some() {
+                format!(" max_tasks={}", subtree_tasks(child, &own_share, &children))
+            } else {
+                String::new()
+            };
+            let window = window_for(plan, prediction, child, link)
+                .map(|w| format!(" window={w}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                text,
+                "{cm_host} # M 1 {}{bind} name={name} cluster={} nt={}{window}{bound}",
+                link.server_port, k.name, k.tasks_per_inter_task
+            );
+            cm_names.push(name);
+        }
+        if workers.is_empty() && children[i].iter().all(|&k| !takes_part[k]) {
+            return Err(error(format!("cluster {}", c.name), "no worker takes part"));
+        }
+        clusters.push(ClusterLayout {
+            name: c.name.clone(),
+            ranks: text.lines().filter(|l| !l.trim_start().starts_with('#')).count(),
+            machine_file: text,
+            link: links[i].clone(),
+            workers,
+        });
+    }
+    // Link parents are indices into the plan; turn them into indices into `clusters`.
+    let position: BTreeMap<String, usize> =
+        clusters.iter().enumerate().map(|(i, c)| (c.name.clone(), i)).collect();
+    for cluster in &mut clusters {
+        if let Some(link) = &mut cluster.link {
+            link.parent = position[&plan.clusters[link.parent].name];
+        }
+    }
+
+    let mut config = toml::Table::new();
+    if let Some(run) = &plan.run {
+        config.insert("run".into(), toml::Value::Table(run.clone()));
+    }
+    config.insert("cm".into(), toml::Value::Table(launch.cm.clone()));
+    config.insert(
+        "application".into(),
+        toml::Value::Table(launch.application.clone()),
+    );
+    Ok(Layout {
+        clusters,
+        config,
+        cm_names,
+        binary: launch.binary,
+    })
+}
+
+/// Mark the clusters of `i`'s subtree that take part: those with workers, and those leading
+/// to clusters with workers. Returns whether `i` takes part.
+fn mark_taking_part(
+    i: usize,
+    selected: &[Vec<String>],
+    children: &[Vec<usize>],
+    out: &mut [bool],
+) -> bool {
+    let mut any = !selected[i].is_empty();
+    for &c in &children[i] {
+        any |= mark_taking_part(c, selected, children, out);
+    }
+    out[i] = any;
+    any
+}
+
+/// Tasks of `i`'s whole subtree.
+fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
+    own[i] + children[i].iter().map(|&c| subtree_tasks(c, own, children)).sum::<u64>()
+}
+
+/// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
+/// cluster computes during one emulated round trip (its requests take that long to come
+/// back), plus two. `None` without a prediction or an emulated delay.
+fn window_for(
+    plan: &Plan,
+    prediction: Option<&Prediction>,
+    child: usize,
+    link: &LinkLayout,
+) -> Option<u64> {
+    let cluster = &plan.clusters[child];
+    let steady = prediction?
+        .clusters
+        .iter()
+        .find(|pc| pc.name == cluster.name)?
+        .perf_ste;
+    let round_trip_s = 2.0 * (link.delay_ms + link.jitter_ms) / 1e3;
+    if round_trip_s <= 0.0 {
+        return None;
+    }
+    let tasks_per_s = steady / plan.application.oper;
+    let batches = tasks_per_s * round_trip_s / cluster.tasks_per_inter_task.max(1) as f64;
+    Some(batches.ceil() as u64 + 2)
+}
