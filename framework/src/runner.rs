@@ -33,11 +33,11 @@ use crate::{
     app::{Problem, Task, WorkerContext},
     cm,
     config::ConfigFile,
+    error::RunError,
     machinefile::{MachineFile, Role},
     master::{Master, ProblemSource},
     protocol::{encode, ToMaster},
     scheduler::OnDemand,
-    error::RunError,
     stats::{ClusterReport, RunStats},
     transport::{local::LocalTransport, mpi::MpiTransport, Transport},
     upstream::Upstream,
@@ -338,5 +338,6 @@ pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }

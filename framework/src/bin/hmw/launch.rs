@@ -282,6 +282,8 @@ fn run_local(
             .spawn()
             .with_context(|| format!("cannot start mpirun for cluster {name}"))?;
         println!("== cluster {name}: started (pid {})", child.id());
+        // Its process group id too: tools (and tests) stop a cluster with it.
+        fs::write(work.join(format!("{name}.pid")), child.id().to_string())?;
         running.push(Running {
             name,
             child,
@@ -337,7 +339,10 @@ fn run_local(
     }
     println!("== wall time {:.1} s", start.elapsed().as_secs_f64());
     if !status.success() {
-        bail!("the main cluster failed ({status}); logs in {}", work.display());
+        bail!(
+            "the main cluster failed ({status}); logs in {}",
+            work.display()
+        );
     }
     Ok(())
 }

@@ -1,0 +1,290 @@
+//! Several clusters on this machine, each its own `mpirun`, bridged by communication managers
+//! over QUIC through WAN emulators, started by `hmw launch` from a plan.
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use hmw_tests::{bin, json, mpirun, scratch, write, Spawned};
+use serde_json::Value;
+
+/// Run `hmw launch PLAN --work-dir DIR` and return the run and the main cluster's statistics.
+fn launch(dir: &std::path::Path, plan: &str, limit: Duration) -> (hmw_tests::Finished, Value) {
+    let plan_path = write(dir, "plan.toml", plan);
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["launch", &plan_path, "--work-dir"])
+        .arg(dir.join("run"));
+    let run = Spawned::start(command).finish(limit);
+    let stats = json(&dir.join("run/main.stats.json"));
+    (run, stats)
+}
+
+fn cluster<'a>(stats: &'a Value, name: &str) -> &'a Value {
+    stats["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"))
+}
+
+/// Plan text of a cluster: a head, `workers` workers, a CM.
+fn cluster_table(name: &str, head_role: &str, workers: usize, extra: &str) -> String {
+    let mut machines = format!(
+        "  {{ host = \"{name}-head\", role = \"{head_role}\" }},\n  {{ host = \"{name}-cm\", role = \"cm\" }},\n"
+    );
+    for w in 1..=workers {
+        machines.push_str(&format!(
+            "  {{ host = \"{name}-{w}\", role = \"worker\", perf = 10.0 }},\n"
+        ));
+    }
+    format!(
+        "[[cluster]]\nname = \"{name}\"\nlan_bytes_per_s = 1e9\n{extra}\nmachines = [\n{machines}]\n"
+    )
+}
+
+/// The synthetic application: `tasks` sleeping tasks; a worker of `perf` 10 tasks/s runs at
+/// speed 1, and `[launch.application]` follows.
+fn synthetic(tasks: u64, task_seconds: f64) -> String {
+    format!(
+        "[application]\nname = \"synthetic\"\ntasks = {tasks}\noper = 1.0\ntask_bytes = 100\n\
+         result_bytes = 100\n[launch]\nbinary = \"hmw-synthetic\"\nreference_perf = 10.0\n\
+         [launch.application]\ntasks = {tasks}\ntask_seconds = {task_seconds}\n"
+    )
+}
+
+#[test]
+fn matmul_across_three_clusters_is_verified() {
+    let dir = scratch("three-clusters");
+    let plan = format!(
+        "[application]\nname = \"matmul\"\ntasks = 64\noper = 4177920\ntask_bytes = 262168\n\
+         result_bytes = 131100\nresult_bytes_inter = 131100\n\
+         [run]\nstatistics_interval = 1\n\
+         [launch]\nbinary = \"hmw-matmul\"\n\
+         [launch.application]\nm = 512\nb = 128\n\
+         [launch.cm]\nlost_after_s = 60\n\
+         {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nwan_delay_ms = 10\nwan_loss = 0.001\n",
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 50e6\nwan_out_bytes_per_s = 50e6"
+        ),
+        cluster_table(
+            "brazil",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 50e6\nwan_out_bytes_per_s = 50e6\n\
+             tasks_per_inter_task = 4\nresults_per_inter_result = 4"
+        ),
+    );
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    assert_eq!(stats["tasks"], 64);
+    for name in ["spain", "brazil"] {
+        let c = cluster(&stats, name);
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{name} did nothing: {c:#}"
+        );
+        assert_eq!(c["lost"], false);
+    }
+}
+
+#[test]
+fn a_depth_two_tree_runs_the_synthetic_app() {
+    let dir = scratch("tree");
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\n[launch.cm]\nlost_after_s = 60\n\
+         {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nparent = \"spain\"\nwan_delay_ms = 5\n",
+        synthetic(60, 0.1),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table("spain", "submaster", 1, "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"),
+        cluster_table(
+            "portugal",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let spain = cluster(&stats, "spain");
+    let portugal = cluster(&spain["stats"], "portugal");
+    assert!(
+        portugal["tasks_done"].as_u64().unwrap() > 0,
+        "the grandchild cluster computed nothing: {stats:#}"
+    );
+    assert!(spain["tasks_done"].as_u64().unwrap() >= portugal["tasks_done"].as_u64().unwrap());
+}
+
+#[test]
+fn a_wan_outage_costs_time_and_nothing_else() {
+    let dir = scratch("outage");
+    // 120 tasks of 0.25 s on 1 + 2 workers: about 10 s of work; the external link goes down
+    // from 3 s to 23 s after the launch, so the run lasts past the outage.
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 2\nreassign_last_task = false\n\
+         [launch.cm]\nlost_after_s = 120\n\
+         inactivity_timeout_ms = 2000\n\
+         {}{}[cluster.launch]\nwan_delay_ms = 5\nwan_outages = [\"3-23\"]\n",
+        synthetic(120, 0.25),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let spain = cluster(&stats, "spain");
+    let link = &spain["link"];
+    assert!(link["disconnections"].as_u64().unwrap() >= 1, "{spain:#}");
+    assert!(
+        link["disconnected_s"].as_f64().unwrap() >= 10.0,
+        "{spain:#}"
+    );
+    assert_eq!(spain["lost"], false);
+    assert!(
+        run.stdout.contains("disconnections"),
+        "the summary shows it"
+    );
+    // Without tail reassignment, nothing is computed twice: the outage cost only time.
+    let spain_own = &spain["stats"]["cluster"];
+    for discharged in [
+        &stats["cluster"]["discharged"],
+        &spain["discharged"],
+        &spain_own["discharged"],
+    ] {
+        assert_eq!(discharged, 0, "{stats:#}");
+    }
+    assert_eq!(
+        stats["cluster"]["tasks_done"].as_u64().unwrap() + spain["tasks_done"].as_u64().unwrap(),
+        120
+    );
+}
+
+#[test]
+fn killing_an_external_cluster_loses_no_work() {
+    let dir = scratch("kill");
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 1\n[launch.cm]\nlost_after_s = 3\n\
+         inactivity_timeout_ms = 1000\n\
+         {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nwan_delay_ms = 5\n",
+        synthetic(200, 0.2),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+        cluster_table(
+            "brazil",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["launch", &plan_path, "--work-dir"])
+        .arg(dir.join("run"));
+    let running = Spawned::start(command);
+    // Once brazil has worked a little, kill its whole MPI job (by process group id).
+    let pid_file = dir.join("run/brazil.pid");
+    let start = Instant::now();
+    while !pid_file.exists() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", pid.trim())])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let run = running.finish(Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let stats = json(&dir.join("run/main.stats.json"));
+    let brazil = cluster(&stats, "brazil");
+    assert_eq!(brazil["lost"], true, "{brazil:#}");
+    assert_eq!(stats["tasks"], 200);
+    assert!(run.stdout.contains("LOST"), "{}", run.stdout);
+}
+
+#[test]
+fn a_cm_with_an_untrusted_certificate_is_refused() {
+    let dir = scratch("untrusted");
+    let trusted = dir.join("trusted");
+    let stranger = dir.join("stranger");
+    // Two CAs: the main cluster's CM trusts only the first.
+    for (folder, name) in [(&trusted, "main-spain"), (&stranger, "spain-main")] {
+        let status = Command::new(bin("hmw-cm"))
+            .args(["keygen", "--out"])
+            .arg(folder)
+            .arg(name)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+    // The stranger trusts the main cluster's CA (so it accepts the server), but its own
+    // certificate comes from another CA: the main cluster's CM must refuse it.
+    std::fs::copy(trusted.join("ca.pem"), stranger.join("ca.pem")).unwrap();
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = |certs: &std::path::Path| {
+        format!(
+            "[run]\nstatistics_interval = 1\n[cm]\ncerts = \"{}\"\nlost_after_s = 4\n\
+             [application]\ntasks = 20\ntask_seconds = 0.05\n",
+            certs.display()
+        )
+    };
+    let main_config = write(&dir, "main.toml", &config(&trusted));
+    let spain_config = write(&dir, "spain.toml", &config(&stranger));
+    let main_hosts = write(
+        &dir,
+        "main.hosts",
+        &format!(
+            "localhost # cluster=main\nlocalhost\n\
+             localhost # M 1 {port} bind=127.0.0.1 name=main-spain cluster=spain\n"
+        ),
+    );
+    let spain_hosts = write(
+        &dir,
+        "spain.hosts",
+        &format!(
+            "localhost # cluster=spain\nlocalhost\n\
+             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain\n"
+        ),
+    );
+    let spain = mpirun(
+        3,
+        "hmw-synthetic",
+        &["-m", &spain_hosts, "-c", &spain_config],
+    );
+    let main = mpirun(3, "hmw-synthetic", &["-m", &main_hosts, "-c", &main_config])
+        .finish(Duration::from_secs(120));
+    main.assert_success();
+    assert!(main.stdout.contains("verified=true"), "{}", main.stdout);
+    assert!(
+        main.stderr.contains("refused connection from 127.0.0.1"),
+        "the refusal names the peer: {}",
+        main.stderr
+    );
+    assert!(main.stdout.contains("LOST"), "{}", main.stdout);
+    drop(spain); // the stranger never gets a task; its processes are killed with their group
+}
