@@ -112,7 +112,7 @@ pub struct LinkConfig {
 
 mod defaults {
     pub fn block_size() -> usize {
-        256 * 1024
+        64 * 1024
     }
     pub fn memory() -> usize {
         64 * 1024 * 1024

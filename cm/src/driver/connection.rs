@@ -170,14 +170,24 @@ async fn write_frame(tx: &mut SendStream, frame: &Frame) -> Result<(), Failure> 
     Ok(())
 }
 
+/// Chunks taken from quinn per read call (one call per received packet would cost more
+/// than the copy).
+const CHUNKS_PER_READ: usize = 32;
+
 /// Reads the next frame; `None` when the stream ended cleanly between frames.
 async fn read_frame(rx: &mut RecvStream, buf: &mut BytesMut) -> Result<Option<Frame>, Failure> {
+    let mut chunks: [Bytes; CHUNKS_PER_READ] = Default::default();
     loop {
         if let Some(frame) = decode(buf)? {
             return Ok(Some(frame));
         }
-        match rx.read_chunk(usize::MAX, true).await? {
-            Some(chunk) => buf.extend_from_slice(&chunk.bytes),
+        match rx.read_chunks(&mut chunks).await? {
+            Some(n) => {
+                for chunk in &mut chunks[..n] {
+                    buf.extend_from_slice(chunk);
+                    *chunk = Bytes::new();
+                }
+            }
             None if buf.is_empty() => return Ok(None),
             None => return Err(Failure::Stream("stream ended inside a frame".into())),
         }

@@ -252,7 +252,7 @@ impl WanemConfig {
                 });
             }
         }
-        if !(self.report_interval_s >= 0.0) {
+        if self.report_interval_s.is_nan() || self.report_interval_s < 0.0 {
             return Err(WanemConfigError::Invalid {
                 key: "report_interval_s".into(),
                 reason: "must be >= 0".into(),
