@@ -326,16 +326,30 @@ async fn data_writer(
     id: ConnId,
 ) -> Result<(), Failure> {
     loop {
-        // A connection takes blocks only while its unacknowledged share stays within twice
-        // its congestion window: blocks go to the connections that can send them now.
         let block = wait_for(&shared.transmit, || {
-            let limit = 2 * conn.stats().path.cwnd as usize;
+            let limit = in_flight_limit(&conn);
             shared.core().next_block(id, limit)
         })
         .await;
         let mut chunks: [Bytes; 2] = [encode_data_header(&block), block.payload];
         tx.write_all_chunks(&mut chunks).await?;
     }
+}
+
+/// Time an acknowledgement of the link layer takes beyond the path's round trip (coalescing
+/// and task scheduling on both sides).
+const ACK_ALLOWANCE: Duration = Duration::from_millis(5);
+
+/// How many unacknowledged bytes connection `conn` may hold: twice what its congestion
+/// window lets it send during one link-level acknowledgement round trip (the path's round
+/// trip plus [`ACK_ALLOWANCE`]). Blocks then go to the connections that can send them now,
+/// instead of queueing behind a slow connection and holding up in-order delivery; on a short
+/// path the allowance dominates and keeps the pipe full despite a small window.
+fn in_flight_limit(conn: &quinn::Connection) -> usize {
+    let path = conn.stats().path;
+    let rtt = path.rtt.max(Duration::from_micros(50)).as_secs_f64();
+    let scale = (rtt + ACK_ALLOWANCE.as_secs_f64()) / rtt;
+    (2.0 * path.cwnd as f64 * scale).min(usize::MAX as f64 / 2.0) as usize
 }
 
 async fn data_readers(
