@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The main job on an embedded default: a blocked matrix multiplication on an emulated cluster
-# on this machine (a master and four workers under mpirun), verified against a direct product.
+# The main job on an embedded default: the three-cluster run of configs/demo-three-clusters.toml
+# on this machine — the model's prediction first, then the live run (one mpirun per cluster,
+# WANs emulated by hmw-wanem relays), then the summary. Last line:
+#   demo clusters=3 tasks=N verified=true|false makespan_s=T
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 . scripts/env.sh
 cargo build --release --workspace --bins --quiet
-hosts=configs/local.hosts
-config=configs/matmul.toml
-ranks=$(grep -cv '^\s*\(#\|$\)' "$hosts")
-echo "demo: matmul on $ranks ranks ($hosts, $config)"
-mpirun --oversubscribe -np "$ranks" target/release/hmw-matmul -m "$hosts" -c "$config" \
-    --stats-json target/demo.stats.json
-echo "demo: statistics in target/demo.stats.json"
+plan=${1:-configs/demo-three-clusters.toml}
+out=target/demo.out
+target/release/hmw launch "$plan" --work-dir target/launch/demo | tee "$out"
+verified=$(sed -n 's/.* verified=\([a-z]*\).*/\1/p' "$out" | tail -1)
+sed -n 's/^launch clusters=\([0-9]*\) tasks=\([0-9]*\) makespan_s=\([0-9.]*\).*/demo clusters=\1 tasks=\2 verified='"${verified:-false}"' makespan_s=\3/p' "$out" | tail -1

@@ -285,7 +285,11 @@ impl<'a> MasterSide<'a> {
                 })?;
                 self.from_master(message)?;
             }
-            let pause = if active { Duration::ZERO } else { idle.next_pause() };
+            let pause = if active {
+                Duration::ZERO
+            } else {
+                idle.next_pause()
+            };
             while let Some(bytes) = self.wan.recv(pause)? {
                 active = true;
                 self.from_far_side(&bytes)?;
@@ -314,8 +318,12 @@ impl<'a> MasterSide<'a> {
         if report.link.is_none() {
             report.link = Some(summarize(&self.wan.link.stats()));
         }
-        self.transport
-            .send(MASTER, encode(&ToMaster::Bye { report: Some(report) }))?;
+        self.transport.send(
+            MASTER,
+            encode(&ToMaster::Bye {
+                report: Some(report),
+            }),
+        )?;
         self.transport.flush()?;
         self.wan.close(Duration::from_secs(2));
         Ok(())
@@ -362,7 +370,9 @@ impl<'a> MasterSide<'a> {
 
     /// Ask the master for more while the window and the send buffer allow.
     fn offer_room(&mut self) -> Result<(), RunError> {
-        if self.lost || self.stopping || !self.wan.backlog.is_empty() {
+        // Tasks handed over while the link is down would only wait here.
+        if self.lost || self.stopping || !self.wan.backlog.is_empty() || !self.wan.link.is_connected()
+        {
             return Ok(());
         }
         let mut room = 0;
@@ -409,12 +419,13 @@ impl<'a> SubMasterSide<'a> {
             let mut active = false;
             while let Some(envelope) = self.transport.try_recv()? {
                 active = true;
-                let message: ToMaster = decode(&envelope.bytes, "message to a CM").map_err(
-                    |source| RunError::Decode {
-                        rank: envelope.from,
-                        source,
-                    },
-                )?;
+                let message: ToMaster =
+                    decode(&envelope.bytes, "message to a CM").map_err(|source| {
+                        RunError::Decode {
+                            rank: envelope.from,
+                            source,
+                        }
+                    })?;
                 match message {
                     ToMaster::Ready { room } => {
                         // Credit for the master's side, which sends no more than asked for.
@@ -431,7 +442,11 @@ impl<'a> SubMasterSide<'a> {
                     other => self.wan.send(encode(&other))?,
                 }
             }
-            let pause = if active { Duration::ZERO } else { idle.next_pause() };
+            let pause = if active {
+                Duration::ZERO
+            } else {
+                idle.next_pause()
+            };
             while let Some(bytes) = self.wan.recv(pause)? {
                 active = true;
                 match decode(&bytes, "message from the master's cluster").map_err(|source| {

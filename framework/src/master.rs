@@ -25,7 +25,7 @@ use crate::{
     protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
     scheduler::{Demand, Scheduler},
     stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
-    transport::Transport,
+    transport::{Envelope, Transport},
 };
 
 /// What a [`TaskSource`] has to offer now.
@@ -83,8 +83,8 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
     }
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
-        let decoded =
-            decode(&result.body, "result").map_err(|source| RunError::Decode { rank: 0, source })?;
+        let decoded = decode(&result.body, "result")
+            .map_err(|source| RunError::Decode { rank: 0, source })?;
         match result.ids.as_slice() {
             [id] => self.0.gather(*id, decoded),
             ids => self.0.gather_joined(ids, decoded),
@@ -127,6 +127,8 @@ struct Tally {
     handed: u64,
     /// Lost: no more tasks go there.
     gone: bool,
+    /// It has spoken (a worker at once; a CM once its link is up or given up).
+    heard: bool,
     taken_back: u64,
     /// The report that came with its `Bye`.
     report: Option<ClusterReport>,
@@ -208,6 +210,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     outstanding: BTreeSet::new(),
                     handed: 0,
                     gone: false,
+                    heard: false,
                     taken_back: 0,
                     report: None,
                 },
@@ -234,11 +237,21 @@ impl<'a, S: TaskSource> Master<'a, S> {
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
     /// Returns the statistics and the task source (which now holds the gathered results).
     pub fn run(mut self) -> Result<(RunStats, S), RunError> {
+        // The run starts once every link to another cluster is up (its CM offered room) or
+        // given up (its CM reported the cluster lost): the time to connect is not the run's.
+        let mut idle = Idle::default();
+        self.transmit_upstream()?;
+        while !self.source.stopped() && self.tallies.values().any(|t| !t.heard) {
+            if let Some(envelope) = self.transport.wait(idle.next_pause())? {
+                idle.reset();
+                self.accept(envelope)?;
+            }
+        }
         let start = Instant::now();
         let interval = Duration::from_secs_f64(self.config.statistics_interval);
         let mut next_report = start + interval;
         let mut progress = Vec::new();
-        let mut idle = Idle::default();
+        self.dispatch()?;
         self.transmit_upstream()?;
         while !self.source.stopped() && !(self.exhausted && self.in_flight.is_empty()) {
             if !interval.is_zero() && Instant::now() >= next_report {
@@ -249,18 +262,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             }
             if let Some(envelope) = self.transport.wait(idle.next_pause())? {
                 idle.reset();
-                if Some(envelope.from) == self.source.upstream() {
-                    let message = decode(&envelope.bytes, "message from upstream").map_err(
-                        |source| RunError::Decode {
-                            rank: envelope.from,
-                            source,
-                        },
-                    )?;
-                    self.source.on_upstream(message)?;
-                } else {
-                    let message = self.decode_from(envelope.from, &envelope.bytes)?;
-                    self.handle(envelope.from, message)?;
-                }
+                self.accept(envelope)?;
                 self.dispatch()?;
                 self.transmit_upstream()?;
             }
@@ -272,11 +274,26 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Ok((stats, self.source))
     }
 
+    /// Take in a message: from upstream (a sub-master's CM) or from a fed rank.
+    fn accept(&mut self, envelope: Envelope) -> Result<(), RunError> {
+        if Some(envelope.from) == self.source.upstream() {
+            let message =
+                decode(&envelope.bytes, "message from upstream").map_err(|source| {
+                    RunError::Decode {
+                        rank: envelope.from,
+                        source,
+                    }
+                })?;
+            self.source.on_upstream(message)
+        } else {
+            let message = self.decode_from(envelope.from, &envelope.bytes)?;
+            self.handle(envelope.from, message)
+        }
+    }
+
     fn decode_from(&self, from: usize, bytes: &[u8]) -> Result<ToMaster, RunError> {
-        decode(bytes, "message to the master").map_err(|source| RunError::Decode {
-            rank: from,
-            source,
-        })
+        decode(bytes, "message to the master")
+            .map_err(|source| RunError::Decode { rank: from, source })
     }
 
     fn transmit_upstream(&mut self) -> Result<(), RunError> {
@@ -350,9 +367,11 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 message: "a message from a rank this master does not feed".into(),
             });
         };
+        tally.heard = true;
         match message {
             ToMaster::Ready { room } => {
-                self.waiting.extend(std::iter::repeat_n(from, room as usize));
+                self.waiting
+                    .extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Result { result, room } => {
                 tally.stats.tasks_computed += result.ids.len() as u64;
@@ -383,7 +402,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         self.release(*id, from);
                     }
                 }
-                self.waiting.extend(std::iter::repeat_n(from, room as usize));
+                self.waiting
+                    .extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Lost => {
                 tally.gone = true;
