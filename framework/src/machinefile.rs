@@ -199,9 +199,8 @@ impl MachineFile {
     /// The communication manager facing this cluster's sub-master (`# S ...`), if any: then
     /// rank 0 is a sub-master fed through it. At most one is allowed.
     pub fn upstream(&self) -> Result<Option<usize>, MachineFileError> {
-        let mut facing_sub_master = (0..self.ranks.len()).filter(|&r| {
-            matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::SubMaster)
-        });
+        let mut facing_sub_master = (0..self.ranks.len())
+            .filter(|&r| matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::SubMaster));
         let first = facing_sub_master.next();
         if let Some(second) = facing_sub_master.next() {
             return Err(MachineFileError {

@@ -204,7 +204,11 @@ impl ProgressSample {
             let _ = write!(line, ", ETA {}", hms(eta));
         }
         for c in &self.clusters {
-            let _ = write!(line, " | {} {} ({:.2}/s)", c.name, c.tasks_done, c.tasks_per_s);
+            let _ = write!(
+                line,
+                " | {} {} ({:.2}/s)",
+                c.name, c.tasks_done, c.tasks_per_s
+            );
         }
         line
     }
@@ -352,7 +356,9 @@ mod tests {
             None,
             vec![("main".into(), 20), ("spain".into(), 5)],
         );
-        assert!(two.line(None).ends_with("| main 20 (2.00/s) | spain 5 (0.50/s)"));
+        assert!(two
+            .line(None)
+            .ends_with("| main 20 (2.00/s) | spain 5 (0.50/s)"));
         assert_eq!(hms(3725.0), "1:02:05");
     }
 }

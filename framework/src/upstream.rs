@@ -177,16 +177,18 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
             }
             return Ok(());
         }
-        let decoded: R =
-            decode(&result.body, "result").map_err(|source| RunError::Decode {
-                rank: self.rank,
-                source,
-            })?;
-        let nr = self.nr;
-        let batch = self.batches.get_mut(&key).ok_or_else(|| RunError::Protocol {
+        let decoded: R = decode(&result.body, "result").map_err(|source| RunError::Decode {
             rank: self.rank,
-            message: "a result for a finished inter-cluster task".into(),
+            source,
         })?;
+        let nr = self.nr;
+        let batch = self
+            .batches
+            .get_mut(&key)
+            .ok_or_else(|| RunError::Protocol {
+                rank: self.rank,
+                message: "a result for a finished inter-cluster task".into(),
+            })?;
         batch.pending -= upstream_ids.len();
         // Join into the first held result that accepts it, or hold it on its own.
         let mut unjoined = Some(decoded);

@@ -23,7 +23,9 @@ struct Count(u64);
 impl Task for Nap {
     type Output = Count;
     fn execute(self, worker: &WorkerContext) -> Count {
-        thread::sleep(Duration::from_secs_f64(self.millis as f64 / 1e3 / worker.speed()));
+        thread::sleep(Duration::from_secs_f64(
+            self.millis as f64 / 1e3 / worker.speed(),
+        ));
         Count(1)
     }
 }
@@ -54,7 +56,11 @@ impl Problem for Naps {
         self.gathered[id as usize] += 1;
     }
     fn gather_joined(&mut self, ids: &[TaskId], result: Count) {
-        assert_eq!(result.0, ids.len() as u64, "a joined result stands for its ids");
+        assert_eq!(
+            result.0,
+            ids.len() as u64,
+            "a joined result stands for its ids"
+        );
         for &id in ids {
             self.gathered[id as usize] += 1;
         }
@@ -120,7 +126,11 @@ fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
     let Outcome::SubMaster { stats: spain_stats } = external.join().unwrap().unwrap() else {
         panic!("rank 0 of the external cluster is a sub-master");
     };
-    assert!(problem.gathered.iter().all(|&n| n == 1), "{:?}", problem.gathered);
+    assert!(
+        problem.gathered.iter().all(|&n| n == 1),
+        "{:?}",
+        problem.gathered
+    );
     check_shares(&stats, &spain_stats);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -136,7 +146,10 @@ fn check_shares(stats: &RunStats, spain_stats: &RunStats) {
     let link = spain.link.as_ref().expect("the CM reports its link");
     assert!(link.bytes_sent > 0 && link.bytes_received > 0);
     assert!(link.disconnected_s < 0.5, "no outage in this run: {link:?}");
-    let report = spain.stats.as_ref().expect("the sub-master reports its statistics");
+    let report = spain
+        .stats
+        .as_ref()
+        .expect("the sub-master reports its statistics");
     assert_eq!(report.tasks, spain_stats.tasks);
     assert_eq!(report.name, "spain");
     assert!(!spain.lost);
