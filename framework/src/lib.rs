@@ -17,6 +17,7 @@ pub mod master;
 pub mod model;
 pub mod plan;
 pub mod protocol;
+pub mod report;
 pub mod runner;
 pub mod scheduler;
 pub mod stats;

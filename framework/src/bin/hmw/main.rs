@@ -3,6 +3,7 @@
 mod check;
 mod launch;
 mod predict;
+mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -10,7 +11,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hmw",
     version,
-    about = "Hierarchical multi-cluster master-worker: check, predict, launch"
+    about = "Hierarchical multi-cluster master-worker: check, predict, launch, report"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -25,6 +26,8 @@ enum Command {
     Launch(launch::LaunchArgs),
     /// Predict makespan and efficiency of a plan and select workers, before touching a machine.
     Predict(predict::PredictArgs),
+    /// Compare a run's statistics with the prediction for its plan: table and chart.
+    Report(report::ReportArgs),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -34,5 +37,6 @@ fn main() -> anyhow::Result<()> {
         Command::Check(args) => check::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Launch(args) => launch::run(args),
+        Command::Report(args) => report::run(args),
     }
 }
