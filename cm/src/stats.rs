@@ -72,6 +72,9 @@ pub struct LinkStats {
     pub disconnections: u64,
     /// Seconds with no connection since the first connection, including an ongoing outage.
     pub time_disconnected_s: f64,
+    /// Seconds since the link last had a connection (or since the start if it never had one);
+    /// `None` while connected.
+    pub disconnected_for_s: Option<f64>,
     /// Duration of the last completed outage (down until a connection joined again), seconds.
     pub last_reconnect_latency_s: Option<f64>,
     /// Longest completed outage, seconds.
@@ -204,8 +207,19 @@ impl ConnectionTimeline {
         stats.disconnections = self.disconnections;
         let ongoing = self.down_since.map_or(Duration::ZERO, |since| now - since);
         stats.time_disconnected_s = (self.time_disconnected + ongoing).as_secs_f64();
+        stats.disconnected_for_s = self.disconnected_for(now).map(|d| d.as_secs_f64());
         stats.last_reconnect_latency_s = self.last_outage.map(|d| d.as_secs_f64());
         stats.max_reconnect_latency_s = self.max_outage.map(|d| d.as_secs_f64());
+    }
+
+    /// How long the link has been without any connection (since the start if it never had
+    /// one); `None` while connected.
+    pub fn disconnected_for(&self, now: Instant) -> Option<Duration> {
+        if self.joined > 0 {
+            None
+        } else {
+            Some(now - self.down_since.unwrap_or(self.started))
+        }
     }
 
     /// Whether any connection ever joined.
@@ -222,17 +236,26 @@ mod tests {
     fn outages_are_timed_from_last_loss_to_next_join() {
         let t0 = Instant::now();
         let mut t = ConnectionTimeline::new(t0);
+        assert_eq!(
+            t.disconnected_for(t0 + Duration::from_secs(1)),
+            Some(Duration::from_secs(1))
+        );
         t.joined(t0);
         t.joined(t0);
         t.left(t0 + Duration::from_secs(1), false);
         assert_eq!(t.disconnections, 0);
         t.left(t0 + Duration::from_secs(2), false);
         assert_eq!(t.disconnections, 1);
+        assert_eq!(
+            t.disconnected_for(t0 + Duration::from_secs(4)),
+            Some(Duration::from_secs(2))
+        );
         t.joined(t0 + Duration::from_secs(5));
         let mut stats = empty_stats();
         t.fill(t0 + Duration::from_secs(6), &mut stats);
         assert_eq!(stats.last_reconnect_latency_s, Some(3.0));
         assert_eq!(stats.time_disconnected_s, 3.0);
+        assert_eq!(stats.disconnected_for_s, None);
         t.left(t0 + Duration::from_secs(7), true);
         assert_eq!(t.disconnections, 1, "closing the link is no disconnection");
     }

@@ -90,6 +90,12 @@ async fn send_buffer_fills_without_peer_and_drains_when_it_comes() {
     let fill = client.send_buffer();
     assert_eq!(fill.used, sent * 100_004);
     assert!(fill.fill() > 0.98, "{fill:?}");
+    assert!(client.disconnected_for().is_some(), "never connected yet");
+    let no_room = tokio::time::timeout(Duration::from_millis(200), client.wait_for_space(200_000));
+    assert!(
+        no_room.await.is_err(),
+        "no room for another message while nobody drains"
+    );
     let too_big = vec![0u8; client.max_message() + 1];
     assert!(matches!(
         client.try_send(&too_big),
@@ -107,6 +113,8 @@ async fn send_buffer_fills_without_peer_and_drains_when_it_comes() {
     };
     tokio::time::timeout(DEADLINE, run).await.expect("in time");
     assert_eq!(client.send_buffer().used, 0);
+    client.wait_for_space(200_000).await.unwrap();
+    assert_eq!(client.disconnected_for(), None);
 }
 
 #[test]

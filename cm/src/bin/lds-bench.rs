@@ -238,6 +238,23 @@ fn link_configs(
     (server, client)
 }
 
+/// CPU time (user + system) used by this process so far, in seconds (Linux).
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses): utime and stime are the
+    // 12th and 13th of them, in clock ticks of 1/100 s.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 /// Bytes received, sampled at a fixed interval.
 #[derive(Default)]
 struct Meter {
@@ -297,7 +314,8 @@ fn per_interval_mbit(samples: &[Sample]) -> Vec<Value> {
 }
 
 /// Raw quinn: one connection, one stream, writing `chunk`-sized buffers for the duration.
-async fn raw_quinn(certs: &KeygenOutput, seconds: f64, chunk: usize) -> Result<f64> {
+/// Goodput (bytes/s) of raw quinn and the CPU seconds this process used while measuring.
+async fn raw_quinn(certs: &KeygenOutput, seconds: f64, chunk: usize) -> Result<(f64, f64)> {
     let (server_cfg, client_cfg) = link_configs(certs, 1, 1, 64 << 20);
     let server_tls = TlsMaterial::load(&server_cfg.tls)?;
     let client_tls = TlsMaterial::load(&client_cfg.tls)?;
@@ -340,6 +358,8 @@ async fn raw_quinn(certs: &KeygenOutput, seconds: f64, chunk: usize) -> Result<f
         })
     };
     let start = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let cpu_before = process_cpu_seconds();
     let samples = sample_meter(
         &meter,
         || start.elapsed(),
@@ -347,17 +367,20 @@ async fn raw_quinn(certs: &KeygenOutput, seconds: f64, chunk: usize) -> Result<f
         Duration::from_secs_f64(seconds + 1.0),
     )
     .await;
+    let cpu = process_cpu_seconds() - cpu_before;
     stop.store(true, Ordering::Relaxed);
     let _ = sender.await;
     receiver.abort();
     client.close(0u32.into(), b"done");
     server.close(0u32.into(), b"done");
-    Ok(goodput(&samples, 1.0, seconds + 1.0))
+    Ok((goodput(&samples, 1.0, seconds + 1.0), cpu))
 }
 
 /// What a link transfer measured.
 struct Transfer {
     samples: Vec<Sample>,
+    /// CPU seconds of this process from `cpu_from_s` to the end of sending.
+    cpu_seconds: f64,
     sent: u64,
     received: u64,
     out_of_order: u64,
@@ -375,6 +398,7 @@ async fn link_transfer(
     wan: Option<WanemConfig>,
     seconds: f64,
     message_size: usize,
+    cpu_from_s: f64,
 ) -> Result<Transfer> {
     let server = Arc::new(Link::start(server_cfg).await?);
     let wanem = match wan {
@@ -449,6 +473,10 @@ async fn link_transfer(
             }
         })
     };
+    let cpu_probe = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs_f64(cpu_from_s)).await;
+        process_cpu_seconds()
+    });
     let samples = sample_meter(
         &meter,
         &clock,
@@ -456,6 +484,7 @@ async fn link_transfer(
         clock() + Duration::from_secs_f64(seconds),
     )
     .await;
+    let cpu_seconds = process_cpu_seconds() - cpu_probe.await?;
     debug_fill.abort();
     stop.store(true, Ordering::Relaxed);
     let sent = sender.await??;
@@ -469,6 +498,7 @@ async fn link_transfer(
     }
     let transfer = Transfer {
         samples,
+        cpu_seconds,
         sent,
         received: checks[2].load(Ordering::Relaxed),
         out_of_order: checks[0].load(Ordering::Relaxed),
@@ -495,9 +525,11 @@ async fn loopback(
 ) -> Result<Value> {
     let mut round_reports = Vec::new();
     let mut ratios = Vec::new();
+    let mut cpu_ratios = Vec::new();
     for round in 1..=rounds.max(1) {
         eprintln!("loopback round {round}: raw quinn, 1 connection x 1 stream, {seconds} s ...");
-        let quinn_rate = raw_quinn(certs, seconds, message).await?;
+        let (quinn_rate, quinn_cpu) = raw_quinn(certs, seconds, message).await?;
+        let quinn_per_cpu = quinn_rate * seconds / quinn_cpu.max(0.01);
         let mut rows = Vec::new();
         for (connections, streams) in [(1, 1), (2, 2)] {
             eprintln!(
@@ -506,36 +538,50 @@ async fn loopback(
             let (mut server, mut client) = link_configs(certs, connections, streams, 64 << 20);
             server.block_size = block_size;
             client.block_size = block_size;
-            let t = link_transfer(server, client, None, seconds + 1.0, message).await?;
+            let t = link_transfer(server, client, None, seconds + 1.0, message, 1.0).await?;
             let rate = goodput(&t.samples, 1.0, seconds + 1.0);
             if t.out_of_order + t.corrupt > 0 || t.received != t.sent {
                 bail!("loopback transfer lost, reordered or corrupted messages");
             }
+            let per_cpu = rate * seconds / t.cpu_seconds.max(0.01);
             eprintln!(
-                "  raw quinn {:.1} MB/s, link {connections}x{streams} {:.1} MB/s = {:.2} of raw quinn",
+                "  raw quinn {:.1} MB/s ({:.0} MB per CPU-second), link {connections}x{streams} {:.1} MB/s ({:.0} MB per CPU-second) = {:.2} of raw quinn ({:.2} per CPU-second)",
                 quinn_rate / 1e6,
+                quinn_per_cpu / 1e6,
                 rate / 1e6,
-                rate / quinn_rate
+                per_cpu / 1e6,
+                rate / quinn_rate,
+                per_cpu / quinn_per_cpu
             );
             rows.push(json!({
                 "connections": connections,
                 "streams": streams,
                 "goodput_mbyte_s": rate / 1e6,
                 "ratio_vs_raw_quinn": rate / quinn_rate,
+                "mbyte_per_cpu_second": per_cpu / 1e6,
+                "cpu_efficiency_vs_raw_quinn": per_cpu / quinn_per_cpu,
                 "blocks_sent": t.client.blocks_sent,
                 "per_interval_mbit_s": per_interval_mbit(&t.samples),
             }));
         }
         ratios.push(rows[0]["ratio_vs_raw_quinn"].as_f64().unwrap_or(0.0));
+        cpu_ratios.push(
+            rows[0]["cpu_efficiency_vs_raw_quinn"]
+                .as_f64()
+                .unwrap_or(0.0),
+        );
         round_reports.push(json!({
             "raw_quinn_mbyte_s": quinn_rate / 1e6,
+            "raw_quinn_mbyte_per_cpu_second": quinn_per_cpu / 1e6,
             "link": rows,
         }));
     }
     ratios.sort_by(f64::total_cmp);
+    cpu_ratios.sort_by(f64::total_cmp);
     let median = ratios[ratios.len() / 2];
+    let cpu_median = cpu_ratios[cpu_ratios.len() / 2];
     eprintln!(
-        "loopback: median link 1x1 / raw quinn = {median:.2} over {} round(s)",
+        "loopback: median link 1x1 / raw quinn = {median:.2} (goodput), {cpu_median:.2} (bytes per CPU-second) over {} round(s)",
         ratios.len()
     );
     Ok(json!({
@@ -545,6 +591,7 @@ async fn loopback(
         "block_size": block_size,
         "rounds": round_reports,
         "loopback_vs_quinn": median,
+        "loopback_cpu_efficiency_vs_quinn": cpu_median,
     }))
 }
 
@@ -605,6 +652,7 @@ async fn wan_sweep(
             Some(wan_config(args)),
             seconds,
             args.message,
+            0.0,
         )
         .await?;
         let steady = goodput(&t.samples, warmup, seconds);
@@ -670,7 +718,7 @@ async fn outage_run(
     }
     let mut wan = wan_config(args);
     wan.outages = vec![outage];
-    let t = link_transfer(server, client, Some(wan), seconds, args.message).await?;
+    let t = link_transfer(server, client, Some(wan), seconds, args.message, 0.0).await?;
     let before = goodput(&t.samples, 3.0, outage.start_s);
     // Recovery: from the end of the outage to the first 1 s window at 80 % of the goodput
     // before it.

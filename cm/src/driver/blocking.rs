@@ -105,6 +105,22 @@ impl BlockingLink {
         })
     }
 
+    /// Blocks until the send buffer has at least `bytes` free; `Ok(false)` if `timeout`
+    /// passed first.
+    pub fn wait_for_space(&self, bytes: usize, timeout: Duration) -> Result<bool, LinkError> {
+        self.block_on(async {
+            match tokio::time::timeout(timeout, self.link().wait_for_space(bytes)).await {
+                Ok(result) => result.map(|()| true),
+                Err(_) => Ok(false),
+            }
+        })
+    }
+
+    /// How long the link has been without any connection; `None` while connected.
+    pub fn disconnected_for(&self) -> Option<Duration> {
+        self.link().disconnected_for()
+    }
+
     /// Whether a connection is joined now.
     pub fn is_connected(&self) -> bool {
         self.link().is_connected()

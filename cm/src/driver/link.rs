@@ -196,6 +196,27 @@ impl Link {
         .await
     }
 
+    /// Waits until the send buffer has at least `bytes` free (at once if it has): the
+    /// master-side CM asks for the next task when this returns.
+    pub async fn wait_for_space(&self, bytes: usize) -> Result<(), LinkError> {
+        wait_for(&self.shared.space, || {
+            if self.shared.is_closing() {
+                Some(Err(LinkError::Closed))
+            } else if self.shared.core().sender().free() >= bytes {
+                Some(Ok(()))
+            } else {
+                None
+            }
+        })
+        .await
+    }
+
+    /// How long the link has been without any connection (since the start if it never had
+    /// one); `None` while connected. A CM gives up on a peer when this passes its deadline.
+    pub fn disconnected_for(&self) -> Option<Duration> {
+        self.shared.timeline().disconnected_for(Instant::now())
+    }
+
     /// Whether at least one connection is joined now.
     pub fn is_connected(&self) -> bool {
         self.shared.timeline().open() > 0
