@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// The longest pause between two polls: bounds the extra latency an idle rank adds, and keeps
 /// an idle rank's CPU use near 1% of a core.
-pub const MAX_PAUSE: Duration = Duration::from_millis(1);
+pub const MAX_PAUSE: Duration = Duration::from_millis(2);
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
 const YIELDS: u32 = 100;
 

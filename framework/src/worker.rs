@@ -7,7 +7,11 @@
 //! microseconds run on the communication thread itself: for them a thread hand-off costs more
 //! than the task, and there is nothing to overlap.
 
-use std::{marker::PhantomData, thread, time::Instant};
+use std::{
+    marker::PhantomData,
+    thread,
+    time::{Duration, Instant},
+};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
@@ -21,6 +25,10 @@ use crate::{
 
 /// The rank of the master inside a cluster.
 pub const MASTER: usize = 0;
+
+/// How often a worker holding all the tasks it asked for looks at the master's messages: then
+/// only `Stop` can come, and a few milliseconds more at the end of a run cost nothing.
+const FULL_PAUSE: Duration = Duration::from_millis(20);
 
 /// A task queued for the compute thread.
 struct Queued {
@@ -77,12 +85,15 @@ impl<'a, T: Task> Worker<'a, T> {
         let mut task_time = TaskTime::default();
         // Tasks handed to the compute thread whose result has not come back.
         let mut computing = 0usize;
+        // Batches asked for and not received: while none is, the master can only say stop,
+        // so its messages are polled seldom (a finished task still wakes this thread at once).
+        let mut asked = buffers;
         loop {
             let mut active = false;
             while let Ok(computed) = result_rx.try_recv() {
                 computing -= 1;
                 task_time.observe(&computed);
-                send_result(transport, computed)?;
+                asked += send_result(transport, computed)?;
                 active = true;
             }
             if let Some(envelope) = transport.try_recv()? {
@@ -93,6 +104,7 @@ impl<'a, T: Task> Worker<'a, T> {
                     ToWorker::Tasks(batch) => batch,
                     ToWorker::Stop => break,
                 };
+                asked = asked.saturating_sub(1);
                 let last = batch.len().saturating_sub(1);
                 for (i, task) in batch.into_iter().enumerate() {
                     let queued = Queued {
@@ -102,7 +114,7 @@ impl<'a, T: Task> Worker<'a, T> {
                     if computing == 0 && task_time.is_tiny() {
                         let computed = execute::<T>(&context, queued);
                         task_time.observe(&computed);
-                        send_result(transport, computed)?;
+                        asked += send_result(transport, computed)?;
                     } else {
                         computing += 1;
                         // The compute thread only exits when this channel closes.
@@ -114,7 +126,11 @@ impl<'a, T: Task> Worker<'a, T> {
                 idle.reset();
                 continue;
             }
-            let pause = idle.next_pause();
+            let pause = if asked == 0 {
+                FULL_PAUSE
+            } else {
+                idle.next_pause()
+            };
             if pause.is_zero() {
                 thread::yield_now();
                 continue;
@@ -126,7 +142,7 @@ impl<'a, T: Task> Worker<'a, T> {
                     idle.reset();
                     computing -= 1;
                     task_time.observe(&computed);
-                    send_result(transport, computed)?;
+                    asked += send_result(transport, computed)?;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -168,13 +184,15 @@ impl TaskTime {
     }
 }
 
-fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<(), RunError> {
+/// Return a result to the master; gives the room it frees (1 when it closes a batch).
+fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32, RunError> {
+    let room = u32::from(computed.closes_batch);
     let message = ToMaster::Result {
         result: computed.result?,
-        room: u32::from(computed.closes_batch),
+        room,
     };
     transport.send(MASTER, encode(&message))?;
-    Ok(())
+    Ok(room)
 }
 
 /// The compute thread: one task after another.
