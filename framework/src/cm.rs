@@ -283,7 +283,7 @@ impl<'a> MasterSide<'a> {
                         source,
                     }
                 })?;
-                self.from_master(message)?;
+                self.on_master_message(message)?;
             }
             let pause = if active {
                 Duration::ZERO
@@ -292,7 +292,7 @@ impl<'a> MasterSide<'a> {
             };
             while let Some(bytes) = self.wan.recv(pause)? {
                 active = true;
-                self.from_far_side(&bytes)?;
+                self.on_far_message(&bytes)?;
                 if self.far_bye {
                     break;
                 }
@@ -329,7 +329,7 @@ impl<'a> MasterSide<'a> {
         Ok(())
     }
 
-    fn from_master(&mut self, message: ToWorker) -> Result<(), RunError> {
+    fn on_master_message(&mut self, message: ToWorker) -> Result<(), RunError> {
         match message {
             ToWorker::Tasks(batch) => {
                 self.offered = self.offered.saturating_sub(1);
@@ -343,7 +343,7 @@ impl<'a> MasterSide<'a> {
         }
     }
 
-    fn from_far_side(&mut self, bytes: &[u8]) -> Result<(), RunError> {
+    fn on_far_message(&mut self, bytes: &[u8]) -> Result<(), RunError> {
         let message: ToMaster =
             decode(bytes, "message from the far cluster").map_err(|source| RunError::Decode {
                 rank: self.transport.rank(),
@@ -371,7 +371,10 @@ impl<'a> MasterSide<'a> {
     /// Ask the master for more while the window and the send buffer allow.
     fn offer_room(&mut self) -> Result<(), RunError> {
         // Tasks handed over while the link is down would only wait here.
-        if self.lost || self.stopping || !self.wan.backlog.is_empty() || !self.wan.link.is_connected()
+        if self.lost
+            || self.stopping
+            || !self.wan.backlog.is_empty()
+            || !self.wan.link.is_connected()
         {
             return Ok(());
         }

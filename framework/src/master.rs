@@ -253,7 +253,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let mut progress = Vec::new();
         self.dispatch()?;
         self.transmit_upstream()?;
-        while !self.source.stopped() && !(self.exhausted && self.in_flight.is_empty()) {
+        while !self.finished() {
             if !interval.is_zero() && Instant::now() >= next_report {
                 let sample = self.progress(start.elapsed());
                 println!("{}", sample.line(self.source.task_count()));
@@ -274,16 +274,20 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Ok((stats, self.source))
     }
 
+    /// Upstream said stop, or every task is gathered.
+    fn finished(&self) -> bool {
+        self.source.stopped() || (self.exhausted && self.in_flight.is_empty())
+    }
+
     /// Take in a message: from upstream (a sub-master's CM) or from a fed rank.
     fn accept(&mut self, envelope: Envelope) -> Result<(), RunError> {
         if Some(envelope.from) == self.source.upstream() {
-            let message =
-                decode(&envelope.bytes, "message from upstream").map_err(|source| {
-                    RunError::Decode {
-                        rank: envelope.from,
-                        source,
-                    }
-                })?;
+            let message = decode(&envelope.bytes, "message from upstream").map_err(|source| {
+                RunError::Decode {
+                    rank: envelope.from,
+                    source,
+                }
+            })?;
             self.source.on_upstream(message)
         } else {
             let message = self.decode_from(envelope.from, &envelope.bytes)?;
