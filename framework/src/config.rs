@@ -6,6 +6,8 @@
 //! worker_buffers = 2          # 1: compute then ask; 2: hold a second task while computing
 //! reassign_last_task = true   # send in-flight tasks again to workers that go idle at the end
 //! load_balance = false        # bound each cluster's share by the model's balanced workload
+//! scheduler = "on_demand"     # or fixed_size, factoring, adaptive_factoring, adaptive_multi_round
+//! chunk_fraction = 0.5        # the f of fixed_size and factoring
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -36,6 +38,10 @@ pub struct RunConfig {
     pub reassign_last_task: bool,
     /// Bound each cluster's share by the model's balanced workload (multi-cluster runs).
     pub load_balance: bool,
+    /// How many tasks one message to a worker carries.
+    pub scheduler: crate::scheduler::Policy,
+    /// The `f` of the fixed-size and factoring schedulers.
+    pub chunk_fraction: f64,
 }
 
 impl Default for RunConfig {
@@ -45,6 +51,8 @@ impl Default for RunConfig {
             worker_buffers: 2,
             reassign_last_task: true,
             load_balance: false,
+            scheduler: crate::scheduler::Policy::OnDemand,
+            chunk_fraction: 0.5,
         }
     }
 }
@@ -55,6 +63,12 @@ impl RunConfig {
             return Err(format!(
                 "run.statistics_interval = {}: expected seconds >= 0",
                 self.statistics_interval
+            ));
+        }
+        if !(self.chunk_fraction > 0.0 && self.chunk_fraction <= 1.0) {
+            return Err(format!(
+                "run.chunk_fraction = {}: expected a fraction in (0, 1]",
+                self.chunk_fraction
             ));
         }
         if !(1..=2).contains(&self.worker_buffers) {

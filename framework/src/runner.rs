@@ -37,7 +37,6 @@ use crate::{
     machinefile::{MachineFile, Role},
     master::{Master, ProblemSource},
     protocol::{encode, ToMaster},
-    scheduler::OnDemand,
     stats::{ClusterReport, RunStats},
     transport::{local::LocalTransport, mpi::MpiTransport, Transport},
     upstream::Upstream,
@@ -192,7 +191,7 @@ pub fn play<P: Problem>(
                 transport,
                 machines,
                 config.run.clone(),
-                Box::new(OnDemand),
+                config.run.scheduler.scheduler(config.run.chunk_fraction),
                 ProblemSource(problem),
             )?;
             let (stats, ProblemSource(problem)) = master.run()?;
@@ -220,7 +219,7 @@ pub fn play<P: Problem>(
                 transport,
                 machines,
                 config.run.clone(),
-                Box::new(OnDemand),
+                config.run.scheduler.scheduler(config.run.chunk_fraction),
                 source,
             )?;
             let (stats, _) = master.run()?;

@@ -123,7 +123,7 @@ fn quiet(buffers: u32, reassign: bool) -> RunConfig {
         statistics_interval: 0.0,
         worker_buffers: buffers,
         reassign_last_task: reassign,
-        load_balance: false,
+        ..RunConfig::default()
     }
 }
 
@@ -218,6 +218,29 @@ fn batches_from_a_scheduler_are_all_computed() {
         stats.workers.iter().map(|w| w.tasks_computed).sum::<u64>(),
         20
     );
+}
+
+#[test]
+fn every_scheduling_policy_computes_every_task_once() {
+    use hmw::scheduler::Policy;
+    for policy in [
+        Policy::FixedSize,
+        Policy::Factoring,
+        Policy::AdaptiveFactoring,
+        Policy::AdaptiveMultiRound,
+    ] {
+        let (stats, problem) = run_cluster(
+            Naps::new(60, 1),
+            &[1.0, 0.5, 0.25],
+            quiet(2, false),
+            policy.scheduler(0.5),
+        );
+        assert!(problem.gathered.iter().all(|&n| n == 1), "{policy:?}");
+        assert_eq!(
+            stats.workers.iter().map(|w| w.tasks_computed).sum::<u64>(),
+            60
+        );
+    }
 }
 
 #[test]
