@@ -12,7 +12,7 @@ pub mod sender;
 #[cfg(test)]
 mod sim_tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -172,6 +172,8 @@ pub struct Core {
     connections: HashMap<ConnId, bool>,
     sender: SendBuffer,
     receiver: ReceiveBuffer,
+    /// Complete messages from a previous incarnation of the peer, handed out first.
+    carried_over: VecDeque<Bytes>,
     counters: CoreCounters,
 }
 
@@ -185,6 +187,7 @@ impl Core {
             connections: HashMap::new(),
             sender: SendBuffer::new(config.send_memory, config.block_size, config.max_message),
             receiver: ReceiveBuffer::new(config.recv_memory, config.max_message),
+            carried_over: VecDeque::new(),
             counters: CoreCounters::default(),
         }
     }
@@ -305,7 +308,10 @@ impl Core {
 
     /// The next received message, in send order.
     pub fn pop_message(&mut self) -> Option<Bytes> {
-        let message = self.receiver.pop_message()?;
+        let message = self
+            .carried_over
+            .pop_front()
+            .or_else(|| self.receiver.pop_message())?;
         self.counters.messages_popped += 1;
         self.counters.bytes_popped += message.len() as u64;
         Some(message)

@@ -227,6 +227,12 @@ impl ReceiveBuffer {
         Some(message)
     }
 
+    /// Takes every complete message not yet handed out (the rest of the state is dropped
+    /// with the buffer).
+    pub fn take_ready(&mut self) -> VecDeque<Bytes> {
+        std::mem::take(&mut self.ready)
+    }
+
     /// Complete messages waiting for the application.
     pub fn ready_messages(&self) -> usize {
         self.ready.len()

@@ -265,9 +265,16 @@ fn restarted_peer_starts_a_new_session_and_old_connections_are_stale() {
         max_message: 500,
     };
     let mut a = Core::new(config, 1);
-    let b_old = Core::new(config, 2);
+    let mut b_old = Core::new(config, 2);
     a.connection_opened(10);
     a.on_frame(10, Frame::Hello(b_old.hello(0))).unwrap();
+    // The old incarnation delivered one complete message that A has not read yet.
+    b_old.connection_opened(20);
+    b_old.on_frame(20, Frame::Hello(a.hello(0))).unwrap();
+    b_old.on_frame(20, Frame::Ack(a.ack())).unwrap();
+    b_old.push_message(b"complete before the restart").unwrap();
+    let early = b_old.next_block(20, usize::MAX).unwrap();
+    a.on_frame(10, Frame::Data(early)).unwrap();
     a.on_frame(
         10,
         Frame::Ack(Ack {
