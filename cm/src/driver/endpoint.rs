@@ -54,16 +54,18 @@ pub(crate) fn server_endpoint(
     quinn::Endpoint::server(server, addr).map_err(|source| LinkError::Bind { addr, source })
 }
 
-/// A client endpoint on an ephemeral port of the server address's family.
+/// A client endpoint on an ephemeral port of the server address's family (on the loopback
+/// interface when the server is on it).
 pub(crate) fn client_endpoint(
     config: &LinkConfig,
     tls: &TlsMaterial,
 ) -> Result<(quinn::Endpoint, quinn::ClientConfig), LinkError> {
     let server = config.socket_addr()?;
-    let local: SocketAddr = if server.is_ipv4() {
-        (Ipv4Addr::UNSPECIFIED, 0).into()
-    } else {
-        (Ipv6Addr::UNSPECIFIED, 0).into()
+    let local: SocketAddr = match (server.is_ipv4(), server.ip().is_loopback()) {
+        (true, true) => (Ipv4Addr::LOCALHOST, 0).into(),
+        (true, false) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        (false, true) => (Ipv6Addr::LOCALHOST, 0).into(),
+        (false, false) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
     let endpoint = quinn::Endpoint::client(local).map_err(|source| LinkError::Bind {
         addr: local,
