@@ -384,9 +384,10 @@ pub fn layout(
             let window = window_for(plan, prediction, child, link)
                 .map(|w| format!(" window={w}"))
                 .unwrap_or_default();
+            let workers = subtree_workers(child, &selected, &children);
             let _ = writeln!(
                 text,
-                "{cm_host} # M 1 {}{bind} name={name} cluster={} nt={}{window}{bound}",
+                "{cm_host} # M 1 {}{bind} name={name} cluster={} nt={} workers={workers}{window}{bound}",
                 link.server_port, k.name, k.tasks_per_inter_task
             );
             cm_names.push(name);
@@ -448,6 +449,15 @@ fn mark_taking_part(
     }
     out[i] = any;
     any
+}
+
+/// Workers of `i`'s whole subtree.
+fn subtree_workers(i: usize, selected: &[Vec<String>], children: &[Vec<usize>]) -> usize {
+    selected[i].len()
+        + children[i]
+            .iter()
+            .map(|&c| subtree_workers(c, selected, children))
+            .sum::<usize>()
 }
 
 /// Tasks of `i`'s whole subtree.

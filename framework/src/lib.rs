@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod idle;
 pub mod launch;
+pub mod live;
 pub mod machinefile;
 pub mod master;
 pub mod model;

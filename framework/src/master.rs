@@ -21,6 +21,7 @@ use crate::{
     config::RunConfig,
     error::RunError,
     idle::Idle,
+    live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
     scheduler::{Demand, Scheduler},
@@ -114,6 +115,8 @@ enum Kind {
         name: String,
         nt: usize,
         max_tasks: Option<u64>,
+        /// Workers behind it (`workers=`), for the live prediction.
+        workers: Option<usize>,
     },
 }
 
@@ -132,6 +135,17 @@ struct Tally {
     taken_back: u64,
     /// The report that came with its `Bye`.
     report: Option<ClusterReport>,
+    /// Since the last progress line: what the live prediction measures.
+    window: Window,
+}
+
+/// What a rank delivered since the last progress line.
+#[derive(Debug, Default, Clone, Copy)]
+struct Window {
+    tasks: u64,
+    operations: f64,
+    busy_s: f64,
+    computed: u64,
 }
 
 /// The master of one cluster.
@@ -152,6 +166,8 @@ pub struct Master<'a, S> {
     gathered: u64,
     /// Basic operations of the tasks this cluster's own workers delivered.
     local_operations: f64,
+    /// Basic operations of every task gathered.
+    useful_operations: f64,
     reassigned: u64,
 }
 
@@ -194,6 +210,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         .unwrap_or_else(|| format!("cm{rank}")),
                     nt: annotation(machines, rank, "nt")?.unwrap_or(1usize).max(1),
                     max_tasks: annotation(machines, rank, "max_tasks")?,
+                    workers: annotation(machines, rank, "workers")?,
                 },
                 Some(_) => continue, // the upstream CM of a sub-master
             };
@@ -213,6 +230,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     heard: false,
                     taken_back: 0,
                     report: None,
+                    window: Window::default(),
                 },
             );
         }
@@ -230,6 +248,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             tallies,
             gathered: 0,
             local_operations: 0.0,
+            useful_operations: 0.0,
             reassigned: 0,
         })
     }
@@ -255,7 +274,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         self.transmit_upstream()?;
         while !self.finished() {
             if !interval.is_zero() && Instant::now() >= next_report {
-                let sample = self.progress(start.elapsed());
+                let sample = self.progress(start.elapsed(), interval.as_secs_f64());
                 println!("{}", sample.line(self.source.task_count()));
                 progress.push(sample);
                 next_report += interval;
@@ -309,21 +328,62 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Ok(())
     }
 
-    fn progress(&self, elapsed: Duration) -> ProgressSample {
-        let mut clusters = vec![(
-            self.name.clone(),
-            self.tallies
-                .values()
-                .filter(|t| matches!(t.kind, Kind::Worker))
-                .map(|t| t.stats.tasks_done)
-                .sum(),
-        )];
-        for tally in self.tallies.values() {
-            if let Kind::Cm { name, .. } = &tally.kind {
-                clusters.push((name.clone(), tally.stats.tasks_done));
+    /// The progress line, with the live prediction over the interval of `window_s` seconds
+    /// that just ended.
+    fn progress(&mut self, elapsed: Duration, window_s: f64) -> ProgressSample {
+        let mut local = ClusterWindow {
+            name: self.name.clone(),
+            local: true,
+            workers: Some(0),
+            tasks_done: 0,
+            window_tasks: 0,
+            window_operations: 0.0,
+            window_busy_s: 0.0,
+            window_computed: 0,
+        };
+        let mut clusters = Vec::new();
+        for tally in self.tallies.values_mut() {
+            let w = std::mem::take(&mut tally.window);
+            match &tally.kind {
+                Kind::Worker => {
+                    local.workers = local.workers.map(|n| n + 1);
+                    local.tasks_done += tally.stats.tasks_done;
+                    local.window_tasks += w.tasks;
+                    local.window_operations += w.operations;
+                    local.window_busy_s += w.busy_s;
+                    local.window_computed += w.computed;
+                }
+                Kind::Cm { name, workers, .. } if !tally.gone => clusters.push(ClusterWindow {
+                    name: name.clone(),
+                    local: false,
+                    workers: *workers,
+                    tasks_done: tally.stats.tasks_done,
+                    window_tasks: w.tasks,
+                    window_operations: w.operations,
+                    window_busy_s: w.busy_s,
+                    window_computed: w.computed,
+                }),
+                Kind::Cm { .. } => {}
             }
         }
-        ProgressSample::new(elapsed, self.gathered, self.source.task_count(), clusters)
+        if local.workers != Some(0) {
+            clusters.insert(0, local);
+        }
+        // Tasks still to do, at the mean basic operations of those gathered so far.
+        let total = self.source.task_count();
+        let remaining_operations = match total {
+            Some(total) if self.gathered > 0 => {
+                total.saturating_sub(self.gathered) as f64 * self.useful_operations
+                    / self.gathered as f64
+            }
+            _ => f64::NAN,
+        };
+        let (estimates, remaining_s) = if remaining_operations.is_nan() {
+            (live::estimate(window_s, &clusters, 0.0).0, None)
+        } else {
+            live::estimate(window_s, &clusters, remaining_operations)
+        };
+        ProgressSample::new(elapsed, self.gathered, total, estimates, remaining_s)
     }
 
     /// The next task for `rank`: a task to retry first, else a new one from the source.
@@ -380,6 +440,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
             ToMaster::Result { result, room } => {
                 tally.stats.tasks_computed += result.ids.len() as u64;
                 tally.stats.busy_s += result.busy_s;
+                tally.window.computed += result.ids.len() as u64;
+                tally.window.busy_s += result.busy_s;
                 tally.stats.operations += result.operations;
                 for id in &result.ids {
                     tally.outstanding.remove(id);
@@ -393,6 +455,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         self.in_flight.remove(id);
                     }
                     tally.stats.tasks_done += result.ids.len() as u64;
+                    tally.window.tasks += result.ids.len() as u64;
+                    tally.window.operations += result.operations;
+                    self.useful_operations += result.operations;
                     self.gathered += result.ids.len() as u64;
                     if matches!(tally.kind, Kind::Worker) {
                         self.local_operations += result.operations;

@@ -4,6 +4,8 @@ use std::{fmt::Write as _, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
+use crate::live::ClusterEstimate;
+
 /// What one worker did during a run, as the master saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStats {
@@ -50,19 +52,15 @@ pub struct ProgressSample {
     pub tasks_done: u64,
     /// Useful tasks per second since the start.
     pub tasks_per_s: f64,
-    /// Estimated seconds to the end, when the total is known.
+    /// Estimated seconds to the end: the live prediction's when it has one, else the tasks
+    /// left at the average rate (when the total is known).
     pub eta_s: Option<f64>,
-    /// Tasks done by this cluster's own workers and by each cluster behind it.
+    /// The live prediction of the whole run's time (elapsed + predicted remaining).
     #[serde(default)]
-    pub clusters: Vec<ClusterProgress>,
-}
-
-/// One cluster's part of a progress line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClusterProgress {
-    pub name: String,
-    pub tasks_done: u64,
-    pub tasks_per_s: f64,
+    pub predicted_total_s: Option<f64>,
+    /// This cluster's own workers and each cluster behind it, over the last interval.
+    #[serde(default)]
+    pub clusters: Vec<ClusterEstimate>,
 }
 
 /// A communication manager's link, seen from its side.
@@ -153,36 +151,26 @@ impl ClusterStats {
 }
 
 impl ProgressSample {
-    /// The progress after `elapsed` with `done` of `total` tasks gathered, `clusters` giving
-    /// each cluster's name and tasks done (left out when there is only one).
+    /// The progress after `elapsed` with `done` of `total` tasks gathered; `clusters` and
+    /// `remaining_s` are the live prediction's.
     pub fn new(
         elapsed: Duration,
         done: u64,
         total: Option<u64>,
-        clusters: Vec<(String, u64)>,
+        clusters: Vec<ClusterEstimate>,
+        remaining_s: Option<f64>,
     ) -> Self {
         let t_s = elapsed.as_secs_f64();
         let tasks_per_s = ratio(done as f64, t_s);
-        let eta_s = total
+        let average_eta = total
             .filter(|_| tasks_per_s > 0.0)
             .map(|total| total.saturating_sub(done) as f64 / tasks_per_s);
-        let clusters = if clusters.len() > 1 {
-            clusters
-                .into_iter()
-                .map(|(name, tasks_done)| ClusterProgress {
-                    name,
-                    tasks_done,
-                    tasks_per_s: ratio(tasks_done as f64, t_s),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
         ProgressSample {
             t_s,
             tasks_done: done,
             tasks_per_s,
-            eta_s,
+            eta_s: remaining_s.or(average_eta),
+            predicted_total_s: remaining_s.map(|r| t_s + r),
             clusters,
         }
     }
@@ -203,11 +191,17 @@ impl ProgressSample {
         if let Some(eta) = self.eta_s {
             let _ = write!(line, ", ETA {}", hms(eta));
         }
+        if let Some(total) = self.predicted_total_s {
+            let _ = write!(line, " (total {})", hms(total));
+        }
         for c in &self.clusters {
             let _ = write!(
                 line,
-                " | {} {} ({:.2}/s)",
-                c.name, c.tasks_done, c.tasks_per_s
+                " | {} {} ({:.2}/s, {})",
+                c.name,
+                c.tasks_done,
+                c.tasks_per_s,
+                c.bottleneck.as_deref().unwrap_or("-")
             );
         }
         line
@@ -341,24 +335,38 @@ mod tests {
 
     #[test]
     fn progress_line_and_eta() {
-        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100), vec![]);
+        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100), vec![], None);
         assert_eq!(p.tasks_per_s, 2.5);
         assert_eq!(p.eta_s, Some(30.0));
         assert_eq!(
             p.line(Some(100)),
             "[    10.0 s] 25 / 100 tasks (25.0%), 2.50 tasks/s, ETA 0:00:30"
         );
-        let unknown = ProgressSample::new(Duration::ZERO, 0, None, vec![]);
+        let unknown = ProgressSample::new(Duration::ZERO, 0, None, vec![], None);
         assert_eq!(unknown.eta_s, None);
+        let cluster = |name: &str, done, bottleneck: Option<&str>| ClusterEstimate {
+            name: name.into(),
+            tasks_done: done,
+            tasks_per_s: done as f64 / 10.0,
+            ops_per_s: done as f64 / 10.0,
+            busy_share: None,
+            bottleneck: bottleneck.map(str::to_owned),
+        };
         let two = ProgressSample::new(
             Duration::from_secs(10),
             25,
             None,
-            vec![("main".into(), 20), ("spain".into(), 5)],
+            vec![cluster("main", 20, Some("compute")), cluster("spain", 5, None)],
+            Some(20.0),
         );
-        assert!(two
-            .line(None)
-            .ends_with("| main 20 (2.00/s) | spain 5 (0.50/s)"));
+        assert_eq!(two.eta_s, Some(20.0));
+        assert_eq!(two.predicted_total_s, Some(30.0));
+        assert!(
+            two.line(None)
+                .ends_with("(total 0:00:30) | main 20 (2.00/s, compute) | spain 5 (0.50/s, -)"),
+            "{}",
+            two.line(None)
+        );
         assert_eq!(hms(3725.0), "1:02:05");
     }
 }

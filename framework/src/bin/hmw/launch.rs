@@ -175,7 +175,8 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    run_local(&layout, commands, &work, args.grace_s)
+    let predicted = prediction.as_ref().ok().map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    run_local(&layout, commands, &work, args.grace_s, predicted)
 }
 
 fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {
@@ -242,6 +243,7 @@ fn run_local(
     commands: Vec<(String, Command, PathBuf)>,
     work: &Path,
     grace_s: f64,
+    predicted: Option<(f64, f64)>,
 ) -> Result<()> {
     let interrupted = Arc::new(AtomicBool::new(false));
     {
@@ -328,6 +330,14 @@ fn run_local(
     let main_stats = &stats_files[main];
     if let Ok(text) = fs::read_to_string(main_stats) {
         if let Ok(stats) = serde_json::from_str::<RunStats>(&text) {
+            if let Some((best, worst)) = predicted {
+                println!(
+                    "== makespan: predicted {best:.3} s (best) to {worst:.3} s (worst), measured \
+                     {:.3} s ({:+.1}% from the worst case)",
+                    stats.wall_s,
+                    100.0 * (stats.wall_s - worst) / worst
+                );
+            }
             println!(
                 "launch clusters={} tasks={} makespan_s={:.3} stats={}",
                 layout.clusters.len(),
