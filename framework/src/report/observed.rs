@@ -242,7 +242,8 @@ fn rate_steps(done: &[(f64, u64)]) -> Vec<RateStep> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::stats::{ClusterProgress, ClusterReport, ClusterStats, ProgressSample};
+    use crate::live::ClusterEstimate;
+    use crate::stats::{ClusterReport, ClusterStats, ProgressSample};
 
     fn sample(t_s: f64, clusters: &[(&str, u64)]) -> ProgressSample {
         ProgressSample {
@@ -250,12 +251,16 @@ pub(crate) mod tests {
             tasks_done: clusters.iter().map(|c| c.1).sum(),
             tasks_per_s: 0.0,
             eta_s: None,
+            predicted_total_s: None,
             clusters: clusters
                 .iter()
-                .map(|&(name, tasks_done)| ClusterProgress {
+                .map(|&(name, tasks_done)| ClusterEstimate {
                     name: name.into(),
                     tasks_done,
                     tasks_per_s: 0.0,
+                    ops_per_s: 0.0,
+                    busy_share: None,
+                    bottleneck: None,
                 })
                 .collect(),
         }
