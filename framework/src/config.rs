@@ -42,6 +42,9 @@ pub struct RunConfig {
     pub scheduler: crate::scheduler::Policy,
     /// The `f` of the fixed-size and factoring schedulers.
     pub chunk_fraction: f64,
+    /// Hand out only the first tasks of the problem (calibration runs); the application's
+    /// final check is skipped, its answer being partial.
+    pub max_tasks: Option<u64>,
 }
 
 impl Default for RunConfig {
@@ -53,6 +56,7 @@ impl Default for RunConfig {
             load_balance: false,
             scheduler: crate::scheduler::Policy::OnDemand,
             chunk_fraction: 0.5,
+            max_tasks: None,
         }
     }
 }

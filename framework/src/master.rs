@@ -400,6 +400,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 });
             }
         }
+        if self.config.max_tasks.is_some_and(|max| self.next_id >= max) {
+            self.exhausted = true;
+        }
         if self.exhausted || !new_allowed {
             return None;
         }

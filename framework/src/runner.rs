@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// Run every rank of the machine file as a thread of this process, without MPI.
     #[arg(long)]
     pub threads: bool,
+    /// Hand out only the first N tasks (a calibration run; the application's final check is
+    /// skipped). Overrides [run] max_tasks.
+    #[arg(long)]
+    pub max_tasks: Option<u64>,
 }
 
 /// Everything a rank needs before its role starts; built and checked on every rank.
@@ -82,10 +86,13 @@ fn prepare<P, S>(
 where
     S: DeserializeOwned,
 {
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(path) => ConfigFile::load(path)?,
         None => ConfigFile::defaults(),
     };
+    if args.max_tasks.is_some() {
+        config.run.max_tasks = args.max_tasks;
+    }
     let machines = MachineFile::load(&args.machinefile)?;
     if let Some(size) = size {
         if size != machines.rank_count() {
@@ -296,8 +303,8 @@ fn conclude<P>(
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
     }
     match problem {
-        Some(problem) => finish(problem, &stats),
-        None => Ok(()),
+        Some(problem) if config.run.max_tasks.is_none() => finish(problem, &stats),
+        _ => Ok(()),
     }
 }
 

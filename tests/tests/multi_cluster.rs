@@ -288,3 +288,53 @@ fn a_cm_with_an_untrusted_certificate_is_refused() {
     assert!(main.stdout.contains("LOST"), "{}", main.stdout);
     drop(spain); // the stranger never gets a task; its processes are killed with their group
 }
+
+#[test]
+fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
+    let dir = scratch("calibrate");
+    // Workers of perf 10 and 5 tasks/s; the external link limited to 1 MB/s each way.
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\n{}{}[cluster.launch]\nwan_delay_ms = 5\n",
+        synthetic(20, 0.05),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            1,
+            "wan_in_bytes_per_s = 1e6\nwan_out_bytes_per_s = 1e6"
+        )
+        .replace("perf = 10.0", "perf = 5.0"),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let out = dir.join("system.toml");
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args([
+            "calibrate",
+            &plan_path,
+            "--tasks",
+            "4",
+            "--wan-seconds",
+            "1",
+            "--out",
+        ])
+        .arg(&out);
+    let run = Spawned::start(command).finish(Duration::from_secs(180));
+    run.assert_success();
+    let system: toml::Table = std::fs::read_to_string(&out).unwrap().parse().unwrap();
+    let clusters = system["clusters"].as_array().unwrap();
+    let perf = |c: usize| clusters[c]["workers"][0]["perf"].as_float().unwrap();
+    // reference_perf 10 = speed 1: 0.05 s tasks at 20/s; perf 5 = speed 0.5: 10/s.
+    assert!((perf(0) - 20.0).abs() < 1.5, "{system}");
+    assert!((perf(1) - 10.0).abs() < 1.0, "{system}");
+    let wan_in = clusters[1]["wan_in_bytes_per_s"].as_float().unwrap();
+    assert!((0.5e6..=1.05e6).contains(&wan_in), "{system}");
+    assert!(clusters[0]["lan_bytes_per_s"].as_float().unwrap() > 0.0);
+    let mut predict = Command::new(bin("hmw"));
+    predict
+        .args(["predict", &plan_path, "--measured"])
+        .arg(&out);
+    Spawned::start(predict)
+        .finish(Duration::from_secs(30))
+        .assert_success();
+}

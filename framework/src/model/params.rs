@@ -167,6 +167,12 @@ pub struct ModelInput {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredSystem {
+    /// When it was measured (free text, e.g. RFC 3339).
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// What it was measured under: the plan, the machines, the emulation.
+    #[serde(default)]
+    pub conditions: Option<String>,
     /// Measured values per cluster, matched to the plan by name.
     #[serde(default)]
     pub clusters: Vec<MeasuredCluster>,

@@ -356,12 +356,29 @@ pub fn load_plan(path: &Path) -> Result<Plan, PlanError> {
     })
 }
 
-/// Reads a measured-system file (JSON, [`MeasuredSystem`]); errors name the file.
+/// Reads a measured-system file ([`MeasuredSystem`]): TOML when its name ends in `.toml` (as
+/// `hmw calibrate` writes it), JSON otherwise; errors name the file.
 pub fn load_measured_system(path: &Path) -> Result<MeasuredSystem, PlanError> {
     let text = std::fs::read_to_string(path).map_err(|io| PlanError::Read {
         path: path.to_path_buf(),
         io,
     })?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        return toml::from_str(&text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map_or((0, 0), |span| line_column(&text, span.start));
+            PlanError::InFile {
+                path: path.to_path_buf(),
+                error: Box::new(PlanError::Syntax {
+                    line,
+                    column,
+                    cluster: None,
+                    message: e.message().to_owned(),
+                }),
+            }
+        });
+    }
     serde_json::from_str(&text).map_err(|e| {
         let location = format!(" at line {} column {}", e.line(), e.column());
         let message = e.to_string();

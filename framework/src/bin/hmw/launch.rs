@@ -71,7 +71,7 @@ impl Running {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr())
         .map(|a| a.port())
@@ -79,7 +79,7 @@ fn free_port() -> u16 {
 }
 
 /// The application binary: a path, or a name looked up next to this `hmw`, then on PATH.
-fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
+pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
     let as_path = Path::new(name);
     if as_path.components().count() > 1 {
         let path = if as_path.is_absolute() {
@@ -175,7 +175,10 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let predicted = prediction.as_ref().ok().map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    let predicted = prediction
+        .as_ref()
+        .ok()
+        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
     run_local(&layout, commands, &work, args.grace_s, predicted)
 }
 
@@ -201,7 +204,7 @@ fn shell_line(command: &Command) -> String {
 }
 
 /// The WAN emulator of one link: the child's CM sends to it, it relays to the parent's CM.
-fn relay_config(link: &LinkLayout) -> WanemConfig {
+pub(crate) fn relay_config(link: &LinkLayout) -> WanemConfig {
     let direction = |rate: Option<f64>| DirectionConfig {
         rate_mbit: rate.map_or(0.0, |bytes| bytes * 8.0 / 1e6),
         delay_ms: link.delay_ms,
@@ -220,7 +223,7 @@ fn relay_config(link: &LinkLayout) -> WanemConfig {
 
 /// Every cluster runs on this machine: MPI talks over shared memory and loopback only, and
 /// (the run being the user's own) may run as root.
-fn local_mpi_environment(command: &mut Command) {
+pub(crate) fn local_mpi_environment(command: &mut Command) {
     let defaults = [
         ("OMPI_MCA_btl_tcp_if_include", "lo"),
         ("OMPI_MCA_oob_tcp_if_include", "lo"),

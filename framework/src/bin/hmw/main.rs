@@ -1,5 +1,6 @@
 //! The `hmw` command line.
 
+mod calibrate;
 mod check;
 mod launch;
 mod predict;
@@ -20,6 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Measure a plan's system parameters on this machine (workers, LANs, WANs) for predict.
+    Calibrate(calibrate::CalibrateArgs),
     /// Check a run configuration and a machine file without starting anything.
     Check(check::CheckArgs),
     /// Run every cluster of a plan on this machine (or print each cluster's command).
@@ -34,6 +37,7 @@ fn main() -> anyhow::Result<()> {
     hmw::runner::init_logging();
     let cli = Cli::parse();
     match cli.command {
+        Command::Calibrate(args) => calibrate::run(args),
         Command::Check(args) => check::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Launch(args) => launch::run(args),
