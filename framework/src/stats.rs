@@ -356,7 +356,10 @@ mod tests {
             Duration::from_secs(10),
             25,
             None,
-            vec![cluster("main", 20, Some("compute")), cluster("spain", 5, None)],
+            vec![
+                cluster("main", 20, Some("compute")),
+                cluster("spain", 5, None),
+            ],
             Some(20.0),
         );
         assert_eq!(two.eta_s, Some(20.0));
