@@ -321,10 +321,13 @@ impl LinkConfig {
         if !(1..=64).contains(&self.streams) {
             return invalid("streams", format!("is {} but must be 1..=64", self.streams));
         }
-        if self.inactivity_timeout_ms < 100 {
+        if !(100..=86_400_000).contains(&self.inactivity_timeout_ms) {
             return invalid(
                 "inactivity_timeout_ms",
-                format!("is {} but must be at least 100", self.inactivity_timeout_ms),
+                format!(
+                    "is {} but must be 100..=86400000 (100 ms to a day)",
+                    self.inactivity_timeout_ms
+                ),
             );
         }
         if let Some(keepalive) = self.keepalive_interval_ms {
@@ -485,6 +488,11 @@ ca = "ca.pem"
                 "max_message",
             ),
             ("port = 7000", "port = 0", "port"),
+            (
+                "port = 7000",
+                "port = 7000\ninactivity_timeout_ms = 50",
+                "inactivity_timeout_ms",
+            ),
             ("ca = \"ca.pem\"", "", "tls"),
         ];
         for (from, to, key) in cases {

@@ -10,8 +10,8 @@ pub mod keygen;
 pub mod proto;
 pub mod stats;
 pub mod tls;
+pub mod wanem;
 
 pub use config::{Congestion, LinkConfig, Role, TlsConfig};
 pub use driver::{BlockingLink, Link, LinkError, TrySendError};
 pub use stats::{BufferUsage, LinkStats};
-pub mod wanem;
