@@ -8,6 +8,8 @@ scripts/setup.sh
 
 # Binaries first: the multi-process tests start them.
 cargo build --workspace --bins --quiet
-cargo test --workspace --quiet 2>&1 | tee target/test.log
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --quiet 2>&1 | tee "$log"
 # cargo test prints one summary line per test binary; add them up for a closing line.
-awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' target/test.log
+awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log"
