@@ -79,27 +79,23 @@ pub fn link_config(
             config
         }
     };
-    if let Some(v) = cm.connections {
-        config.connections = v;
+    // Each `[cm]` key given overrides the link's default.
+    macro_rules! overrides {
+        ($($key:ident),*) => {$(
+            if let Some(value) = cm.$key {
+                config.$key = value;
+            }
+        )*};
     }
-    if let Some(v) = cm.streams {
-        config.streams = v;
-    }
-    if let Some(v) = cm.block_size {
-        config.block_size = v;
-    }
-    if let Some(v) = cm.send_memory {
-        config.send_memory = v;
-    }
-    if let Some(v) = cm.recv_memory {
-        config.recv_memory = v;
-    }
-    if let Some(v) = cm.inactivity_timeout_ms {
-        config.inactivity_timeout_ms = v;
-    }
-    if let Some(v) = cm.congestion {
-        config.congestion = v;
-    }
+    overrides!(
+        connections,
+        streams,
+        block_size,
+        send_memory,
+        recv_memory,
+        inactivity_timeout_ms,
+        congestion
+    );
     config
         .validate()
         .map_err(|e| RunError::Setup(format!("{at}: {e}")))?;
