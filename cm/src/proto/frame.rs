@@ -180,7 +180,9 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         });
     }
     if buf.len() < HEADER_LEN + len {
-        buf.reserve(HEADER_LEN + len - buf.len());
+        // Room for the rest of the frame, but not more than a megabyte ahead of what the peer
+        // actually sent: a length field alone must not make us allocate.
+        buf.reserve((HEADER_LEN + len - buf.len()).min(1 << 20));
         return Ok(None);
     }
     buf.advance(HEADER_LEN);
@@ -340,6 +342,30 @@ mod tests {
                     }
                     Ok(None) | Err(_) => break,
                 }
+            }
+        }
+
+        /// Valid frames with corrupted bytes (the interesting inputs: lengths, types and
+        /// ranges that almost make sense) never panic the decoder and never make it consume
+        /// more than it was given.
+        #[test]
+        fn decoder_survives_corrupted_frames(
+            frames in prop::collection::vec(arb_frame(), 1..6),
+            flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8),
+        ) {
+            let mut wire = BytesMut::new();
+            for f in &frames {
+                f.encode(&mut wire);
+            }
+            for (at, value) in flips {
+                let i = at.index(wire.len());
+                wire[i] = value;
+            }
+            let mut buf = wire.clone();
+            let mut consumed = 0;
+            while let Ok(Some(frame)) = decode(&mut buf) {
+                consumed += frame.to_bytes().len();
+                prop_assert_eq!(consumed + buf.len(), wire.len());
             }
         }
 
