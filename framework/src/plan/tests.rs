@@ -282,6 +282,8 @@ fn a_measured_system_replaces_the_hand_written_values() {
         "{err}"
     );
     let measured = MeasuredSystem {
+        measured_at: None,
+        conditions: None,
         clusters: vec![MeasuredCluster {
             name: "away".into(),
             lan_bytes_per_s: None,
