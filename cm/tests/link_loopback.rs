@@ -28,7 +28,12 @@ async fn messages_cross_in_order_both_ways() {
     let run = async {
         let to_server = async {
             for i in 0..count {
-                client.send(&message(i)).await.unwrap();
+                // Both ways of sending: copied, and handed over without copying.
+                if i % 2 == 0 {
+                    client.send(&message(i)).await.unwrap();
+                } else {
+                    client.send_bytes(message(i).into()).await.unwrap();
+                }
             }
         };
         let to_client = async {

@@ -69,6 +69,9 @@ enum Command {
         /// Rounds (raw quinn, then the link, in turn); the median ratio is reported.
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Send with the link's copying `send(&[u8])` instead of the zero-copy `send_bytes`.
+        #[arg(long)]
+        copying_send: bool,
         /// Write the JSON report here (also printed on stdout).
         #[arg(long)]
         json: Option<PathBuf>,
@@ -157,9 +160,10 @@ fn main() -> Result<()> {
                 message,
                 block_size,
                 rounds,
+                copying_send,
                 json,
             } => write_report(
-                loopback(&certs, seconds, message, block_size, rounds).await?,
+                loopback(&certs, seconds, message, block_size, rounds, !copying_send).await?,
                 json,
             ),
             Command::Wan {
@@ -399,7 +403,24 @@ async fn link_transfer(
     seconds: f64,
     message_size: usize,
     cpu_from_s: f64,
+    zero_copy: bool,
 ) -> Result<Transfer> {
+    // Zero copy: the sender hands over `Bytes` from a ring of prepared messages (as raw quinn
+    // writes one shared buffer); message `seq` is ring entry `seq % RING`.
+    const RING: u64 = 96;
+    let ring: Option<Arc<Vec<Bytes>>> = zero_copy.then(|| {
+        Arc::new(
+            (0..RING)
+                .map(|k| {
+                    let mut m = vec![0xA5u8; message_size];
+                    m[..8].copy_from_slice(&k.to_be_bytes());
+                    m[message_size - 1] = k as u8;
+                    Bytes::from(m)
+                })
+                .collect(),
+        )
+    });
+    let label = move |seq: u64| if zero_copy { seq % RING } else { seq };
     let server = Arc::new(Link::start(server_cfg).await?);
     let wanem = match wan {
         Some(mut wan) => {
@@ -426,13 +447,13 @@ async fn link_transfer(
             let mut expected = 0u64;
             while let Ok(message) = server.recv().await {
                 let seq = u64::from_be_bytes(message[..8].try_into().expect("8 bytes"));
-                if seq != expected {
+                if seq != label(expected) {
                     checks[0].fetch_add(1, Ordering::Relaxed);
                 }
                 if message.len() != message_size || message[message_size - 1] != seq as u8 {
                     checks[1].fetch_add(1, Ordering::Relaxed);
                 }
-                expected = seq + 1;
+                expected += 1;
                 checks[2].fetch_add(1, Ordering::Relaxed);
                 meter
                     .bytes
@@ -447,11 +468,18 @@ async fn link_transfer(
             let mut seq = 0u64;
             let mut message = vec![0u8; message_size];
             while !stop.load(Ordering::Relaxed) {
-                message[..8].copy_from_slice(&seq.to_be_bytes());
-                message[message_size - 1] = seq as u8;
+                let send = async {
+                    match &ring {
+                        Some(ring) => client.send_bytes(ring[label(seq) as usize].clone()).await,
+                        None => {
+                            message[..8].copy_from_slice(&seq.to_be_bytes());
+                            message[message_size - 1] = seq as u8;
+                            client.send(&message).await
+                        }
+                    }
+                };
                 // Give up a blocked send now and then to look at the stop flag.
-                match tokio::time::timeout(Duration::from_millis(200), client.send(&message)).await
-                {
+                match tokio::time::timeout(Duration::from_millis(200), send).await {
                     Ok(Ok(())) => seq += 1,
                     Ok(Err(e)) => return Err(anyhow::Error::from(e)),
                     Err(_) => {}
@@ -522,6 +550,7 @@ async fn loopback(
     message: usize,
     block_size: usize,
     rounds: usize,
+    zero_copy: bool,
 ) -> Result<Value> {
     let mut round_reports = Vec::new();
     let mut ratios = Vec::new();
@@ -538,7 +567,8 @@ async fn loopback(
             let (mut server, mut client) = link_configs(certs, connections, streams, 64 << 20);
             server.block_size = block_size;
             client.block_size = block_size;
-            let t = link_transfer(server, client, None, seconds + 1.0, message, 1.0).await?;
+            let t =
+                link_transfer(server, client, None, seconds + 1.0, message, 1.0, zero_copy).await?;
             let rate = goodput(&t.samples, 1.0, seconds + 1.0);
             if t.out_of_order + t.corrupt > 0 || t.received != t.sent {
                 bail!("loopback transfer lost, reordered or corrupted messages");
@@ -589,6 +619,7 @@ async fn loopback(
         "seconds": seconds,
         "message_bytes": message,
         "block_size": block_size,
+        "link_send": if zero_copy { "send_bytes (zero copy)" } else { "send (copies)" },
         "rounds": round_reports,
         "loopback_vs_quinn": median,
         "loopback_cpu_efficiency_vs_quinn": cpu_median,
@@ -653,6 +684,7 @@ async fn wan_sweep(
             seconds,
             args.message,
             0.0,
+            false,
         )
         .await?;
         let steady = goodput(&t.samples, warmup, seconds);
@@ -718,7 +750,7 @@ async fn outage_run(
     }
     let mut wan = wan_config(args);
     wan.outages = vec![outage];
-    let t = link_transfer(server, client, Some(wan), seconds, args.message, 0.0).await?;
+    let t = link_transfer(server, client, Some(wan), seconds, args.message, 0.0, false).await?;
     let before = goodput(&t.samples, 3.0, outage.start_s);
     // Recovery: from the end of the outage to the first 1 s window at 80 % of the goodput
     // before it.

@@ -62,6 +62,12 @@ impl BlockingLink {
         self.block_on(self.link().send(message))
     }
 
+    /// Queues a message without copying it (from 16 KiB on), blocking while the send buffer
+    /// lacks room.
+    pub fn send_bytes(&self, message: Bytes) -> Result<(), LinkError> {
+        self.block_on(self.link().send_bytes(message))
+    }
+
     /// Queues a message if there is room now.
     pub fn try_send(&self, message: &[u8]) -> Result<(), TrySendError> {
         self.link().try_send(message)

@@ -122,12 +122,37 @@ impl Link {
         .await
     }
 
+    /// Queues a message without copying it (messages of at least 16 KiB are kept as they
+    /// are until acknowledged), waiting while the send buffer lacks room for it.
+    pub async fn send_bytes(&self, message: Bytes) -> Result<(), LinkError> {
+        wait_for(&self.shared.space, || {
+            match self.try_send_bytes(message.clone()) {
+                Ok(()) => Some(Ok(())),
+                Err(TrySendError::Full { .. }) => None,
+                Err(TrySendError::Link(e)) => Some(Err(e)),
+            }
+        })
+        .await
+    }
+
+    /// Queues a message without copying it, if the send buffer has room for it now.
+    pub fn try_send_bytes(&self, message: Bytes) -> Result<(), TrySendError> {
+        self.try_push(|core| core.push_message_bytes(message))
+    }
+
     /// Queues a message if the send buffer has room for it now.
     pub fn try_send(&self, message: &[u8]) -> Result<(), TrySendError> {
+        self.try_push(|core| core.push_message(message))
+    }
+
+    fn try_push(
+        &self,
+        push: impl FnOnce(&mut crate::proto::Core) -> Result<(), PushError>,
+    ) -> Result<(), TrySendError> {
         if self.shared.is_closing() {
             return Err(LinkError::Closed.into());
         }
-        match self.shared.core().push_message(message) {
+        match push(&mut self.shared.core()) {
             Ok(()) => {}
             Err(PushError::Full { needed, free }) => {
                 return Err(TrySendError::Full { needed, free })

@@ -306,6 +306,16 @@ impl Core {
         Ok(())
     }
 
+    /// Appends a message to the send buffer without copying it (if it is large enough to be
+    /// worth it, see [`sender::ZERO_COPY_MIN`]).
+    pub fn push_message_bytes(&mut self, message: Bytes) -> Result<(), PushError> {
+        let len = message.len() as u64;
+        self.sender.push_message_bytes(message)?;
+        self.counters.messages_pushed += 1;
+        self.counters.bytes_pushed += len;
+        Ok(())
+    }
+
     /// The next received message, in send order.
     pub fn pop_message(&mut self) -> Option<Bytes> {
         let message = self
@@ -330,6 +340,12 @@ impl Core {
     /// Number of connections that completed the hello.
     pub fn joined_connections(&self) -> usize {
         self.connections.values().filter(|&&joined| joined).count()
+    }
+
+    /// The send buffer, mutable (tests adjust thresholds).
+    #[cfg(test)]
+    pub(crate) fn sender_mut(&mut self) -> &mut SendBuffer {
+        &mut self.sender
     }
 
     /// The send buffer (fill level, counters).

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
 use super::frame::{Ack, Block};
@@ -15,6 +15,47 @@ use super::ConnId;
 pub const WINDOW_BLOCKS: u64 = 1 << 16;
 /// Bytes of framing in the message stream before each message (its length, u32 big endian).
 pub const MESSAGE_PREFIX_LEN: usize = 4;
+
+/// Messages at least this large handed over as [`Bytes`] are kept as they are instead of
+/// being copied into the send buffer.
+pub const ZERO_COPY_MIN: usize = 16 * 1024;
+
+/// A piece of the stream not yet cut into blocks.
+#[derive(Debug)]
+enum Segment {
+    /// Messages copied in, packed together (with their length prefixes).
+    Packed(BytesMut),
+    /// One large message handed over without copying (its prefix is in the segment before).
+    Shared(Bytes),
+}
+
+impl Segment {
+    fn len(&self) -> usize {
+        match self {
+            Segment::Packed(b) => b.len(),
+            Segment::Shared(b) => b.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Free capacity for packing more messages in.
+    fn room(&self) -> usize {
+        match self {
+            Segment::Packed(b) => b.capacity() - b.len(),
+            Segment::Shared(_) => 0,
+        }
+    }
+
+    fn split_to(&mut self, len: usize) -> Bytes {
+        match self {
+            Segment::Packed(b) => b.split_to(len).freeze(),
+            Segment::Shared(b) => b.split_to(len),
+        }
+    }
+}
 
 /// Why a message was not accepted into the send buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -63,7 +104,7 @@ pub struct SendBuffer {
     used: usize,
     /// The stream not yet cut into blocks, as segments that each hold whole messages (a
     /// growing single buffer would be copied whole on every reallocation).
-    open: VecDeque<BytesMut>,
+    open: VecDeque<Segment>,
     open_len: usize,
     /// Stream offsets where messages in `open` end (blocks are cut there when possible, so
     /// the receiver can hand out messages without copying them).
@@ -76,6 +117,7 @@ pub struct SendBuffer {
     peer_credit: u64,
     /// Unacknowledged bytes last sent on each connection.
     in_flight: HashMap<ConnId, usize>,
+    zero_copy_min: usize,
     blocks_sent: u64,
     blocks_retransmitted: u64,
 }
@@ -99,41 +141,72 @@ impl SendBuffer {
             peer_cumulative: 0,
             peer_credit: 0,
             in_flight: HashMap::new(),
+            zero_copy_min: ZERO_COPY_MIN,
             blocks_sent: 0,
             blocks_retransmitted: 0,
         }
     }
 
-    /// Appends a message to the stream if it fits in the free space.
-    pub fn push_message(&mut self, message: &[u8]) -> Result<(), PushError> {
-        if message.len() > self.max_message {
+    /// Checks that a message of `len` bytes can be appended now; returns the bytes it needs.
+    fn admit(&self, len: usize) -> Result<usize, PushError> {
+        if len > self.max_message {
             return Err(PushError::TooLarge {
-                size: message.len(),
+                size: len,
                 max: self.max_message,
             });
         }
-        let needed = message.len() + MESSAGE_PREFIX_LEN;
+        let needed = len + MESSAGE_PREFIX_LEN;
         if needed > self.free() {
             return Err(PushError::Full {
                 needed,
                 free: self.free(),
             });
         }
-        let fits = self
-            .open
-            .back()
-            .is_some_and(|segment| segment.capacity() - segment.len() >= needed);
-        if !fits {
+        Ok(needed)
+    }
+
+    /// A packed segment at the back with `room` free bytes (a new one of `capacity` if the
+    /// last has less).
+    fn packed_back(&mut self, room: usize, capacity: usize) -> &mut BytesMut {
+        if self.open.back().is_none_or(|segment| segment.room() < room) {
             self.open
-                .push_back(BytesMut::with_capacity(needed.max(self.block_size)));
+                .push_back(Segment::Packed(BytesMut::with_capacity(capacity)));
         }
-        let segment = self.open.back_mut().expect("a segment with room");
-        segment.put_u32(message.len() as u32);
-        segment.extend_from_slice(message);
+        match self.open.back_mut() {
+            Some(Segment::Packed(segment)) => segment,
+            _ => unreachable!("a packed segment was just ensured"),
+        }
+    }
+
+    fn appended(&mut self, needed: usize) {
         self.open_len += needed;
         self.boundaries
             .push_back(self.next_offset + self.open_len as u64);
         self.used += needed;
+    }
+
+    /// Appends a copy of a message to the stream if it fits in the free space.
+    pub fn push_message(&mut self, message: &[u8]) -> Result<(), PushError> {
+        let needed = self.admit(message.len())?;
+        let block_size = self.block_size;
+        let segment = self.packed_back(needed, needed.max(block_size));
+        segment.put_u32(message.len() as u32);
+        segment.extend_from_slice(message);
+        self.appended(needed);
+        Ok(())
+    }
+
+    /// Appends a message without copying it (when it is at least [`ZERO_COPY_MIN`] bytes;
+    /// smaller ones are copied, as by [`push_message`](Self::push_message)).
+    pub fn push_message_bytes(&mut self, message: Bytes) -> Result<(), PushError> {
+        if message.len() < self.zero_copy_min {
+            return self.push_message(&message);
+        }
+        let needed = self.admit(message.len())?;
+        self.packed_back(MESSAGE_PREFIX_LEN, MESSAGE_PREFIX_LEN)
+            .put_u32(message.len() as u32);
+        self.open.push_back(Segment::Shared(message));
+        self.appended(needed);
         Ok(())
     }
 
@@ -192,7 +265,7 @@ impl SendBuffer {
         }
         let len = cut.map_or(len, |boundary| (boundary - self.next_offset) as usize);
         let front = self.open.front_mut().expect("open bytes are in segments");
-        let payload = front.split_to(len).freeze();
+        let payload = front.split_to(len);
         self.open_len -= len;
         let block = Block {
             id: self.next_id,
@@ -285,11 +358,18 @@ impl SendBuffer {
     pub fn reset_for_new_peer(&mut self) -> usize {
         let dropped = self.used;
         *self = Self {
+            zero_copy_min: self.zero_copy_min,
             blocks_sent: self.blocks_sent,
             blocks_retransmitted: self.blocks_retransmitted,
             ..Self::new(self.capacity, self.block_size, self.max_message)
         };
         dropped
+    }
+
+    /// Lowers the zero-copy threshold so small test messages take that path.
+    #[cfg(test)]
+    pub(crate) fn set_zero_copy_min(&mut self, bytes: usize) {
+        self.zero_copy_min = bytes;
     }
 
     /// Unacknowledged bytes last sent on `conn`.
@@ -412,6 +492,31 @@ mod tests {
             1,
             "one block is always allowed"
         );
+    }
+
+    #[test]
+    fn large_shared_messages_are_sliced_without_copying() {
+        let mut s = SendBuffer::new(100_000, 8192, 50_000);
+        s.push_message(b"small").unwrap();
+        let big = Bytes::from(vec![9u8; 20_000]);
+        s.push_message_bytes(big.clone()).unwrap();
+        assert_eq!(s.used(), 9 + 20_004);
+        s.on_ack(&ack(0, 100_000, vec![])).unwrap();
+        let mut stream = Vec::new();
+        let mut sizes = Vec::new();
+        while let Some(block) = s.next_block(1, usize::MAX) {
+            sizes.push(block.payload.len());
+            if block.payload.len() > 1000 {
+                // Slices of the caller's buffer, not copies.
+                let inside = big.as_ptr() as usize..big.as_ptr() as usize + big.len();
+                assert!(inside.contains(&(block.payload.as_ptr() as usize)));
+            }
+            stream.extend_from_slice(&block.payload);
+        }
+        assert_eq!(sizes, vec![9, 4, 8192, 8192, 3616]);
+        let mut expected = [&5u32.to_be_bytes()[..], b"small", &20_000u32.to_be_bytes()].concat();
+        expected.extend_from_slice(&big);
+        assert_eq!(stream, expected);
     }
 
     #[test]

@@ -35,6 +35,7 @@ struct Sim {
 #[derive(Debug, Clone)]
 enum Op {
     Push(usize),
+    PushShared(usize),
     Transmit(usize, usize),
     Deliver(usize, usize),
     SendAck(usize),
@@ -46,6 +47,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => (0usize..1500).prop_map(Op::Push),
+        1 => (0usize..1500).prop_map(Op::PushShared),
         4 => (0..CONNECTIONS, 0..STREAMS).prop_map(|(c, s)| Op::Transmit(c, s)),
         4 => (0..CONNECTIONS, 0..STREAMS).prop_map(|(c, s)| Op::Deliver(c, s)),
         2 => (0..CONNECTIONS).prop_map(Op::SendAck),
@@ -74,6 +76,7 @@ impl Sim {
             next_payload: 0,
             max_in_flight: usize::MAX,
         };
+        sim.a.sender_mut().set_zero_copy_min(100);
         for i in 0..CONNECTIONS {
             let conn = sim.connect(i as u32);
             sim.conns.push(conn);
@@ -101,11 +104,17 @@ impl Sim {
         }
     }
 
-    fn push(&mut self, len: usize) {
+    fn push(&mut self, len: usize, shared: bool) {
         let message: Vec<u8> = (0..len)
             .map(|i| self.next_payload.wrapping_add(i as u8))
             .collect();
-        if self.a.push_message(&message).is_ok() {
+        let pushed = if shared {
+            self.a
+                .push_message_bytes(bytes::Bytes::from(message.clone()))
+        } else {
+            self.a.push_message(&message)
+        };
+        if pushed.is_ok() {
             self.expected.push(message);
             self.next_payload = self.next_payload.wrapping_add(1);
         }
@@ -128,7 +137,8 @@ impl Sim {
 
     fn apply(&mut self, op: Op) -> Result<(), TestCaseError> {
         match op {
-            Op::Push(len) => self.push(len),
+            Op::Push(len) => self.push(len, false),
+            Op::PushShared(len) => self.push(len, true),
             Op::Transmit(c, s) => {
                 if let Some(block) = self.a.next_block(self.conns[c].a_id, self.max_in_flight) {
                     self.conns[c].data[s].push_back(Frame::Data(block));
@@ -239,7 +249,7 @@ fn resend_after_disconnect_is_deduplicated() {
         recv_memory: 1000,
         max_message: 500,
     });
-    sim.push(45);
+    sim.push(45, false);
     sim.apply(Op::DeliverAck(0)).unwrap();
     for _ in 0..5 {
         sim.apply(Op::Transmit(0, 0)).unwrap();
