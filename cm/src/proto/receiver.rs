@@ -164,6 +164,16 @@ impl ReceiveBuffer {
         self.next_id += 1;
         self.next_offset = block.end();
         let mut payload = block.payload;
+        if self.assembly.len() == MESSAGE_PREFIX_LEN {
+            // Only a length is pending (a large message sent without copying travels as its
+            // prefix, then its body): a body that arrives whole is handed out as it is.
+            let len =
+                Self::announced(&self.assembly, self.max_message).map_err(|e| self.fail(e))?;
+            if payload.len() >= len {
+                self.assembly.clear();
+                self.ready.push_back(payload.split_to(len));
+            }
+        }
         if self.assembly.is_empty() {
             // Whole messages inside the block are handed out without copying.
             while payload.len() >= MESSAGE_PREFIX_LEN {
@@ -177,7 +187,7 @@ impl ReceiveBuffer {
             if payload.is_empty() {
                 return Ok(());
             }
-            if payload.len() >= MESSAGE_PREFIX_LEN {
+            if payload.len() > MESSAGE_PREFIX_LEN {
                 let len = Self::announced(&payload, self.max_message).map_err(|e| self.fail(e))?;
                 self.assembly.reserve(MESSAGE_PREFIX_LEN + len);
             }
@@ -190,8 +200,10 @@ impl ReceiveBuffer {
             let len =
                 Self::announced(&self.assembly, self.max_message).map_err(|e| self.fail(e))?;
             if self.assembly.len() < MESSAGE_PREFIX_LEN + len {
-                self.assembly
-                    .reserve(MESSAGE_PREFIX_LEN + len - self.assembly.len());
+                if self.assembly.len() > MESSAGE_PREFIX_LEN {
+                    self.assembly
+                        .reserve(MESSAGE_PREFIX_LEN + len - self.assembly.len());
+                }
                 return Ok(());
             }
             self.assembly.advance(MESSAGE_PREFIX_LEN);
@@ -325,6 +337,31 @@ mod tests {
         assert_eq!(
             r.on_block(3, block(0, 0, a)).unwrap(),
             BlockOutcome::Duplicate
+        );
+    }
+
+    #[test]
+    fn a_body_after_its_lone_prefix_is_handed_out_without_copying() {
+        let mut r = ReceiveBuffer::new(1000, 100);
+        r.on_block(1, block(0, 0, &[0, 0, 0, 2, b'h', b'i', 0, 0, 0, 5]))
+            .unwrap();
+        assert_eq!(&r.pop_message().unwrap()[..], b"hi");
+        let body = Bytes::from_static(b"world");
+        r.on_block(
+            1,
+            Block {
+                id: 1,
+                offset: 10,
+                payload: body.clone(),
+            },
+        )
+        .unwrap();
+        let message = r.pop_message().unwrap();
+        assert_eq!(&message[..], b"world");
+        assert_eq!(
+            message.as_ptr(),
+            body.as_ptr(),
+            "a slice of the block, not a copy"
         );
     }
 
