@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use plotters::{
-    coord::Shift,
+    coord::{types::RangedCoordf64, Shift},
     element::{DashedPathElement, PathElement, Rectangle, Text},
     prelude::*,
     series::{DashedLineSeries, LineSeries},
@@ -18,10 +18,13 @@ use plotters::{
 };
 
 use super::{
-    observed::{RateStep, SilenceKind},
+    observed::{rate_steps, SilenceKind},
     predicted::{sample_times, Profile},
     Report, ReportError,
 };
+
+/// A chart over time.
+type TimeChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// The font family of every text.
 const FAMILY: &str = "sans-serif";
@@ -190,14 +193,7 @@ impl Report {
     /// the run.
     fn draw_shading<DB: DrawingBackend>(
         &self,
-        chart: &mut ChartContext<
-            '_,
-            DB,
-            Cartesian2d<
-                plotters::coord::types::RangedCoordf64,
-                plotters::coord::types::RangedCoordf64,
-            >,
-        >,
+        chart: &mut TimeChart<'_, DB>,
         y_top: f64,
     ) -> Result<(), ReportError> {
         if let Some(p) = &self.predicted {
@@ -298,11 +294,11 @@ impl Report {
         }
         for c in &self.observed.clusters {
             let colour = self.colour_of(&c.name);
-            drawn(chart.draw_series(LineSeries::new(steps(&c.rates()), colour.stroke_width(3))))?;
+            drawn(chart.draw_series(LineSeries::new(steps(&c.done), colour.stroke_width(3))))?;
         }
         if several {
             drawn(chart.draw_series(LineSeries::new(
-                steps(&self.observed.total_rates()),
+                steps(&self.observed.total),
                 TOTAL.stroke_width(2),
             )))?;
         }
@@ -519,11 +515,7 @@ impl Report {
 /// The predicted curve of one cluster: the best case dashed, the worst case dotted where it
 /// differs from the best.
 fn draw_predicted<DB: DrawingBackend>(
-    chart: &mut ChartContext<
-        '_,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
+    chart: &mut TimeChart<'_, DB>,
     best: &Profile,
     worst: &Profile,
     colour: RGBColor,
@@ -536,8 +528,12 @@ fn draw_predicted<DB: DrawingBackend>(
         colour.stroke_width(2),
     )))?;
     if worst != best {
+        // From just before the earlier of the two ends: before it the curves coincide.
+        let from = best.end_starts().min(worst.end_starts());
+        let points = curve(worst);
+        let first = points.iter().position(|&(t, _)| t >= from).unwrap_or(0);
         drawn(chart.draw_series(DashedLineSeries::new(
-            curve(worst),
+            points[first.saturating_sub(1)..].to_vec(),
             2,
             5,
             colour.stroke_width(3),
@@ -558,14 +554,24 @@ fn tick(value: f64, end: f64) -> String {
     format!("{value:.decimals$}")
 }
 
-/// A rate as a staircase: each interval's rate held across it.
-fn steps(rates: &[RateStep]) -> Vec<(f64, f64)> {
-    rates
+/// The rate of a `(seconds, tasks done)` series as a staircase, each interval's rate held
+/// across it. A last interval shorter than half the one before (the run ended just after a
+/// sample) is merged into it: over a fraction of a sampling interval, a few results arriving
+/// together would read as a spike.
+fn steps(done: &[(f64, u64)]) -> Vec<(f64, f64)> {
+    let mut points = done.to_vec();
+    let n = points.len();
+    if n >= 3 {
+        let (t0, t1, t2) = (points[n - 3].0, points[n - 2].0, points[n - 1].0);
+        if t2 - t1 < 0.5 * (t1 - t0) {
+            points.remove(n - 2);
+        }
+    }
+    rate_steps(&points)
         .iter()
         .flat_map(|s| [(s.from_s, s.tasks_per_s), (s.to_s, s.tasks_per_s)])
         .collect()
 }
-
 /// What a legend entry shows.
 enum Mark {
     Solid(RGBColor),

@@ -259,10 +259,15 @@ impl Comparison {
     pub fn summary_line(&self) -> String {
         let r = &self.run;
         let within = self.clusters.iter().filter(|c| c.efficiency_within).count();
+        let bottlenecks: Vec<String> = self
+            .clusters
+            .iter()
+            .map(|c| format!("{}:{}", c.name, c.bottleneck))
+            .collect();
         format!(
             "report name={} tasks={} makespan_s={:.3} best_s={:.3} worst_s={:.3} err={:.4} \
              inside={} efficiency={:.3} eff_best={:.3} eff_worst={:.3} eff_within={} \
-             clusters_eff_within={within}/{}",
+             clusters_eff_within={within}/{} bottlenecks={}",
             self.name,
             r.tasks,
             r.makespan_s,
@@ -274,7 +279,8 @@ impl Comparison {
             r.efficiency_best,
             r.efficiency_worst,
             r.efficiency_within,
-            self.clusters.len()
+            self.clusters.len(),
+            bottlenecks.join(",")
         )
     }
 }
@@ -377,6 +383,9 @@ pub(crate) mod tests {
         let line = comparison.summary_line();
         assert!(line.starts_with("report name=two tasks=80 makespan_s=6.500 best_s=6.300"));
         assert!(line.contains("inside=true"), "{line}");
-        assert!(line.ends_with("clusters_eff_within=1/2"), "{line}");
+        assert!(
+            line.ends_with("clusters_eff_within=1/2 bottlenecks=main:compute,spain:wan_out"),
+            "{line}"
+        );
     }
 }

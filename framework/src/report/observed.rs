@@ -195,6 +195,29 @@ impl Observed {
         silences
     }
 
+    /// One line per cluster behind a communication manager: its link as the main cluster's
+    /// communication manager saw it (averages over the link's life, not its capacity).
+    pub fn links_text(&self) -> String {
+        let mut out = String::new();
+        for c in &self.clusters {
+            let Some(link) = &c.link else { continue };
+            out.push_str(&format!(
+                "link to {}: results in {:.3} MB ({:.3} MB/s), tasks out {:.3} MB ({:.3} MB/s); \
+                 {} disconnections, {:.1} s down; {} blocks retransmitted{}\n",
+                c.name,
+                link.bytes_received as f64 / 1e6,
+                link.recv_bytes_per_s / 1e6,
+                link.bytes_sent as f64 / 1e6,
+                link.send_bytes_per_s / 1e6,
+                link.disconnections,
+                link.disconnected_s,
+                link.blocks_retransmitted,
+                if c.lost { "; LOST" } else { "" }
+            ));
+        }
+        out
+    }
+
     /// The largest rate of any cluster or of the whole run over one interval.
     pub fn peak_rate(&self) -> f64 {
         self.clusters
@@ -226,7 +249,8 @@ fn strictly_increasing_times(points: Vec<(f64, u64)>) -> Vec<(f64, u64)> {
     out
 }
 
-fn rate_steps(done: &[(f64, u64)]) -> Vec<RateStep> {
+/// The rate over each interval between successive `(seconds, tasks done)` points.
+pub fn rate_steps(done: &[(f64, u64)]) -> Vec<RateStep> {
     done.windows(2)
         .map(|w| {
             let ((t0, d0), (t1, d1)) = (w[0], w[1]);
@@ -373,5 +397,16 @@ pub(crate) mod tests {
         assert_eq!(observed.clusters.len(), 1);
         assert_eq!(observed.clusters[0].done, [(0.0, 0), (1.0, 14), (2.0, 30)]);
         assert!(observed.silences().is_empty());
+        assert_eq!(observed.links_text(), "");
+    }
+
+    #[test]
+    fn link_lines() {
+        let text = Observed::from_stats(&two_cluster_stats()).links_text();
+        assert_eq!(
+            text,
+            "link to spain: results in 0.000 MB (0.000 MB/s), tasks out 0.000 MB (0.000 MB/s); \
+             1 disconnections, 2.0 s down; 0 blocks retransmitted\n"
+        );
     }
 }

@@ -111,6 +111,17 @@ impl Profile {
         }
     }
 
+    /// When the rate starts falling towards the end (0 for a run too short for a steady
+    /// state).
+    pub fn end_starts(&self) -> f64 {
+        let falls_from = self.t_up + self.steady_time() - self.t_end;
+        if falls_from >= 2.0 * self.t_up {
+            falls_from
+        } else {
+            0.0
+        }
+    }
+
     /// Tasks done at time `t` (the area under the rate curve up to `t`).
     pub fn done_at(&self, t: f64) -> f64 {
         let points = self.rate_points();
@@ -227,6 +238,7 @@ mod tests {
             tasks_per_s: 10.0,
         };
         assert!(close(p.execution_time(), 10.75));
+        assert!(close(p.end_starts(), 10.25));
         assert_eq!(
             p.rate_points(),
             [(0.0, 0.0), (1.0, 10.0), (10.25, 10.0), (10.75, 0.0)]

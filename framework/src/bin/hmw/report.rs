@@ -114,8 +114,12 @@ pub fn run(args: ReportArgs) -> Result<()> {
                 args.stats.display()
             );
             print!("{}", comparison.to_text());
+            print!("{}", report.observed.links_text());
         }
-        (None, _) => print!("{}", measured_only(&report)),
+        (None, _) => {
+            print!("{}", measured_only(&report));
+            print!("{}", report.observed.links_text());
+        }
     }
     if let Some(path) = &args.svg {
         let svg = report.svg(args.size)?;
