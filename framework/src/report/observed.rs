@@ -24,6 +24,33 @@ pub struct ObservedCluster {
     pub link: Option<LinkSummary>,
     /// Its link stayed down past the deadline and its tasks went to others.
     pub lost: bool,
+    /// Its own workers: how many, their mean busy share of its master's wall time, and that
+    /// wall time (from the sub-master's statistics for a cluster behind a CM; `None` when it
+    /// never reported).
+    pub workers: Option<WorkersSummary>,
+}
+
+/// A cluster's own workers, from the statistics of its (sub-)master.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkersSummary {
+    pub workers: usize,
+    /// Mean of busy time over the wall time.
+    pub busy_share: f64,
+    /// The (sub-)master's wall time, seconds.
+    pub wall_s: f64,
+    /// Tasks its workers computed for nothing (duplicates of reassigned tasks).
+    pub discharged: u64,
+}
+
+impl WorkersSummary {
+    fn of(stats: &RunStats) -> WorkersSummary {
+        WorkersSummary {
+            workers: stats.cluster.workers,
+            busy_share: stats.cluster.efficiency,
+            wall_s: stats.wall_s,
+            discharged: stats.cluster.discharged,
+        }
+    }
 }
 
 /// Why a cluster delivered nothing during a stretch of the run.
@@ -122,6 +149,10 @@ impl Observed {
                     done: strictly_increasing_times(done),
                     link: report.and_then(|r| r.link.clone()),
                     lost: report.is_some_and(|r| r.lost),
+                    workers: match report {
+                        Some(r) => r.stats.as_deref().map(WorkersSummary::of),
+                        None => Some(WorkersSummary::of(stats)),
+                    },
                 }
             })
             .collect();
@@ -195,25 +226,41 @@ impl Observed {
         silences
     }
 
-    /// One line per cluster behind a communication manager: its link as the main cluster's
-    /// communication manager saw it (averages over the link's life, not its capacity).
-    pub fn links_text(&self) -> String {
+    /// One line per cluster: its workers' busy share and, for a cluster behind a
+    /// communication manager, its link as the main cluster's CM saw it (averages over the
+    /// link's life, not its capacity).
+    pub fn details_text(&self) -> String {
         let mut out = String::new();
         for c in &self.clusters {
-            let Some(link) = &c.link else { continue };
-            out.push_str(&format!(
-                "link to {}: results in {:.3} MB ({:.3} MB/s), tasks out {:.3} MB ({:.3} MB/s); \
-                 {} disconnections, {:.1} s down; {} blocks retransmitted{}\n",
-                c.name,
-                link.bytes_received as f64 / 1e6,
-                link.recv_bytes_per_s / 1e6,
-                link.bytes_sent as f64 / 1e6,
-                link.send_bytes_per_s / 1e6,
-                link.disconnections,
-                link.disconnected_s,
-                link.blocks_retransmitted,
-                if c.lost { "; LOST" } else { "" }
-            ));
+            let mut line = format!("{}:", c.name);
+            match &c.workers {
+                Some(w) => line.push_str(&format!(
+                    " {} workers busy {:.1} % of {:.3} s, {} tasks discharged",
+                    w.workers,
+                    100.0 * w.busy_share,
+                    w.wall_s,
+                    w.discharged
+                )),
+                None => line.push_str(" no statistics from its sub-master"),
+            }
+            if let Some(link) = &c.link {
+                line.push_str(&format!(
+                    "; link: results in {:.3} MB ({:.3} MB/s), tasks out {:.3} MB ({:.3} MB/s), \
+                     {} disconnections, {:.1} s down, {} blocks retransmitted",
+                    link.bytes_received as f64 / 1e6,
+                    link.recv_bytes_per_s / 1e6,
+                    link.bytes_sent as f64 / 1e6,
+                    link.send_bytes_per_s / 1e6,
+                    link.disconnections,
+                    link.disconnected_s,
+                    link.blocks_retransmitted,
+                ));
+            }
+            if c.lost {
+                line.push_str("; LOST");
+            }
+            out.push_str(&line);
+            out.push('\n');
         }
         out
     }
@@ -397,16 +444,21 @@ pub(crate) mod tests {
         assert_eq!(observed.clusters.len(), 1);
         assert_eq!(observed.clusters[0].done, [(0.0, 0), (1.0, 14), (2.0, 30)]);
         assert!(observed.silences().is_empty());
-        assert_eq!(observed.links_text(), "");
+        assert_eq!(
+            observed.details_text(),
+            "local: 3 workers busy 0.0 % of 2.000 s, 0 tasks discharged\n"
+        );
     }
 
     #[test]
     fn link_lines() {
-        let text = Observed::from_stats(&two_cluster_stats()).links_text();
+        let text = Observed::from_stats(&two_cluster_stats()).details_text();
         assert_eq!(
             text,
-            "link to spain: results in 0.000 MB (0.000 MB/s), tasks out 0.000 MB (0.000 MB/s); \
-             1 disconnections, 2.0 s down; 0 blocks retransmitted\n"
+            "main: 2 workers busy 0.0 % of 6.500 s, 0 tasks discharged\n\
+             spain: no statistics from its sub-master; link: results in 0.000 MB (0.000 MB/s), \
+             tasks out 0.000 MB (0.000 MB/s), 1 disconnections, 2.0 s down, 0 blocks \
+             retransmitted\n"
         );
     }
 }

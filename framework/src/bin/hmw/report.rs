@@ -114,11 +114,11 @@ pub fn run(args: ReportArgs) -> Result<()> {
                 args.stats.display()
             );
             print!("{}", comparison.to_text());
-            print!("{}", report.observed.links_text());
+            print!("{}", report.observed.details_text());
         }
         (None, _) => {
             print!("{}", measured_only(&report));
-            print!("{}", report.observed.links_text());
+            print!("{}", report.observed.details_text());
         }
     }
     if let Some(path) = &args.svg {
