@@ -169,7 +169,10 @@ final="validation inside=$inside/$n median_err=$median_err max_err=$max_err eff_
 # ---- the document ----
 pct() { awk -v x="$1" 'BEGIN { printf "%+.1f %%", 100 * x }'; }
 yes_no() { [ "$1" = true ] && echo yes || echo "**no**"; }
-description() { sed -n '1,/^$/s/^# \{0,1\}//p' "$1" | sed 's/^Validation: //' | tr '\n' ' ' | sed 's/ *$//'; }
+description() {
+    sed -n '1,/^$/s/^# \{0,1\}//p' "$1" | sed 's/^Validation: //' | tr '\n' ' ' |
+        sed 's/ *$//; s/^./\U&/'
+}
 chart_link() { if [ "$mode" = full ]; then echo "validation/$1.svg"; else echo "charts/$1.svg"; fi; }
 {
     echo "# Validation of the model"
@@ -323,7 +326,7 @@ EOF
     echo '```'
     echo "$final"
     echo '```'
-} >"$doc"
+} | sed "s|$PWD/||g" >"$doc"
 echo "validate: wrote $doc"
 
 if ((${#failures[@]})); then

@@ -258,6 +258,7 @@ impl Report {
                 .y_label_formatter(&|y| tick(*y, y_top))
                 .label_style((FAMILY, 15))
                 .axis_desc_style((FAMILY, 17))
+                .max_light_lines(2)
                 .light_line_style(RGBColor(240, 240, 240))
                 .bold_line_style(RGBColor(215, 215, 215))
                 .draw(),
@@ -286,8 +287,8 @@ impl Report {
                     .collect();
                 drawn(chart.draw_series(DashedLineSeries::new(
                     total,
-                    10,
-                    6,
+                    14,
+                    8,
                     TOTAL.stroke_width(2),
                 )))?;
             }
@@ -337,6 +338,7 @@ impl Report {
                 .y_label_formatter(&|y| tick(*y, y_top))
                 .label_style((FAMILY, 15))
                 .axis_desc_style((FAMILY, 17))
+                .max_light_lines(2)
                 .light_line_style(RGBColor(240, 240, 240))
                 .bold_line_style(RGBColor(215, 215, 215))
                 .draw(),
@@ -361,8 +363,8 @@ impl Report {
                     .collect();
                 drawn(chart.draw_series(DashedLineSeries::new(
                     total,
-                    10,
-                    6,
+                    14,
+                    8,
                     TOTAL.stroke_width(2),
                 )))?;
             }
@@ -523,8 +525,8 @@ fn draw_predicted<DB: DrawingBackend>(
 ) -> Result<(), ReportError> {
     drawn(chart.draw_series(DashedLineSeries::new(
         curve(best),
-        10,
-        6,
+        14,
+        8,
         colour.stroke_width(2),
     )))?;
     if worst != best {
@@ -628,8 +630,8 @@ impl<DB: DrawingBackend> Side<'_, DB> {
             )?,
             Mark::Dashed(c) => drawn(self.area.draw(&DashedPathElement::new(
                 vec![(x0, y), (x1, y)],
-                10,
-                6,
+                14,
+                8,
                 line(c, 2),
             )))?,
             Mark::Dotted(c) => drawn(self.area.draw(&DashedPathElement::new(
