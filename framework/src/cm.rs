@@ -125,6 +125,8 @@ pub fn summarize(stats: &LinkStats) -> LinkSummary {
         disconnected_s: stats.time_disconnected_s,
         blocks_retransmitted: stats.blocks_retransmitted,
         max_reconnect_s: stats.max_reconnect_latency_s,
+        refused: stats.connections_refused,
+        ..Default::default()
     }
 }
 

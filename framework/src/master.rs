@@ -171,6 +171,13 @@ pub struct Master<'a, S> {
     reassigned: u64,
 }
 
+/// Seconds since the UNIX epoch.
+fn unix_seconds(time: std::time::SystemTime) -> Option<f64> {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
 /// `key=value` annotation `key` of a machine-file line, parsed.
 fn annotation<T: std::str::FromStr>(
     machines: &MachineFile,
@@ -267,6 +274,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             }
         }
         let start = Instant::now();
+        let started_unix_s = unix_seconds(std::time::SystemTime::now());
         let interval = Duration::from_secs_f64(self.config.statistics_interval);
         let mut next_report = start + interval;
         let mut progress = Vec::new();
@@ -289,7 +297,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let wall = start.elapsed();
         self.stop_ranks()?;
         self.transmit_upstream()?;
-        let stats = self.statistics(wall, progress);
+        let stats = self.statistics(started_unix_s, wall, progress);
         Ok((stats, self.source))
     }
 
@@ -620,7 +628,12 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Ok(())
     }
 
-    fn statistics(&mut self, wall: Duration, progress: Vec<ProgressSample>) -> RunStats {
+    fn statistics(
+        &mut self,
+        started_unix_s: Option<f64>,
+        wall: Duration,
+        progress: Vec<ProgressSample>,
+    ) -> RunStats {
         let total = self.gathered.max(1) as f64;
         let mut workers = Vec::new();
         let mut clusters = Vec::new();
@@ -648,6 +661,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         }
         RunStats {
             name: self.name.clone(),
+            started_unix_s,
             wall_s: wall.as_secs_f64(),
             tasks: self.gathered,
             cluster: ClusterStats::from_workers(&workers, wall, self.local_operations),

@@ -76,6 +76,23 @@ pub struct LinkSummary {
     pub blocks_retransmitted: u64,
     /// Longest outage the link recovered from, seconds.
     pub max_reconnect_s: Option<f64>,
+    /// Connection attempts refused (no accepted certificate).
+    #[serde(default)]
+    pub refused: u64,
+    /// Packets QUIC declared lost (and retransmitted) on the link's connections.
+    #[serde(default)]
+    pub packets_lost: u64,
+    /// When the link was down: each outage from the moment it was noticed to the moment a
+    /// connection came back (`end_unix_s` absent while still down), latest last.
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+}
+
+/// A stretch of time a link had no connection, in seconds since the UNIX epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    pub start_unix_s: f64,
+    pub end_unix_s: Option<f64>,
 }
 
 /// A cluster behind a communication manager, as its parent master saw it.
@@ -105,6 +122,10 @@ pub struct ClusterReport {
 pub struct RunStats {
     /// Cluster name (`main` for the main cluster unless configured).
     pub name: String,
+    /// When this master's clock started (the `t_s = 0` of `progress`), seconds since the
+    /// UNIX epoch.
+    #[serde(default)]
+    pub started_unix_s: Option<f64>,
     pub wall_s: f64,
     pub tasks: u64,
     /// This cluster's own workers.
