@@ -6,6 +6,10 @@
 //! - a [`Problem`]: the whole job on the master — it divides itself into tasks and gathers the
 //!   results.
 //!
+//! and, for runs over several clusters, optionally a fourth: a [`Splitter`], which lets the
+//! sub-master of an external cluster re-divide the tasks that reach it into local tasks of a
+//! finer grain, and lets a task leave out what earlier tasks already carried across the WAN.
+//!
 //! Tasks and results cross process boundaries (MPI, and the WAN between clusters), so both are
 //! `serde` types; the framework serialises them with bincode.
 
@@ -83,4 +87,40 @@ pub trait Problem: Send + 'static {
     fn task_count(&self) -> Option<u64> {
         None
     }
+}
+
+/// How an external cluster re-divides the tasks that reach it over the WAN (optional).
+///
+/// Without a splitter, an inter-cluster task is a batch of `nt` of the application's tasks,
+/// executed as they are. With one, each task that reaches a sub-master is split into local
+/// tasks (of a finer grain, say), their results are combined back into the task's result, and
+/// that result goes back. One splitter lives in each sub-master and in each communication
+/// manager facing a master, for the whole run, so it may keep state: a matrix product can
+/// send each operand block across a WAN once and let the far sub-master keep it.
+pub trait Splitter<T: Task>: Send + 'static {
+    /// On a sub-master: divide a task that arrived over the WAN into local tasks, and give the
+    /// empty result they combine into. An error stops the cluster (it is reported, and its
+    /// tasks go to other clusters).
+    fn split(&mut self, task: T) -> anyhow::Result<Split<T>>;
+
+    /// On a sub-master: fold the result of one local task (or of several joined further
+    /// down, with [`TaskResult::join`]) into the result of the task it came from.
+    fn combine(&mut self, whole: &mut T::Output, part: T::Output);
+
+    /// On a communication manager facing a master: the task as it crosses the WAN. The link
+    /// delivers every message once and in order to the same sub-master, whose [`split`]
+    /// sees them in that order, so a task may leave out what an earlier task already carried
+    /// for `split` to restore. The master keeps the full task: if the cluster is lost, the
+    /// task goes elsewhere whole. Default: unchanged.
+    ///
+    /// [`split`]: Splitter::split
+    fn outbound(&mut self, task: T) -> T {
+        task
+    }
+}
+
+/// A task divided by a [`Splitter`]: its local tasks, and the empty result they combine into.
+pub struct Split<T: Task> {
+    pub parts: Vec<T>,
+    pub whole: T::Output,
 }

@@ -38,6 +38,14 @@ use crate::{
 /// The rank of the master (or sub-master) inside a cluster.
 const MASTER: usize = 0;
 
+/// How long a CM facing a master waits, once the run is stopping, for a link that is down to
+/// bring the far cluster's statistics.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The application's shaping of a task's body before it crosses the WAN
+/// ([`crate::app::Splitter::outbound`]), on a CM facing a master.
+pub type Outbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, RunError>>;
+
 /// Build the link configuration of CM `rank` from its machine-file line and `[cm]`.
 pub fn link_config(
     machines: &MachineFile,
@@ -50,7 +58,7 @@ pub fn link_config(
         .cm
         .as_ref()
         .ok_or_else(|| RunError::Setup(format!("{at}: not a communication manager")))?;
-    let name = line.annotations.get("name").ok_or_else(|| {
+    let name = line.annotations.name.as_deref().ok_or_else(|| {
         RunError::Setup(format!(
             "{at}: a communication manager needs name=NAME (the name of its certificate)"
         ))
@@ -70,12 +78,12 @@ pub fn link_config(
     };
     let mut config = match &spec.endpoint {
         Endpoint::Server { port } => {
-            let bind = line.annotations.get("bind").unwrap_or(&line.host);
+            let bind = line.annotations.bind.as_ref().unwrap_or(&line.host);
             LinkConfig::new(hmw_cm::Role::Server, bind.clone(), *port, tls)
         }
         Endpoint::Client { host, port } => {
             let mut config = LinkConfig::new(hmw_cm::Role::Client, host.clone(), *port, tls);
-            config.server_name = line.annotations.get("peer").cloned();
+            config.server_name = line.annotations.peer.clone();
             config
         }
     };
@@ -126,6 +134,7 @@ pub fn summarize(stats: &LinkStats) -> LinkSummary {
         blocks_retransmitted: stats.blocks_retransmitted,
         max_reconnect_s: stats.max_reconnect_latency_s,
         refused: stats.connections_refused,
+        connections_established: stats.connections_established,
         ..Default::default()
     }
 }
@@ -201,11 +210,13 @@ impl Wan {
     }
 }
 
-/// Run CM `rank` until its master (or the far side) ends the run.
+/// Run CM `rank` until its master (or the far side) ends the run. `outbound` shapes the
+/// tasks a CM facing a master forwards.
 pub fn run(
     transport: &mut dyn Transport,
     machines: &MachineFile,
     cm: &CmConfig,
+    outbound: Option<Outbound>,
 ) -> Result<(), RunError> {
     let rank = transport.rank();
     let config = link_config(machines, rank, cm)?;
@@ -217,18 +228,9 @@ pub fn run(
     };
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
     let line = &machines.ranks[rank];
-    let window = match line.annotations.get("window") {
-        Some(v) => v.parse::<u64>().map_err(|_| {
-            RunError::Setup(format!(
-                "{}:{}: window={v} must be a whole number",
-                machines.path.display(),
-                line.line_no
-            ))
-        })?,
-        None => cm.tasks_window as u64,
-    };
+    let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
     match line.cm.as_ref().map(|c| c.facing) {
-        Some(Facing::Master) => MasterSide::new(transport, wan, window, lost_after).run(),
+        Some(Facing::Master) => MasterSide::new(transport, wan, window, lost_after, outbound).run(),
         _ => SubMasterSide::new(transport, wan, lost_after).run(),
     }
 }
@@ -250,10 +252,20 @@ struct MasterSide<'a> {
     stopping: bool,
     report: Option<Box<ClusterReport>>,
     far_bye: bool,
+    outbound: Option<Outbound>,
+    /// Bytes of the task bodies the master handed over, and as they crossed the WAN.
+    task_bytes: u64,
+    task_bytes_sent: u64,
 }
 
 impl<'a> MasterSide<'a> {
-    fn new(transport: &'a mut dyn Transport, wan: Wan, window: u64, lost_after: Duration) -> Self {
+    fn new(
+        transport: &'a mut dyn Transport,
+        wan: Wan,
+        window: u64,
+        lost_after: Duration,
+        outbound: Option<Outbound>,
+    ) -> Self {
         MasterSide {
             transport,
             wan,
@@ -266,6 +278,9 @@ impl<'a> MasterSide<'a> {
             stopping: false,
             report: None,
             far_bye: false,
+            outbound,
+            task_bytes: 0,
+            task_bytes_sent: 0,
         }
     }
 
@@ -296,15 +311,25 @@ impl<'a> MasterSide<'a> {
                 }
             }
             self.wan.push()?;
-            if !self.lost && self.wan.down_for() > self.lost_after {
+            // Once stopping, the master has every result it needs: only the far cluster's
+            // statistics are awaited, and not for long over a link that is down.
+            let deadline = if self.stopping {
+                self.lost_after.min(STOP_PATIENCE)
+            } else {
+                self.lost_after
+            };
+            if !self.lost && self.wan.down_for() > deadline {
                 self.lost = true;
-                tracing::warn!(
-                    after_s = self.lost_after.as_secs_f64(),
-                    "WAN link down past the deadline: the cluster behind it is lost"
-                );
-                self.transport.send(MASTER, encode(&ToMaster::Lost))?;
+                if !self.stopping {
+                    tracing::warn!(
+                        after_s = self.lost_after.as_secs_f64(),
+                        "WAN link down past the deadline: the cluster behind it is lost"
+                    );
+                    self.transport.send(MASTER, encode(&ToMaster::Lost))?;
+                }
             }
-            if self.stopping && (self.far_bye || self.lost) {
+            let never_connected = self.wan.link.stats().connections_established == 0;
+            if self.stopping && (self.far_bye || self.lost || never_connected) {
                 break;
             }
             self.offer_room()?;
@@ -316,6 +341,8 @@ impl<'a> MasterSide<'a> {
         if report.link.is_none() {
             report.link = Some(summarize(&self.wan.link.stats()));
         }
+        report.task_bytes = self.task_bytes;
+        report.task_bytes_sent = self.task_bytes_sent;
         self.transport.send(
             MASTER,
             encode(&ToMaster::Bye {
@@ -329,9 +356,16 @@ impl<'a> MasterSide<'a> {
 
     fn on_master_message(&mut self, message: ToWorker) -> Result<(), RunError> {
         match message {
-            ToWorker::Tasks(batch) => {
+            ToWorker::Tasks(mut batch) => {
                 self.offered = self.offered.saturating_sub(1);
                 self.forwarded += 1;
+                for task in &mut batch {
+                    self.task_bytes += task.body.len() as u64;
+                    if let Some(outbound) = &mut self.outbound {
+                        task.body = outbound(&task.body)?;
+                    }
+                    self.task_bytes_sent += task.body.len() as u64;
+                }
                 self.wan.send(encode(&ToWorker::Tasks(batch)))
             }
             ToWorker::Stop => {
@@ -360,8 +394,14 @@ impl<'a> MasterSide<'a> {
                 self.far_bye = true;
             }
             ToMaster::Ready { room } => self.far_room += u64::from(room),
-            // Only this side decides that the far side is lost.
-            ToMaster::Lost => {}
+            // The far cluster reports it cannot go on: it is lost now, not after the deadline.
+            ToMaster::Lost | ToMaster::Failed { .. } => {
+                if !self.lost {
+                    self.lost = true;
+                    tracing::warn!("the far cluster reports it cannot go on: it is lost");
+                    self.transport.send(MASTER, encode(&ToMaster::Lost))?;
+                }
+            }
         }
         Ok(())
     }

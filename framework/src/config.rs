@@ -6,6 +6,7 @@
 //! worker_buffers = 2          # 1: compute then ask; 2: hold a second task while computing
 //! reassign_last_task = true   # send in-flight tasks again to workers that go idle at the end
 //! load_balance = false        # bound each cluster's share by the model's balanced workload
+//! wait_for_links = false      # start only once every link to another cluster is up
 //! scheduler = "on_demand"     # or fixed_size, factoring, adaptive_factoring, adaptive_multi_round
 //! chunk_fraction = 0.5        # the f of fixed_size and factoring
 //!
@@ -18,12 +19,41 @@ use std::path::{Path, PathBuf};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-/// An error in a configuration file, naming the file (and, from the TOML parser, the line).
+/// An error in a configuration file, naming the file and, when known, the line.
 #[derive(Debug, thiserror::Error)]
-#[error("{}: {message}", path.display())]
+#[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ConfigError {
     pub path: PathBuf,
+    /// 1-based line of the offending key (the TOML parser's own messages carry theirs).
+    pub line: Option<usize>,
     pub message: String,
+}
+
+/// A value that failed a check: its key (`table.key`) and what is wrong.
+#[derive(Debug)]
+struct Invalid {
+    key: &'static str,
+    message: String,
+}
+
+impl Invalid {
+    fn new(key: &'static str, message: String) -> Self {
+        Invalid { key, message }
+    }
+}
+
+/// The 1-based line where `dotted_key` (`table.key`) is written in the TOML `text`.
+pub fn line_of(text: &str, dotted_key: &str) -> Option<usize> {
+    let document = toml_edit::ImDocument::parse(text).ok()?;
+    let mut item = document.as_item();
+    let mut span = None;
+    for part in dotted_key.split('.') {
+        let table = item.as_table_like()?;
+        let (key, value) = table.get_key_value(part)?;
+        span = key.span().or_else(|| value.span());
+        item = value;
+    }
+    Some(text[..span?.start].matches('\n').count() + 1)
 }
 
 /// The framework's own settings: the `[run]` table.
@@ -36,8 +66,13 @@ pub struct RunConfig {
     pub worker_buffers: u32,
     /// Reassign in-flight tasks to workers that go idle once no task is left.
     pub reassign_last_task: bool,
-    /// Bound each cluster's share by the model's balanced workload (multi-cluster runs).
+    /// Bound each cluster's share by the model's balanced workload (multi-cluster runs): each
+    /// CM facing this master must then carry its bound (`max_tasks=`).
     pub load_balance: bool,
+    /// Hand out no task until every link to another cluster is up (or given up), so the
+    /// makespan leaves connecting out, as the model does: for measurements. By default local
+    /// workers start at once and each cluster joins when its link is up.
+    pub wait_for_links: bool,
     /// How many tasks one message to a worker carries.
     pub scheduler: crate::scheduler::Policy,
     /// The `f` of the fixed-size and factoring schedulers.
@@ -54,6 +89,7 @@ impl Default for RunConfig {
             worker_buffers: 2,
             reassign_last_task: true,
             load_balance: false,
+            wait_for_links: false,
             scheduler: crate::scheduler::Policy::OnDemand,
             chunk_fraction: 0.5,
             max_tasks: None,
@@ -62,23 +98,32 @@ impl Default for RunConfig {
 }
 
 impl RunConfig {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         if !(self.statistics_interval.is_finite() && self.statistics_interval >= 0.0) {
-            return Err(format!(
-                "run.statistics_interval = {}: expected seconds >= 0",
-                self.statistics_interval
+            return Err(Invalid::new(
+                "run.statistics_interval",
+                format!(
+                    "run.statistics_interval = {}: expected seconds >= 0",
+                    self.statistics_interval
+                ),
             ));
         }
         if !(self.chunk_fraction > 0.0 && self.chunk_fraction <= 1.0) {
-            return Err(format!(
-                "run.chunk_fraction = {}: expected a fraction in (0, 1]",
-                self.chunk_fraction
+            return Err(Invalid::new(
+                "run.chunk_fraction",
+                format!(
+                    "run.chunk_fraction = {}: expected a fraction in (0, 1]",
+                    self.chunk_fraction
+                ),
             ));
         }
         if !(1..=2).contains(&self.worker_buffers) {
-            return Err(format!(
-                "run.worker_buffers = {}: expected 1 or 2",
-                self.worker_buffers
+            return Err(Invalid::new(
+                "run.worker_buffers",
+                format!(
+                    "run.worker_buffers = {}: expected 1 or 2",
+                    self.worker_buffers
+                ),
             ));
         }
         Ok(())
@@ -130,14 +175,20 @@ impl Default for CmConfig {
 }
 
 impl CmConfig {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Invalid> {
         if self.tasks_window == 0 {
-            return Err("cm.tasks_window = 0: expected at least 1".into());
+            return Err(Invalid::new(
+                "cm.tasks_window",
+                "cm.tasks_window = 0: expected at least 1".into(),
+            ));
         }
         if !(self.lost_after_s.is_finite() && self.lost_after_s > 0.0) {
-            return Err(format!(
-                "cm.lost_after_s = {}: expected seconds > 0",
-                self.lost_after_s
+            return Err(Invalid::new(
+                "cm.lost_after_s",
+                format!(
+                    "cm.lost_after_s = {}: expected seconds > 0",
+                    self.lost_after_s
+                ),
             ));
         }
         Ok(())
@@ -159,6 +210,7 @@ impl ConfigFile {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
             path: path.to_owned(),
+            line: None,
             message: format!("cannot read configuration: {e}"),
         })?;
         Self::parse(path, &text)
@@ -175,11 +227,17 @@ impl ConfigFile {
         }
         let error = |message: String| ConfigError {
             path: path.to_owned(),
+            line: None,
             message,
         };
+        let invalid = |invalid: Invalid| ConfigError {
+            path: path.to_owned(),
+            line: line_of(text, invalid.key),
+            message: invalid.message,
+        };
         let document: Document = toml::from_str(text).map_err(|e| error(e.to_string()))?;
-        document.run.validate().map_err(error)?;
-        document.cm.validate().map_err(error)?;
+        document.run.validate().map_err(invalid)?;
+        document.cm.validate().map_err(invalid)?;
         let mut cm = document.cm;
         // Relative certificate folders are relative to the configuration file.
         if let (Some(certs), Some(dir)) = (&cm.certs, path.parent()) {
@@ -212,6 +270,7 @@ impl ConfigFile {
         }
         let error = |message: String| ConfigError {
             path: self.path.clone(),
+            line: None,
             message,
         };
         let document: Document<T> =
@@ -269,17 +328,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("worker_buffers = 3") && err.contains("1 or 2"),
+            err.starts_with("run.toml:2: ")
+                && err.contains("worker_buffers = 3")
+                && err.contains("1 or 2"),
             "{err}"
         );
 
-        let err = parse("[run]\nstatistics_interval = -1\n")
+        let err = parse("# intervals\n[run]\nworker_buffers = 1\nstatistics_interval = -1\n")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("statistics_interval"), "{err}");
+        assert!(
+            err.starts_with("run.toml:4: ") && err.contains("statistics_interval"),
+            "{err}"
+        );
 
-        let err = parse("[cm]\nlost_after_s = 0\n").unwrap_err().to_string();
-        assert!(err.contains("cm.lost_after_s"), "{err}");
+        let err = parse("[run]\nchunk_fraction = nan\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("run.toml:2: "), "{err}");
+
+        let err = parse("[run]\n[cm]\nlost_after_s = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.toml:3: ") && err.contains("cm.lost_after_s"),
+            "{err}"
+        );
 
         let err = parse("[run\n").unwrap_err().to_string();
         assert!(err.contains("line 1"), "{err}");

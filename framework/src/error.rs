@@ -22,6 +22,13 @@ pub enum RunError {
     },
     #[error("rank {rank}: protocol violation: {message}")]
     Protocol { rank: usize, message: String },
+    /// A rank reported that it cannot go on (a task panicked there, say).
+    #[error("rank {rank} ({host}) failed: {message}")]
+    Failed {
+        rank: usize,
+        host: String,
+        message: String,
+    },
     #[error("{0}")]
     Setup(String),
 }

@@ -26,7 +26,7 @@ pub mod transport;
 pub mod upstream;
 pub mod worker;
 
-pub use app::{Problem, Task, TaskId, TaskResult, WorkerContext};
+pub use app::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
 pub use error::RunError;
-pub use runner::run;
+pub use runner::{run, run_split};
 pub use stats::RunStats;

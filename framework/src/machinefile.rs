@@ -12,7 +12,7 @@
 //! After it: optionally the CM fields `M|S 1|0 PORT [SERVER_HOST]`, then `key=value`
 //! annotations; a second `#` ends the annotations.
 
-use std::{collections::BTreeMap, fmt, path::Path, path::PathBuf};
+use std::{fmt, path::Path, path::PathBuf};
 
 /// An error in a machine file, naming the file and the line.
 #[derive(Debug, thiserror::Error)]
@@ -56,17 +56,176 @@ pub struct RankLine {
     pub line_no: usize,
     pub host: String,
     pub cm: Option<CmSpec>,
-    /// `key=value` annotations, e.g. `speed=0.5`.
-    pub annotations: BTreeMap<String, String>,
+    /// `key=value` annotations, parsed and checked.
+    pub annotations: Annotations,
 }
 
 impl RankLine {
-    /// The emulated speed factor (`speed=`, validated positive at parse time; 1.0 when absent).
+    /// The emulated speed factor (`speed=`; 1.0 when absent).
     pub fn speed(&self) -> f64 {
-        self.annotations
-            .get("speed")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(1.0)
+        self.annotations.speed.unwrap_or(1.0)
+    }
+}
+
+/// The `key=value` annotations of a rank line, each parsed and checked where it may appear
+/// when the file is read, so a bad value stops every rank before any starts.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Annotations {
+    /// `speed=`: emulated speed factor of a worker (> 0): a task of `t` seconds at speed 1
+    /// takes `t / speed`.
+    pub speed: Option<f64>,
+    /// `cluster=`: the name of this cluster (on the first line) or of the cluster behind a
+    /// CM facing a master.
+    pub cluster: Option<String>,
+    /// `name=`: a CM's certificate name (required on every CM line).
+    pub name: Option<String>,
+    /// `peer=`: the certificate name the server CM must present, on a client CM.
+    pub peer: Option<String>,
+    /// `bind=`: the address a server CM listens on (default: its host).
+    pub bind: Option<String>,
+    /// `nt=`: tasks per inter-cluster task, on a CM facing a master (>= 1).
+    pub nt: Option<usize>,
+    /// `nr=`: local results joined into one inter-cluster result, on a CM facing a
+    /// sub-master (>= 1).
+    pub nr: Option<usize>,
+    /// `window=`: inter-cluster tasks sent ahead of the far side's requests, on a CM facing
+    /// a master (>= 1).
+    pub window: Option<u64>,
+    /// `max_tasks=`: at most this many new tasks go to the cluster behind a CM facing a
+    /// master (its balanced share under `load_balance`).
+    pub max_tasks: Option<u64>,
+    /// `workers=`: workers behind a CM facing a master, for the live prediction (>= 1).
+    pub workers: Option<usize>,
+}
+
+/// Which lines an annotation may appear on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Worker,
+    First,
+    AnyCm,
+    MasterCm,
+    SubMasterCm,
+    ServerCm,
+    ClientCm,
+}
+
+impl Place {
+    fn describe(places: &[Place]) -> String {
+        let names: Vec<&str> = places
+            .iter()
+            .map(|p| match p {
+                Place::Worker => "a worker line",
+                Place::First => "the first line",
+                Place::AnyCm => "a communication-manager line",
+                Place::MasterCm => "a CM facing a master (# M)",
+                Place::SubMasterCm => "a CM facing a sub-master (# S)",
+                Place::ServerCm => "a server CM (# M|S 1 ...)",
+                Place::ClientCm => "a client CM (# M|S 0 ...)",
+            })
+            .collect();
+        names.join(" or ")
+    }
+}
+
+/// Every annotation the framework reads, and where it may appear.
+const KNOWN: &[(&str, &[Place])] = &[
+    ("speed", &[Place::Worker]),
+    ("cluster", &[Place::First, Place::MasterCm]),
+    ("name", &[Place::AnyCm]),
+    ("peer", &[Place::ClientCm]),
+    ("bind", &[Place::ServerCm]),
+    ("nt", &[Place::MasterCm]),
+    ("nr", &[Place::SubMasterCm]),
+    ("window", &[Place::MasterCm]),
+    ("max_tasks", &[Place::MasterCm]),
+    ("workers", &[Place::MasterCm]),
+];
+
+impl Annotations {
+    /// Set annotation `key` from its text.
+    fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        fn at_least<T: std::str::FromStr + PartialOrd>(
+            key: &str,
+            value: &str,
+            min: T,
+        ) -> Result<T, String> {
+            match value.parse::<T>() {
+                Ok(n) if n >= min => Ok(n),
+                _ => Err(format!(
+                    "{key}={value}: expected a whole number >= {}",
+                    if key == "max_tasks" { 0 } else { 1 }
+                )),
+            }
+        }
+        let name = |value: &str| {
+            let valid = value
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+            if valid {
+                Ok(value.to_owned())
+            } else {
+                Err(format!(
+                    "{key}={value}: use letters, digits, '-', '_' and '.' only"
+                ))
+            }
+        };
+        match key {
+            "speed" => match value.parse::<f64>() {
+                Ok(s) if s.is_finite() && s > 0.0 => self.speed = Some(s),
+                _ => return Err(format!("speed={value}: expected a positive number")),
+            },
+            "cluster" => self.cluster = Some(name(value)?),
+            "name" => self.name = Some(name(value)?),
+            "peer" => self.peer = Some(name(value)?),
+            "bind" => self.bind = Some(value.to_owned()),
+            "nt" => self.nt = Some(at_least(key, value, 1)?),
+            "nr" => self.nr = Some(at_least(key, value, 1)?),
+            "window" => self.window = Some(at_least(key, value, 1)?),
+            "max_tasks" => self.max_tasks = Some(at_least(key, value, 0)?),
+            "workers" => self.workers = Some(at_least(key, value, 1)?),
+            _ => {
+                let known: Vec<&str> = KNOWN.iter().map(|(k, _)| *k).collect();
+                return Err(format!(
+                    "unknown annotation '{key}' (known: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The annotations given, as `(key, value)` pairs in a fixed order.
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let mut pairs = Vec::new();
+        let mut push = |key: &'static str, value: Option<String>| {
+            if let Some(value) = value {
+                pairs.push((key, value));
+            }
+        };
+        push("speed", self.speed.map(|v| v.to_string()));
+        push("cluster", self.cluster.clone());
+        push("name", self.name.clone());
+        push("peer", self.peer.clone());
+        push("bind", self.bind.clone());
+        push("nt", self.nt.map(|v| v.to_string()));
+        push("nr", self.nr.map(|v| v.to_string()));
+        push("window", self.window.map(|v| v.to_string()));
+        push("max_tasks", self.max_tasks.map(|v| v.to_string()));
+        push("workers", self.workers.map(|v| v.to_string()));
+        pairs
+    }
+}
+
+impl fmt::Display for Annotations {
+    /// `key=value` pairs separated by spaces, as they appear in a machine file.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text: Vec<String> = self
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        f.write_str(&text.join(" "))
     }
 }
 
@@ -137,8 +296,17 @@ impl MachineFile {
                 ));
             }
             let annotation = after.map(|a| a.split('#').next().unwrap_or(""));
-            let (cm, annotations) =
+            let (cm, annotations, keys) =
                 parse_annotation(annotation.unwrap_or("")).map_err(|m| error(line_no, m))?;
+            let first = ranks.is_empty();
+            if first && cm.is_some() {
+                return Err(error(
+                    line_no,
+                    "the first rank line is the master and cannot be a communication manager"
+                        .into(),
+                ));
+            }
+            check_places(first, cm.as_ref(), &keys).map_err(|m| error(line_no, m))?;
             ranks.push(RankLine {
                 line_no,
                 host: host.to_owned(),
@@ -162,13 +330,15 @@ impl MachineFile {
                 message: "no rank lines: the first line must name the master".into(),
             });
         };
-        if first.cm.is_some() {
+        let mut facing_sub_master = self
+            .ranks
+            .iter()
+            .filter(|r| matches!(&r.cm, Some(cm) if cm.facing == Facing::SubMaster));
+        if let (Some(_), Some(second)) = (facing_sub_master.next(), facing_sub_master.next()) {
             return Err(MachineFileError {
                 path: self.path.clone(),
-                line: first.line_no,
-                message: "the first rank line is the master and cannot be a communication \
-                          manager"
-                    .into(),
+                line: second.line_no,
+                message: "a second CM facing the sub-master: a cluster has one upstream".into(),
             });
         }
         if self.ranks.len() < 2 {
@@ -197,19 +367,10 @@ impl MachineFile {
     }
 
     /// The communication manager facing this cluster's sub-master (`# S ...`), if any: then
-    /// rank 0 is a sub-master fed through it. At most one is allowed.
-    pub fn upstream(&self) -> Result<Option<usize>, MachineFileError> {
-        let mut facing_sub_master = (0..self.ranks.len())
-            .filter(|&r| matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::SubMaster));
-        let first = facing_sub_master.next();
-        if let Some(second) = facing_sub_master.next() {
-            return Err(MachineFileError {
-                path: self.path.clone(),
-                line: self.ranks[second].line_no,
-                message: "a second CM facing the sub-master: a cluster has one upstream".into(),
-            });
-        }
-        Ok(first)
+    /// rank 0 is a sub-master fed through it (a file has at most one: checked when read).
+    pub fn upstream(&self) -> Option<usize> {
+        (0..self.ranks.len())
+            .find(|&r| matches!(&self.ranks[r].cm, Some(cm) if cm.facing == Facing::SubMaster))
     }
 
     /// Communication managers facing this cluster's master: its links to further clusters.
@@ -228,7 +389,10 @@ impl MachineFile {
 }
 
 /// Parse what follows `#` on a rank line: optional CM fields, then `key=value` annotations.
-fn parse_annotation(text: &str) -> Result<(Option<CmSpec>, BTreeMap<String, String>), String> {
+/// Returns the keys given too, for [`check_places`].
+fn parse_annotation(
+    text: &str,
+) -> Result<(Option<CmSpec>, Annotations, Vec<&'static str>), String> {
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let mut rest = &tokens[..];
     let cm = match rest.first() {
@@ -244,7 +408,8 @@ fn parse_annotation(text: &str) -> Result<(Option<CmSpec>, BTreeMap<String, Stri
         }
         _ => None,
     };
-    let mut annotations = BTreeMap::new();
+    let mut annotations = Annotations::default();
+    let mut keys: Vec<&'static str> = Vec::new();
     for token in rest {
         let Some((key, value)) = token.split_once('=') else {
             return Err(format!(
@@ -255,20 +420,49 @@ fn parse_annotation(text: &str) -> Result<(Option<CmSpec>, BTreeMap<String, Stri
         if key.is_empty() || value.is_empty() {
             return Err(format!("annotation '{token}' needs a key and a value"));
         }
-        if key == "speed" {
-            match value.parse::<f64>() {
-                Ok(s) if s.is_finite() && s > 0.0 => {}
-                _ => return Err(format!("speed={value}: expected a positive number")),
-            }
-        }
-        if annotations
-            .insert(key.to_owned(), value.to_owned())
-            .is_some()
-        {
+        annotations.set(key, value)?;
+        let known = KNOWN
+            .iter()
+            .map(|(k, _)| *k)
+            .find(|k| *k == key)
+            .expect("set() accepts known keys only");
+        if keys.contains(&known) {
             return Err(format!("annotation '{key}' given twice"));
         }
+        keys.push(known);
     }
-    Ok((cm, annotations))
+    Ok((cm, annotations, keys))
+}
+
+/// Check that each annotation given sits on a line where it means something, and that a CM
+/// line names its certificate.
+fn check_places(first: bool, cm: Option<&CmSpec>, keys: &[&'static str]) -> Result<(), String> {
+    let here = |place: Place| match (place, cm) {
+        (Place::Worker, None) => !first,
+        (Place::First, None) => first,
+        (Place::AnyCm, Some(_)) => true,
+        (Place::MasterCm, Some(c)) => c.facing == Facing::Master,
+        (Place::SubMasterCm, Some(c)) => c.facing == Facing::SubMaster,
+        (Place::ServerCm, Some(c)) => matches!(c.endpoint, Endpoint::Server { .. }),
+        (Place::ClientCm, Some(c)) => matches!(c.endpoint, Endpoint::Client { .. }),
+        _ => false,
+    };
+    for key in keys {
+        let (_, places) = KNOWN
+            .iter()
+            .find(|(k, _)| k == key)
+            .expect("keys are known");
+        if !places.iter().any(|&p| here(p)) {
+            return Err(format!(
+                "{key}= does not apply here: it belongs on {}",
+                Place::describe(places)
+            ));
+        }
+    }
+    if cm.is_some() && !keys.contains(&"name") {
+        return Err("a communication manager needs name=NAME (the name of its certificate)".into());
+    }
+    Ok(())
 }
 
 /// Parse `1|0 PORT [HOST]`; returns the endpoint and how many tokens it used.
@@ -310,8 +504,8 @@ mod tests {
     #[test]
     fn roles_follow_lines() {
         let file = parse(
-            "# comment\n\nnodeA\nnodeB # speed=0.5\nnodeC # M 1 7000 # CM facing master\n\
-             nodeX # S 0 7000 nodeC speed=2\n",
+            "# comment\n\nnodeA\nnodeB # speed=0.5\nnodeC # M 1 7000 name=c # CM facing master\n\
+             nodeX # S 0 7000 nodeC name=x nr=2\n",
         )
         .unwrap();
         assert_eq!(file.rank_count(), 4);
@@ -339,7 +533,8 @@ mod tests {
                 }
             })
         );
-        assert_eq!(file.ranks[3].annotations["speed"], "2");
+        assert_eq!(file.ranks[3].annotations.nr, Some(2));
+        assert_eq!(file.ranks[3].annotations.to_string(), "name=x nr=2");
         assert_eq!(file.worker_ranks(), vec![1]);
     }
 
@@ -350,11 +545,53 @@ mod tests {
             ("a\nb # speed=-1\n", 2, "positive"),
             ("a\nb # speed=fast\n", 2, "positive"),
             ("a\nb # M 1\n", 2, "incomplete"),
+            ("a\nb # M 1 7000\n", 2, "needs name="),
+            (
+                "a\nb # M 1 7000 name=c nt=abc\n",
+                2,
+                "nt=abc: expected a whole number >= 1",
+            ),
+            ("a\nb # M 1 7000 name=c nt=0\n", 2, "nt=0"),
+            ("a\nb # M 1 7000 name=c window=0\n", 2, "window=0"),
+            ("a\nb # M 1 7000 name=c max_tasks=-3\n", 2, "max_tasks=-3"),
+            ("a\nb # M 1 7000 name=c workers=x\n", 2, "workers=x"),
+            ("a\nb # S 0 7000 h name=c nr=0\n", 2, "nr=0"),
+            (
+                "a\nb # M 1 7000 name=c nr=2\n",
+                2,
+                "nr= does not apply here",
+            ),
+            (
+                "a\nb # S 0 7000 h name=c nt=2\n",
+                2,
+                "nt= does not apply here",
+            ),
+            ("a\nb # M 1 7000 name=c peer=p\n", 2, "peer= does not apply"),
+            (
+                "a\nb # S 0 7000 h name=c bind=0.0.0.0\n",
+                2,
+                "bind= does not apply",
+            ),
+            (
+                "a\nb # M 1 7000 name=c speed=2\n",
+                2,
+                "speed= does not apply",
+            ),
+            ("a # speed=2\nb\n", 1, "speed= does not apply"),
+            ("a\nb # cluster=x\n", 2, "cluster= does not apply"),
+            ("a\nb # speed2=1\n", 2, "unknown annotation 'speed2'"),
+            ("a\nb # foo=bar\n", 2, "unknown annotation"),
+            ("a\nb # name=a/b\n", 2, "letters, digits"),
+            (
+                "a\nb # S 0 7000 h name=c\nc # S 0 7001 h name=d\n",
+                3,
+                "second CM facing the sub-master",
+            ),
             ("a\nb # M 1 99999\n", 2, "port"),
             ("a\nb # S 0 7000\n", 2, "server host"),
             ("a\nb # M 2 7000\n", 2, "must be 1"),
             ("a\nb # fast\n", 2, "unexpected annotation"),
-            ("a\nb # x=1 x=2\n", 2, "twice"),
+            ("a\nb # speed=1 speed=2\n", 2, "twice"),
             ("a # M 1 7000\nb\n", 1, "master"),
             ("a\n", 1, "only a master"),
             ("# nothing\n", 0, "no rank lines"),

@@ -23,8 +23,8 @@ use crate::{
     idle::Idle,
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
-    scheduler::{Demand, Scheduler},
+    protocol::{decode, encode, ToMaster, ToWorker, ToWorkerRef, WireResult, WireTaskRef},
+    scheduler::{Demand, Requester, Scheduler},
     stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
     transport::{Envelope, Transport},
 };
@@ -66,6 +66,10 @@ pub trait TaskSource {
     /// Upstream asked to stop: the run ends now, whatever is still in flight.
     fn stopped(&self) -> bool {
         false
+    }
+    /// Seconds spent joining and combining results before they went upstream.
+    fn join_s(&self) -> f64 {
+        0.0
     }
 }
 
@@ -134,7 +138,7 @@ struct Tally {
     heard: bool,
     taken_back: u64,
     /// The report that came with its `Bye`.
-    report: Option<ClusterReport>,
+    report: Option<Box<ClusterReport>>,
     /// Since the last progress line: what the live prediction measures.
     window: Window,
 }
@@ -169,6 +173,10 @@ pub struct Master<'a, S> {
     /// Basic operations of every task gathered.
     useful_operations: f64,
     reassigned: u64,
+    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    tail_copies: u64,
+    /// Reused by `dispatch`: the requests waiting, as the scheduler sees them.
+    requesters: Vec<Requester>,
 }
 
 /// Seconds since the UNIX epoch.
@@ -176,27 +184,6 @@ fn unix_seconds(time: std::time::SystemTime) -> Option<f64> {
     time.duration_since(std::time::UNIX_EPOCH)
         .ok()
         .map(|d| d.as_secs_f64())
-}
-
-/// `key=value` annotation `key` of a machine-file line, parsed.
-fn annotation<T: std::str::FromStr>(
-    machines: &MachineFile,
-    rank: usize,
-    key: &str,
-) -> Result<Option<T>, RunError> {
-    let line = &machines.ranks[rank];
-    line.annotations
-        .get(key)
-        .map(|value| {
-            value.parse().map_err(|_| {
-                RunError::Setup(format!(
-                    "{}:{}: {key}={value} is not valid here",
-                    machines.path.display(),
-                    line.line_no
-                ))
-            })
-        })
-        .transpose()
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
@@ -213,11 +200,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
             let kind = match &line.cm {
                 None => Kind::Worker,
                 Some(cm) if cm.facing == Facing::Master => Kind::Cm {
-                    name: annotation(machines, rank, "cluster")?
+                    name: line
+                        .annotations
+                        .cluster
+                        .clone()
                         .unwrap_or_else(|| format!("cm{rank}")),
-                    nt: annotation(machines, rank, "nt")?.unwrap_or(1usize).max(1),
-                    max_tasks: annotation(machines, rank, "max_tasks")?,
-                    workers: annotation(machines, rank, "workers")?,
+                    nt: line.annotations.nt.unwrap_or(1),
+                    max_tasks: line.annotations.max_tasks,
+                    workers: line.annotations.workers,
                 },
                 Some(_) => continue, // the upstream CM of a sub-master
             };
@@ -246,7 +236,11 @@ impl<'a, S: TaskSource> Master<'a, S> {
             source,
             scheduler,
             config,
-            name: annotation(machines, 0, "cluster")?.unwrap_or_else(|| "main".to_owned()),
+            name: machines.ranks[0]
+                .annotations
+                .cluster
+                .clone()
+                .unwrap_or_else(|| "main".to_owned()),
             in_flight: BTreeMap::new(),
             retry: VecDeque::new(),
             next_id: 0,
@@ -257,17 +251,28 @@ impl<'a, S: TaskSource> Master<'a, S> {
             local_operations: 0.0,
             useful_operations: 0.0,
             reassigned: 0,
+            tail_copies: 0,
+            requesters: Vec::new(),
         })
     }
 
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
     /// Returns the statistics and the task source (which now holds the gathered results).
     pub fn run(mut self) -> Result<(RunStats, S), RunError> {
-        // The run starts once every link to another cluster is up (its CM offered room) or
-        // given up (its CM reported the cluster lost): the time to connect is not the run's.
+        // The run starts once every worker has asked for work (they do at once), so the first
+        // tasks are shared fairly. With `wait_for_links` it also waits until every link to
+        // another cluster is up (its CM offered room) or given up (its CM reported the cluster
+        // lost), so the time to connect is not the run's; otherwise each cluster joins when
+        // its link is up.
         let mut idle = Idle::default();
         self.transmit_upstream()?;
-        while !self.source.stopped() && self.tallies.values().any(|t| !t.heard) {
+        let wait_for_links = self.config.wait_for_links;
+        while !self.source.stopped()
+            && self
+                .tallies
+                .values()
+                .any(|t| !t.heard && (wait_for_links || matches!(t.kind, Kind::Worker)))
+        {
             if let Some(envelope) = self.transport.wait(idle.next_pause())? {
                 idle.reset();
                 self.accept(envelope)?;
@@ -278,9 +283,17 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let interval = Duration::from_secs_f64(self.config.statistics_interval);
         let mut next_report = start + interval;
         let mut progress = Vec::new();
+        let feeds_clusters = self
+            .tallies
+            .values()
+            .any(|t| matches!(t.kind, Kind::Cm { .. }));
+        let mut links_up = None;
         self.dispatch()?;
         self.transmit_upstream()?;
         while !self.finished() {
+            if feeds_clusters && links_up.is_none() && self.tallies.values().all(|t| t.heard) {
+                links_up = Some(start.elapsed().as_secs_f64());
+            }
             if !interval.is_zero() && Instant::now() >= next_report {
                 let sample = self.progress(start.elapsed(), interval.as_secs_f64());
                 println!("{}", sample.line(self.source.task_count()));
@@ -290,6 +303,10 @@ impl<'a, S: TaskSource> Master<'a, S> {
             if let Some(envelope) = self.transport.wait(idle.next_pause())? {
                 idle.reset();
                 self.accept(envelope)?;
+                // Take in everything that has arrived, so the scheduler sees every request.
+                while let Some(envelope) = self.transport.try_recv()? {
+                    self.accept(envelope)?;
+                }
                 self.dispatch()?;
                 self.transmit_upstream()?;
             }
@@ -297,7 +314,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let wall = start.elapsed();
         self.stop_ranks()?;
         self.transmit_upstream()?;
-        let stats = self.statistics(started_unix_s, wall, progress);
+        let stats = self.statistics(started_unix_s, links_up, wall, progress);
         Ok((stats, self.source))
     }
 
@@ -394,18 +411,17 @@ impl<'a, S: TaskSource> Master<'a, S> {
         ProgressSample::new(elapsed, self.gathered, total, estimates, remaining_s)
     }
 
-    /// The next task for `rank`: a task to retry first, else a new one from the source.
-    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Option<WireTask> {
+    /// The next task for `rank`: a task to retry first, else a new one from the source, which
+    /// then joins the in-flight table (with no holder yet).
+    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Option<TaskId> {
         while let Some(id) = self.retry.pop_front() {
-            let Some(flight) = self.in_flight.get(&id) else {
-                continue; // gathered meanwhile
-            };
-            if flight.holders.is_empty() {
-                return Some(WireTask {
-                    id,
-                    operations: flight.operations,
-                    body: flight.body.clone(),
-                });
+            // Gathered meanwhile, or held again by someone: skip it.
+            if self
+                .in_flight
+                .get(&id)
+                .is_some_and(|f| f.holders.is_empty())
+            {
+                return Some(id);
             }
         }
         if self.config.max_tasks.is_some_and(|max| self.next_id >= max) {
@@ -421,11 +437,15 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 if let Some(tally) = self.tallies.get_mut(&rank) {
                     tally.handed += 1;
                 }
-                Some(WireTask {
+                self.in_flight.insert(
                     id,
-                    operations,
-                    body,
-                })
+                    InFlight {
+                        operations,
+                        body,
+                        holders: Vec::new(),
+                    },
+                );
+                Some(id)
             }
             Next::Later => None,
             Next::Finished => {
@@ -451,6 +471,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
             ToMaster::Result { result, room } => {
                 tally.stats.tasks_computed += result.ids.len() as u64;
                 tally.stats.busy_s += result.busy_s;
+                tally.stats.decode_s += result.decode_s;
+                tally.stats.encode_s += result.encode_s;
                 tally.window.computed += result.ids.len() as u64;
                 tally.window.busy_s += result.busy_s;
                 tally.stats.operations += result.operations;
@@ -500,6 +522,13 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 }
                 self.waiting.retain(|&rank| rank != from);
             }
+            ToMaster::Failed { message } => {
+                return Err(RunError::Failed {
+                    rank: from,
+                    host: tally.stats.host.clone(),
+                    message,
+                })
+            }
             ToMaster::Bye { .. } => {
                 return Err(RunError::Protocol {
                     rank: from,
@@ -520,11 +549,29 @@ impl<'a, S: TaskSource> Master<'a, S> {
         }
     }
 
-    /// Serve the waiting ranks: tasks to retry and new tasks while there are some, then (if
-    /// enabled) copies of tasks still in flight elsewhere for idle workers.
+    /// Serve the waiting ranks, in the order the scheduler picks: tasks to retry and new tasks
+    /// while there are some, then (if enabled) copies of tasks still in flight elsewhere for
+    /// idle workers.
     fn dispatch(&mut self) -> Result<(), RunError> {
         let mut unserved = VecDeque::new();
-        while let Some(rank) = self.waiting.pop_front() {
+        while !self.waiting.is_empty() {
+            let pick = if self.waiting.len() == 1 {
+                0
+            } else {
+                self.requesters.clear();
+                self.requesters.extend(self.waiting.iter().map(|&rank| {
+                    let tally = &self.tallies[&rank];
+                    Requester {
+                        rank,
+                        holding: tally.outstanding.len(),
+                        worker: matches!(tally.kind, Kind::Worker),
+                    }
+                }));
+                self.scheduler
+                    .next_rank(&self.requesters)
+                    .min(self.waiting.len() - 1)
+            };
+            let rank = self.waiting.remove(pick).expect("pick is in range");
             let tally = &self.tallies[&rank];
             if tally.gone {
                 continue;
@@ -552,32 +599,41 @@ impl<'a, S: TaskSource> Master<'a, S> {
             while batch.len() < size {
                 let new_allowed = (batch.len() as u64) < room_for_new;
                 match self.take_task(rank, new_allowed) {
-                    Some(task) => batch.push(task),
+                    Some(id) => batch.push(id),
                     None => break,
                 }
             }
             // Only a worker with nothing left to compute is idle; a free second buffer is not.
             if batch.is_empty() && idle && is_worker && self.config.reassign_last_task {
-                batch.extend(self.duplicate_for(rank));
+                if let Some(id) = self.duplicate_for(rank) {
+                    self.tail_copies += 1;
+                    batch.push(id);
+                }
             }
             if batch.is_empty() {
                 unserved.push_back(rank);
                 continue;
             }
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
-            for task in &batch {
-                tally.outstanding.insert(task.id);
-                self.in_flight
-                    .entry(task.id)
-                    .or_insert_with(|| InFlight {
-                        operations: task.operations,
-                        body: task.body.clone(),
-                        holders: Vec::new(),
-                    })
-                    .holders
-                    .push(rank);
+            for &id in &batch {
+                tally.outstanding.insert(id);
+                if let Some(flight) = self.in_flight.get_mut(&id) {
+                    flight.holders.push(rank);
+                }
             }
-            self.transport.send(rank, encode(&ToWorker::Tasks(batch)))?;
+            let tasks = batch
+                .iter()
+                .map(|id| {
+                    let flight = &self.in_flight[id];
+                    WireTaskRef {
+                        id: *id,
+                        operations: flight.operations,
+                        body: &flight.body,
+                    }
+                })
+                .collect();
+            let message = encode(&ToWorkerRef::Tasks(tasks));
+            self.transport.send(rank, message)?;
         }
         self.waiting = unserved;
         Ok(())
@@ -585,16 +641,12 @@ impl<'a, S: TaskSource> Master<'a, S> {
 
     /// A copy of the in-flight task with the fewest holders (oldest first) that `rank` does not
     /// already hold.
-    fn duplicate_for(&self, rank: usize) -> Option<WireTask> {
+    fn duplicate_for(&self, rank: usize) -> Option<TaskId> {
         self.in_flight
             .iter()
             .filter(|(_, f)| !f.holders.contains(&rank))
             .min_by_key(|(id, f)| (f.holders.len(), **id))
-            .map(|(&id, f)| WireTask {
-                id,
-                operations: f.operations,
-                body: f.body.clone(),
-            })
+            .map(|(&id, _)| id)
     }
 
     /// Tell every fed rank to stop and wait for each to acknowledge; results that still
@@ -618,7 +670,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 ToMaster::Bye { report } => {
                     remaining.remove(&envelope.from);
                     if let Some(tally) = self.tallies.get_mut(&envelope.from) {
-                        tally.report = report.map(|r| *r);
+                        tally.report = report;
                     }
                 }
                 other => self.handle(envelope.from, other)?,
@@ -631,6 +683,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
     fn statistics(
         &mut self,
         started_unix_s: Option<f64>,
+        links_up_s: Option<f64>,
         wall: Duration,
         progress: Vec<ProgressSample>,
     ) -> RunStats {
@@ -644,6 +697,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             match &tally.kind {
                 Kind::Worker => workers.push(tally.stats.clone()),
                 Kind::Cm { name, .. } => {
+                    // The CM's report carries its link and the far cluster's statistics.
                     let report = tally.report.take().unwrap_or_default();
                     clusters.push(ClusterReport {
                         name: name.clone(),
@@ -653,8 +707,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         share: tally.stats.tasks_done as f64 / total,
                         lost: tally.gone,
                         taken_back: tally.taken_back,
-                        link: report.link,
-                        stats: report.stats,
+                        ..*report
                     })
                 }
             }
@@ -668,6 +721,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
             workers,
             clusters,
             reassigned: self.reassigned,
+            tail_copies: self.tail_copies,
+            links_up_s,
+            join_s: self.source.join_s(),
             progress,
         }
     }

@@ -32,6 +32,10 @@ pub struct WireResult {
     pub operations: f64,
     /// Seconds spent executing the tasks.
     pub busy_s: f64,
+    /// Seconds spent decoding the tasks (reading them) and encoding their results (writing
+    /// them) on the worker, beside `busy_s`.
+    pub decode_s: f64,
+    pub encode_s: f64,
     #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
@@ -45,6 +49,22 @@ pub enum ToWorker {
     Stop,
 }
 
+/// [`ToWorker::Tasks`] over borrowed bodies: it encodes to the same bytes, so a master sends
+/// the bodies it keeps without copying them first.
+#[derive(Serialize)]
+pub enum ToWorkerRef<'a> {
+    Tasks(Vec<WireTaskRef<'a>>),
+}
+
+/// [`WireTask`] over a borrowed body.
+#[derive(Serialize)]
+pub struct WireTaskRef<'a> {
+    pub id: TaskId,
+    pub operations: f64,
+    #[serde(with = "serde_bytes")]
+    pub body: &'a [u8],
+}
+
 /// Worker to master.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ToMaster {
@@ -56,8 +76,12 @@ pub enum ToMaster {
     /// adds the report of the cluster behind it.
     Bye { report: Option<Box<ClusterReport>> },
     /// From a communication manager: the cluster behind it is lost (its link stayed down past
-    /// the deadline); the master takes back every task outstanding there.
+    /// the deadline, or its sub-master reported it could not go on); the master takes back
+    /// every task outstanding there. From a sub-master to its communication manager: this
+    /// cluster cannot go on.
     Lost,
+    /// This rank cannot go on (a task panicked): the run fails with this message.
+    Failed { message: String },
 }
 
 /// A message that could not be decoded.
@@ -104,13 +128,45 @@ mod tests {
                 ids: vec![7],
                 operations: 2.5,
                 busy_s: 0.25,
+                decode_s: 0.01,
+                encode_s: 0.02,
                 body: vec![9; 1000],
             },
             room: 1,
         };
         let bytes = encode(&result);
-        assert!(bytes.len() < 1000 + 32, "bodies are encoded as raw bytes");
+        assert!(bytes.len() < 1000 + 48, "bodies are encoded as raw bytes");
         assert_eq!(decode::<ToMaster>(&bytes, "result").unwrap(), result);
+    }
+
+    #[test]
+    fn borrowed_tasks_encode_like_owned_ones() {
+        let owned = ToWorker::Tasks(vec![
+            WireTask {
+                id: 3,
+                operations: 1.5,
+                body: vec![4; 300],
+            },
+            WireTask {
+                id: 9,
+                operations: 0.0,
+                body: vec![],
+            },
+        ]);
+        let ToWorker::Tasks(tasks) = &owned else {
+            unreachable!()
+        };
+        let borrowed = ToWorkerRef::Tasks(
+            tasks
+                .iter()
+                .map(|t| WireTaskRef {
+                    id: t.id,
+                    operations: t.operations,
+                    body: &t.body,
+                })
+                .collect(),
+        );
+        assert_eq!(encode(&borrowed), encode(&owned));
     }
 
     proptest::proptest! {

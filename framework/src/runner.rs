@@ -30,18 +30,21 @@ use clap::Parser;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    app::{Problem, Task, WorkerContext},
+    app::{Problem, Splitter, WorkerContext},
     cm,
     config::ConfigFile,
     error::RunError,
-    machinefile::{MachineFile, Role},
+    machinefile::{Facing, MachineFile, Role},
     master::{Master, ProblemSource},
-    protocol::{encode, ToMaster},
+    protocol::{decode, encode, ToMaster},
     stats::{ClusterReport, RunStats},
-    transport::{local::LocalTransport, mpi::MpiTransport, Transport},
+    transport::{local::LocalTransport, mpi::MpiTransport, Transport, TransportError},
     upstream::Upstream,
     worker::Worker,
 };
+
+/// Rank of the master inside a cluster.
+const MASTER_RANK: usize = 0;
 
 /// The command line every application binary accepts.
 #[derive(Debug, Clone, Parser)]
@@ -69,12 +72,35 @@ pub struct RunArgs {
     pub max_tasks: Option<u64>,
 }
 
+/// A splitter for one rank, made from the application's settings.
+type SplitterOf<P> = Box<dyn Splitter<<P as Problem>::Task>>;
+
+/// How an application makes its splitter from its settings.
+type MakeSplitter<'a, P, S> = &'a dyn Fn(&S) -> anyhow::Result<SplitterOf<P>>;
+
 /// Everything a rank needs before its role starts; built and checked on every rank.
-struct Prepared<P> {
+struct Prepared<P: Problem, S> {
     config: ConfigFile,
     machines: MachineFile,
+    settings: S,
     /// The problem, on the main master only.
     problem: Option<P>,
+    /// This rank's splitter, on a sub-master and a CM facing a master when the application
+    /// has one.
+    splitter: Option<SplitterOf<P>>,
+}
+
+/// Whether `rank` uses the application's splitter: a sub-master splits the tasks that reach
+/// it, a CM facing a master shapes the tasks that leave.
+fn uses_splitter(machines: &MachineFile, rank: usize) -> bool {
+    match machines.role(rank) {
+        Role::Master => machines.upstream().is_some(),
+        Role::CommunicationManager => machines.ranks[rank]
+            .cm
+            .as_ref()
+            .is_some_and(|cm| cm.facing == Facing::Master),
+        Role::Worker => false,
+    }
 }
 
 fn prepare<P, S>(
@@ -82,8 +108,10 @@ fn prepare<P, S>(
     rank: usize,
     size: Option<usize>,
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
-) -> anyhow::Result<Prepared<P>>
+    make_splitter: Option<MakeSplitter<P, S>>,
+) -> anyhow::Result<Prepared<P, S>>
 where
+    P: Problem,
     S: DeserializeOwned,
 {
     let mut config = match &args.config {
@@ -109,17 +137,42 @@ where
     if machines.worker_ranks().is_empty() && machines.ranks.iter().all(|r| r.cm.is_none()) {
         anyhow::bail!("{}: no worker line", machines.path.display());
     }
-    machines.upstream()?;
+    if config.run.load_balance {
+        for rank in machines.master_facing_cms() {
+            let line = &machines.ranks[rank];
+            if line.annotations.max_tasks.is_none() {
+                anyhow::bail!(
+                    "{}:{}: [run] load_balance = true bounds each cluster's share, but this CM \
+                     has no max_tasks= (hmw launch writes it from the plan's model)",
+                    machines.path.display(),
+                    line.line_no
+                );
+            }
+        }
+    }
     let settings: S = config.application()?;
-    let problem = if rank == 0 && machines.upstream()?.is_none() {
-        Some(make_problem(&settings).context("cannot set the problem up")?)
+    let in_application = || format!("{}: [application]", config.path.display());
+    let problem = if rank == 0 && machines.upstream().is_none() {
+        Some(
+            make_problem(&settings)
+                .with_context(|| format!("{}: cannot set the problem up", in_application()))?,
+        )
     } else {
         None
+    };
+    let splitter = match make_splitter {
+        Some(make) if uses_splitter(&machines, rank) => Some(
+            make(&settings)
+                .with_context(|| format!("{}: cannot set the splitter up", in_application()))?,
+        ),
+        _ => None,
     };
     Ok(Prepared {
         config,
         machines,
+        settings,
         problem,
+        splitter,
     })
 }
 
@@ -134,17 +187,53 @@ where
     P: Problem,
     S: DeserializeOwned,
 {
+    run_app(make_problem, None, finish)
+}
+
+/// [`run`] for an application with a [`Splitter`]: `make_splitter` makes one, from the
+/// application's settings, on each sub-master and each communication manager facing a
+/// master.
+pub fn run_split<P, S, Sp>(
+    make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
+    make_splitter: impl Fn(&S) -> anyhow::Result<Sp>,
+    finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
+) -> ExitCode
+where
+    P: Problem,
+    S: DeserializeOwned,
+    Sp: Splitter<P::Task>,
+{
+    let make =
+        |settings: &S| -> anyhow::Result<SplitterOf<P>> { Ok(Box::new(make_splitter(settings)?)) };
+    run_app(make_problem, Some(&make), finish)
+}
+
+fn run_app<P, S>(
+    make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
+    make_splitter: Option<MakeSplitter<P, S>>,
+    finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
+) -> ExitCode
+where
+    P: Problem,
+    S: DeserializeOwned,
+{
     init_logging();
     let args = RunArgs::parse();
     if args.threads {
-        return report(run_threads(&args, make_problem, finish));
+        return report(run_threads(&args, make_problem, make_splitter, finish));
     }
     let Some(mut transport) = MpiTransport::init() else {
         eprintln!("error: MPI was already initialised in this process");
         return ExitCode::from(2);
     };
     let rank = transport.rank();
-    let prepared = prepare(&args, rank, Some(transport.size()), make_problem);
+    let prepared = prepare(
+        &args,
+        rank,
+        Some(transport.size()),
+        make_problem,
+        make_splitter,
+    );
     let (all_ok, master_ok) = transport.all_agree(prepared.is_ok(), rank == 0);
     let prepared = match prepared {
         Ok(prepared) if all_ok => prepared,
@@ -161,8 +250,10 @@ where
         config,
         machines,
         problem,
+        splitter,
+        ..
     } = prepared;
-    let result = play(&mut transport, &machines, &config, problem)
+    let result = play(&mut transport, &machines, &config, problem, splitter)
         .map_err(anyhow::Error::from)
         .and_then(|outcome| conclude(outcome, &config, &args, finish));
     if let Err(e) = &result {
@@ -184,12 +275,14 @@ pub enum Outcome<P> {
 }
 
 /// Play this rank's role in one cluster: `problem` is given to the main master only (rank 0
-/// of a cluster without upstream communication manager).
+/// of a cluster without upstream communication manager), `splitter` to the ranks that use
+/// the application's splitter (a sub-master, a CM facing a master).
 pub fn play<P: Problem>(
     transport: &mut dyn Transport,
     machines: &MachineFile,
     config: &ConfigFile,
     problem: Option<P>,
+    splitter: Option<SplitterOf<P>>,
 ) -> Result<Outcome<P>, RunError> {
     let rank = transport.rank();
     match (machines.role(rank), problem) {
@@ -205,23 +298,13 @@ pub fn play<P: Problem>(
             Ok(Outcome::Master { problem, stats })
         }
         (Role::Master, None) => {
-            let upstream = machines.upstream()?.ok_or_else(|| {
+            let upstream = machines.upstream().ok_or_else(|| {
                 RunError::Setup("the master of a cluster without upstream has no problem".into())
             })?;
-            let line = &machines.ranks[upstream];
-            let nr = match line.annotations.get("nr") {
-                Some(v) => v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    RunError::Setup(format!(
-                        "{}:{}: nr={v} must be a whole number >= 1",
-                        machines.path.display(),
-                        line.line_no
-                    ))
-                })?,
-                None => 1,
-            };
+            let nr = machines.ranks[upstream].annotations.nr.unwrap_or(1);
             let depth = machines.worker_ranks().len() * config.run.worker_buffers as usize
                 + machines.master_facing_cms().len() * config.cm.tasks_window;
-            let source = Upstream::<<P::Task as Task>::Output>::new(upstream, nr, depth);
+            let source = Upstream::<P::Task>::new(upstream, nr, depth, splitter);
             let master = Master::new(
                 transport,
                 machines,
@@ -251,36 +334,94 @@ pub fn play<P: Problem>(
             Ok(Outcome::Done)
         }
         (Role::CommunicationManager, _) => {
-            cm::run(transport, machines, &config.cm)?;
+            let outbound = splitter.map(|mut splitter| -> cm::Outbound {
+                Box::new(move |body: &[u8]| {
+                    let task: P::Task =
+                        decode(body, "task").map_err(|source| RunError::Decode {
+                            rank: MASTER_RANK,
+                            source,
+                        })?;
+                    Ok(encode(&splitter.outbound(task)))
+                })
+            });
+            cm::run(transport, machines, &config.cm, outbound)?;
             Ok(Outcome::Done)
         }
     }
 }
 
 /// Play a whole cluster in this process: rank 0 on this thread, every other rank on a thread
-/// of its own, over the in-process transport.
+/// of its own, over the in-process transport. `make_splitter` gives a splitter to each rank
+/// that uses one (see [`play`]). When a rank fails, the whole cluster stops, and the error
+/// returned is the one that stopped it.
 pub fn play_in_threads<P: Problem>(
     machines: &MachineFile,
     config: &ConfigFile,
     problem: Option<P>,
+    make_splitter: Option<&dyn Fn() -> anyhow::Result<SplitterOf<P>>>,
 ) -> Result<Outcome<P>, RunError> {
+    let mut splitters = Vec::with_capacity(machines.rank_count());
+    for rank in 0..machines.rank_count() {
+        splitters.push(match make_splitter {
+            Some(make) if uses_splitter(machines, rank) => Some(
+                make()
+                    .map_err(|e| RunError::Setup(format!("cannot set the splitter up: {e:#}")))?,
+            ),
+            _ => None,
+        });
+    }
+    let mut splitters = splitters.into_iter();
     let mut transports = LocalTransport::cluster(machines.rank_count()).into_iter();
     let mut first = transports.next().expect("a machine file has a master");
+    let first_splitter = splitters.next().flatten();
     let others: Vec<_> = transports
-        .map(|mut transport| {
+        .zip(splitters)
+        .map(|(mut transport, splitter)| {
             let (machines, config) = (machines.clone(), config.clone());
             thread::Builder::new()
                 .name(format!("rank-{}", transport.rank()))
-                .spawn(move || play::<P>(&mut transport, &machines, &config, None).map(|_| ()))
+                .spawn(move || {
+                    let played = play::<P>(&mut transport, &machines, &config, None, splitter);
+                    if played.is_err() {
+                        transport.abort_cluster();
+                    }
+                    played.map(|_| ())
+                })
                 .map_err(|e| RunError::Setup(format!("cannot start a rank thread: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    let outcome = play(&mut first, machines, config, problem)?;
-    for rank in others {
-        rank.join()
-            .map_err(|_| RunError::Setup("a rank thread panicked".into()))??;
+    let outcome = play(&mut first, machines, config, problem, first_splitter);
+    if outcome.is_err() {
+        first.abort_cluster();
     }
-    Ok(outcome)
+    // The error that stopped the cluster, not those of the ranks it stopped.
+    let mut failure = outcome
+        .as_ref()
+        .err()
+        .and_then(|e| primary(e).then(|| e.to_string()));
+    for rank in others {
+        let ended = rank.join().unwrap_or_else(|payload| {
+            Err(RunError::Setup(format!(
+                "a rank thread panicked: {}",
+                crate::worker::panic_text(&*payload)
+            )))
+        });
+        if let Err(e) = ended {
+            if failure.is_none() && primary(&e) {
+                failure = Some(e.to_string());
+            }
+        }
+    }
+    match (outcome, failure) {
+        (Ok(outcome), None) => Ok(outcome),
+        (_, Some(message)) => Err(RunError::Setup(message)),
+        (Err(e), None) => Err(e),
+    }
+}
+
+/// An error that is not merely the echo of another rank's failure.
+fn primary(error: &RunError) -> bool {
+    !matches!(error, RunError::Transport(TransportError::Aborted))
 }
 
 /// The CLI's end of a run: the summary, the JSON statistics, and the application's `finish`.
@@ -312,6 +453,7 @@ fn conclude<P>(
 fn run_threads<P, S>(
     args: &RunArgs,
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
+    make_splitter: Option<MakeSplitter<P, S>>,
     finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
@@ -321,9 +463,18 @@ where
     let Prepared {
         config,
         machines,
+        settings,
         problem,
-    } = prepare(args, 0, None, make_problem)?;
-    let outcome = play_in_threads(&machines, &config, problem)?;
+        ..
+    } = prepare(args, 0, None, make_problem, make_splitter)?;
+    let make = make_splitter.map(|make| move || make(&settings));
+    let outcome = play_in_threads(
+        &machines,
+        &config,
+        problem,
+        make.as_ref()
+            .map(|m| m as &dyn Fn() -> anyhow::Result<SplitterOf<P>>),
+    )?;
     conclude(outcome, &config, args, finish)
 }
 

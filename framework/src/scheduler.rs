@@ -1,9 +1,10 @@
-//! Schedulers: how many tasks the master puts in the next batch for a worker that has room.
+//! Schedulers: which rank with room the master serves next, and how many tasks its batch holds.
 //!
-//! Workers are served in the order they asked (on demand); a scheduler only sizes the batch.
-//! The default, [`OnDemand`], sends one task per request, which balances load best when tasks
-//! are large enough to hide the per-message cost. Chunking policies trade balance for fewer
-//! messages when tasks are tiny.
+//! By default ranks are served by the fewest tasks held, then in the order they asked: every
+//! worker gets its first task before any gets a second (with `worker_buffers = 2` each worker
+//! asks for two at once). The default batch, [`OnDemand`], is one task per request, which
+//! balances load best when tasks are large enough to hide the per-message cost. Chunking
+//! policies trade balance for fewer messages when tasks are tiny.
 
 /// What the master knows when it sizes a batch.
 #[derive(Debug, Clone, Copy)]
@@ -16,8 +17,29 @@ pub struct Demand {
     pub remaining: Option<u64>,
 }
 
-/// Sizes the batches the master sends.
+/// A rank that has room for a batch, as the master sees it when it picks whom to serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requester {
+    pub rank: usize,
+    /// Tasks it holds: handed to it and not returned.
+    pub holding: usize,
+    /// A worker (else a communication manager leading to another cluster).
+    pub worker: bool,
+}
+
+/// Picks whom the master serves next and sizes the batches it sends.
 pub trait Scheduler: Send {
+    /// Index in `waiting` (one entry per batch of room, in the order it was offered; never
+    /// empty) of the request to serve next. Default: the fewest tasks held, then the oldest
+    /// request, so every rank gets its first task before any gets a second.
+    fn next_rank(&mut self, waiting: &[Requester]) -> usize {
+        waiting
+            .iter()
+            .enumerate()
+            .min_by_key(|&(i, r)| (r.holding, i))
+            .map_or(0, |(i, _)| i)
+    }
+
     /// Number of tasks in the next batch for `demand.worker`; at least 1.
     fn batch_size(&mut self, demand: &Demand) -> usize;
 

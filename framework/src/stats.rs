@@ -19,6 +19,11 @@ pub struct WorkerStats {
     pub tasks_computed: u64,
     /// Seconds spent executing tasks, useful or not.
     pub busy_s: f64,
+    /// Seconds spent decoding tasks (reading them) and encoding results (writing them).
+    #[serde(default)]
+    pub decode_s: f64,
+    #[serde(default)]
+    pub encode_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
     /// Tasks completed per second of busy time: the worker's measured available performance.
@@ -79,6 +84,9 @@ pub struct LinkSummary {
     /// Connection attempts refused (no accepted certificate).
     #[serde(default)]
     pub refused: u64,
+    /// Connections established over the link's life (0: it never connected).
+    #[serde(default)]
+    pub connections_established: u64,
     /// Packets QUIC declared lost (and retransmitted) on the link's connections.
     #[serde(default)]
     pub packets_lost: u64,
@@ -113,6 +121,13 @@ pub struct ClusterReport {
     pub taken_back: u64,
     /// The link, from the parent's communication manager.
     pub link: Option<LinkSummary>,
+    /// Bytes of the task bodies its communication manager received from the master, and as
+    /// they crossed the WAN (less when the application's splitter leaves out what the far
+    /// side already holds).
+    #[serde(default)]
+    pub task_bytes: u64,
+    #[serde(default)]
+    pub task_bytes_sent: u64,
     /// The cluster's own statistics, from its sub-master (absent when it never reported).
     pub stats: Option<Box<RunStats>>,
 }
@@ -135,6 +150,16 @@ pub struct RunStats {
     pub clusters: Vec<ClusterReport>,
     /// Tasks handed out again because the rank holding them was lost.
     pub reassigned: u64,
+    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    #[serde(default)]
+    pub tail_copies: u64,
+    /// Seconds after the start when every link to another cluster was up (runs that feed
+    /// other clusters).
+    #[serde(default)]
+    pub links_up_s: Option<f64>,
+    /// Seconds a sub-master spent combining and joining results before sending them up.
+    #[serde(default)]
+    pub join_s: f64,
     pub progress: Vec<ProgressSample>,
 }
 
@@ -268,41 +293,18 @@ impl RunStats {
             c.available_tasks_per_s,
             100.0 * c.efficiency
         );
-        for cluster in &self.clusters {
-            let _ = write!(
+        if !self.clusters.is_empty() {
+            let _ = writeln!(
                 out,
-                "cluster {} (through rank {}): {} tasks = {:.1}% of the run, {} discharged",
-                cluster.name,
-                cluster.cm_rank,
-                cluster.tasks_done,
-                100.0 * cluster.share,
-                cluster.discharged
+                "  its share: {:.1}% of the run's {} tasks",
+                100.0 * ratio(c.tasks_done as f64, self.tasks as f64),
+                self.tasks
             );
-            if cluster.lost {
-                let _ = write!(out, ", LOST ({} tasks taken back)", cluster.taken_back);
-            }
-            if let Some(stats) = &cluster.stats {
-                let _ = write!(
-                    out,
-                    "; its {} workers: mean efficiency {:.1}%",
-                    stats.cluster.workers,
-                    100.0 * stats.cluster.efficiency
-                );
-            }
-            out.push('\n');
-            if let Some(link) = &cluster.link {
-                let _ = writeln!(
-                    out,
-                    "  link: out {:.0} B/s, in {:.0} B/s; {} disconnections, {:.1} s \
-                     disconnected; {} blocks retransmitted",
-                    link.send_bytes_per_s,
-                    link.recv_bytes_per_s,
-                    link.disconnections,
-                    link.disconnected_s,
-                    link.blocks_retransmitted
-                );
-            }
         }
+        if let Some(up) = self.links_up_s {
+            let _ = writeln!(out, "  every link to another cluster up after {up:.2} s");
+        }
+        cluster_lines(&mut out, &self.clusters, 0);
         if self.reassigned > 0 {
             let _ = writeln!(
                 out,
@@ -310,7 +312,84 @@ impl RunStats {
                 self.reassigned
             );
         }
+        if self.tail_copies > 0 {
+            let _ = writeln!(
+                out,
+                "{} copies of tail tasks handed to idle workers (reassign_last_task)",
+                self.tail_copies
+            );
+        }
         out
+    }
+}
+
+/// The summary lines of the clusters behind a master, and of those behind them, indented by
+/// depth.
+fn cluster_lines(out: &mut String, clusters: &[ClusterReport], depth: usize) {
+    let indent = "  ".repeat(depth);
+    for cluster in clusters {
+        let _ = write!(
+            out,
+            "{indent}cluster {} (through rank {}): {} tasks = {:.1}% of {}, {} discharged",
+            cluster.name,
+            cluster.cm_rank,
+            cluster.tasks_done,
+            100.0 * cluster.share,
+            if depth == 0 {
+                "the run"
+            } else {
+                "its parent's"
+            },
+            cluster.discharged
+        );
+        if cluster.lost {
+            let _ = write!(out, ", LOST ({} tasks taken back)", cluster.taken_back);
+        }
+        if let Some(stats) = &cluster.stats {
+            let _ = write!(
+                out,
+                "; its {} workers: mean efficiency {:.1}%",
+                stats.cluster.workers,
+                100.0 * stats.cluster.efficiency
+            );
+        }
+        out.push('\n');
+        if let Some(link) = &cluster.link {
+            if link.connections_established == 0 {
+                let _ = writeln!(
+                    out,
+                    "{indent}  link: never connected ({} connection attempts refused)",
+                    link.refused
+                );
+            } else {
+                let _ = writeln!(
+                    out,
+                    "{indent}  link: out {:.0} B/s, in {:.0} B/s; {} disconnections, {:.1} s \
+                     disconnected; {} blocks resent after reconnecting, {} packets lost; {} \
+                     connections refused",
+                    link.send_bytes_per_s,
+                    link.recv_bytes_per_s,
+                    link.disconnections,
+                    link.disconnected_s,
+                    link.blocks_retransmitted,
+                    link.packets_lost,
+                    link.refused
+                );
+            }
+        }
+        if cluster.task_bytes_sent < cluster.task_bytes {
+            let _ = writeln!(
+                out,
+                "{indent}  tasks crossed the WAN as {} of {} bytes ({:.1}% left out by the \
+                 application's splitter)",
+                cluster.task_bytes_sent,
+                cluster.task_bytes,
+                100.0 * (1.0 - cluster.task_bytes_sent as f64 / cluster.task_bytes as f64)
+            );
+        }
+        if let Some(stats) = &cluster.stats {
+            cluster_lines(out, &stats.clusters, depth + 1);
+        }
     }
 }
 

@@ -1,92 +1,163 @@
 //! The sub-master's task source: inter-cluster tasks arriving from its communication manager.
 //!
 //! Towards its communication manager (the *upstream* rank) a sub-master behaves like a worker
-//! with a deep buffer: it offers room for inter-cluster tasks, receives batches, and returns
-//! results. Towards its own workers it is a master ([`crate::master::Master`] with this
-//! source). An inter-cluster task is a batch of `nt` tasks of the application; the sub-master
-//! hands them out one by one, and joins the results of one batch, up to `nr` into one, before
-//! they cross the WAN. Two results join only when [`TaskResult::join`] accepts them (two
-//! partial products of different matrix blocks do not), and never across batches.
+//! with a deep buffer: it offers room for batches of inter-cluster tasks, receives them, and
+//! returns results. Towards its own workers it is a master ([`crate::master::Master`] with
+//! this source).
+//!
+//! Each inter-cluster task becomes local tasks: itself, or, when the application gives a
+//! [`Splitter`], the parts the splitter divides it into (of a finer grain, say); the parts'
+//! results are combined back into the task's result. Complete results are then joined, up to
+//! `nr` into one, with [`TaskResult::join`] (two partial products of different matrix blocks
+//! do not join) before they cross the WAN:
+//! - when `nr` is at most the batch size (`nt`), only results of one batch join, and a batch's
+//!   results go up as soon as the batch is complete;
+//! - when `nr` is larger, results of several batches join: a group goes up once it stands for
+//!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
+//!   is left to compute here.
 
 use std::{
     collections::{HashMap, VecDeque},
-    marker::PhantomData,
+    time::Instant,
 };
 
 use crate::{
-    app::{TaskId, TaskResult},
+    app::{Split, Splitter, Task, TaskId, TaskResult},
     error::RunError,
     master::{Next, TaskSource},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
 };
 
-/// An inter-cluster task being worked on.
-struct Batch<R> {
-    /// Tasks of the batch not yet gathered.
+/// An inter-cluster task whose local tasks are not all done.
+struct Parent<R> {
+    batch: u64,
+    /// Its local tasks whose results have not come back.
     pending: usize,
-    /// Results gathered but not yet sent upstream, each joining results that could be joined.
-    joined: Vec<Joined<R>>,
+    /// With a splitter: the result its parts combine into.
+    whole: Option<R>,
+    cost: Cost,
 }
 
-struct Joined<R> {
-    /// Upstream ids of the tasks it stands for.
-    ids: Vec<TaskId>,
+/// What computing some tasks cost, summed over the workers that computed them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cost {
     operations: f64,
     busy_s: f64,
+    decode_s: f64,
+    encode_s: f64,
+}
+
+impl Cost {
+    fn of(result: &WireResult) -> Self {
+        Cost {
+            operations: result.operations,
+            busy_s: result.busy_s,
+            decode_s: result.decode_s,
+            encode_s: result.encode_s,
+        }
+    }
+
+    fn add(&mut self, other: Cost) {
+        self.operations += other.operations;
+        self.busy_s += other.busy_s;
+        self.decode_s += other.decode_s;
+        self.encode_s += other.encode_s;
+    }
+}
+
+/// A result held to be joined with others before it goes up.
+struct Group<R> {
+    /// Upstream ids of the inter-cluster tasks it stands for.
+    ids: Vec<TaskId>,
+    /// The batch of its first task (only results of one batch join when `nr <= nt`).
+    batch: u64,
+    cost: Cost,
     result: R,
 }
 
 /// Inter-cluster tasks from the upstream communication manager, as a sub-master's source.
-pub struct Upstream<R> {
+pub struct Upstream<T: Task> {
     rank: usize,
-    /// Local results joined into one inter-cluster result.
+    /// Results joined into one inter-cluster result.
     nr: usize,
-    /// Tasks the sub-master wants queued or on their way: enough to keep every rank it feeds
-    /// busy.
+    /// Local tasks the sub-master wants queued or on their way: enough to keep every rank it
+    /// feeds busy.
     depth: usize,
-    /// Room offered upstream and not used yet.
+    /// Room (batches) offered upstream and not used yet.
     offered: usize,
-    /// Size of the last batch received: converts room (batches) into tasks.
+    /// Size of the last batch received: converts room into inter-cluster tasks.
     batch_size: usize,
-    queue: VecDeque<(WireTask, u64)>,
+    /// Local tasks per inter-cluster task so far (parts of a split): converts them into
+    /// local tasks.
+    inter_tasks: u64,
+    local_tasks: u64,
+    splitter: Option<Box<dyn Splitter<T>>>,
+    /// Local tasks not handed out yet: basic operations, body, and the inter-cluster task.
+    queue: VecDeque<(f64, Vec<u8>, TaskId)>,
     next_batch: u64,
-    batches: HashMap<u64, Batch<R>>,
-    /// Local id -> (batch, upstream id).
-    local: HashMap<TaskId, (u64, TaskId)>,
+    /// Per batch, its inter-cluster tasks not complete yet.
+    batches: HashMap<u64, usize>,
+    parents: HashMap<TaskId, Parent<T::Output>>,
+    /// Local id -> the inter-cluster task it belongs to.
+    local: HashMap<TaskId, TaskId>,
+    held: Vec<Group<T::Output>>,
     outbox: VecDeque<Vec<u8>>,
     stopped: bool,
-    result_type: PhantomData<fn() -> R>,
+    join_s: f64,
 }
 
-impl<R: TaskResult> Upstream<R> {
-    /// A source fed by upstream rank `rank`, joining `nr` results, keeping about `depth` tasks
-    /// queued or requested.
-    pub fn new(rank: usize, nr: usize, depth: usize) -> Self {
+impl<T: Task> Upstream<T> {
+    /// A source fed by upstream rank `rank`, joining `nr` results, keeping about `depth` local
+    /// tasks queued or requested, re-splitting tasks with `splitter` when given.
+    pub fn new(
+        rank: usize,
+        nr: usize,
+        depth: usize,
+        splitter: Option<Box<dyn Splitter<T>>>,
+    ) -> Self {
         let mut upstream = Upstream {
             rank,
             nr: nr.max(1),
             depth: depth.max(1),
             offered: 0,
             batch_size: 1,
+            inter_tasks: 0,
+            local_tasks: 0,
+            splitter,
             queue: VecDeque::new(),
             next_batch: 0,
             batches: HashMap::new(),
+            parents: HashMap::new(),
             local: HashMap::new(),
+            held: Vec::new(),
             outbox: VecDeque::new(),
             stopped: false,
-            result_type: PhantomData,
+            join_s: 0.0,
         };
         upstream.top_up();
         upstream
     }
 
-    /// Offer upstream enough room to keep `depth` tasks queued or on their way.
+    fn protocol(&self, message: impl Into<String>) -> RunError {
+        RunError::Protocol {
+            rank: self.rank,
+            message: message.into(),
+        }
+    }
+
+    /// Offer upstream enough room to keep `depth` local tasks queued or on their way.
     fn top_up(&mut self) {
         if self.stopped {
             return;
         }
+        let parts = if self.inter_tasks == 0 {
+            1.0
+        } else {
+            self.local_tasks as f64 / self.inter_tasks as f64
+        };
+        let expected = |offered: usize| offered as f64 * self.batch_size as f64 * parts;
         let mut room = 0;
-        while self.queue.len() + self.offered * self.batch_size < self.depth {
+        while (self.queue.len() as f64 + expected(self.offered)) < self.depth as f64 {
             self.offered += 1;
             room += 1;
         }
@@ -95,49 +166,165 @@ impl<R: TaskResult> Upstream<R> {
         }
     }
 
-    /// Send a joined result upstream.
-    fn send(&mut self, joined: Joined<R>) {
+    /// Queue the local tasks of inter-cluster task `task` of batch `batch`.
+    fn accept_task(&mut self, task: WireTask, batch: u64) -> Result<(), RunError> {
+        if self.parents.contains_key(&task.id) {
+            return Err(self.protocol(format!("inter-cluster task {} arrived twice", task.id)));
+        }
+        let (parts, whole) = match &mut self.splitter {
+            None => (vec![(task.operations, task.body)], None),
+            Some(splitter) => {
+                let decoded: T = decode(&task.body, "inter-cluster task").map_err(|source| {
+                    RunError::Decode {
+                        rank: self.rank,
+                        source,
+                    }
+                })?;
+                let Split { parts, whole } = splitter.split(decoded).map_err(|e| {
+                    RunError::Setup(format!(
+                        "cannot split inter-cluster task {}: {e:#}",
+                        task.id
+                    ))
+                })?;
+                let parts = parts.iter().map(|p| (p.operations(), encode(p))).collect();
+                (parts, Some(whole))
+            }
+        };
+        self.inter_tasks += 1;
+        self.local_tasks += parts.len() as u64;
+        let parent = Parent {
+            batch,
+            pending: parts.len(),
+            whole,
+            cost: Cost::default(),
+        };
+        self.parents.insert(task.id, parent);
+        if parts.is_empty() {
+            // Nothing to compute: its (empty) result is complete already.
+            self.complete(task.id)?;
+        }
+        self.queue.extend(
+            parts
+                .into_iter()
+                .map(|(operations, body)| (operations, body, task.id)),
+        );
+        Ok(())
+    }
+
+    /// Inter-cluster task `id` has all its results: hold its result to join with others.
+    fn complete(&mut self, id: TaskId) -> Result<(), RunError> {
+        let parent = self
+            .parents
+            .remove(&id)
+            .ok_or_else(|| self.protocol(format!("no inter-cluster task {id}")))?;
+        let result = parent
+            .whole
+            .ok_or_else(|| self.protocol(format!("inter-cluster task {id} has no result")))?;
+        self.batch_done(parent.batch, 1);
+        self.hold(Group {
+            ids: vec![id],
+            batch: parent.batch,
+            cost: parent.cost,
+            result,
+        });
+        Ok(())
+    }
+
+    fn batch_done(&mut self, batch: u64, tasks: usize) {
+        if let Some(left) = self.batches.get_mut(&batch) {
+            *left = left.saturating_sub(tasks);
+        }
+    }
+
+    /// Results of several batches may join (see the module's doc).
+    fn joins_across_batches(&self) -> bool {
+        self.nr > self.batch_size
+    }
+
+    /// Join `group` into a held group that accepts it, or hold it alone; then send what is
+    /// due.
+    fn hold(&mut self, group: Group<T::Output>) {
+        let across = self.joins_across_batches();
+        let start = Instant::now();
+        let mut candidate = Some(group);
+        for held in &mut self.held {
+            let group = candidate.take().expect("still unjoined inside the loop");
+            if held.ids.len() + group.ids.len() > self.nr || !(across || held.batch == group.batch)
+            {
+                candidate = Some(group);
+                continue;
+            }
+            match held.result.join(group.result) {
+                Ok(()) => {
+                    held.ids.extend(group.ids);
+                    held.cost.add(group.cost);
+                    break;
+                }
+                Err(back) => {
+                    candidate = Some(Group {
+                        result: back,
+                        ..group
+                    })
+                }
+            }
+        }
+        self.join_s += start.elapsed().as_secs_f64();
+        if let Some(group) = candidate {
+            self.held.push(group);
+        }
+        self.send_due();
+    }
+
+    /// Send the groups that are full, and those that have nothing more to wait for.
+    fn send_due(&mut self) {
+        let nr = self.nr;
+        let across = self.joins_across_batches();
+        let idle = self.queue.is_empty() && self.local.is_empty();
+        let mut keep = Vec::with_capacity(self.held.len());
+        let mut due = Vec::new();
+        for group in std::mem::take(&mut self.held) {
+            let batch_complete = self.batches.get(&group.batch).is_none_or(|&left| left == 0);
+            if group.ids.len() >= nr || idle || (!across && batch_complete) {
+                due.push(group);
+            } else {
+                keep.push(group);
+            }
+        }
+        // Across batches, at most `nr` groups wait: the oldest goes first.
+        while across && keep.len() > nr {
+            due.push(keep.remove(0));
+        }
+        self.held = keep;
+        self.batches.retain(|_, left| *left > 0);
+        for group in due {
+            self.send(group);
+        }
+    }
+
+    fn send(&mut self, group: Group<T::Output>) {
+        let start = Instant::now();
+        let body = encode(&group.result);
+        self.join_s += start.elapsed().as_secs_f64();
         let result = WireResult {
-            ids: joined.ids,
-            operations: joined.operations,
-            busy_s: joined.busy_s,
-            body: encode(&joined.result),
+            ids: group.ids,
+            operations: group.cost.operations,
+            busy_s: group.cost.busy_s,
+            decode_s: group.cost.decode_s,
+            encode_s: group.cost.encode_s,
+            body,
         };
         self.outbox
             .push_back(encode(&ToMaster::Result { result, room: 0 }));
     }
-
-    /// Send every result batch `key` still holds, and forget the batch once it is complete.
-    fn flush(&mut self, key: u64) {
-        let Some(batch) = self.batches.get_mut(&key) else {
-            return;
-        };
-        let joined = std::mem::take(&mut batch.joined);
-        if batch.pending == 0 {
-            self.batches.remove(&key);
-        }
-        for j in joined {
-            self.send(j);
-        }
-    }
-
-    fn flush_if_done(&mut self, key: u64) {
-        if self.batches.get(&key).is_some_and(|b| b.pending == 0) {
-            self.flush(key);
-        }
-    }
 }
 
-impl<R: TaskResult> TaskSource for Upstream<R> {
+impl<T: Task> TaskSource for Upstream<T> {
     fn next_task(&mut self, id: TaskId) -> Next {
         match self.queue.pop_front() {
-            Some((task, batch)) => {
-                self.local.insert(id, (batch, task.id));
+            Some((operations, body, parent)) => {
+                self.local.insert(id, parent);
                 self.top_up();
-                Next::Task {
-                    operations: task.operations,
-                    body: task.body,
-                }
+                Next::Task { operations, body }
             }
             None if self.stopped => Next::Finished,
             None => Next::Later,
@@ -145,85 +332,82 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
     }
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
-        let mapped: Vec<(u64, TaskId)> = result
-            .ids
-            .iter()
-            .map(|id| {
-                self.local.remove(id).ok_or_else(|| RunError::Protocol {
-                    rank: self.rank,
-                    message: format!("a result for unknown local task {id}"),
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        let upstream_ids: Vec<TaskId> = mapped.iter().map(|&(_, id)| id).collect();
-        let key = mapped[0].0;
-        if mapped.iter().any(|&(batch, _)| batch != key) {
-            // Joined further down across batches: pass it on as it is.
-            for (batch, _) in &mapped {
-                if let Some(b) = self.batches.get_mut(batch) {
-                    b.pending -= 1;
-                }
+        let mut parents: Vec<TaskId> = Vec::new();
+        for id in &result.ids {
+            let parent = self
+                .local
+                .remove(id)
+                .ok_or_else(|| self.protocol(format!("a result for unknown local task {id}")))?;
+            if !parents.contains(&parent) {
+                parents.push(parent);
             }
-            let forwarded = WireResult {
-                ids: upstream_ids,
-                ..result
-            };
-            self.outbox.push_back(encode(&ToMaster::Result {
-                result: forwarded,
-                room: 0,
-            }));
-            for (batch, _) in mapped {
-                self.flush_if_done(batch);
-            }
-            return Ok(());
         }
-        let decoded: R = decode(&result.body, "result").map_err(|source| RunError::Decode {
-            rank: self.rank,
-            source,
-        })?;
-        let nr = self.nr;
-        let batch = self
-            .batches
-            .get_mut(&key)
-            .ok_or_else(|| RunError::Protocol {
+        let decoded: T::Output =
+            decode(&result.body, "result").map_err(|source| RunError::Decode {
                 rank: self.rank,
-                message: "a result for a finished inter-cluster task".into(),
+                source,
             })?;
-        batch.pending -= upstream_ids.len();
-        // Join into the first held result that accepts it, or hold it on its own.
-        let mut unjoined = Some(decoded);
-        let mut full = None;
-        for (i, held) in batch.joined.iter_mut().enumerate() {
-            let candidate = unjoined.take().expect("still unjoined inside the loop");
-            match held.result.join(candidate) {
-                Ok(()) => {
-                    held.ids.extend_from_slice(&upstream_ids);
-                    held.operations += result.operations;
-                    held.busy_s += result.busy_s;
-                    full = (held.ids.len() >= nr).then_some(i);
-                    break;
+        let cost = Cost::of(&result);
+        match (&mut self.splitter, parents.as_slice()) {
+            (Some(splitter), &[id]) => {
+                let parent = self
+                    .parents
+                    .get_mut(&id)
+                    .ok_or_else(|| RunError::Protocol {
+                        rank: self.rank,
+                        message: format!("a result for finished inter-cluster task {id}"),
+                    })?;
+                let start = Instant::now();
+                splitter.combine(
+                    parent.whole.as_mut().expect("split tasks have a whole"),
+                    decoded,
+                );
+                self.join_s += start.elapsed().as_secs_f64();
+                parent.cost.add(cost);
+                parent.pending = parent.pending.saturating_sub(result.ids.len());
+                if parent.pending == 0 {
+                    self.complete(id)?;
                 }
-                Err(back) => unjoined = Some(back),
+            }
+            (Some(_), _) => {
+                return Err(self.protocol(format!(
+                    "a result joined below stands for parts of {} different split tasks; \
+                     use nr=1 in the clusters behind a sub-master whose application splits \
+                     tasks",
+                    parents.len()
+                )))
+            }
+            (None, &[id]) => {
+                let parent = self
+                    .parents
+                    .get_mut(&id)
+                    .ok_or_else(|| RunError::Protocol {
+                        rank: self.rank,
+                        message: format!("a result for finished inter-cluster task {id}"),
+                    })?;
+                parent.whole = Some(decoded);
+                parent.cost.add(cost);
+                self.complete(id)?;
+            }
+            (None, ids) => {
+                // Joined further down across several of these tasks: it stands for them all.
+                let mut batch = None;
+                for id in ids {
+                    if let Some(parent) = self.parents.remove(id) {
+                        batch.get_or_insert(parent.batch);
+                        self.batch_done(parent.batch, 1);
+                    }
+                }
+                self.hold(Group {
+                    ids: ids.to_vec(),
+                    batch: batch.unwrap_or(self.next_batch),
+                    cost,
+                    result: decoded,
+                });
             }
         }
-        if let Some(result_alone) = unjoined {
-            if upstream_ids.len() >= nr {
-                full = Some(batch.joined.len());
-            }
-            batch.joined.push(Joined {
-                ids: upstream_ids,
-                operations: result.operations,
-                busy_s: result.busy_s,
-                result: result_alone,
-            });
-        }
-        let complete = batch.pending == 0;
-        if complete {
-            self.flush(key);
-        } else if let Some(i) = full {
-            let joined = batch.joined.swap_remove(i);
-            self.send(joined);
-        }
+        // The last local task done may leave groups with nothing more to wait for.
+        self.send_due();
         Ok(())
     }
 
@@ -238,18 +422,14 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
     fn on_upstream(&mut self, message: ToWorker) -> Result<(), RunError> {
         match message {
             ToWorker::Tasks(tasks) => {
-                let key = self.next_batch;
+                let batch = self.next_batch;
                 self.next_batch += 1;
                 self.offered = self.offered.saturating_sub(1);
                 self.batch_size = tasks.len().max(1);
-                self.batches.insert(
-                    key,
-                    Batch {
-                        pending: tasks.len(),
-                        joined: Vec::new(),
-                    },
-                );
-                self.queue.extend(tasks.into_iter().map(|t| (t, key)));
+                self.batches.insert(batch, tasks.len());
+                for task in tasks {
+                    self.accept_task(task, batch)?;
+                }
                 self.top_up();
             }
             ToWorker::Stop => {
@@ -266,5 +446,9 @@ impl<R: TaskResult> TaskSource for Upstream<R> {
 
     fn stopped(&self) -> bool {
         self.stopped
+    }
+
+    fn join_s(&self) -> f64 {
+        self.join_s
     }
 }

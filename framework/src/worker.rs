@@ -9,6 +9,7 @@
 
 use std::{
     marker::PhantomData,
+    panic::{self, AssertUnwindSafe},
     thread,
     time::{Duration, Instant},
 };
@@ -147,7 +148,7 @@ impl<'a, T: Task> Worker<'a, T> {
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(RunError::Setup(format!(
-                        "rank {rank}: the compute thread died (a task panicked?)"
+                        "rank {rank}: the compute thread ended unexpectedly"
                     )))
                 }
             }
@@ -184,15 +185,26 @@ impl TaskTime {
     }
 }
 
-/// Return a result to the master; gives the room it frees (1 when it closes a batch).
+/// Return a result to the master; gives the room it frees (1 when it closes a batch). A task
+/// that failed is reported to the master, which ends the run, and fails this rank.
 fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32, RunError> {
     let room = u32::from(computed.closes_batch);
-    let message = ToMaster::Result {
-        result: computed.result?,
-        room,
-    };
-    transport.send(MASTER, encode(&message))?;
-    Ok(room)
+    match computed.result {
+        Ok(result) => {
+            transport.send(MASTER, encode(&ToMaster::Result { result, room }))?;
+            Ok(room)
+        }
+        Err(error) => {
+            let message = match &error {
+                RunError::Failed { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            // Best effort: the master learns why before this rank ends the job.
+            let _ = transport.send(MASTER, encode(&ToMaster::Failed { message }));
+            let _ = transport.flush();
+            Err(error)
+        }
+    }
 }
 
 /// The compute thread: one task after another.
@@ -204,27 +216,49 @@ fn compute<T: Task>(context: WorkerContext, tasks: Receiver<Queued>, results: Se
     }
 }
 
-/// Decode, execute and encode one task.
+/// Decode, execute and encode one task, timing each step. A panic inside the application's
+/// code becomes an error naming the task.
 fn execute<T: Task>(context: &WorkerContext, queued: Queued) -> Computed {
     let Queued { task, closes_batch } = queued;
-    let result = decode::<T>(&task.body, "task")
-        .map_err(|source| RunError::Decode {
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        let start = Instant::now();
+        let decoded = decode::<T>(&task.body, "task")?;
+        let executing = Instant::now();
+        let output = decoded.execute(context);
+        let encoding = Instant::now();
+        let body = encode(&output);
+        Ok(WireResult {
+            ids: vec![task.id],
+            operations: task.operations,
+            busy_s: (encoding - executing).as_secs_f64(),
+            decode_s: (executing - start).as_secs_f64(),
+            encode_s: encoding.elapsed().as_secs_f64(),
+            body,
+        })
+    }));
+    let result = match outcome {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(source)) => Err(RunError::Decode {
             rank: context.rank,
             source,
-        })
-        .map(|decoded| {
-            let start = Instant::now();
-            let output = decoded.execute(context);
-            let busy_s = start.elapsed().as_secs_f64();
-            WireResult {
-                ids: vec![task.id],
-                operations: task.operations,
-                busy_s,
-                body: encode(&output),
-            }
-        });
+        }),
+        Err(payload) => Err(RunError::Failed {
+            rank: context.rank,
+            host: context.line.host.clone(),
+            message: format!("task {} panicked: {}", task.id, panic_text(&*payload)),
+        }),
+    };
     Computed {
         result,
         closes_batch,
     }
+}
+
+/// The message of a panic, when it has one.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }

@@ -4,9 +4,10 @@
 use std::{path::Path, thread, time::Duration};
 
 use hmw::{
-    config::RunConfig,
+    config::{ConfigFile, RunConfig},
     machinefile::MachineFile,
     master::{Master, ProblemSource},
+    runner::play_in_threads,
     scheduler::{Demand, OnDemand, Scheduler},
     transport::local::LocalTransport,
     worker::Worker,
@@ -14,11 +15,12 @@ use hmw::{
 };
 use serde::{Deserialize, Serialize};
 
-/// Sleeps `millis / speed` and returns its index.
+/// Sleeps `millis / speed` and returns its index; panics if it is task `panic_at`.
 #[derive(Serialize, Deserialize)]
 struct Nap {
     index: u64,
     millis: u64,
+    panic_at: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -27,6 +29,9 @@ struct Woke(u64);
 impl Task for Nap {
     type Output = Woke;
     fn execute(self, worker: &WorkerContext) -> Woke {
+        if self.panic_at == Some(self.index) {
+            panic!("nap {} cannot sleep", self.index);
+        }
         thread::sleep(Duration::from_secs_f64(
             self.millis as f64 / 1e3 / worker.speed(),
         ));
@@ -43,6 +48,9 @@ impl TaskResult for Woke {
 struct Naps {
     tasks: u64,
     millis: u64,
+    /// Time the master takes to produce a task (reading its input, say).
+    produce_millis: u64,
+    panic_at: Option<u64>,
     produced: u64,
     /// How often each task's result was gathered.
     gathered: Vec<u32>,
@@ -53,6 +61,8 @@ impl Naps {
         Naps {
             tasks,
             millis,
+            produce_millis: 0,
+            panic_at: None,
             produced: 0,
             gathered: vec![0; tasks as usize],
         }
@@ -63,10 +73,12 @@ impl Problem for Naps {
     type Task = Nap;
     fn next_task(&mut self) -> Option<Nap> {
         (self.produced < self.tasks).then(|| {
+            thread::sleep(Duration::from_millis(self.produce_millis));
             self.produced += 1;
             Nap {
                 index: self.produced - 1,
                 millis: self.millis,
+                panic_at: self.panic_at,
             }
         })
     }
@@ -255,4 +267,62 @@ fn progress_lines_are_recorded() {
         .progress
         .windows(2)
         .all(|w| w[0].tasks_done <= w[1].tasks_done && w[0].t_s < w[1].t_s));
+}
+
+#[test]
+fn every_worker_gets_its_first_task_before_any_gets_a_second() {
+    // Four workers with two buffers each and four tasks of 200 ms: one task each, so the run
+    // takes one task time, not two.
+    let (stats, problem) = run_cluster(
+        Naps::new(4, 200),
+        &[1.0, 1.0, 1.0, 1.0],
+        quiet(2, false),
+        Box::new(OnDemand),
+    );
+    assert!(problem.gathered.iter().all(|&n| n == 1));
+    let done: Vec<u64> = stats.workers.iter().map(|w| w.tasks_done).collect();
+    assert_eq!(done, vec![1, 1, 1, 1], "{stats:#?}");
+    assert!(stats.wall_s < 0.35, "took {} s", stats.wall_s);
+}
+
+#[test]
+fn a_second_buffer_overlaps_the_next_task_with_computing() {
+    // The master takes 40 ms to produce each task, a worker 40 ms to compute it. With one
+    // buffer the worker waits for each task to be produced (about 80 ms a task); with two,
+    // the next task is produced while the current one computes (about 40 ms a task).
+    let run = |buffers| {
+        let naps = Naps {
+            produce_millis: 40,
+            ..Naps::new(12, 40)
+        };
+        let (stats, problem) = run_cluster(naps, &[1.0], quiet(buffers, false), Box::new(OnDemand));
+        assert!(problem.gathered.iter().all(|&n| n == 1));
+        stats.wall_s
+    };
+    let (one, two) = (run(1), run(2));
+    assert!(
+        two < 0.75 * one,
+        "one buffer {one:.3} s, two buffers {two:.3} s"
+    );
+}
+
+#[test]
+fn a_panicking_task_fails_the_run_with_its_message() {
+    let machines = MachineFile::parse(Path::new("test.hosts"), "master\nw1\nw2\nw3\n").unwrap();
+    let config =
+        ConfigFile::parse(Path::new("run.toml"), "[run]\nstatistics_interval = 0\n").unwrap();
+    let naps = Naps {
+        panic_at: Some(5),
+        ..Naps::new(40, 5)
+    };
+    let start = std::time::Instant::now();
+    let error = match play_in_threads(&machines, &config, Some(naps), None) {
+        Ok(_) => panic!("the run should fail"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("task 5 panicked: nap 5 cannot sleep") && error.contains("rank"),
+        "{error}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
 }

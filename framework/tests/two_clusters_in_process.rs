@@ -7,16 +7,20 @@ use hmw::{
     config::ConfigFile,
     machinefile::MachineFile,
     runner::{play_in_threads, Outcome},
-    Problem, RunStats, Task, TaskId, TaskResult, WorkerContext,
+    Problem, RunStats, Split, Splitter, Task, TaskId, TaskResult, WorkerContext,
 };
 use serde::{Deserialize, Serialize};
 
-/// Sleeps `millis / speed`; its result counts the tasks it stands for.
+/// Sleeps `millis / speed` and counts its `units` of work. `blob` stands for input data that
+/// every task needs (a splitter sends it across the WAN once).
 #[derive(Serialize, Deserialize)]
 struct Nap {
     millis: u64,
+    units: u64,
+    blob: Option<Vec<u8>>,
 }
 
+/// Units of work done: results join by adding up.
 #[derive(Serialize, Deserialize)]
 struct Count(u64);
 
@@ -26,7 +30,7 @@ impl Task for Nap {
         thread::sleep(Duration::from_secs_f64(
             self.millis as f64 / 1e3 / worker.speed(),
         ));
-        Count(1)
+        Count(self.units)
     }
 }
 
@@ -37,10 +41,26 @@ impl TaskResult for Count {
     }
 }
 
+const UNITS: u64 = 4;
+const BLOB: usize = 8192;
+
 struct Naps {
     tasks: u64,
     produced: u64,
     gathered: Vec<u32>,
+    /// Sizes of the results gathered (how many tasks each stands for).
+    result_sizes: Vec<usize>,
+}
+
+impl Naps {
+    fn new(tasks: u64) -> Self {
+        Naps {
+            tasks,
+            produced: 0,
+            gathered: vec![0; tasks as usize],
+            result_sizes: Vec::new(),
+        }
+    }
 }
 
 impl Problem for Naps {
@@ -48,25 +68,72 @@ impl Problem for Naps {
     fn next_task(&mut self) -> Option<Nap> {
         (self.produced < self.tasks).then(|| {
             self.produced += 1;
-            Nap { millis: 20 }
+            Nap {
+                millis: 20,
+                units: UNITS,
+                blob: Some(vec![7; BLOB]),
+            }
         })
     }
     fn gather(&mut self, id: TaskId, result: Count) {
-        assert_eq!(result.0, 1);
-        self.gathered[id as usize] += 1;
+        self.gather_joined(&[id], result);
     }
     fn gather_joined(&mut self, ids: &[TaskId], result: Count) {
         assert_eq!(
             result.0,
-            ids.len() as u64,
-            "a joined result stands for its ids"
+            ids.len() as u64 * UNITS,
+            "a result stands for the whole work of its ids"
         );
+        self.result_sizes.push(ids.len());
         for &id in ids {
             self.gathered[id as usize] += 1;
         }
     }
     fn task_count(&self) -> Option<u64> {
         Some(self.tasks)
+    }
+}
+
+/// Splits a nap of `UNITS` units into `UNITS` naps of one unit; sends the blob once.
+#[derive(Default)]
+struct NapSplitter {
+    blob_sent: bool,
+    blob: Option<Vec<u8>>,
+}
+
+impl Splitter<Nap> for NapSplitter {
+    fn split(&mut self, nap: Nap) -> anyhow::Result<Split<Nap>> {
+        if let Some(blob) = nap.blob {
+            self.blob = Some(blob);
+        }
+        let blob = self
+            .blob
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("a task without its blob, and none kept"))?;
+        anyhow::ensure!(blob.len() == BLOB, "the blob kept is whole");
+        let parts = (0..nap.units)
+            .map(|_| Nap {
+                millis: nap.millis / nap.units,
+                units: 1,
+                blob: None,
+            })
+            .collect();
+        Ok(Split {
+            parts,
+            whole: Count(0),
+        })
+    }
+
+    fn combine(&mut self, whole: &mut Count, part: Count) {
+        whole.0 += part.0;
+    }
+
+    fn outbound(&mut self, mut nap: Nap) -> Nap {
+        if self.blob_sent {
+            nap.blob = None;
+        }
+        self.blob_sent = true;
+        nap
     }
 }
 
@@ -78,18 +145,25 @@ fn free_udp_port() -> u16 {
         .port()
 }
 
+/// The run configuration: the clusters' shares are checked, so the run starts once the link
+/// is up (`wait_for_links`).
 fn config(dir: &Path) -> ConfigFile {
     let text = format!(
-        "[run]\nstatistics_interval = 0\nworker_buffers = 2\n\
+        "[run]\nstatistics_interval = 0\nworker_buffers = 2\nwait_for_links = true\n\
          [cm]\ncerts = \"{}\"\nlost_after_s = 20\ntasks_window = 4\n",
         dir.display()
     );
     ConfigFile::parse(&dir.join("run.toml"), &text).unwrap()
 }
 
-#[test]
-fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
-    let dir = std::env::temp_dir().join(format!("hmw-two-clusters-{}", std::process::id()));
+/// Run 60 naps on a main cluster (one half-speed worker) and an external one (two workers)
+/// with `nt` tasks per inter-cluster task and `nr` results joined, optionally with the
+/// splitter.
+fn run_two_clusters(nt: usize, nr: usize, split: bool) -> (Naps, RunStats, RunStats) {
+    let dir = std::env::temp_dir().join(format!(
+        "hmw-two-clusters-{}-{nt}-{nr}-{split}",
+        std::process::id()
+    ));
     let names = ["main-spain".to_owned(), "spain-main".to_owned()];
     hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
     let port = free_udp_port();
@@ -97,7 +171,7 @@ fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
         Path::new("main.hosts"),
         &format!(
             "localhost # cluster=main\nlocalhost # speed=0.5\n\
-             localhost # M 1 {port} name=main-spain cluster=spain nt=3 bind=127.0.0.1\n"
+             localhost # M 1 {port} name=main-spain cluster=spain nt={nt} bind=127.0.0.1\n"
         ),
     )
     .unwrap();
@@ -105,34 +179,90 @@ fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
         Path::new("spain.hosts"),
         &format!(
             "localhost # cluster=spain\nlocalhost\nlocalhost\n\
-             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain nr=3\n"
+             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain nr={nr}\n"
         ),
     )
     .unwrap();
     let config = config(&dir);
+    let make_splitter =
+        || -> anyhow::Result<Box<dyn Splitter<Nap>>> { Ok(Box::new(NapSplitter::default())) };
+    let splitter = split.then_some(&make_splitter as &dyn Fn() -> _);
     let external = {
         let config = config.clone();
-        thread::spawn(move || play_in_threads::<Naps>(&spain, &config, None))
+        thread::spawn(move || {
+            let make_splitter = || -> anyhow::Result<Box<dyn Splitter<Nap>>> {
+                Ok(Box::new(NapSplitter::default()))
+            };
+            let splitter = split.then_some(&make_splitter as &dyn Fn() -> _);
+            play_in_threads::<Naps>(&spain, &config, None, splitter)
+        })
     };
-    let problem = Naps {
-        tasks: 60,
-        produced: 0,
-        gathered: vec![0; 60],
-    };
-    let outcome = play_in_threads(&main, &config, Some(problem)).unwrap();
+    let outcome = play_in_threads(&main, &config, Some(Naps::new(60)), splitter).unwrap();
     let Outcome::Master { problem, stats } = outcome else {
         panic!("rank 0 of the main cluster is its master");
     };
     let Outcome::SubMaster { stats: spain_stats } = external.join().unwrap().unwrap() else {
         panic!("rank 0 of the external cluster is a sub-master");
     };
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         problem.gathered.iter().all(|&n| n == 1),
-        "{:?}",
+        "every task gathered once: {:?}",
         problem.gathered
     );
     check_shares(&stats, &spain_stats);
-    let _ = std::fs::remove_dir_all(&dir);
+    (problem, stats, spain_stats)
+}
+
+#[test]
+fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
+    let (problem, stats, _) = run_two_clusters(3, 3, false);
+    let spain = &stats.clusters[0];
+    // Results of one batch of three join into one.
+    let joined: usize = problem.result_sizes.iter().filter(|&&n| n == 3).sum();
+    assert!(
+        joined >= spain.tasks_done as usize / 2,
+        "{:?}",
+        problem.result_sizes
+    );
+    assert!(problem.result_sizes.iter().all(|&n| n <= 3));
+}
+
+#[test]
+fn results_join_across_inter_cluster_tasks_when_nr_exceeds_nt() {
+    let (problem, stats, _) = run_two_clusters(1, 3, false);
+    let spain = &stats.clusters[0];
+    // One task per inter-cluster task, three results per inter-cluster result.
+    let joined: usize = problem.result_sizes.iter().filter(|&&n| n == 3).sum();
+    assert!(
+        joined >= spain.tasks_done as usize / 2,
+        "most of Spain's results come joined by three: {:?}",
+        problem.result_sizes
+    );
+    assert!(problem.result_sizes.iter().all(|&n| n <= 3));
+}
+
+#[test]
+fn a_splitter_refines_the_grain_and_sends_shared_data_once() {
+    let (_, stats, spain_stats) = run_two_clusters(1, 1, true);
+    let spain = &stats.clusters[0];
+    // Each inter-cluster task ran as UNITS local tasks over there.
+    assert_eq!(
+        spain_stats.tasks,
+        spain.tasks_done * UNITS,
+        "{spain_stats:#?}"
+    );
+    // The blob crossed the WAN once: the tasks that crossed are a fraction of those produced.
+    assert!(
+        spain.task_bytes > spain.tasks_done * BLOB as u64,
+        "{spain:#?}"
+    );
+    assert!(
+        spain.task_bytes_sent < spain.task_bytes / 4,
+        "{} bytes sent of {} produced",
+        spain.task_bytes_sent,
+        spain.task_bytes
+    );
 }
 
 fn check_shares(stats: &RunStats, spain_stats: &RunStats) {
@@ -153,4 +283,39 @@ fn check_shares(stats: &RunStats, spain_stats: &RunStats) {
     assert_eq!(report.tasks, spain_stats.tasks);
     assert_eq!(report.name, "spain");
     assert!(!spain.lost);
+}
+
+#[test]
+fn a_cluster_that_never_connects_does_not_hold_the_run() {
+    let dir = std::env::temp_dir().join(format!("hmw-never-connects-{}", std::process::id()));
+    let names = ["main-spain".to_owned()];
+    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let port = free_udp_port();
+    let main = MachineFile::parse(
+        Path::new("main.hosts"),
+        &format!(
+            "localhost # cluster=main\nlocalhost\n\
+             localhost # M 1 {port} name=main-spain cluster=spain bind=127.0.0.1\n"
+        ),
+    )
+    .unwrap();
+    // The default start: local workers begin at once; nobody ever connects to the CM.
+    let text = format!(
+        "[run]\nstatistics_interval = 0\n[cm]\ncerts = \"{}\"\nlost_after_s = 60\n",
+        dir.display()
+    );
+    let config = ConfigFile::parse(&dir.join("run.toml"), &text).unwrap();
+    let start = std::time::Instant::now();
+    let outcome = play_in_threads(&main, &config, Some(Naps::new(20)), None).unwrap();
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    assert!(problem.gathered.iter().all(|&n| n == 1));
+    assert_eq!(stats.cluster.tasks_done, 20);
+    assert_eq!(stats.clusters[0].tasks_done, 0);
+    assert_eq!(stats.links_up_s, None, "the link never came up");
+    // 20 naps of 20 ms on one worker: well under the 60 s the link would be given.
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
 }

@@ -4,7 +4,13 @@
 //! so every role runs unchanged on it: tests need no `mpirun`, and `--threads` runs a whole
 //! cluster in one process.
 
-use std::time::Duration;
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
@@ -15,12 +21,15 @@ pub struct LocalTransport {
     rank: usize,
     peers: Vec<Sender<Envelope>>,
     inbox: Receiver<Envelope>,
+    /// Set when a rank failed: every rank's next receive fails, as `MPI_Abort` ends a job.
+    aborted: Arc<AtomicBool>,
 }
 
 impl LocalTransport {
     /// The transports of an in-process cluster of `size` ranks, in rank order.
     pub fn cluster(size: usize) -> Vec<LocalTransport> {
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..size).map(|_| unbounded()).unzip();
+        let aborted = Arc::new(AtomicBool::new(false));
         receivers
             .into_iter()
             .enumerate()
@@ -28,8 +37,23 @@ impl LocalTransport {
                 rank,
                 peers: senders.clone(),
                 inbox,
+                aborted: aborted.clone(),
             })
             .collect()
+    }
+
+    /// Stop the whole cluster: every rank's next receive fails with
+    /// [`TransportError::Aborted`].
+    pub fn abort_cluster(&self) {
+        self.aborted.store(true, Ordering::SeqCst);
+    }
+
+    fn check_aborted(&self) -> Result<(), TransportError> {
+        if self.aborted.load(Ordering::SeqCst) {
+            Err(TransportError::Aborted)
+        } else {
+            Ok(())
+        }
     }
 }
 
@@ -55,6 +79,7 @@ impl Transport for LocalTransport {
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
+        self.check_aborted()?;
         match self.inbox.try_recv() {
             Ok(envelope) => Ok(Some(envelope)),
             // Every rank holds a sender to every rank, itself included: never disconnected.
@@ -63,6 +88,7 @@ impl Transport for LocalTransport {
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError> {
+        self.check_aborted()?;
         match self.inbox.recv_timeout(timeout) {
             Ok(envelope) => Ok(Some(envelope)),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => Ok(None),

@@ -26,6 +26,9 @@ pub enum TransportError {
     NoSuchRank { to: usize, size: usize },
     #[error("rank {0} has gone away")]
     Disconnected(usize),
+    /// Another rank failed and stopped the whole cluster.
+    #[error("stopped: another rank of the cluster failed")]
+    Aborted,
 }
 
 /// Point-to-point messages between the ranks of one cluster.

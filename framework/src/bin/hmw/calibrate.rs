@@ -193,15 +193,11 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
 
 /// A rank line of a machine file written back, annotations included.
 fn rank_line(line: &hmw::machinefile::RankLine) -> String {
-    let annotations: Vec<String> = line
-        .annotations
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
+    let annotations = line.annotations.to_string();
     if annotations.is_empty() {
         line.host.clone()
     } else {
-        format!("{} # {}", line.host, annotations.join(" "))
+        format!("{} # {annotations}", line.host)
     }
 }
 
