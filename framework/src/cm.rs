@@ -480,6 +480,16 @@ impl<'a> SubMasterSide<'a> {
                         self.wan.close(self.lost_after);
                         return Ok(());
                     }
+                    ToMaster::Lost => {
+                        // The sub-master cannot go on: tell the far side, then let it know
+                        // that the message is on its way (it is waiting to end its cluster).
+                        self.wan.send(encode(&ToMaster::Lost))?;
+                        self.wan.push()?;
+                        self.wan.close(STOP_PATIENCE);
+                        self.transport.send(MASTER, encode(&ToWorker::Stop))?;
+                        self.transport.flush()?;
+                        return Ok(());
+                    }
                     other => self.wan.send(encode(&other))?,
                 }
             }

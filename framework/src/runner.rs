@@ -36,7 +36,7 @@ use crate::{
     error::RunError,
     machinefile::{Facing, MachineFile, Role},
     master::{Master, ProblemSource},
-    protocol::{decode, encode, ToMaster},
+    protocol::{decode, encode, ToMaster, ToWorker},
     stats::{ClusterReport, RunStats},
     transport::{local::LocalTransport, mpi::MpiTransport, Transport, TransportError},
     upstream::Upstream,
@@ -312,7 +312,13 @@ pub fn play<P: Problem>(
                 config.run.scheduler.scheduler(config.run.chunk_fraction),
                 source,
             )?;
-            let (stats, _) = master.run()?;
+            let (stats, _) = match master.run() {
+                Ok(ran) => ran,
+                Err(error) => {
+                    report_lost(transport, upstream);
+                    return Err(error);
+                }
+            };
             let report = ClusterReport {
                 name: stats.name.clone(),
                 stats: Some(Box::new(stats.clone())),
@@ -346,6 +352,28 @@ pub fn play<P: Problem>(
             });
             cm::run(transport, machines, &config.cm, outbound)?;
             Ok(Outcome::Done)
+        }
+    }
+}
+
+/// A sub-master that cannot go on tells its parent cluster at once, through its CM, so the
+/// parent takes its tasks back now rather than after the link's deadline; it waits (a little)
+/// for the CM to have passed it on.
+fn report_lost(transport: &mut dyn Transport, upstream: usize) {
+    if transport.send(upstream, encode(&ToMaster::Lost)).is_err() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut idle = crate::idle::Idle::default();
+    while std::time::Instant::now() < deadline {
+        match transport.wait(idle.next_pause()) {
+            Ok(Some(envelope)) if envelope.from == upstream => {
+                if matches!(decode(&envelope.bytes, "message"), Ok(ToWorker::Stop)) {
+                    return; // the CM's answer: passed on
+                }
+            }
+            Ok(_) => {}
+            Err(_) => return,
         }
     }
 }

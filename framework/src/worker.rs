@@ -62,7 +62,9 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
-    /// Serve the master until it says stop.
+    /// Serve the master until it says stop. A task that fails is reported to the master, which
+    /// decides how the run ends (a sub-master first tells its parent cluster): this rank
+    /// waits for that, then fails.
     pub fn run(self) -> Result<(), RunError> {
         let Worker {
             transport,
@@ -70,93 +72,140 @@ impl<'a, T: Task> Worker<'a, T> {
             buffers,
             ..
         } = self;
-        let (task_tx, task_rx) = unbounded::<Queued>();
-        let (result_tx, result_rx) = unbounded::<Computed>();
-        let rank = context.rank;
-        let compute_context = context.clone();
-        // Detached on purpose: at the end it may be computing a duplicate nobody needs; the
-        // process exits without waiting for it.
-        thread::Builder::new()
-            .name(format!("compute-{rank}"))
-            .spawn(move || compute::<T>(compute_context, task_rx, result_tx))
-            .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
+        match serve::<T>(transport, &context, buffers) {
+            Ok(()) => Ok(()),
+            Err(Failure::Reported(error)) => wait_for_the_end(transport, error),
+            Err(Failure::Other(error)) => Err(error),
+        }
+    }
+}
 
-        transport.send(MASTER, encode(&ToMaster::Ready { room: buffers }))?;
-        let mut idle = Idle::default();
-        let mut task_time = TaskTime::default();
-        // Tasks handed to the compute thread whose result has not come back.
-        let mut computing = 0usize;
-        // Batches asked for and not received: while none is, the master can only say stop,
-        // so its messages are polled seldom (a finished task still wakes this thread at once).
-        let mut asked = buffers;
-        loop {
-            let mut active = false;
-            while let Ok(computed) = result_rx.try_recv() {
-                computing -= 1;
-                task_time.observe(&computed);
-                asked += send_result(transport, computed)?;
-                active = true;
-            }
-            if let Some(envelope) = transport.try_recv()? {
-                active = true;
-                let message = decode(&envelope.bytes, "message to a worker")
-                    .map_err(|source| RunError::Decode { rank, source })?;
-                let batch = match message {
-                    ToWorker::Tasks(batch) => batch,
-                    ToWorker::Stop => break,
-                };
-                asked = asked.saturating_sub(1);
-                let last = batch.len().saturating_sub(1);
-                for (i, task) in batch.into_iter().enumerate() {
-                    let queued = Queued {
-                        task,
-                        closes_batch: i == last,
-                    };
-                    if computing == 0 && task_time.is_tiny() {
-                        let computed = execute::<T>(&context, queued);
-                        task_time.observe(&computed);
-                        asked += send_result(transport, computed)?;
-                    } else {
-                        computing += 1;
-                        // The compute thread only exits when this channel closes.
-                        let _ = task_tx.send(queued);
-                    }
+/// Why a worker stopped serving.
+enum Failure {
+    /// A task failed and the master was told: it decides how the run ends.
+    Reported(RunError),
+    /// Anything else: this rank ends the run itself.
+    Other(RunError),
+}
+
+impl<E: Into<RunError>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure::Other(error.into())
+    }
+}
+
+/// After a failure the master knows of: wait until it stops this rank (or the whole cluster
+/// ends), then fail with `error`.
+fn wait_for_the_end(transport: &mut dyn Transport, error: RunError) -> Result<(), RunError> {
+    let mut idle = Idle::default();
+    loop {
+        match transport.wait(idle.next_pause()) {
+            Ok(Some(envelope)) => {
+                if let Ok(ToWorker::Stop) = decode(&envelope.bytes, "message to a worker") {
+                    let _ = transport.send(MASTER, encode(&ToMaster::Bye { report: None }));
+                    let _ = transport.flush();
+                    return Err(error);
                 }
             }
-            if active {
-                idle.reset();
-                continue;
-            }
-            let pause = if asked == 0 {
-                FULL_PAUSE
-            } else {
-                idle.next_pause()
+            Ok(None) => {}
+            Err(_) => return Err(error),
+        }
+    }
+}
+
+/// The worker's loop: serve the master until it says stop.
+fn serve<T: Task>(
+    transport: &mut dyn Transport,
+    context: &WorkerContext,
+    buffers: u32,
+) -> Result<(), Failure> {
+    let (task_tx, task_rx) = unbounded::<Queued>();
+    let (result_tx, result_rx) = unbounded::<Computed>();
+    let rank = context.rank;
+    let compute_context = context.clone();
+    // Detached on purpose: at the end it may be computing a duplicate nobody needs; the
+    // process exits without waiting for it.
+    thread::Builder::new()
+        .name(format!("compute-{rank}"))
+        .spawn(move || compute::<T>(compute_context, task_rx, result_tx))
+        .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
+
+    transport.send(MASTER, encode(&ToMaster::Ready { room: buffers }))?;
+    let mut idle = Idle::default();
+    let mut task_time = TaskTime::default();
+    // Tasks handed to the compute thread whose result has not come back.
+    let mut computing = 0usize;
+    // Batches asked for and not received: while none is, the master can only say stop,
+    // so its messages are polled seldom (a finished task still wakes this thread at once).
+    let mut asked = buffers;
+    loop {
+        let mut active = false;
+        while let Ok(computed) = result_rx.try_recv() {
+            computing -= 1;
+            task_time.observe(&computed);
+            asked += send_result(transport, computed)?;
+            active = true;
+        }
+        if let Some(envelope) = transport.try_recv()? {
+            active = true;
+            let message = decode(&envelope.bytes, "message to a worker")
+                .map_err(|source| RunError::Decode { rank, source })?;
+            let batch = match message {
+                ToWorker::Tasks(batch) => batch,
+                ToWorker::Stop => break,
             };
-            if pause.is_zero() {
-                thread::yield_now();
-                continue;
-            }
-            // Sleep on the result channel: a finished task wakes us at once; the master's
-            // messages are polled at the end of each pause.
-            match result_rx.recv_timeout(pause) {
-                Ok(computed) => {
-                    idle.reset();
-                    computing -= 1;
+            asked = asked.saturating_sub(1);
+            let last = batch.len().saturating_sub(1);
+            for (i, task) in batch.into_iter().enumerate() {
+                let queued = Queued {
+                    task,
+                    closes_batch: i == last,
+                };
+                if computing == 0 && task_time.is_tiny() {
+                    let computed = execute::<T>(&context, queued);
                     task_time.observe(&computed);
                     asked += send_result(transport, computed)?;
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(RunError::Setup(format!(
-                        "rank {rank}: the compute thread ended unexpectedly"
-                    )))
+                } else {
+                    computing += 1;
+                    // The compute thread only exits when this channel closes.
+                    let _ = task_tx.send(queued);
                 }
             }
         }
-        transport.send(MASTER, encode(&ToMaster::Bye { report: None }))?;
-        transport.flush()?;
-        Ok(())
+        if active {
+            idle.reset();
+            continue;
+        }
+        let pause = if asked == 0 {
+            FULL_PAUSE
+        } else {
+            idle.next_pause()
+        };
+        if pause.is_zero() {
+            thread::yield_now();
+            continue;
+        }
+        // Sleep on the result channel: a finished task wakes us at once; the master's
+        // messages are polled at the end of each pause.
+        match result_rx.recv_timeout(pause) {
+            Ok(computed) => {
+                idle.reset();
+                computing -= 1;
+                task_time.observe(&computed);
+                asked += send_result(transport, computed)?;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(RunError::Setup(format!(
+                    "rank {rank}: the compute thread ended unexpectedly"
+                ))
+                .into())
+            }
+        }
     }
+    transport.send(MASTER, encode(&ToMaster::Bye { report: None }))?;
+    transport.flush()?;
+    Ok(())
 }
 
 /// A running mean of the time tasks take, to spot tasks too short to be worth a thread
@@ -186,8 +235,8 @@ impl TaskTime {
 }
 
 /// Return a result to the master; gives the room it frees (1 when it closes a batch). A task
-/// that failed is reported to the master, which ends the run, and fails this rank.
-fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32, RunError> {
+/// that failed is reported to the master instead.
+fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32, Failure> {
     let room = u32::from(computed.closes_batch);
     match computed.result {
         Ok(result) => {
@@ -199,10 +248,9 @@ fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32,
                 RunError::Failed { message, .. } => message.clone(),
                 other => other.to_string(),
             };
-            // Best effort: the master learns why before this rank ends the job.
-            let _ = transport.send(MASTER, encode(&ToMaster::Failed { message }));
-            let _ = transport.flush();
-            Err(error)
+            transport.send(MASTER, encode(&ToMaster::Failed { message }))?;
+            transport.flush()?;
+            Err(Failure::Reported(error))
         }
     }
 }

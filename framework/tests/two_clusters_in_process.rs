@@ -27,6 +27,7 @@ struct Count(u64);
 impl Task for Nap {
     type Output = Count;
     fn execute(self, worker: &WorkerContext) -> Count {
+        assert!(worker.speed() != BROKEN, "this worker is broken");
         thread::sleep(Duration::from_secs_f64(
             self.millis as f64 / 1e3 / worker.speed(),
         ));
@@ -42,6 +43,8 @@ impl TaskResult for Count {
 }
 
 const UNITS: u64 = 4;
+/// A worker of this speed panics on every task.
+const BROKEN: f64 = 0.25;
 const BLOB: usize = 8192;
 
 struct Naps {
@@ -317,5 +320,65 @@ fn a_cluster_that_never_connects_does_not_hold_the_run() {
     assert_eq!(stats.clusters[0].tasks_done, 0);
     assert_eq!(stats.links_up_s, None, "the link never came up");
     // 20 naps of 20 ms on one worker: well under the 60 s the link would be given.
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
+#[test]
+fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
+    let dir = std::env::temp_dir().join(format!("hmw-fails-{}", std::process::id()));
+    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
+    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let port = free_udp_port();
+    let main = MachineFile::parse(
+        Path::new("main.hosts"),
+        &format!(
+            "localhost # cluster=main\nlocalhost\n\
+             localhost # M 1 {port} name=main-spain cluster=spain bind=127.0.0.1\n"
+        ),
+    )
+    .unwrap();
+    let spain = MachineFile::parse(
+        Path::new("spain.hosts"),
+        &format!(
+            "localhost # cluster=spain\nlocalhost # speed={BROKEN}\n\
+             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain\n"
+        ),
+    )
+    .unwrap();
+    let config = config(&dir); // lost_after_s = 20
+    let external = {
+        let config = config.clone();
+        thread::spawn(move || play_in_threads::<Naps>(&spain, &config, None, None))
+    };
+    let start = std::time::Instant::now();
+    let outcome = play_in_threads(&main, &config, Some(Naps::new(30)), None).unwrap();
+    let elapsed = start.elapsed();
+    let spain_error = external
+        .join()
+        .unwrap()
+        .err()
+        .expect("Spain fails")
+        .to_string();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        spain_error.contains("this worker is broken"),
+        "{spain_error}"
+    );
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    assert!(
+        problem.gathered.iter().all(|&n| n == 1),
+        "{:?}",
+        problem.gathered
+    );
+    let spain = &stats.clusters[0];
+    assert!(spain.lost, "{spain:#?}");
+    assert!(
+        spain.taken_back > 0,
+        "Spain held tasks when it failed: {spain:#?}"
+    );
+    assert_eq!(stats.cluster.tasks_done, 30);
+    // Reported at once, not after the link's 20 s deadline.
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
 }

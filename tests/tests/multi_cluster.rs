@@ -61,9 +61,9 @@ fn matmul_across_three_clusters_is_verified() {
     let plan = format!(
         "[application]\nname = \"matmul\"\ntasks = 64\noper = 4177920\ntask_bytes = 262168\n\
          result_bytes = 131100\nresult_bytes_inter = 131100\n\
-         [run]\nstatistics_interval = 1\n\
+         [run]\nstatistics_interval = 1\nwait_for_links = true\n\
          [launch]\nbinary = \"hmw-matmul\"\n\
-         [launch.application]\nm = 512\nb = 128\n\
+         [launch.application]\nm = 512\nb = 128\nsub_b = 64\n\
          [launch.cm]\nlost_after_s = 60\n\
          {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nwan_delay_ms = 10\nwan_loss = 0.001\n",
         cluster_table("main", "master", 1, "main = true"),
@@ -87,19 +87,34 @@ fn matmul_across_three_clusters_is_verified() {
     assert_eq!(stats["tasks"], 64);
     for name in ["spain", "brazil"] {
         let c = cluster(&stats, name);
-        assert!(
-            c["tasks_done"].as_u64().unwrap() > 0,
-            "{name} did nothing: {c:#}"
-        );
+        let done = c["tasks_done"].as_u64().unwrap();
+        assert!(done > 0, "{name} did nothing: {c:#}");
         assert_eq!(c["lost"], false);
+        // The external clusters split each 128-block task they computed (useful or
+        // discharged) into (128/64)^3 = 8 local tasks.
+        let computed = done + c["discharged"].as_u64().unwrap();
+        assert_eq!(c["stats"]["tasks"].as_u64().unwrap(), 8 * computed, "{c:#}");
+        // Operand blocks cross each link once: the tasks that crossed are smaller than those
+        // the master produced.
+        let (produced, sent) = (
+            c["task_bytes"].as_u64().unwrap(),
+            c["task_bytes_sent"].as_u64().unwrap(),
+        );
+        assert!(sent < produced, "{name}: {sent} bytes sent of {produced}");
     }
+    assert!(
+        run.stdout
+            .contains("left out by the application's splitter"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
 fn a_depth_two_tree_runs_the_synthetic_app() {
     let dir = scratch("tree");
     let plan = format!(
-        "{}[run]\nstatistics_interval = 0\n[launch.cm]\nlost_after_s = 60\n\
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n[launch.cm]\nlost_after_s = 60\n\
          {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nparent = \"spain\"\nwan_delay_ms = 5\n",
         synthetic(60, 0.1),
         cluster_table("main", "master", 1, "main = true"),
@@ -129,7 +144,7 @@ fn a_wan_outage_costs_time_and_nothing_else() {
     // 120 tasks of 0.25 s on 1 + 2 workers: about 10 s of work; the external link goes down
     // from 3 s to 23 s after the launch, so the run lasts past the outage.
     let plan = format!(
-        "{}[run]\nstatistics_interval = 2\nreassign_last_task = false\n\
+        "{}[run]\nstatistics_interval = 2\nreassign_last_task = false\nwait_for_links = true\n\
          [launch.cm]\nlost_after_s = 120\n\
          inactivity_timeout_ms = 2000\n\
          {}{}[cluster.launch]\nwan_delay_ms = 5\nwan_outages = [\"3-23\"]\n",

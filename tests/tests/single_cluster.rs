@@ -1,6 +1,6 @@
 //! One cluster on this machine under `mpirun`: correctness, statistics, bad input, idle CPU.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hmw_tests::{children, cpu_ticks, json, mpirun, repo, scratch, ticks_per_second, write};
 
@@ -145,6 +145,44 @@ fn a_bad_configuration_starts_no_rank() {
     let run = mpirun(2, "hmw-synthetic", &["-m", &hosts_path]).finish(LIMIT);
     assert!(!run.status.success());
     assert!(run.stderr.contains("3 rank lines") && run.stderr.contains("mpirun -np 3"));
+
+    // An annotation read only by a communication manager is checked before any rank starts.
+    let bad_cm = write(
+        &dir,
+        "cm.hosts",
+        "localhost\nlocalhost\nlocalhost # M 1 7311 name=c nt=abc\n",
+    );
+    let run = mpirun(3, "hmw-synthetic", &["-m", &bad_cm]).finish(LIMIT);
+    assert!(!run.status.success());
+    assert!(
+        run.stderr.contains("cm.hosts:3") && run.stderr.contains("nt=abc"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.matches("error").count(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn a_task_that_panics_ends_the_run_with_its_message() {
+    let dir = scratch("panic");
+    let hosts_path = write(&dir, "hosts", &hosts(&[""; 3]));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\n[application]\ntasks = 40\ntask_seconds = 0.01\n\
+         fail_at = 7\n",
+    );
+    let start = Instant::now();
+    let run = mpirun(4, "hmw-synthetic", &["-m", &hosts_path, "-c", &config]).finish(LIMIT);
+    assert!(!run.status.success());
+    assert!(
+        run.stderr
+            .contains("task 7 panicked: this task was configured to fail"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("verified=true"), "{}", run.stdout);
+    assert!(start.elapsed() < Duration::from_secs(30));
 }
 
 /// A worker waiting on a long task, and the idle master, must not burn a core: with five

@@ -3,8 +3,14 @@
 //! A task is a pair of blocks (A[i][k], B[k][j]); its result is their product, a partial
 //! C[i][j]; the master joins results by summing them into C. For sizes where it is cheap the
 //! product is checked against a direct one.
+//!
+//! Across clusters, a splitter ([`BlockSplitter`]) lets an external cluster work at a finer
+//! grain (`sub_b`) than the tasks that cross the WAN, and sends each operand block across a
+//! link once: the far sub-master keeps what it received.
 
-use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use std::collections::{HashMap, HashSet};
+
+use hmw::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize)]
@@ -12,8 +18,11 @@ use serde::{Deserialize, Serialize};
 struct Settings {
     /// Matrix order M.
     m: usize,
-    /// Block order B (divides M).
+    /// Block order B (divides M): the grain of the master's tasks.
     b: usize,
+    /// Block order the sub-masters of external clusters split tasks into (divides B; B: no
+    /// split).
+    sub_b: Option<usize>,
     /// Check against a direct product when M is at most this.
     verify_up_to: usize,
 }
@@ -23,8 +32,39 @@ impl Default for Settings {
         Settings {
             m: 512,
             b: 128,
+            sub_b: None,
             verify_up_to: 1024,
         }
+    }
+}
+
+/// Three M x M matrices of f64 must fit in memory: M at most this.
+const MAX_ORDER: usize = 16384;
+
+impl Settings {
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            (1..=MAX_ORDER).contains(&self.m),
+            "[application] m = {} must be between 1 and {MAX_ORDER}",
+            self.m
+        );
+        anyhow::ensure!(
+            self.b > 0 && self.m.is_multiple_of(self.b),
+            "[application] b = {} must divide m = {}",
+            self.b,
+            self.m
+        );
+        anyhow::ensure!(
+            self.sub_b() > 0 && self.b.is_multiple_of(self.sub_b()),
+            "[application] sub_b = {} must divide b = {}",
+            self.sub_b(),
+            self.b
+        );
+        Ok(())
+    }
+
+    fn sub_b(&self) -> usize {
+        self.sub_b.unwrap_or(self.b)
     }
 }
 
@@ -90,12 +130,46 @@ impl Matrix {
     }
 }
 
-#[derive(Serialize, Deserialize)]
-struct BlockPair {
+/// Which block of which matrix, at which block order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+struct BlockKey {
+    /// 0: A, 1: B.
+    matrix: u8,
+    order: usize,
     row: usize,
     col: usize,
-    a: Matrix,
-    b: Matrix,
+}
+
+/// An operand block of a task. A link to another cluster leaves `block` out when it already
+/// sent that block there; the far sub-master puts it back.
+#[derive(Serialize, Deserialize)]
+struct Operand {
+    key: BlockKey,
+    block: Option<Matrix>,
+}
+
+impl Operand {
+    fn of(matrix: &Matrix, key: BlockKey) -> Self {
+        Operand {
+            key,
+            block: Some(matrix.block(key.row, key.col, key.order)),
+        }
+    }
+
+    fn values(&self) -> &Matrix {
+        self.block.as_ref().expect(
+            "a worker's operands are complete: the sub-master puts back what a link left out",
+        )
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct BlockPair {
+    /// The C block it contributes to.
+    row: usize,
+    col: usize,
+    a: Operand,
+    b: Operand,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -112,13 +186,13 @@ impl Task for BlockPair {
         PartialBlock {
             row: self.row,
             col: self.col,
-            c: self.a.product(&self.b),
+            c: self.a.values().product(self.b.values()),
         }
     }
 
     /// Floating-point operations of a B x B block product: 2B^3 - B^2.
     fn operations(&self) -> f64 {
-        let b = self.a.n as f64;
+        let b = self.a.key.order as f64;
         2.0 * b * b * b - b * b
     }
 }
@@ -159,11 +233,17 @@ impl Problem for MatMul {
         (self.next < nb * nb * nb).then(|| {
             let (i, j, k) = (self.next / (nb * nb), self.next / nb % nb, self.next % nb);
             self.next += 1;
+            let key = |matrix, row, col| BlockKey {
+                matrix,
+                order: self.block,
+                row,
+                col,
+            };
             BlockPair {
                 row: i,
                 col: j,
-                a: self.a.block(i, k, self.block),
-                b: self.b.block(k, j, self.block),
+                a: Operand::of(&self.a, key(0, i, k)),
+                b: Operand::of(&self.b, key(1, k, j)),
             }
         })
     }
@@ -177,15 +257,99 @@ impl Problem for MatMul {
     }
 }
 
+/// An external cluster's side of the product: tasks of order B are split into tasks of order
+/// `sub_b`, and operand blocks cross each link once.
+struct BlockSplitter {
+    sub_b: usize,
+    /// On a sub-master: every operand block received so far.
+    kept: HashMap<BlockKey, Matrix>,
+    /// On a communication manager: the operand blocks already sent over its link.
+    sent: HashSet<BlockKey>,
+}
+
+impl BlockSplitter {
+    /// The operand's values: as it came, or as kept from an earlier task.
+    fn restore(&mut self, operand: Operand) -> anyhow::Result<Matrix> {
+        match operand.block {
+            Some(block) => {
+                self.kept.insert(operand.key, block.clone());
+                Ok(block)
+            }
+            None => self.kept.get(&operand.key).cloned().ok_or_else(|| {
+                anyhow::anyhow!("operand {:?} was left out but never received", operand.key)
+            }),
+        }
+    }
+}
+
+impl Splitter<BlockPair> for BlockSplitter {
+    fn split(&mut self, pair: BlockPair) -> anyhow::Result<Split<BlockPair>> {
+        let (a_key, b_key) = (pair.a.key, pair.b.key);
+        let a = self.restore(pair.a)?;
+        let b = self.restore(pair.b)?;
+        let (n, s) = (a.n, self.sub_b);
+        anyhow::ensure!(
+            n.is_multiple_of(s),
+            "sub_b = {s} does not divide a block of {n}"
+        );
+        let r = n / s;
+        let sub_key = |key: BlockKey, row, col| BlockKey {
+            matrix: key.matrix,
+            order: s,
+            row: key.row * r + row,
+            col: key.col * r + col,
+        };
+        let mut parts = Vec::with_capacity(r * r * r);
+        for i in 0..r {
+            for j in 0..r {
+                for k in 0..r {
+                    parts.push(BlockPair {
+                        row: pair.row * r + i,
+                        col: pair.col * r + j,
+                        a: Operand {
+                            key: sub_key(a_key, i, k),
+                            block: Some(a.block(i, k, s)),
+                        },
+                        b: Operand {
+                            key: sub_key(b_key, k, j),
+                            block: Some(b.block(k, j, s)),
+                        },
+                    });
+                }
+            }
+        }
+        Ok(Split {
+            parts,
+            whole: PartialBlock {
+                row: pair.row,
+                col: pair.col,
+                c: Matrix::zeros(n),
+            },
+        })
+    }
+
+    /// A part's product adds into its place in the whole block.
+    fn combine(&mut self, whole: &mut PartialBlock, part: PartialBlock) {
+        let r = whole.c.n / part.c.n;
+        whole
+            .c
+            .add_block(part.row - whole.row * r, part.col - whole.col * r, &part.c);
+    }
+
+    fn outbound(&mut self, mut pair: BlockPair) -> BlockPair {
+        for operand in [&mut pair.a, &mut pair.b] {
+            if !self.sent.insert(operand.key) {
+                operand.block = None;
+            }
+        }
+        pair
+    }
+}
+
 fn main() -> std::process::ExitCode {
-    hmw::run(
+    hmw::run_split(
         |s: &Settings| {
-            anyhow::ensure!(
-                s.b > 0 && s.m.is_multiple_of(s.b),
-                "[application] b = {} must divide m = {}",
-                s.b,
-                s.m
-            );
+            s.check()?;
             Ok(MatMul {
                 a: Matrix::sample(s.m, 1),
                 b: Matrix::sample(s.m, 2),
@@ -193,6 +357,14 @@ fn main() -> std::process::ExitCode {
                 block: s.b,
                 next: 0,
                 verify_up_to: s.verify_up_to,
+            })
+        },
+        |s: &Settings| {
+            s.check()?;
+            Ok(BlockSplitter {
+                sub_b: s.sub_b(),
+                kept: HashMap::new(),
+                sent: HashSet::new(),
             })
         },
         |matmul, stats| {

@@ -23,6 +23,8 @@ struct Settings {
     result_bytes: usize,
     /// Basic operations of a task (the model's `oper`).
     oper: f64,
+    /// The task of this index panics when executed: to try how a run handles a failure.
+    fail_at: Option<u64>,
 }
 
 impl Default for Settings {
@@ -34,7 +36,43 @@ impl Default for Settings {
             task_bytes: 64,
             result_bytes: 64,
             oper: 1.0,
+            fail_at: None,
         }
+    }
+}
+
+/// Bounds that keep a run within this machine's memory and a human's patience.
+const MAX_TASKS: u64 = 100_000_000;
+const MAX_BYTES: usize = 1 << 30;
+const MAX_SECONDS: f64 = 86_400.0;
+
+impl Settings {
+    fn check(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.tasks <= MAX_TASKS,
+            "[application] tasks = {} exceeds {MAX_TASKS}",
+            self.tasks
+        );
+        anyhow::ensure!(
+            self.task_seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&self.task_seconds),
+            "[application] task_seconds = {} must be between 0 and {MAX_SECONDS}",
+            self.task_seconds
+        );
+        anyhow::ensure!(
+            self.oper.is_finite() && self.oper > 0.0,
+            "[application] oper = {} must be a positive number",
+            self.oper
+        );
+        for (key, bytes) in [
+            ("task_bytes", self.task_bytes),
+            ("result_bytes", self.result_bytes),
+        ] {
+            anyhow::ensure!(
+                bytes <= MAX_BYTES,
+                "[application] {key} = {bytes} exceeds {MAX_BYTES} bytes"
+            );
+        }
+        Ok(())
     }
 }
 
@@ -44,6 +82,8 @@ struct Work {
     busy: bool,
     oper: f64,
     result_bytes: usize,
+    /// Panic instead of working (`fail_at`).
+    fail: bool,
     #[serde(with = "serde_bytes")]
     payload: Vec<u8>,
 }
@@ -60,6 +100,7 @@ impl Task for Work {
     type Output = Done;
 
     fn execute(self, worker: &WorkerContext) -> Done {
+        assert!(!self.fail, "this task was configured to fail (fail_at)");
         let time = Duration::from_secs_f64(self.seconds / worker.speed());
         if self.busy {
             let start = Instant::now();
@@ -101,6 +142,7 @@ impl Problem for Synthetic {
         (self.produced < self.settings.tasks).then(|| {
             self.produced += 1;
             Work {
+                fail: self.settings.fail_at == Some(self.produced - 1),
                 seconds: self.settings.task_seconds,
                 busy: self.settings.busy,
                 oper: self.settings.oper,
@@ -130,10 +172,7 @@ impl Problem for Synthetic {
 fn main() -> std::process::ExitCode {
     hmw::run(
         |settings: &Settings| {
-            anyhow::ensure!(
-                settings.task_seconds >= 0.0 && settings.oper > 0.0,
-                "[application] task_seconds must be >= 0 and oper > 0"
-            );
+            settings.check()?;
             Ok(Synthetic {
                 gathered: vec![false; settings.tasks as usize],
                 settings: settings.clone(),
