@@ -162,7 +162,7 @@ fn serve<T: Task>(
                     closes_batch: i == last,
                 };
                 if computing == 0 && task_time.is_tiny() {
-                    let computed = execute::<T>(&context, queued);
+                    let computed = execute::<T>(context, queued);
                     task_time.observe(&computed);
                     asked += send_result(transport, computed)?;
                 } else {
