@@ -30,13 +30,16 @@ use crate::{
     error::RunError,
     idle::Idle,
     machinefile::{Endpoint, Facing, MachineFile},
-    protocol::{decode, encode, ToMaster, ToWorker},
+    protocol::{decode, encode, LinkState, ToMaster, ToWorker},
     stats::{ClusterReport, LinkSummary},
     transport::Transport,
 };
 
 /// The rank of the master (or sub-master) inside a cluster.
 const MASTER: usize = 0;
+
+/// How often a CM facing a master tells its master how its link is doing.
+const LINK_REPORT_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a CM facing a master waits, once the run is stopping, for a link that is down to
 /// bring the far cluster's statistics.
@@ -286,6 +289,7 @@ impl<'a> MasterSide<'a> {
 
     fn run(mut self) -> Result<(), RunError> {
         let mut idle = Idle::default();
+        let mut last_report = Instant::now();
         loop {
             let mut active = false;
             while let Some(envelope) = self.transport.try_recv()? {
@@ -331,6 +335,10 @@ impl<'a> MasterSide<'a> {
             let never_connected = self.wan.link.stats().connections_established == 0;
             if self.stopping && (self.far_bye || self.lost || never_connected) {
                 break;
+            }
+            if last_report.elapsed() >= LINK_REPORT_EVERY {
+                last_report = Instant::now();
+                self.report_link()?;
             }
             self.offer_room()?;
             if active {
@@ -394,6 +402,8 @@ impl<'a> MasterSide<'a> {
                 self.far_bye = true;
             }
             ToMaster::Ready { room } => self.far_room += u64::from(room),
+            // The far side's own link reports are not for this master.
+            ToMaster::Link(_) => {}
             // The far cluster reports it cannot go on: it is lost now, not after the deadline.
             ToMaster::Lost | ToMaster::Failed { .. } => {
                 if !self.lost {
@@ -403,6 +413,21 @@ impl<'a> MasterSide<'a> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Tell the master how the link is doing, for its live prediction.
+    fn report_link(&mut self) -> Result<(), RunError> {
+        let stats = self.wan.link.stats();
+        let state = LinkState {
+            connected: self.wan.link.is_connected(),
+            tasks_waiting: !self.wan.backlog.is_empty()
+                || self.wan.link.send_buffer().fill() >= 0.5,
+            send_bytes_per_s: stats.send_rate_current,
+            recv_bytes_per_s: stats.recv_rate_current,
+        };
+        self.transport
+            .send(MASTER, encode(&ToMaster::Link(state)))?;
         Ok(())
     }
 

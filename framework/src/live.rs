@@ -1,18 +1,22 @@
 //! The live prediction (model page, section 4): every statistics interval the master
 //! re-evaluates the model with what it measured over the last interval — each cluster's steady
-//! performance and task time, how busy its workers were — and predicts the remaining and total
-//! time by balancing the remaining work over the clusters (equations (61)(94), with the
-//! clusters already past their startup: `T_up = 0`).
+//! performance, its workers' available performance and task time, how busy they were, and the
+//! state of each link to another cluster — and predicts the remaining and total time by
+//! balancing the remaining work over the clusters (equations (61)(94), with the clusters
+//! already past their startup: `T_up = 0`), and the run's efficiency (6)(7).
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::methodology::balance::{balance_workload, ClusterTiming};
+use crate::{
+    model::methodology::balance::{balance_workload, ClusterTiming},
+    protocol::LinkState,
+};
 
 /// Share of busy workers above which a cluster is computation bound.
 pub const COMPUTE_BOUND_SHARE: f64 = 0.9;
 
 /// What the master measured of one cluster over the last interval.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterWindow {
     pub name: String,
     /// Its own workers (`true`) or a cluster behind a communication manager.
@@ -24,14 +28,17 @@ pub struct ClusterWindow {
     /// Useful tasks and their basic operations delivered during the interval.
     pub window_tasks: u64,
     pub window_operations: f64,
-    /// Worker busy time of every result received during the interval, and how many tasks
-    /// those results stand for.
+    /// Worker busy time of every result received during the interval, how many tasks those
+    /// results stand for, and their basic operations (useful or not).
     pub window_busy_s: f64,
     pub window_computed: u64,
+    pub window_computed_operations: f64,
+    /// The link to the cluster, as its communication manager last reported it.
+    pub link: Option<LinkState>,
 }
 
 /// One cluster's live figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterEstimate {
     pub name: String,
     pub tasks_done: u64,
@@ -41,61 +48,122 @@ pub struct ClusterEstimate {
     pub ops_per_s: f64,
     /// Mean share of its workers that were busy.
     pub busy_share: Option<f64>,
-    /// `compute` when its workers are busy, else the path that starves them (`lan` for the
-    /// master's own workers, `wan` for a cluster behind a CM); absent without results.
+    /// `compute` when its workers are busy; else what starves them: `lan` for the master's
+    /// own workers; for a cluster behind a link, `wan_in` while tasks wait on this side of
+    /// it, `wan_out` otherwise (its results are slow to come back), `down` while it is down.
+    /// Absent without results.
     pub bottleneck: Option<String>,
+    /// Its workers' available performance (3): basic operations per busy second, summed.
+    #[serde(default)]
+    pub available_ops_per_s: Option<f64>,
+    /// Its balanced share of the remaining tasks (61)(94), and when it would be done.
+    #[serde(default)]
+    pub remaining_tasks: Option<f64>,
+    #[serde(default)]
+    pub remaining_s: Option<f64>,
+    /// The link to it: throughput each way (tasks out, results in), bytes per second.
+    #[serde(default)]
+    pub link_out_bytes_per_s: Option<f64>,
+    #[serde(default)]
+    pub link_in_bytes_per_s: Option<f64>,
 }
 
-/// The live figures of every cluster and the predicted remaining time.
+/// The live prediction of the whole run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Estimate {
+    pub clusters: Vec<ClusterEstimate>,
+    /// Predicted seconds to the end, when the rates measured allow a prediction.
+    pub remaining_s: Option<f64>,
+    /// Predicted efficiency of the run (7), from the measured available performance.
+    pub efficiency: Option<f64>,
+}
+
+/// The live figures of every cluster and the prediction, over an interval of `window_s`
+/// seconds, `elapsed_s` seconds into the run, with `done_operations` delivered and
+/// `remaining_operations` left (NaN when unknown).
 pub fn estimate(
     window_s: f64,
+    elapsed_s: f64,
     clusters: &[ClusterWindow],
+    done_operations: f64,
     remaining_operations: f64,
-) -> (Vec<ClusterEstimate>, Option<f64>) {
-    let estimates: Vec<ClusterEstimate> = clusters
+) -> Estimate {
+    let mut estimates: Vec<ClusterEstimate> = clusters
         .iter()
         .map(|c| {
             let busy_share = c
                 .workers
                 .filter(|&w| w > 0 && window_s > 0.0)
                 .map(|w| (c.window_busy_s / window_s / w as f64).min(1.0));
-            let bottleneck = (c.window_computed > 0).then(|| {
-                match busy_share {
-                    Some(share) if share >= COMPUTE_BOUND_SHARE => "compute",
-                    _ if c.local => "lan",
-                    _ => "wan",
-                }
-                .to_owned()
-            });
+            let available_ops_per_s = c
+                .workers
+                .filter(|_| c.window_busy_s > 0.0)
+                .map(|w| w as f64 * c.window_computed_operations / c.window_busy_s);
             ClusterEstimate {
                 name: c.name.clone(),
                 tasks_done: c.tasks_done,
                 tasks_per_s: per_second(c.window_tasks as f64, window_s),
                 ops_per_s: per_second(c.window_operations, window_s),
                 busy_share,
-                bottleneck,
+                bottleneck: bottleneck(c, busy_share).map(str::to_owned),
+                available_ops_per_s,
+                link_out_bytes_per_s: c.link.map(|l| l.send_bytes_per_s),
+                link_in_bytes_per_s: c.link.map(|l| l.recv_bytes_per_s),
+                ..Default::default()
             }
         })
         .collect();
-    let timings: Vec<ClusterTiming> = clusters
+    let measured: Vec<usize> = (0..clusters.len())
+        .filter(|&i| estimates[i].ops_per_s > 0.0)
+        .collect();
+    let timings: Vec<ClusterTiming> = measured
         .iter()
-        .zip(&estimates)
-        .filter(|(_, e)| e.ops_per_s > 0.0)
-        .map(|(c, e)| ClusterTiming {
-            perf_ste: e.ops_per_s,
+        .map(|&i| ClusterTiming {
+            perf_ste: estimates[i].ops_per_s,
             t_up: 0.0,
             // The last task under way ends, on average, one task time after the balance says.
-            t_end: c.window_busy_s / c.window_computed.max(1) as f64,
+            t_end: clusters[i].window_busy_s / clusters[i].window_computed.max(1) as f64,
         })
         .collect();
-    let remaining = if remaining_operations <= 0.0 {
+    let remaining_s = if remaining_operations <= 0.0 {
         Some(0.0)
-    } else if timings.is_empty() {
+    } else if timings.is_empty() || remaining_operations.is_nan() {
         None
     } else {
-        Some(balance_workload(remaining_operations, &timings).time)
+        let balance = balance_workload(remaining_operations, &timings);
+        let per_task =
+            done_operations / clusters.iter().map(|c| c.tasks_done).sum::<u64>().max(1) as f64;
+        for (&i, workload) in measured.iter().zip(&balance.workloads) {
+            estimates[i].remaining_tasks = Some(workload / per_task.max(f64::MIN_POSITIVE));
+            estimates[i].remaining_s = Some(if *workload > 0.0 { balance.time } else { 0.0 });
+        }
+        Some(balance.time)
     };
-    (estimates, remaining)
+    // (6)(7): the whole workload over the clusters' available performance, against the
+    // predicted makespan.
+    let mcperf: f64 = estimates.iter().filter_map(|e| e.available_ops_per_s).sum();
+    let efficiency = remaining_s
+        .filter(|_| mcperf > 0.0 && !remaining_operations.is_nan())
+        .map(|r| ((done_operations + remaining_operations) / mcperf / (elapsed_s + r)).min(1.0));
+    Estimate {
+        clusters: estimates,
+        remaining_s,
+        efficiency,
+    }
+}
+
+/// What holds a cluster's rate down over the interval, if it delivered anything.
+fn bottleneck(cluster: &ClusterWindow, busy_share: Option<f64>) -> Option<&'static str> {
+    if cluster.window_computed == 0 {
+        return cluster.link.filter(|l| !l.connected).map(|_| "down");
+    }
+    Some(match (busy_share, cluster.link) {
+        (Some(share), _) if share >= COMPUTE_BOUND_SHARE => "compute",
+        (_, None) => "lan",
+        (_, Some(link)) if !link.connected => "down",
+        (_, Some(link)) if link.tasks_waiting => "wan_in",
+        (_, Some(_)) => "wan_out",
+    })
 }
 
 fn per_second(amount: f64, seconds: f64) -> f64 {
@@ -110,34 +178,91 @@ fn per_second(amount: f64, seconds: f64) -> f64 {
 mod tests {
     use super::*;
 
-    fn window(name: &str, local: bool, workers: usize, tasks: u64, busy_s: f64) -> ClusterWindow {
+    fn window(
+        name: &str,
+        link: Option<LinkState>,
+        workers: usize,
+        tasks: u64,
+        busy_s: f64,
+    ) -> ClusterWindow {
         ClusterWindow {
             name: name.into(),
-            local,
+            local: link.is_none(),
             workers: Some(workers),
             tasks_done: tasks,
             window_tasks: tasks,
             window_operations: tasks as f64,
             window_busy_s: busy_s,
             window_computed: tasks,
+            window_computed_operations: tasks as f64,
+            link,
         }
     }
 
+    fn link(tasks_waiting: bool) -> Option<LinkState> {
+        Some(LinkState {
+            connected: true,
+            tasks_waiting,
+            send_bytes_per_s: 1000.0,
+            recv_bytes_per_s: 5000.0,
+        })
+    }
+
     #[test]
-    fn bottlenecks_and_remaining_time() {
-        // Over 2 s: the main cluster's 2 workers did 40 tasks of 0.1 s (busy all along);
-        // the far cluster's 4 workers did 40 tasks too but were busy half of the time.
+    fn bottlenecks_remaining_time_and_efficiency() {
+        // Over 2 s: the main cluster's 2 workers did 40 tasks of 0.1 s (busy all along); the
+        // far cluster's 4 workers did 40 tasks too but were busy half of the time, its tasks
+        // not waiting on this side of the link: its results are slow to come back.
         let clusters = [
-            window("main", true, 2, 40, 4.0),
-            window("far", false, 4, 40, 4.0),
+            window("main", None, 2, 40, 4.0),
+            window("far", link(false), 4, 40, 4.0),
         ];
-        let (estimates, remaining) = estimate(2.0, &clusters, 100.0);
-        assert_eq!(estimates[0].bottleneck.as_deref(), Some("compute"));
-        assert_eq!(estimates[1].bottleneck.as_deref(), Some("wan"));
-        assert_eq!(estimates[0].tasks_per_s, 20.0);
-        assert_eq!(estimates[1].busy_share, Some(0.5));
-        // 100 operations at 40 per second, plus one task time (0.1 s) to finish: 2.6 s.
-        assert!((remaining.unwrap() - 2.6).abs() < 1e-9, "{remaining:?}");
+        let estimate = estimate(2.0, 2.0, &clusters, 80.0, 100.0);
+        let [main, far] = &estimate.clusters[..] else {
+            panic!("two clusters")
+        };
+        assert_eq!(main.bottleneck.as_deref(), Some("compute"));
+        assert_eq!(far.bottleneck.as_deref(), Some("wan_out"));
+        assert_eq!(main.tasks_per_s, 20.0);
+        assert_eq!(far.busy_share, Some(0.5));
+        assert_eq!(far.link_in_bytes_per_s, Some(5000.0));
+        // Available performance (3): 10 operations per busy second per worker.
+        assert_eq!(main.available_ops_per_s, Some(20.0));
+        assert_eq!(far.available_ops_per_s, Some(40.0));
+        // 100 operations at 40 per second, plus one task time (0.1 s) to finish: 2.6 s, the
+        // two clusters taking 50 tasks each.
+        let remaining = estimate.remaining_s.unwrap();
+        assert!((remaining - 2.6).abs() < 1e-9, "{remaining}");
+        for c in [main, far] {
+            assert!((c.remaining_tasks.unwrap() - 50.0).abs() < 1e-9, "{c:?}");
+            assert_eq!(c.remaining_s, Some(remaining));
+        }
+        // (7): 180 operations over 60 ops/s of available performance (3 s) in 4.6 s.
+        let efficiency = estimate.efficiency.unwrap();
+        assert!((efficiency - 3.0 / 4.6).abs() < 1e-9, "{efficiency}");
+
+        // Tasks queuing on this side of the link: the link towards the cluster holds it back.
+        let waiting = [window("far", link(true), 4, 40, 4.0)];
+        assert_eq!(
+            super::estimate(2.0, 2.0, &waiting, 40.0, 10.0).clusters[0]
+                .bottleneck
+                .as_deref(),
+            Some("wan_in")
+        );
+        let down = [ClusterWindow {
+            window_computed: 0,
+            link: Some(LinkState {
+                connected: false,
+                ..link(false).unwrap()
+            }),
+            ..window("far", None, 4, 0, 0.0)
+        }];
+        assert_eq!(
+            super::estimate(2.0, 2.0, &down, 0.0, 10.0).clusters[0]
+                .bottleneck
+                .as_deref(),
+            Some("down")
+        );
     }
 
     #[test]
@@ -147,11 +272,14 @@ mod tests {
             window_operations: 0.0,
             window_busy_s: 0.0,
             window_computed: 0,
-            ..window("main", true, 2, 0, 0.0)
+            ..window("main", None, 2, 0, 0.0)
         };
-        let (estimates, remaining) = estimate(1.0, &[quiet], 10.0);
-        assert_eq!(estimates[0].bottleneck, None);
-        assert_eq!(remaining, None);
-        assert_eq!(estimate(1.0, &[], 0.0).1, Some(0.0));
+        let estimate = estimate(1.0, 1.0, &[quiet], 0.0, 10.0);
+        assert_eq!(estimate.clusters[0].bottleneck, None);
+        assert_eq!(estimate.remaining_s, None);
+        assert_eq!(
+            super::estimate(1.0, 1.0, &[], 0.0, 0.0).remaining_s,
+            Some(0.0)
+        );
     }
 }

@@ -23,7 +23,9 @@ use crate::{
     idle::Idle,
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
-    protocol::{decode, encode, ToMaster, ToWorker, ToWorkerRef, WireResult, WireTaskRef},
+    protocol::{
+        decode, encode, LinkState, ToMaster, ToWorker, ToWorkerRef, WireResult, WireTaskRef,
+    },
     scheduler::{Demand, Requester, Scheduler},
     stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
     transport::{Envelope, Transport},
@@ -141,6 +143,8 @@ struct Tally {
     report: Option<Box<ClusterReport>>,
     /// Since the last progress line: what the live prediction measures.
     window: Window,
+    /// A CM's link, as it last reported it.
+    link: Option<LinkState>,
 }
 
 /// What a rank delivered since the last progress line.
@@ -150,6 +154,7 @@ struct Window {
     operations: f64,
     busy_s: f64,
     computed: u64,
+    computed_operations: f64,
 }
 
 /// The master of one cluster.
@@ -228,6 +233,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     taken_back: 0,
                     report: None,
                     window: Window::default(),
+                    link: None,
                 },
             );
         }
@@ -360,11 +366,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             name: self.name.clone(),
             local: true,
             workers: Some(0),
-            tasks_done: 0,
-            window_tasks: 0,
-            window_operations: 0.0,
-            window_busy_s: 0.0,
-            window_computed: 0,
+            ..Default::default()
         };
         let mut clusters = Vec::new();
         for tally in self.tallies.values_mut() {
@@ -377,6 +379,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     local.window_operations += w.operations;
                     local.window_busy_s += w.busy_s;
                     local.window_computed += w.computed;
+                    local.window_computed_operations += w.computed_operations;
                 }
                 Kind::Cm { name, workers, .. } if !tally.gone => clusters.push(ClusterWindow {
                     name: name.clone(),
@@ -387,6 +390,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     window_operations: w.operations,
                     window_busy_s: w.busy_s,
                     window_computed: w.computed,
+                    window_computed_operations: w.computed_operations,
+                    link: tally.link,
                 }),
                 Kind::Cm { .. } => {}
             }
@@ -403,12 +408,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
             }
             _ => f64::NAN,
         };
-        let (estimates, remaining_s) = if remaining_operations.is_nan() {
-            (live::estimate(window_s, &clusters, 0.0).0, None)
-        } else {
-            live::estimate(window_s, &clusters, remaining_operations)
-        };
-        ProgressSample::new(elapsed, self.gathered, total, estimates, remaining_s)
+        let estimate = live::estimate(
+            window_s,
+            elapsed.as_secs_f64(),
+            &clusters,
+            self.useful_operations,
+            remaining_operations,
+        );
+        ProgressSample::new(elapsed, self.gathered, total, estimate)
     }
 
     /// The next task for `rank`: a task to retry first, else a new one from the source, which
@@ -462,8 +469,10 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 message: "a message from a rank this master does not feed".into(),
             });
         };
-        tally.heard = true;
+        // A CM has spoken once its link is up or given up; its link reports do not count.
+        tally.heard |= !matches!(message, ToMaster::Link(_));
         match message {
+            ToMaster::Link(state) => tally.link = Some(state),
             ToMaster::Ready { room } => {
                 self.waiting
                     .extend(std::iter::repeat_n(from, room as usize));
@@ -476,6 +485,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 tally.window.computed += result.ids.len() as u64;
                 tally.window.busy_s += result.busy_s;
                 tally.stats.operations += result.operations;
+                tally.window.computed_operations += result.operations;
                 for id in &result.ids {
                     tally.outstanding.remove(id);
                 }

@@ -82,6 +82,20 @@ pub enum ToMaster {
     Lost,
     /// This rank cannot go on (a task panicked): the run fails with this message.
     Failed { message: String },
+    /// From a communication manager facing a master, every second: its link, for the live
+    /// prediction.
+    Link(LinkState),
+}
+
+/// A link to another cluster as its communication manager sees it now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkState {
+    pub connected: bool,
+    /// Tasks wait on this side of the link (its send buffer is half full or more).
+    pub tasks_waiting: bool,
+    /// Current throughput each way: tasks out, results in, bytes per second.
+    pub send_bytes_per_s: f64,
+    pub recv_bytes_per_s: f64,
 }
 
 /// A message that could not be decoded.

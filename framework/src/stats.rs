@@ -4,7 +4,7 @@ use std::{fmt::Write as _, time::Duration};
 
 use serde::{Deserialize, Serialize};
 
-use crate::live::ClusterEstimate;
+use crate::live::{ClusterEstimate, Estimate};
 
 /// What one worker did during a run, as the master saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -63,6 +63,9 @@ pub struct ProgressSample {
     /// The live prediction of the whole run's time (elapsed + predicted remaining).
     #[serde(default)]
     pub predicted_total_s: Option<f64>,
+    /// The live prediction of the run's efficiency (7).
+    #[serde(default)]
+    pub predicted_efficiency: Option<f64>,
     /// This cluster's own workers and each cluster behind it, over the last interval.
     #[serde(default)]
     pub clusters: Vec<ClusterEstimate>,
@@ -197,15 +200,9 @@ impl ClusterStats {
 }
 
 impl ProgressSample {
-    /// The progress after `elapsed` with `done` of `total` tasks gathered; `clusters` and
-    /// `remaining_s` are the live prediction's.
-    pub fn new(
-        elapsed: Duration,
-        done: u64,
-        total: Option<u64>,
-        clusters: Vec<ClusterEstimate>,
-        remaining_s: Option<f64>,
-    ) -> Self {
+    /// The progress after `elapsed` with `done` of `total` tasks gathered, with the live
+    /// prediction.
+    pub fn new(elapsed: Duration, done: u64, total: Option<u64>, live: Estimate) -> Self {
         let t_s = elapsed.as_secs_f64();
         let tasks_per_s = ratio(done as f64, t_s);
         let average_eta = total
@@ -215,9 +212,10 @@ impl ProgressSample {
             t_s,
             tasks_done: done,
             tasks_per_s,
-            eta_s: remaining_s.or(average_eta),
-            predicted_total_s: remaining_s.map(|r| t_s + r),
-            clusters,
+            eta_s: live.remaining_s.or(average_eta),
+            predicted_total_s: live.remaining_s.map(|r| t_s + r),
+            predicted_efficiency: live.efficiency,
+            clusters: live.clusters,
         }
     }
 
@@ -235,20 +233,28 @@ impl ProgressSample {
         }
         let _ = write!(line, ", {:.2} tasks/s", self.tasks_per_s);
         if let Some(eta) = self.eta_s {
-            let _ = write!(line, ", ETA {}", hms(eta));
+            let _ = write!(line, ", ETA {}", span(eta));
         }
         if let Some(total) = self.predicted_total_s {
-            let _ = write!(line, " (total {})", hms(total));
+            let _ = write!(line, " (total {}", span(total));
+            if let Some(efficiency) = self.predicted_efficiency {
+                let _ = write!(line, ", efficiency {efficiency:.2}");
+            }
+            line.push(')');
         }
         for c in &self.clusters {
             let _ = write!(
                 line,
-                " | {} {} ({:.2}/s, {})",
+                " | {} {} ({:.2}/s, {}",
                 c.name,
                 c.tasks_done,
                 c.tasks_per_s,
                 c.bottleneck.as_deref().unwrap_or("-")
             );
+            if let Some(left) = c.remaining_tasks {
+                let _ = write!(line, ", {left:.0} left");
+            }
+            line.push(')');
         }
         line
     }
@@ -402,6 +408,15 @@ fn ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// A duration for a person: tenths of a second under ten minutes, `h:mm:ss` above.
+pub fn span(seconds: f64) -> String {
+    if seconds < 600.0 {
+        format!("{seconds:.1} s")
+    } else {
+        hms(seconds)
+    }
+}
+
 /// Seconds as `h:mm:ss`.
 pub fn hms(seconds: f64) -> String {
     let total = seconds.max(0.0).round() as u64;
@@ -435,41 +450,50 @@ mod tests {
 
     #[test]
     fn progress_line_and_eta() {
-        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100), vec![], None);
+        let p = ProgressSample::new(Duration::from_secs(10), 25, Some(100), Estimate::default());
         assert_eq!(p.tasks_per_s, 2.5);
         assert_eq!(p.eta_s, Some(30.0));
         assert_eq!(
             p.line(Some(100)),
-            "[    10.0 s] 25 / 100 tasks (25.0%), 2.50 tasks/s, ETA 0:00:30"
+            "[    10.0 s] 25 / 100 tasks (25.0%), 2.50 tasks/s, ETA 30.0 s"
         );
-        let unknown = ProgressSample::new(Duration::ZERO, 0, None, vec![], None);
+        let unknown = ProgressSample::new(Duration::ZERO, 0, None, Estimate::default());
         assert_eq!(unknown.eta_s, None);
         let cluster = |name: &str, done, bottleneck: Option<&str>| ClusterEstimate {
             name: name.into(),
             tasks_done: done,
             tasks_per_s: done as f64 / 10.0,
             ops_per_s: done as f64 / 10.0,
-            busy_share: None,
             bottleneck: bottleneck.map(str::to_owned),
+            ..Default::default()
         };
         let two = ProgressSample::new(
             Duration::from_secs(10),
             25,
             None,
-            vec![
-                cluster("main", 20, Some("compute")),
-                cluster("spain", 5, None),
-            ],
-            Some(20.0),
+            Estimate {
+                clusters: vec![
+                    ClusterEstimate {
+                        remaining_tasks: Some(12.4),
+                        ..cluster("main", 20, Some("compute"))
+                    },
+                    cluster("spain", 5, None),
+                ],
+                remaining_s: Some(20.0),
+                efficiency: Some(0.93),
+            },
         );
         assert_eq!(two.eta_s, Some(20.0));
         assert_eq!(two.predicted_total_s, Some(30.0));
         assert!(
-            two.line(None)
-                .ends_with("(total 0:00:30) | main 20 (2.00/s, compute) | spain 5 (0.50/s, -)"),
+            two.line(None).ends_with(
+                "(total 30.0 s, efficiency 0.93) | main 20 (2.00/s, compute, 12 left) | \
+             spain 5 (0.50/s, -)"
+            ),
             "{}",
             two.line(None)
         );
+        assert_eq!(span(3725.0), "1:02:05");
         assert_eq!(hms(3725.0), "1:02:05");
     }
 }

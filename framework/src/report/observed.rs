@@ -323,6 +323,7 @@ pub(crate) mod tests {
             tasks_per_s: 0.0,
             eta_s: None,
             predicted_total_s: None,
+            predicted_efficiency: None,
             clusters: clusters
                 .iter()
                 .map(|&(name, tasks_done)| ClusterEstimate {
@@ -330,8 +331,7 @@ pub(crate) mod tests {
                     tasks_done,
                     tasks_per_s: 0.0,
                     ops_per_s: 0.0,
-                    busy_share: None,
-                    bottleneck: None,
+                    ..Default::default()
                 })
                 .collect(),
         }
