@@ -289,10 +289,12 @@ impl<'a, S: TaskSource> Master<'a, S> {
         let interval = Duration::from_secs_f64(self.config.statistics_interval);
         let mut next_report = start + interval;
         let mut progress = Vec::new();
-        let feeds_clusters = self
-            .tallies
-            .values()
-            .any(|t| matches!(t.kind, Kind::Cm { .. }));
+        // When links come up during the run (without `wait_for_links`), note when.
+        let feeds_clusters = !wait_for_links
+            && self
+                .tallies
+                .values()
+                .any(|t| matches!(t.kind, Kind::Cm { .. }));
         let mut links_up = None;
         self.dispatch()?;
         self.transmit_upstream()?;

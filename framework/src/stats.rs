@@ -157,7 +157,7 @@ pub struct RunStats {
     #[serde(default)]
     pub tail_copies: u64,
     /// Seconds after the start when every link to another cluster was up (runs that feed
-    /// other clusters).
+    /// other clusters without `wait_for_links`).
     #[serde(default)]
     pub links_up_s: Option<f64>,
     /// Seconds a sub-master spent combining and joining results before sending them up.
