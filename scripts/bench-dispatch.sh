@@ -3,6 +3,9 @@
 # under mpirun, 20,000 tasks; the median of several runs of hmw against two peers run on the
 # same machine in the same session: mpi4py.futures (MPIPoolExecutor.map, chunksize 1) and a
 # hand-written mpi4py master/worker (on-demand send/recv, two tasks in flight per worker).
+# Per-task overhead is the master's time per task, 1 / throughput: with tasks that compute
+# nothing, the master (which every task goes through) is what limits the rate.
+# The peers run in a virtualenv this script creates (mpi4py from PyPI, pinned).
 # Last line: dispatch_ratio mpi4py_futures=X handwritten=Y (hmw tasks/s over the peer's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,9 +17,16 @@ RANKS=5
 
 cargo build --release -p hmw-dispatch -p hmw-synthetic --quiet
 venv=target/bench-venv
+MPI4PY=${MPI4PY:-mpi4py==4.1.2}
+if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
+    # Debian's python3 needs python3-venv for `python3 -m venv`.
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+fi
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet mpi4py
+    "$venv/bin/pip" install --quiet "$MPI4PY"
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
