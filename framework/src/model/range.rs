@@ -148,6 +148,10 @@ fn check_cluster(
     cluster: &ClusterParams,
     reassign: bool,
 ) -> Result<(), RangeError> {
+    // a cluster without workers (a main cluster holding the master alone) takes no part
+    if cluster.workers.is_empty() {
+        return Ok(());
+    }
     let error = |machine: Option<&str>, key: &str, message: String| RangeError {
         cluster: Some(cluster.name.clone()),
         machine: machine.map(str::to_string),
@@ -431,6 +435,11 @@ mod tests {
         let mut many = input();
         many.application.tasks = 1_000_000_000_000;
         check_working_range(&many).unwrap();
+        // a main cluster without workers is not checked: its LAN carries nothing
+        let mut master_alone = input();
+        master_alone.system.clusters[0].workers.clear();
+        master_alone.system.clusters[0].lan_bytes_per_s = 1e-300;
+        check_working_range(&master_alone).unwrap();
     }
 
     #[test]
