@@ -4,41 +4,41 @@
 //!
 //! Every size is at least 1 while tasks remain and never more than the tasks remaining.
 
-/// On demand (the default): one task per request.
+/// Section 5, on demand (the default): one task per request.
 pub fn on_demand_chunk(remaining: u64) -> u64 {
     remaining.min(1)
 }
 
-/// Fixed-size chunking: every batch holds `floor(f * M)` tasks (at least 1), `M` being the
+/// Section 5, fixed-size chunking: every batch holds `floor(f * M)` tasks (at least 1), `M` being the
 /// problem's tasks; the scheduler splits each batch into one chunk per worker
 /// ([`split_batch`]).
 pub fn fixed_size_batch(fraction: f64, total_tasks: u64, remaining: u64) -> u64 {
     bounded((fraction * total_tasks as f64).floor(), remaining)
 }
 
-/// Factoring (DPF): batch `j` holds `floor(f * remaining)` tasks (at least 1).
+/// Section 5, factoring (DPF): batch `j` holds `floor(f * remaining)` tasks (at least 1).
 pub fn factoring_batch(fraction: f64, remaining: u64) -> u64 {
     bounded((fraction * remaining as f64).floor(), remaining)
 }
 
-/// Adaptive factoring (DAF), first batch factor `x0 = (mu + sigma * sqrt(N/2)) / mu`, with `mu`
+/// Section 5, adaptive factoring (DAF), first batch factor `x0 = (mu + sigma * sqrt(N/2)) / mu`, with `mu`
 /// and `sigma` the measured mean and deviation of the per-task time and `N` workers.
 pub fn adaptive_factoring_first_factor(mean: f64, deviation: f64, workers: usize) -> f64 {
     (mean + deviation * (workers as f64 / 2.0).sqrt()) / mean
 }
 
-/// Adaptive factoring (DAF), later batch factor `xj = (2 * mu + sigma * sqrt(N/2)) / mu`.
+/// Section 5, adaptive factoring (DAF), later batch factor `xj = (2 * mu + sigma * sqrt(N/2)) / mu`.
 pub fn adaptive_factoring_factor(mean: f64, deviation: f64, workers: usize) -> f64 {
     (2.0 * mean + deviation * (workers as f64 / 2.0).sqrt()) / mean
 }
 
-/// Adaptive factoring (DAF): batch `j` holds `floor(remaining / xj)` tasks (at least 1), in `N`
+/// Section 5, adaptive factoring (DAF): batch `j` holds `floor(remaining / xj)` tasks (at least 1), in `N`
 /// chunks ([`split_batch`]).
 pub fn adaptive_factoring_batch(remaining: u64, factor: f64) -> u64 {
     bounded((remaining as f64 / factor).floor(), remaining)
 }
 
-/// A batch split into one chunk per worker, as equal as possible (the first chunks one larger);
+/// Section 5, fixed-size chunking and DAF: a batch split into one chunk per worker, as equal as possible (the first chunks one larger);
 /// chunks of zero tasks are left out.
 pub fn split_batch(batch: u64, workers: usize) -> Vec<u64> {
     let workers = workers.max(1) as u64;
@@ -50,14 +50,15 @@ pub fn split_batch(batch: u64, workers: usize) -> Vec<u64> {
         .collect()
 }
 
-/// Adaptive multi-round (heterogeneous): fitness `F_i = (1/t_i) / sum_j (1/t_j)` from each
+/// Section 5, adaptive multi-round (heterogeneous): fitness `F_i = (1/t_i) / sum_j (1/t_j)` from each
 /// worker's latest per-task time `t_i`.
 pub fn fitness(per_task_times: &[f64]) -> Vec<f64> {
     let total: f64 = per_task_times.iter().map(|t| 1.0 / t).sum();
     per_task_times.iter().map(|t| (1.0 / t) / total).collect()
 }
 
-/// The coefficient of variation: sample standard deviation over mean (0 for fewer than two
+/// Section 5, adaptive multi-round: `CV`, the coefficient of variation — sample standard
+/// deviation over mean (0 for fewer than two
 /// samples).
 pub fn coefficient_of_variation(samples: &[f64]) -> f64 {
     let n = samples.len();
@@ -69,7 +70,7 @@ pub fn coefficient_of_variation(samples: &[f64]) -> f64 {
     variance.sqrt() / mean
 }
 
-/// Adaptive multi-round: the installment factor `k = ln(S)^CV`, `S` the number of tasks and `CV`
+/// Section 5, adaptive multi-round: the installment factor `k = ln(S)^CV`, `S` the number of tasks and `CV`
 /// the coefficient of variation of the calibration times; at least 1, so that an installment
 /// never exceeds the remaining work.
 pub fn installment_factor(tasks: u64, calibration_times: &[f64]) -> f64 {
@@ -83,7 +84,7 @@ pub fn installment_factor(tasks: u64, calibration_times: &[f64]) -> f64 {
     }
 }
 
-/// Adaptive multi-round: the chunk for worker `i`, `round((S_remaining / k) * F_i)`, at least 1.
+/// Section 5, adaptive multi-round: the chunk for worker `i`, `round((S_remaining / k) * F_i)`, at least 1.
 pub fn multi_round_chunk(remaining: u64, installment_factor: f64, fitness: f64) -> u64 {
     bounded(
         (remaining as f64 / installment_factor * fitness).round(),
@@ -91,7 +92,7 @@ pub fn multi_round_chunk(remaining: u64, installment_factor: f64, fitness: f64) 
     )
 }
 
-/// The successive batch sizes of a policy until `total` tasks are handed out; `next_batch`
+/// Section 5: the successive batch sizes of a policy until `total` tasks are handed out; `next_batch`
 /// receives the tasks remaining.
 pub fn batch_sequence(total: u64, mut next_batch: impl FnMut(u64) -> u64) -> Vec<u64> {
     let mut remaining = total;

@@ -43,7 +43,8 @@ pub struct ClusterModel {
 }
 
 impl ClusterModel {
-    /// The model of `cluster` running the workers whose performances are `perfs`;
+    /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
+    /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
     /// `None` when `perfs` is empty (the cluster takes no part).
     pub fn new(
         application: &ApplicationParams,
@@ -216,12 +217,12 @@ impl ClusterModel {
         }
     }
 
-    /// Whether `perf_ste == cperf`.
+    /// Section 2: whether the cluster is computation bound, `perf_ste == cperf` in (26)/(32)/(36).
     pub fn is_computation_bound(&self) -> bool {
         self.bottleneck == Bottleneck::Compute
     }
 
-    /// The end time of `case`.
+    /// The end time of `case`: best (37)/(52)(53) or worst (39)-(56), section 2.
     pub fn end_time(&self, case: Case) -> f64 {
         match case {
             Case::Best => self.t_end_best,

@@ -7,6 +7,7 @@
 
 use super::execution::{last_task_tail, reassigned_last_task_tail};
 use super::limits::PerformanceLimits;
+use super::local::link_limit;
 
 /// Equations (15) and (19): `tc_task_msm = s_task_inter / tput_in`, the time to send one
 /// inter-cluster task from the master to the sub-master (simplified to the WAN time).
@@ -30,15 +31,18 @@ pub fn startup_time_one_to_one(
 }
 
 /// Equation (20): the wait of worker `j` (1-based) for its first task,
-/// `ceil(j/nt) * tc_task_msm + ((j-1) mod nt + 1) * tc_task_sc`.
+/// `ceil(j/nt) * tc_task_msm + ((j-1) mod nt + 1) * tc_task_sc` (`nt` at least 1, `j` at least
+/// 1).
 pub fn worker_startup_wait(
     worker: u64,
     tasks_per_inter_task: u64,
     inter_task_transfer_time: f64,
     sub_cluster_task_time: f64,
 ) -> f64 {
-    let inter_tasks_before = worker.div_ceil(tasks_per_inter_task);
-    let position_in_inter_task = (worker - 1) % tasks_per_inter_task + 1;
+    let nt = tasks_per_inter_task.max(1);
+    let worker = worker.max(1);
+    let inter_tasks_before = worker.div_ceil(nt);
+    let position_in_inter_task = (worker - 1) % nt + 1;
     inter_tasks_before as f64 * inter_task_transfer_time
         + position_in_inter_task as f64 * sub_cluster_task_time
 }
@@ -93,15 +97,20 @@ pub struct ExternalLimitsInput {
 
 /// Equations (32) and (36): `perf_ste = min(cperf, oper*tput_sc/s_comm,
 /// oper*nt*tput_in/s_task_inter, oper*nr*tput_out/s_result_inter)`, returned as its four
-/// arguments (with `nt = nr = 1` and inter sizes equal to the local ones this is (32)).
+/// arguments (with `nt = nr = 1` and inter sizes equal to the local ones this is (32)). A link
+/// nothing crosses (zero bytes) has no limit (infinite).
 pub fn performance_limits(input: &ExternalLimitsInput) -> PerformanceLimits {
     PerformanceLimits {
         compute: input.cluster_performance,
-        lan: input.oper * input.lan_bytes_per_s / input.comm_bytes,
-        wan_in: input.oper * input.tasks_per_inter_task as f64 * input.wan_in_bytes_per_s
-            / input.inter_task_bytes,
-        wan_out: input.oper * input.results_per_inter_result as f64 * input.wan_out_bytes_per_s
-            / input.inter_result_bytes,
+        lan: link_limit(input.oper * input.lan_bytes_per_s, input.comm_bytes),
+        wan_in: link_limit(
+            input.oper * input.tasks_per_inter_task as f64 * input.wan_in_bytes_per_s,
+            input.inter_task_bytes,
+        ),
+        wan_out: link_limit(
+            input.oper * input.results_per_inter_result as f64 * input.wan_out_bytes_per_s,
+            input.inter_result_bytes,
+        ),
     }
 }
 
@@ -129,15 +138,17 @@ pub fn best_end_time_one_to_one(
 }
 
 /// Equations (52)(53): best end, one-to-many,
-/// `T_best_end = (nr + 1)/2 * tc_result_sc + (ceil(W/nr) + 1)/2 * tc_result_smm`.
+/// `T_best_end = (nr + 1)/2 * tc_result_sc + (ceil(W/nr) + 1)/2 * tc_result_smm` (`nr` at
+/// least 1).
 pub fn best_end_time(
     sub_cluster_result_time: f64,
     inter_result_transfer_time: f64,
     workers: usize,
     results_per_inter_result: u64,
 ) -> f64 {
-    let inter_results = (workers as u64).div_ceil(results_per_inter_result);
-    (results_per_inter_result as f64 + 1.0) / 2.0 * sub_cluster_result_time
+    let nr = results_per_inter_result.max(1);
+    let inter_results = (workers as u64).div_ceil(nr);
+    (nr as f64 + 1.0) / 2.0 * sub_cluster_result_time
         + (inter_results as f64 + 1.0) / 2.0 * inter_result_transfer_time
 }
 
@@ -164,16 +175,16 @@ pub fn worst_end_time_computation_bound_reassigned(
 }
 
 /// Equations (51) and (56): worst end of a communication-bound cluster,
-/// `nr * tc_result_sc + ceil(W/nr) * tc_result_smm` (with `nr = 1`: (51)).
+/// `nr * tc_result_sc + ceil(W/nr) * tc_result_smm` (with `nr = 1`: (51); `nr` at least 1).
 pub fn worst_end_time_communication_bound(
     sub_cluster_result_time: f64,
     inter_result_transfer_time: f64,
     workers: usize,
     results_per_inter_result: u64,
 ) -> f64 {
-    let inter_results = (workers as u64).div_ceil(results_per_inter_result);
-    results_per_inter_result as f64 * sub_cluster_result_time
-        + inter_results as f64 * inter_result_transfer_time
+    let nr = results_per_inter_result.max(1);
+    let inter_results = (workers as u64).div_ceil(nr);
+    nr as f64 * sub_cluster_result_time + inter_results as f64 * inter_result_transfer_time
 }
 
 #[cfg(test)]
@@ -257,6 +268,28 @@ mod tests {
             6.610_732_474_516_607e-4
         ));
         assert_eq!(startup_time(0, 2, tc_msm2, tc_sc), 0.0);
+    }
+
+    #[test]
+    fn zero_units_count_as_one_instead_of_dividing_by_zero() {
+        assert_eq!(
+            worker_startup_wait(3, 0, 2.0, 1.0),
+            worker_startup_wait(3, 1, 2.0, 1.0)
+        );
+        assert_eq!(
+            worker_startup_wait(0, 2, 2.0, 1.0),
+            worker_startup_wait(1, 2, 2.0, 1.0)
+        );
+        assert_eq!(best_end_time(1.0, 2.0, 4, 0), best_end_time(1.0, 2.0, 4, 1));
+        assert_eq!(
+            worst_end_time_communication_bound(1.0, 2.0, 4, 0),
+            worst_end_time_communication_bound(1.0, 2.0, 4, 1)
+        );
+        // nothing crosses a link of zero bytes: no limit, even when oper * tput underflows
+        let mut input = limits_input(1, 1, 0.0);
+        input.oper = 1e-320;
+        input.wan_out_bytes_per_s = 1e-10;
+        assert_eq!(performance_limits(&input).wan_out, f64::INFINITY);
     }
 
     #[test]

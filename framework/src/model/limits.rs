@@ -18,13 +18,27 @@ pub enum Bottleneck {
 }
 
 impl Bottleneck {
-    /// The name used in the plan's output and JSON: `compute`, `lan`, `wan_in`, `wan_out`.
+    /// The name used in the output and JSON for the argument of (26)/(32)/(36) attaining
+    /// `perf_ste`: `compute`, `lan`, `wan_in`, `wan_out`.
     pub fn name(self) -> &'static str {
         match self {
             Bottleneck::Compute => "compute",
             Bottleneck::Lan => "lan",
             Bottleneck::WanIn => "wan_in",
             Bottleneck::WanOut => "wan_out",
+        }
+    }
+}
+
+impl Bottleneck {
+    /// The plan key of the link's throughput (section 1): `lan_bytes_per_s`,
+    /// `wan_in_bytes_per_s`, `wan_out_bytes_per_s`; `None` for [`Bottleneck::Compute`].
+    pub fn throughput_key(self) -> Option<&'static str> {
+        match self {
+            Bottleneck::Compute => None,
+            Bottleneck::Lan => Some("lan_bytes_per_s"),
+            Bottleneck::WanIn => Some("wan_in_bytes_per_s"),
+            Bottleneck::WanOut => Some("wan_out_bytes_per_s"),
         }
     }
 }
@@ -58,7 +72,7 @@ impl PerformanceLimits {
             .min(self.wan_out)
     }
 
-    /// The argument that attains the minimum; ties go to `compute` (a cluster is computation
+    /// The argument of (26)/(32)/(36) that attains the minimum; ties go to `compute` (a cluster is computation
     /// bound iff `perf_ste == cperf`), then `lan`, `wan_in`, `wan_out`.
     pub fn bottleneck(&self) -> Bottleneck {
         let candidates = [
@@ -127,5 +141,10 @@ mod tests {
             ["\"compute\"", "\"lan\"", "\"wan_in\"", "\"wan_out\""]
         );
         assert_eq!(Bottleneck::WanIn.to_string(), "wan_in");
+        assert_eq!(Bottleneck::Compute.throughput_key(), None);
+        assert_eq!(
+            Bottleneck::WanOut.throughput_key(),
+            Some("wan_out_bytes_per_s")
+        );
     }
 }

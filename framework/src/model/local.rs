@@ -15,9 +15,20 @@ pub fn startup_time(task_transfer_time: f64, workers: usize) -> f64 {
 }
 
 /// The LAN's limit on the steady performance, second argument of (26):
-/// `oper * tput_lan / s_comm`.
+/// `oper * tput_lan / s_comm`; infinite (no limit) when tasks and results have no bytes.
 pub fn lan_performance_limit(oper: f64, comm_bytes: f64, lan_bytes_per_s: f64) -> f64 {
-    oper * lan_bytes_per_s / comm_bytes
+    link_limit(oper * lan_bytes_per_s, comm_bytes)
+}
+
+/// A link's limit on the steady performance, `(oper * multiplier * tput) / bytes` as in (26),
+/// (32) and (36): infinite when nothing crosses the link (`bytes == 0`), whatever the
+/// numerator (which keeps an underflowed `0 / 0` from becoming NaN).
+pub(crate) fn link_limit(operations_times_throughput: f64, bytes: f64) -> f64 {
+    if bytes == 0.0 {
+        f64::INFINITY
+    } else {
+        operations_times_throughput / bytes
+    }
 }
 
 /// Equation (25): `T_ste = max(tasks*oper / cperf, tasks*s_comm / tput_lan)`.

@@ -10,6 +10,7 @@
 //!   pipelined execution (section 2);
 //! - [`methodology`]: local and multi-cluster analysis, selection, balance, advice (section 3);
 //!   [`predict`] is the entry point;
+//! - [`range`]: the working range every derived quantity must stay in;
 //! - [`tuning`] and [`chunking`]: tuning inside a cluster and the scheduler's chunk sizes
 //!   (section 5).
 
@@ -21,12 +22,13 @@ pub mod limits;
 pub mod local;
 pub mod methodology;
 pub mod params;
+pub mod range;
 pub mod tuning;
 
 pub use cluster::{Case, ClusterModel};
 pub use limits::{Bottleneck, PerformanceLimits};
 pub use methodology::advice::{
-    Advice, AdviceEffect, AdviceKind, AdviceValue, GrainReason, GrainRow,
+    Advice, AdviceEffect, AdviceKind, AdviceValue, GrainReason, GrainRow, LinkNeed, Remark,
 };
 pub use methodology::selection::{SelectionMethod, SelectionOutcome};
 pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPrediction};
@@ -35,3 +37,4 @@ pub use params::{
     MeasuredSystem, MeasuredWorker, ModelInput, ModelOptions, SelectionRequest, SystemParams,
     WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, MAX_EXHAUSTIVE_LIMIT,
 };
+pub use range::{check_working_range, RangeError};

@@ -98,9 +98,13 @@ pub struct ClusterParams {
 }
 
 impl ClusterParams {
-    /// The `perf` of the workers at `indices` (indices into [`ClusterParams::workers`]).
+    /// The `perf[i]` (section 1) of the workers at `indices` (indices into
+    /// [`ClusterParams::workers`]); indices out of range are skipped.
     pub fn perfs_of(&self, indices: &[usize]) -> Vec<f64> {
-        indices.iter().map(|&i| self.workers[i].perf).collect()
+        indices
+            .iter()
+            .filter_map(|&i| self.workers.get(i).map(|w| w.perf))
+            .collect()
     }
 }
 

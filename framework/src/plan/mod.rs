@@ -24,6 +24,7 @@ use crate::model::params::{
     ModelOptions, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
     MAX_EXHAUSTIVE_LIMIT,
 };
+use crate::model::range::check_working_range;
 
 /// Default `[model] efficiency_threshold`.
 pub const DEFAULT_EFFICIENCY_THRESHOLD: f64 = 0.8;
@@ -48,7 +49,10 @@ pub enum PlanError {
         error: Box<PlanError>,
     },
     /// Not TOML, or a key of the wrong type, missing or unknown.
-    #[error("line {line}, column {column}: {}{message}", in_cluster(cluster))]
+    #[error(
+        "line {line}, column {column}: {}{message}",
+        syntax_context(cluster, machine, key)
+    )]
     Syntax {
         /// 1-based line.
         line: usize,
@@ -56,6 +60,11 @@ pub enum PlanError {
         column: usize,
         /// The `[[cluster]]` where it happened, when inside one.
         cluster: Option<String>,
+        /// The machine entry's `host`, when inside one.
+        machine: Option<String>,
+        /// The key whose value is wrong (`perf`, `role`, `application.tasks`); `None` when the
+        /// message names it already (a missing or unknown key) or the error is in no value.
+        key: Option<String>,
         /// What is wrong.
         message: String,
     },
@@ -73,11 +82,24 @@ pub enum PlanError {
     },
 }
 
-fn in_cluster(cluster: &Option<String>) -> String {
-    cluster
-        .as_ref()
-        .map(|c| format!("cluster `{c}`: "))
-        .unwrap_or_default()
+fn syntax_context(
+    cluster: &Option<String>,
+    machine: &Option<String>,
+    key: &Option<String>,
+) -> String {
+    let parts: Vec<String> = [
+        cluster.as_ref().map(|c| format!("cluster `{c}`")),
+        machine.as_ref().map(|m| format!("machine `{m}`")),
+        key.as_ref().map(|k| format!("key `{k}`")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{}: ", parts.join(", "))
+    }
 }
 
 struct InvalidDisplay<'a> {
@@ -356,27 +378,18 @@ pub fn load_plan(path: &Path) -> Result<Plan, PlanError> {
     })
 }
 
-/// Reads a measured-system file ([`MeasuredSystem`]): TOML when its name ends in `.toml` (as
-/// `hmw calibrate` writes it), JSON otherwise; errors name the file.
+/// Reads a measured-system file ([`MeasuredSystem`]): TOML as `hmw calibrate` writes it
+/// (`measured_at`, `conditions`, `[[clusters]]` with `[[clusters.workers]]`), or JSON with the
+/// same keys when its name ends in `.json`; errors name the file.
 pub fn load_measured_system(path: &Path) -> Result<MeasuredSystem, PlanError> {
     let text = std::fs::read_to_string(path).map_err(|io| PlanError::Read {
         path: path.to_path_buf(),
         io,
     })?;
-    if path.extension().is_some_and(|e| e == "toml") {
-        return toml::from_str(&text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map_or((0, 0), |span| line_column(&text, span.start));
-            PlanError::InFile {
-                path: path.to_path_buf(),
-                error: Box::new(PlanError::Syntax {
-                    line,
-                    column,
-                    cluster: None,
-                    message: e.message().to_owned(),
-                }),
-            }
+    if path.extension().is_none_or(|e| e != "json") {
+        return toml::from_str(&text).map_err(|e| PlanError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(syntax_error(&text, &e, &[])),
         });
     }
     serde_json::from_str(&text).map_err(|e| {
@@ -389,6 +402,8 @@ pub fn load_measured_system(path: &Path) -> Result<MeasuredSystem, PlanError> {
                 line: e.line(),
                 column: e.column(),
                 cluster: None,
+                machine: None,
+                key: None,
                 message: message.replace(" field ", " key "),
             }),
         }
@@ -412,7 +427,8 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// The TOML error as one line, in the plan's vocabulary.
+/// The TOML error as one line, in the plan's vocabulary: the line and column, and the key (with
+/// its cluster and machine) whose value is wrong, or else the cluster or table it is in.
 fn syntax_error(
     text: &str,
     error: &toml::de::Error,
@@ -420,6 +436,26 @@ fn syntax_error(
 ) -> PlanError {
     let span = error.span().unwrap_or(0..0);
     let (line, column) = line_column(text, span.start);
+    let message = error
+        .message()
+        .trim()
+        .replace("unknown field", "unknown key")
+        .replace("missing field", "missing key")
+        .replace("duplicate field", "duplicate key")
+        .replace('\n', "; ");
+    if let Some(found) = error
+        .span()
+        .and_then(|span| location::locate(text, span.start))
+    {
+        return PlanError::Syntax {
+            line,
+            column,
+            cluster: found.cluster,
+            machine: found.machine,
+            key: Some(found.key),
+            message,
+        };
+    }
     let cluster = clusters
         .iter()
         .find(|(_, range)| range.start <= span.start && span.start < range.end.max(range.start + 1))
@@ -430,19 +466,13 @@ fn syntax_error(
             .map(|t| format!("{t}: "))
             .unwrap_or_default(),
     };
-    let message = error
-        .message()
-        .trim()
-        .replace("unknown field", "unknown key")
-        .replace("missing field", "missing key")
-        .replace("duplicate field", "duplicate key")
-        .replace('\n', "; ");
-    let message = format!("{table}{message}");
     PlanError::Syntax {
         line,
         column,
         cluster,
-        message,
+        machine: None,
+        key: None,
+        message: format!("{table}{message}"),
     }
 }
 
@@ -642,8 +672,10 @@ impl Plan {
     }
 
     /// The model's input: the plan's values, with `measured` values (from a calibration run) in
-    /// their place where given. Fails on a value neither provides, or a measured entry that
-    /// names no cluster or worker of the plan.
+    /// their place where given. Fails on a value neither provides, a measured entry that names
+    /// no cluster or worker of the plan, or values that take a derived quantity out of the
+    /// model's working range ([`check_working_range`]; the error names the key, cluster and
+    /// machine, and says when the value came from the measured system).
     pub fn model_input(&self, measured: Option<&MeasuredSystem>) -> Result<ModelInput, PlanError> {
         let empty = MeasuredSystem::default();
         let measured = measured.unwrap_or(&empty);
@@ -728,7 +760,7 @@ impl Plan {
             SelectionMode::Auto => SelectionRequest::Auto,
             SelectionMode::Pinned => SelectionRequest::Pinned(pinned),
         };
-        Ok(ModelInput {
+        let input = ModelInput {
             application: self.application.clone(),
             grains: self.grains.clone(),
             system: SystemParams { clusters },
@@ -738,7 +770,43 @@ impl Plan {
                 exhaustive_limit: self.exhaustive_limit,
             },
             selection,
-        })
+        };
+        check_working_range(&input).map_err(|e| {
+            let from_measured = e.cluster.as_deref().is_some_and(|cluster| {
+                measured_value(measured, cluster, e.machine.as_deref(), &e.key)
+            });
+            let source = if from_measured {
+                " (the value comes from the measured system)"
+            } else {
+                ""
+            };
+            PlanError::Invalid {
+                cluster: e.cluster,
+                machine: e.machine,
+                key: e.key,
+                message: format!("{}{source}", e.message),
+            }
+        })?;
+        Ok(input)
+    }
+}
+
+/// Whether `measured` gives the value of `key` for `cluster` (and `machine`).
+fn measured_value(
+    measured: &MeasuredSystem,
+    cluster: &str,
+    machine: Option<&str>,
+    key: &str,
+) -> bool {
+    let Some(m) = measured.clusters.iter().find(|c| c.name == cluster) else {
+        return false;
+    };
+    match (key, machine) {
+        ("perf", Some(host)) => m.workers.iter().any(|w| w.host == host),
+        ("lan_bytes_per_s", _) => m.lan_bytes_per_s.is_some(),
+        ("wan_in_bytes_per_s", _) => m.wan_in_bytes_per_s.is_some(),
+        ("wan_out_bytes_per_s", _) => m.wan_out_bytes_per_s.is_some(),
+        _ => false,
     }
 }
 
@@ -1028,6 +1096,8 @@ fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanErro
     }
     Ok(())
 }
+
+mod location;
 
 #[cfg(test)]
 mod tests;

@@ -196,7 +196,68 @@ fn unknown_role() {
     assert!(err.contains("cluster `away`"), "{err}");
     assert!(err.contains("unknown variant `comm`"), "{err}");
     assert!(
-        err.starts_with("line 28, column 24: cluster `away`: unknown variant `comm`"),
+        err.starts_with(
+            "line 28, column 24: cluster `away`, machine `c`, key `role`: unknown variant `comm`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn type_and_enum_errors_name_the_key_cluster_and_machine() {
+    let err = error_of(&SMALL.replace("perf = 3.0", "perf = \"fast\""));
+    assert_eq!(
+        err,
+        "line 30, column 42: cluster `away`, machine `x2`, key `perf`: invalid type: string \
+         \"fast\", expected f64"
+    );
+    let err = error_of(&SMALL.replace("role = \"master\"", "role = \"manager\""));
+    assert!(
+        err.starts_with(
+            "line 16, column 24: cluster `home`, machine `m`, key `role`: unknown variant \
+             `manager`"
+        ),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("tasks = 10", "tasks = -3"));
+    assert_eq!(
+        err,
+        "line 4, column 9: key `application.tasks`: invalid value: integer `-3`, expected u64"
+    );
+    let err = error_of(&SMALL.replace("selection = \"pinned\"", "selection = \"best\""));
+    assert!(
+        err.starts_with("line 9, column 13: key `model.selection`: unknown variant `best`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"x1\", 3]"));
+    assert_eq!(
+        err,
+        "line 25, column 22: cluster `away`, key `use_workers`: invalid type: integer `3`, \
+         expected a string"
+    );
+    let err = error_of(&SMALL.replace(
+        "lan_bytes_per_s = 1000\nwan_in",
+        "lan_bytes_per_s = \"1000\"\nwan_in",
+    ));
+    assert!(
+        err.starts_with("line 22, column 19: cluster `away`, key `lan_bytes_per_s`: invalid type"),
+        "{err}"
+    );
+    let grain = SMALL.replace(
+        "result_bytes = 100\n",
+        "result_bytes = 100\ngrain = [ { grain = 400, tasks = 1, oper = \"big\", task_bytes = 1, \
+         result_bytes = 1 } ]\n",
+    );
+    let err = error_of(&grain);
+    assert!(
+        err.contains("key `application.grain[grain = 400].oper`: invalid type: string \"big\""),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("main = true", "main = \"yes\""));
+    assert!(
+        err.contains(
+            "cluster `home`, key `main`: invalid type: string \"yes\", expected a boolean"
+        ),
         "{err}"
     );
 }
@@ -364,4 +425,188 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_host_may_appear_twice() {
+    // the sub-master machine s also runs a worker: two entries with the same host
+    let text = SMALL.replace(
+        "  { host = \"c\", role = \"cm\" },\n",
+        "  { host = \"c\", role = \"cm\" },\n  { host = \"s\", role = \"worker\", perf = 0.5 },\n",
+    );
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let away = &plan.clusters[1];
+    let roles: Vec<(&str, Role)> = away
+        .machines
+        .iter()
+        .filter(|m| m.host == "s")
+        .map(|m| (m.host.as_str(), m.role))
+        .collect();
+    assert_eq!(roles, [("s", Role::Submaster), ("s", Role::Worker)]);
+    let input = plan.model_input(None).unwrap();
+    let hosts: Vec<&str> = input.system.clusters[1]
+        .workers
+        .iter()
+        .map(|w| w.host.as_str())
+        .collect();
+    assert_eq!(hosts, ["s", "x1", "x2"]);
+    assert_eq!(input.system.clusters[1].workers[0].perf, 0.5);
+    // use_workers naming it selects its worker entry, not the sub-master
+    let pinned = text.replace("use_workers = [\"x1\"]", "use_workers = [\"s\"]");
+    let input = Plan::from_toml_str(&pinned)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    assert_eq!(
+        input.selection,
+        SelectionRequest::Pinned(vec![vec![0], vec![0]])
+    );
+    crate::model::predict(&input).unwrap();
+    // a host listed twice with the same role is two workers too
+    let twice = SMALL.replace(
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n",
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n  { host = \"x2\", role = \"worker\", perf = 3.0 },\n",
+    );
+    let input = Plan::from_toml_str(&twice)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    assert_eq!(input.system.clusters[1].workers.len(), 3);
+}
+
+/// A file in the temporary directory, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("hmw-plan-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn calibrated() -> MeasuredSystem {
+    MeasuredSystem {
+        measured_at: Some("2025-01-31T10:00:00+00:00".into()),
+        conditions: Some("hmw calibrate small.toml on this machine (2 cores)".into()),
+        clusters: vec![
+            MeasuredCluster {
+                name: "home".into(),
+                lan_bytes_per_s: Some(1200.0),
+                wan_in_bytes_per_s: None,
+                wan_out_bytes_per_s: None,
+                workers: vec![MeasuredWorker {
+                    host: "w1".into(),
+                    perf: 1.25,
+                }],
+            },
+            MeasuredCluster {
+                name: "away".into(),
+                lan_bytes_per_s: Some(900.0),
+                wan_in_bytes_per_s: Some(80.0),
+                wan_out_bytes_per_s: Some(70.0),
+                workers: vec![MeasuredWorker {
+                    host: "x1".into(),
+                    perf: 2.5,
+                }],
+            },
+        ],
+    }
+}
+
+#[test]
+fn the_measured_system_is_read_as_calibrate_writes_it() {
+    // hmw calibrate writes `toml::to_string(&MeasuredSystem)` to --out (system.toml by default)
+    let written = toml::to_string(&calibrated()).unwrap();
+    assert!(written.contains("measured_at = "), "{written}");
+    assert!(written.contains("[[clusters.workers]]"), "{written}");
+    for name in ["system.toml", "system.out"] {
+        let file = TempFile::new(name, &written);
+        let measured = load_measured_system(&file.0).unwrap();
+        assert_eq!(measured, calibrated(), "{name}");
+    }
+    let json = TempFile::new(
+        "system.json",
+        &serde_json::to_string(&calibrated()).unwrap(),
+    );
+    assert_eq!(load_measured_system(&json.0).unwrap(), calibrated());
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    let input = plan.model_input(Some(&calibrated())).unwrap();
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.25);
+    assert_eq!(input.system.clusters[1].lan_bytes_per_s, 900.0);
+}
+
+#[test]
+fn errors_in_the_measured_system_name_the_key() {
+    let written = toml::to_string(&calibrated())
+        .unwrap()
+        .replace("perf = 2.5", "perf = \"fast\"");
+    let file = TempFile::new("bad-system.toml", &written);
+    let err = load_measured_system(&file.0).unwrap_err().to_string();
+    assert!(
+        err.contains("cluster `away`, machine `x1`, key `perf`: invalid type: string \"fast\""),
+        "{err}"
+    );
+    assert!(
+        err.starts_with(&format!("{}: line ", file.0.display())),
+        "{err}"
+    );
+    // a measured value out of the model's range is named, and said to be measured
+    let mut tiny = calibrated();
+    tiny.clusters[1].workers[0].perf = 1e-320;
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    let err = plan.model_input(Some(&tiny)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x1`, key `perf`: perf = 1e-320"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(the value comes from the measured system)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn values_that_leave_the_working_range_are_rejected_with_their_key() {
+    let err = error_of_input(&SMALL.replace("perf = 3.0", "perf = 1e-320"));
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`: perf = 1e-320"),
+        "{err}"
+    );
+    assert!(!err.contains("measured"), "{err}");
+    let err = error_of_input(&SMALL.replace(
+        "name = \"away\"\nlan_bytes_per_s = 1000",
+        "name = \"away\"\nlan_bytes_per_s = 9.56e-320",
+    ));
+    assert!(
+        err.starts_with("cluster `away`, key `lan_bytes_per_s`: lan_bytes_per_s = 9.56e-320"),
+        "{err}"
+    );
+    let err = error_of_input(&SMALL.replace("tasks = 10\n", "tasks = 10\noper = 1e308\n"));
+    assert!(err.starts_with("key `application.oper`"), "{err}");
+    // large real-world values stay valid: 10,000 tasks of 1e15 operations
+    let big = SMALL
+        .replace("tasks = 10\n", "tasks = 10000\noper = 1e15\n")
+        .replace("perf = 1.0", "perf = 1e10")
+        .replace("perf = 2.0", "perf = 2e10")
+        .replace("perf = 3.0", "perf = 3e10");
+    let input = Plan::from_toml_str(&big)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    crate::model::predict(&input).unwrap();
+}
+
+fn error_of_input(text: &str) -> String {
+    Plan::from_toml_str(text)
+        .unwrap()
+        .model_input(None)
+        .unwrap_err()
+        .to_string()
 }

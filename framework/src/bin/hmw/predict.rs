@@ -3,15 +3,15 @@
 //! and tuning advice (format: `docs/model.md`).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use hmw::model::{
-    predict, AdviceEffect, AdviceKind, AdviceValue, ClusterPrediction, GrainReason, Prediction,
-    SelectionMethod,
+    predict, AdviceEffect, AdviceKind, AdviceValue, Bottleneck, ClusterPrediction, GrainReason,
+    LinkNeed, MeasuredSystem, Prediction, Remark, SelectionMethod,
 };
 use hmw::plan::{load_measured_system, load_plan, Plan};
 
@@ -23,10 +23,20 @@ pub struct PredictArgs {
     /// Print the prediction as one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// System parameters measured by a calibration run (JSON), used in place of the plan's
-    /// `perf` and throughput values.
+    /// System parameters measured by `hmw calibrate`: the TOML file it writes (with its date
+    /// and conditions; a name ending in .json is read as JSON with the same keys), used in
+    /// place of the plan's `perf` and throughput values.
     #[arg(long, value_name = "FILE")]
     pub measured: Option<PathBuf>,
+}
+
+/// The measured-system file a prediction used, for the header.
+#[derive(Clone, Copy)]
+pub struct MeasuredSource<'a> {
+    /// Where it was read.
+    pub path: &'a Path,
+    /// What it holds.
+    pub system: &'a MeasuredSystem,
 }
 
 /// Runs `hmw predict`.
@@ -45,13 +55,18 @@ pub fn run(args: PredictArgs) -> Result<()> {
         .model_input(measured.as_ref())
         .map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
     let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
+    let source = args
+        .measured
+        .as_deref()
+        .zip(measured.as_ref())
+        .map(|(path, system)| MeasuredSource { path, system });
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&to_json(&plan, &prediction))?
+            serde_json::to_string_pretty(&to_json(&plan, &prediction, source))?
         );
     } else {
-        print!("{}", to_text(&plan, &prediction));
+        print!("{}", to_text_measured(&plan, &prediction, source));
     }
     Ok(())
 }
@@ -124,6 +139,49 @@ struct AdviceJson<'a> {
     t_end_worst: Option<f64>,
 }
 
+/// One `remarks` entry: tuning information that is no advice of the four kinds.
+#[derive(Serialize)]
+struct RemarkJson<'a> {
+    cluster: &'a str,
+    bottleneck: &'static str,
+    /// `out_of_reach` or `link_needs`.
+    remark: &'static str,
+    /// `out_of_reach`: the key that would have to exceed its largest value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<&'static str>,
+    /// `out_of_reach`: the value needed (`null` beyond any integer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    needed: Option<Option<u64>>,
+    /// `out_of_reach`: the largest value a plan accepts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    largest: Option<u64>,
+    /// `link_needs`: the cluster's available performance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cperf: Option<f64>,
+    /// `link_needs`: one entry per link below `cperf`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    links: Option<Vec<LinkNeedJson>>,
+}
+
+#[derive(Serialize)]
+struct LinkNeedJson {
+    link: &'static str,
+    key: &'static str,
+    limit: f64,
+    throughput: f64,
+    throughput_needed: f64,
+    operations_per_byte: f64,
+    operations_per_byte_needed: f64,
+}
+
+/// The measured-system file used: where, when and under what conditions it was measured.
+#[derive(Serialize)]
+struct MeasuredJson<'a> {
+    file: String,
+    measured_at: Option<&'a str>,
+    conditions: Option<&'a str>,
+}
+
 #[derive(Serialize)]
 struct SelectionJson<'a> {
     mode: &'static str,
@@ -134,7 +192,8 @@ struct SelectionJson<'a> {
 }
 
 /// The prediction as one JSON object: `clusters`, `run` and `advice` in the shape of issue 3,
-/// then `selection` (how the workers were chosen) and `local` (the local cluster analysis).
+/// then `selection` (how the workers were chosen) and `local` (the local cluster analysis);
+/// `remarks` only when there are any, `measured` only with `--measured`.
 #[derive(Serialize)]
 struct PredictionJson<'a> {
     clusters: Vec<ClusterJson<'a>>,
@@ -142,9 +201,65 @@ struct PredictionJson<'a> {
     advice: Vec<AdviceJson<'a>>,
     selection: SelectionJson<'a>,
     local: Option<ClusterJson<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    remarks: Vec<RemarkJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured: Option<MeasuredJson<'a>>,
 }
 
-fn to_json<'a>(plan: &Plan, p: &'a Prediction) -> PredictionJson<'a> {
+fn link_need_json(need: &LinkNeed) -> LinkNeedJson {
+    LinkNeedJson {
+        link: need.link.name(),
+        key: need.link.throughput_key().unwrap_or("perf"),
+        limit: need.limit,
+        throughput: need.throughput,
+        throughput_needed: need.throughput_needed,
+        operations_per_byte: need.operations_per_byte,
+        operations_per_byte_needed: need.operations_per_byte_needed,
+    }
+}
+
+fn remark_json(remark: &Remark) -> RemarkJson<'_> {
+    match remark {
+        Remark::OutOfReach {
+            cluster,
+            bottleneck,
+            kind,
+            needed,
+            largest,
+        } => RemarkJson {
+            cluster,
+            bottleneck: bottleneck.name(),
+            remark: "out_of_reach",
+            key: Some(kind.name()),
+            needed: Some(*needed),
+            largest: Some(*largest),
+            cperf: None,
+            links: None,
+        },
+        Remark::LinkNeeds {
+            cluster,
+            bottleneck,
+            cperf,
+            needs,
+        } => RemarkJson {
+            cluster,
+            bottleneck: bottleneck.name(),
+            remark: "link_needs",
+            key: None,
+            needed: None,
+            largest: None,
+            cperf: Some(*cperf),
+            links: Some(needs.iter().map(link_need_json).collect()),
+        },
+    }
+}
+
+fn to_json<'a>(
+    plan: &Plan,
+    p: &'a Prediction,
+    measured: Option<MeasuredSource<'a>>,
+) -> PredictionJson<'a> {
     let advice = p
         .advice
         .iter()
@@ -195,6 +310,12 @@ fn to_json<'a>(plan: &Plan, p: &'a Prediction) -> PredictionJson<'a> {
             left_out: &p.left_out,
         },
         local: p.local.as_ref().map(ClusterJson::from),
+        remarks: p.remarks.iter().map(remark_json).collect(),
+        measured: measured.map(|m| MeasuredJson {
+            file: m.path.display().to_string(),
+            measured_at: m.system.measured_at.as_deref(),
+            conditions: m.system.conditions.as_deref(),
+        }),
     }
 }
 
@@ -246,18 +367,55 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// Seconds: four decimals below 100 s, one up to 1e12 s, scientific beyond.
 fn seconds(x: f64) -> String {
-    if x >= 100.0 {
+    if x.is_nan() || x >= 1e12 {
+        format!("{x:.4e}")
+    } else if x >= 100.0 {
         format!("{x:.1}")
     } else {
         format!("{x:.4}")
     }
 }
 
-/// `h:mm:ss`, hours unbounded.
+/// `h:mm:ss`, hours unbounded; beyond a billion hours, hours in scientific notation.
 fn hms(x: f64) -> String {
-    let total = x.round() as u64;
+    if x.is_nan() || x >= 3.6e12 {
+        return format!("{:.3e} h", x / 3600.0);
+    }
+    let total = x.max(0.0).round() as u64;
     format!("{}:{:02}:{:02}", total / 3600, total / 60 % 60, total % 60)
+}
+
+/// The name of a link in sentences.
+fn link_name(link: Bottleneck) -> &'static str {
+    match link {
+        Bottleneck::Compute => "computation",
+        Bottleneck::Lan => "LAN",
+        Bottleneck::WanIn => "WAN in",
+        Bottleneck::WanOut => "WAN out",
+    }
+}
+
+/// What each limiting link needs, as one clause per link.
+fn needs_text(needs: &[LinkNeed]) -> String {
+    needs
+        .iter()
+        .map(|n| {
+            format!(
+                "{link} limit {} ops/s: a {link} of at least {} B/s ({key}, now {}), or a grain \
+                 whose tasks carry at least {} basic operations per byte on it (now {})",
+                perf(n.limit),
+                perf(n.throughput_needed),
+                perf(n.throughput),
+                perf(n.operations_per_byte_needed),
+                perf(n.operations_per_byte),
+                link = link_name(n.link),
+                key = n.link.throughput_key().unwrap_or("perf"),
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn fraction(x: f64) -> String {
@@ -271,7 +429,13 @@ fn min_tasks(m: Option<u64>) -> String {
 /// One row of the clusters table: its label and how to print a cluster's cell.
 type TableRow = (&'static str, fn(&ClusterPrediction) -> String);
 
+/// The prediction as text, in the order of the methodology.
 pub fn to_text(plan: &Plan, p: &Prediction) -> String {
+    to_text_measured(plan, p, None)
+}
+
+/// [`to_text`], with the measured-system file the prediction used in the header.
+pub fn to_text_measured(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) -> String {
     let mut out = String::new();
     let app = &plan.application;
     let threshold = plan.efficiency_threshold;
@@ -285,6 +449,19 @@ pub fn to_text(plan: &Plan, p: &Prediction) -> String {
         amount(app.task_bytes),
         amount(app.result_bytes)
     );
+    if let Some(m) = measured {
+        let _ = writeln!(
+            w,
+            "measured system: {}, measured {}; conditions: {}",
+            m.path.display(),
+            m.system.measured_at.as_deref().unwrap_or("(no date given)"),
+            m.system
+                .conditions
+                .as_deref()
+                .unwrap_or("(none given)")
+                .replace('\n', " ")
+        );
+    }
     let selection = match &p.selection.method {
         SelectionMethod::All => "all workers".to_string(),
         SelectionMethod::Pinned => "pinned (use_workers; all workers where absent)".to_string(),
@@ -334,8 +511,10 @@ pub fn to_text(plan: &Plan, p: &Prediction) -> String {
                 "computation bound".to_string()
             } else {
                 format!(
-                    "communication bound ({}): external clusters cannot help until it is lifted",
-                    l.bottleneck
+                    "communication bound ({}): external clusters cannot help until it is lifted \
+                     ({})",
+                    l.bottleneck,
+                    needs_text(&l.needs)
                 )
             };
             let _ = writeln!(
@@ -504,7 +683,7 @@ pub fn to_text(plan: &Plan, p: &Prediction) -> String {
     }
 
     let _ = writeln!(w, "\n== Tuning advice ==");
-    if p.advice.is_empty() {
+    if p.advice.is_empty() && p.remarks.is_empty() {
         let _ = writeln!(
             w,
             "none: no cluster taking part is communication bound or below the threshold"
@@ -588,6 +767,36 @@ pub fn to_text(plan: &Plan, p: &Prediction) -> String {
         };
         let _ = writeln!(w, "{explanation}");
     }
+    for remark in &p.remarks {
+        let _ = match remark {
+            Remark::OutOfReach {
+                cluster,
+                bottleneck,
+                kind,
+                needed,
+                largest,
+            } => writeln!(
+                w,
+                "{cluster} (bottleneck {bottleneck}): cannot reach cperf with {} — it would have \
+                 to be {}, more than the {} a plan accepts",
+                kind.name(),
+                needed.map_or_else(|| "beyond 2^64".to_string(), |n| amount(n as f64)),
+                amount(*largest as f64)
+            ),
+            Remark::LinkNeeds {
+                cluster,
+                bottleneck,
+                cperf,
+                needs,
+            } => writeln!(
+                w,
+                "{cluster} (bottleneck {bottleneck}): communication bound and nothing above lifts \
+                 it to cperf {} ops/s — {}",
+                perf(*cperf),
+                needs_text(needs)
+            ),
+        };
+    }
     out
 }
 
@@ -620,7 +829,7 @@ mod tests {
         let (plan, p) = prediction(include_str!(
             "../../../../configs/srmsd-three-clusters-all.toml"
         ));
-        let printed = serde_json::to_string_pretty(&to_json(&plan, &p)).unwrap();
+        let printed = serde_json::to_string_pretty(&to_json(&plan, &p, None)).unwrap();
         let value: Value = serde_json::from_str(&printed).unwrap();
         assert_eq!(
             keys_in_order(&printed, &value, 2),
@@ -671,7 +880,7 @@ mod tests {
         let (plan, p) = prediction(include_str!(
             "../../../../configs/matmul-two-clusters-grain.toml"
         ));
-        let value = serde_json::to_value(to_json(&plan, &p)).unwrap();
+        let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
         let grain = &value["advice"][1];
         assert_eq!(grain["kind"], "granularity");
         assert_eq!(grain["value"], 4400);
@@ -701,12 +910,78 @@ mod tests {
     }
 
     #[test]
+    fn remarks_and_the_measured_system_are_optional_json_keys() {
+        let (plan, p) = prediction(include_str!(
+            "../../../../configs/validation/local-comm.toml"
+        ));
+        let measured = MeasuredSystem {
+            measured_at: Some("2025-01-31T10:00:00+00:00".into()),
+            conditions: Some("hmw calibrate on this machine\n(2 cores)".into()),
+            clusters: vec![],
+        };
+        let source = MeasuredSource {
+            path: Path::new("system.toml"),
+            system: &measured,
+        };
+        let printed = serde_json::to_string_pretty(&to_json(&plan, &p, Some(source))).unwrap();
+        let value: Value = serde_json::from_str(&printed).unwrap();
+        assert_eq!(
+            keys_in_order(&printed, &value, 2),
+            [
+                "clusters",
+                "run",
+                "advice",
+                "selection",
+                "local",
+                "remarks",
+                "measured"
+            ]
+        );
+        assert_eq!(value["advice"], json!([]));
+        let remark = &value["remarks"][0];
+        assert_eq!(remark["remark"], "link_needs");
+        assert_eq!(remark["bottleneck"], "lan");
+        assert_eq!(remark["links"][0]["key"], "lan_bytes_per_s");
+        let needed = remark["links"][0]["throughput_needed"].as_f64().unwrap();
+        let limit = remark["links"][0]["limit"].as_f64().unwrap();
+        let cperf = remark["cperf"].as_f64().unwrap();
+        // the limit grows with the throughput: at the needed one it reaches cperf
+        assert!((limit * needed / 6.9e8 - cperf).abs() < 1e-9 * cperf);
+        assert_eq!(
+            value["measured"],
+            json!({"file": "system.toml", "measured_at": "2025-01-31T10:00:00+00:00",
+                   "conditions": "hmw calibrate on this machine\n(2 cores)"})
+        );
+        let text = to_text_measured(&plan, &p, Some(source));
+        assert!(
+            text.lines().nth(1).unwrap()
+                == "measured system: system.toml, measured 2025-01-31T10:00:00+00:00; \
+                    conditions: hmw calibrate on this machine (2 cores)",
+            "{text}"
+        );
+        assert!(text.contains("a LAN of at least 4.194e9 B/s (lan_bytes_per_s, now 6.900e8)"));
+        // without them neither key is printed
+        let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
+        assert!(value.get("measured").is_none());
+        let (plan, p) = prediction(include_str!(
+            "../../../../configs/srmsd-three-clusters-pinned.toml"
+        ));
+        let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
+        assert!(value.get("remarks").is_none() && value.get("measured").is_none());
+        assert!(to_text(&plan, &p).contains("\nnone: no cluster taking part"));
+    }
+
+    #[test]
     fn number_formats() {
         assert_eq!(amount(2_310_244.0), "2,310,244");
         assert_eq!(amount(4.0), "4");
         assert_eq!(amount(0.5), "0.5000");
         assert_eq!(hms(36_931.9), "10:15:32");
         assert_eq!(hms(362_220.9), "100:37:01");
+        assert_eq!(hms(3.6e20), "1.000e17 h");
+        assert_eq!(seconds(36_931.9), "36931.9");
+        assert_eq!(seconds(2.31e126), "2.3100e126");
+        assert_eq!(hms(f64::INFINITY), "inf h");
         assert_eq!(perf(1.586e-3), "1.586e-3");
     }
 }

@@ -15,12 +15,19 @@
 //!   still fits the cluster's share of the problem at that grain;
 //! - an external cluster below the threshold (or without tasks) that no rule above lifts:
 //!   `drop_cluster`, valued at the run's worst-case execution time without it.
+//!
+//! A required `nr` or `nt` above [`MAX_TASKS_PER_UNIT`], the most a plan accepts (or beyond any
+//! integer), is no advice but a [`Remark::OutOfReach`]; a communication-bound cluster that no
+//! advice lifts gets a [`Remark::LinkNeeds`]: for each link below `cperf`, the throughput that
+//! would make it computation bound and the basic operations per byte a grain would have to
+//! carry instead.
 
 use super::evaluation::{evaluate_case, CaseOutcome};
 use super::threshold::{minimum_tasks, minimum_workload};
+use super::MAX_TASKS_PER_UNIT;
 use crate::model::cluster::{Case, ClusterModel};
 use crate::model::limits::Bottleneck;
-use crate::model::params::{ApplicationParams, ModelInput};
+use crate::model::params::{ApplicationParams, ClusterParams, ModelInput};
 
 /// What an advice changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,8 +43,8 @@ pub enum AdviceKind {
 }
 
 impl AdviceKind {
-    /// The name in the output: `results_per_inter_result`, `tasks_per_inter_task`,
-    /// `granularity`, `drop_cluster`.
+    /// The name in the output (section 3.3): `results_per_inter_result`,
+    /// `tasks_per_inter_task`, `granularity`, `drop_cluster`.
     pub fn name(self) -> &'static str {
         match self {
             AdviceKind::ResultsPerInterResult => "results_per_inter_result",
@@ -122,6 +129,64 @@ pub enum AdviceEffect {
     },
 }
 
+/// What would stop one link limiting a cluster (section 3.3, "compute what would lift it"):
+/// the link's term of (26)/(32)/(36), `oper * m * tput / bytes` with `m` the local tasks or
+/// results one message carries (`nt`, `nr`, 1 on a LAN), brought up to `cperf`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinkNeed {
+    /// The link: [`Bottleneck::Lan`], [`Bottleneck::WanIn`] or [`Bottleneck::WanOut`].
+    pub link: Bottleneck,
+    /// Its limit now, basic operations per second (below `cperf`).
+    pub limit: f64,
+    /// Its throughput now, bytes per second.
+    pub throughput: f64,
+    /// The throughput at which its limit equals `cperf`: `cperf * bytes / (oper * m)`.
+    pub throughput_needed: f64,
+    /// Basic operations per byte crossing it now: `oper * m / bytes`.
+    pub operations_per_byte: f64,
+    /// Basic operations per byte a grain must carry for the limit to reach `cperf` at the
+    /// present throughput: `cperf / tput`.
+    pub operations_per_byte_needed: f64,
+}
+
+/// Tuning information that is not one of the four kinds of advice (section 3.3).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Remark {
+    /// The smallest `nr` (or `nt`) that would lift the WAN limit is more than a plan accepts.
+    OutOfReach {
+        /// The cluster.
+        cluster: String,
+        /// Its bottleneck.
+        bottleneck: Bottleneck,
+        /// [`AdviceKind::ResultsPerInterResult`] or [`AdviceKind::TasksPerInterTask`].
+        kind: AdviceKind,
+        /// The value needed; `None` beyond any integer (`u64`).
+        needed: Option<u64>,
+        /// The largest value a plan accepts ([`MAX_TASKS_PER_UNIT`]).
+        largest: u64,
+    },
+    /// A communication-bound cluster no advice lifts: what each limiting link would need.
+    LinkNeeds {
+        /// The cluster.
+        cluster: String,
+        /// Its bottleneck.
+        bottleneck: Bottleneck,
+        /// Its `cperf`, the performance each link must carry.
+        cperf: f64,
+        /// One entry per link whose limit is below `cperf`, LAN first.
+        needs: Vec<LinkNeed>,
+    },
+}
+
+/// The advice and the remarks of section 3.3.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tuning {
+    /// Advice of the four kinds.
+    pub advice: Vec<Advice>,
+    /// Everything else worth saying, as numbers.
+    pub remarks: Vec<Remark>,
+}
+
 /// One piece of advice.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Advice {
@@ -137,49 +202,110 @@ pub struct Advice {
     pub effect: AdviceEffect,
 }
 
-/// The smallest integer `n >= 1` with `n * per_unit_limit >= target` (section 3.3).
-pub fn smallest_multiplier(per_unit_limit: f64, target: f64) -> u64 {
+/// Section 3.3: the smallest integer `n >= 1` with `n * per_unit_limit >= target`; `None`
+/// when no integer up to `u64::MAX` reaches it (or the numbers are not positive).
+pub fn smallest_multiplier(per_unit_limit: f64, target: f64) -> Option<u64> {
     if per_unit_limit >= target || per_unit_limit.is_infinite() {
-        return 1;
+        return Some(1);
     }
-    let mut n = ((target / per_unit_limit).ceil() as u64).max(1);
+    let ratio = (target / per_unit_limit).ceil();
+    // 2^64 is the first float beyond u64::MAX
+    if !(per_unit_limit > 0.0 && ratio < 18_446_744_073_709_551_616.0) {
+        return None;
+    }
+    let mut n = (ratio as u64).max(1);
     if n > 1 && (n - 1) as f64 * per_unit_limit >= target {
         n -= 1;
     }
     if (n as f64) * per_unit_limit < target {
-        n = n.saturating_add(1);
+        n = n.checked_add(1)?;
     }
-    n
+    Some(n)
 }
 
-/// Section 3.3: the smallest `nr` with `oper * nr * tput_out / s_result_inter >= cperf`.
+/// Section 3.3: the smallest `nr` with `oper * nr * tput_out / s_result_inter >= cperf`
+/// (`None`: beyond any integer).
 pub fn results_per_inter_result_needed(
     cluster_performance: f64,
     oper: f64,
     wan_out_bytes_per_s: f64,
     inter_result_bytes: f64,
-) -> u64 {
+) -> Option<u64> {
     smallest_multiplier(
         oper * wan_out_bytes_per_s / inter_result_bytes,
         cluster_performance,
     )
 }
 
-/// Section 3.3: the smallest `nt` with `oper * nt * tput_in / s_task_inter >= cperf`.
+/// Section 3.3: the smallest `nt` with `oper * nt * tput_in / s_task_inter >= cperf`
+/// (`None`: beyond any integer).
 pub fn tasks_per_inter_task_needed(
     cluster_performance: f64,
     oper: f64,
     wan_in_bytes_per_s: f64,
     inter_task_bytes: f64,
-) -> u64 {
+) -> Option<u64> {
     smallest_multiplier(
         oper * wan_in_bytes_per_s / inter_task_bytes,
         cluster_performance,
     )
 }
 
-/// The model of cluster `cluster` with the workers `workers` at every candidate grain of the
-/// input, smallest grain first.
+/// Section 3.3, "compute what would lift it": for each link of `model` whose limit in (26),
+/// (32) or (36) is below `cperf`, the throughput and the basic operations per byte that would
+/// bring it up to `cperf` (empty for a computation-bound cluster).
+pub fn link_needs(
+    application: &ApplicationParams,
+    cluster: &ClusterParams,
+    model: &ClusterModel,
+) -> Vec<LinkNeed> {
+    let cperf = model.cperf;
+    let oper = application.oper;
+    let mut links = vec![(
+        Bottleneck::Lan,
+        model.limits.lan,
+        cluster.lan_bytes_per_s,
+        application.comm_bytes(),
+        1u64,
+    )];
+    if let Some(link) = &cluster.external {
+        let nt = link.tasks_per_inter_task;
+        let nr = link.results_per_inter_result;
+        links.push((
+            Bottleneck::WanIn,
+            model.limits.wan_in,
+            link.wan_in_bytes_per_s,
+            application.inter_task_bytes(nt),
+            nt,
+        ));
+        links.push((
+            Bottleneck::WanOut,
+            model.limits.wan_out,
+            link.wan_out_bytes_per_s,
+            application.inter_result_bytes(nr),
+            nr,
+        ));
+    }
+    links
+        .into_iter()
+        .filter(|&(_, limit, ..)| limit < cperf)
+        .map(|(link, limit, throughput, bytes, per_message)| {
+            let operations = oper * per_message as f64;
+            LinkNeed {
+                link,
+                limit,
+                throughput,
+                throughput_needed: cperf * bytes / operations,
+                operations_per_byte: operations / bytes,
+                operations_per_byte_needed: cperf / throughput,
+            }
+        })
+        .collect()
+}
+
+/// Section 3.3, granularity: the model of cluster `cluster` with the workers `workers` at every
+/// candidate grain of the input, smallest grain first — its steady state (26)/(32)/(36), startup
+/// and end times and the minimum tasks (58) at that grain.
 pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec<GrainRow> {
     let params = &input.system.clusters[cluster];
     let perfs = params.perfs_of(workers);
@@ -210,7 +336,7 @@ pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec
                     model.cperf,
                     input.options.efficiency_threshold,
                 )
-                .map(|w| minimum_tasks(w, candidate.application.oper)),
+                .and_then(|w| minimum_tasks(w, candidate.application.oper)),
             })
         })
         .collect();
@@ -235,13 +361,15 @@ pub fn advise(
     active: &[usize],
     models: &[&ClusterModel],
     worst: &CaseOutcome,
-) -> Vec<Advice> {
+) -> Tuning {
     let threshold = input.options.efficiency_threshold;
     let app = &input.application;
-    let mut advice = Vec::new();
+    let mut tuning = Tuning::default();
     for (k, (&c, model)) in active.iter().zip(models).enumerate() {
         let params = &input.system.clusters[c];
         let mut lifted = false;
+        let advice = &mut tuning.advice;
+        let remarks = &mut tuning.remarks;
         let mut push = |kind, value, effect| {
             advice.push(Advice {
                 cluster: params.name.clone(),
@@ -252,45 +380,55 @@ pub fn advise(
             })
         };
         if let Some(link) = &params.external {
-            if model.bottleneck == Bottleneck::WanOut {
-                let bytes = app.result_bytes_inter.unwrap_or(app.result_bytes);
-                let nr = results_per_inter_result_needed(
-                    model.cperf,
-                    app.oper,
-                    link.wan_out_bytes_per_s,
-                    bytes,
-                );
-                push(
-                    AdviceKind::ResultsPerInterResult,
-                    AdviceValue::Count(nr),
-                    AdviceEffect::LiftsLimit {
-                        from: model.limits.wan_out,
-                        to: app.oper * nr as f64 * link.wan_out_bytes_per_s / bytes,
-                        cperf: model.cperf,
-                        inter_bytes: bytes,
-                    },
-                );
-                lifted = true;
-            }
-            if model.bottleneck == Bottleneck::WanIn {
-                let bytes = app.task_bytes_inter.unwrap_or(app.task_bytes);
-                let nt = tasks_per_inter_task_needed(
-                    model.cperf,
-                    app.oper,
-                    link.wan_in_bytes_per_s,
-                    bytes,
-                );
-                push(
-                    AdviceKind::TasksPerInterTask,
-                    AdviceValue::Count(nt),
-                    AdviceEffect::LiftsLimit {
-                        from: model.limits.wan_in,
-                        to: app.oper * nt as f64 * link.wan_in_bytes_per_s / bytes,
-                        cperf: model.cperf,
-                        inter_bytes: bytes,
-                    },
-                );
-                lifted = true;
+            // (kind, needed, current limit, WAN throughput, size of one inter-cluster message)
+            let multiplier = match model.bottleneck {
+                Bottleneck::WanOut => {
+                    let bytes = app.result_bytes_inter.unwrap_or(app.result_bytes);
+                    let throughput = link.wan_out_bytes_per_s;
+                    Some((
+                        AdviceKind::ResultsPerInterResult,
+                        results_per_inter_result_needed(model.cperf, app.oper, throughput, bytes),
+                        model.limits.wan_out,
+                        throughput,
+                        bytes,
+                    ))
+                }
+                Bottleneck::WanIn => {
+                    let bytes = app.task_bytes_inter.unwrap_or(app.task_bytes);
+                    let throughput = link.wan_in_bytes_per_s;
+                    Some((
+                        AdviceKind::TasksPerInterTask,
+                        tasks_per_inter_task_needed(model.cperf, app.oper, throughput, bytes),
+                        model.limits.wan_in,
+                        throughput,
+                        bytes,
+                    ))
+                }
+                Bottleneck::Compute | Bottleneck::Lan => None,
+            };
+            if let Some((kind, needed, from, throughput, bytes)) = multiplier {
+                match needed {
+                    Some(n) if n <= MAX_TASKS_PER_UNIT => {
+                        push(
+                            kind,
+                            AdviceValue::Count(n),
+                            AdviceEffect::LiftsLimit {
+                                from,
+                                to: app.oper * n as f64 * throughput / bytes,
+                                cperf: model.cperf,
+                                inter_bytes: bytes,
+                            },
+                        );
+                        lifted = true;
+                    }
+                    _ => remarks.push(Remark::OutOfReach {
+                        cluster: params.name.clone(),
+                        bottleneck: model.bottleneck,
+                        kind,
+                        needed,
+                        largest: MAX_TASKS_PER_UNIT,
+                    }),
+                }
             }
         }
         let rows = grain_table(input, c, &selected[c]);
@@ -335,6 +473,14 @@ pub fn advise(
                 lifted = true;
             }
         }
+        if !model.is_computation_bound() && !lifted {
+            remarks.push(Remark::LinkNeeds {
+                cluster: params.name.clone(),
+                bottleneck: model.bottleneck,
+                cperf: model.cperf,
+                needs: link_needs(app, params, model),
+            });
+        }
         if params.external.is_some() && below_threshold && !lifted && models.len() > 1 {
             let others: Vec<&ClusterModel> = models
                 .iter()
@@ -353,7 +499,7 @@ pub fn advise(
             );
         }
     }
-    advice
+    tuning
 }
 
 #[cfg(test)]
@@ -362,11 +508,26 @@ mod tests {
 
     #[test]
     fn smallest_multiplier_is_the_smallest_that_reaches() {
-        assert_eq!(smallest_multiplier(2.0, 1.0), 1);
-        assert_eq!(smallest_multiplier(2.0, 2.0), 1);
-        assert_eq!(smallest_multiplier(2.0, 4.0), 2);
-        assert_eq!(smallest_multiplier(2.0, 4.1), 3);
-        assert_eq!(smallest_multiplier(f64::INFINITY, 4.1), 1);
+        assert_eq!(smallest_multiplier(2.0, 1.0), Some(1));
+        assert_eq!(smallest_multiplier(2.0, 2.0), Some(1));
+        assert_eq!(smallest_multiplier(2.0, 4.0), Some(2));
+        assert_eq!(smallest_multiplier(2.0, 4.1), Some(3));
+        assert_eq!(smallest_multiplier(f64::INFINITY, 4.1), Some(1));
+    }
+
+    #[test]
+    fn smallest_multiplier_beyond_any_integer_is_unreachable() {
+        // 1e300 / 1e-300: no u64 reaches it (it used to saturate to 18446744073709551615)
+        assert_eq!(smallest_multiplier(1e-300, 1e300), None);
+        assert_eq!(smallest_multiplier(0.0, 1.0), None);
+        assert_eq!(smallest_multiplier(f64::NAN, 1.0), None);
+        assert_eq!(smallest_multiplier(1.0, f64::INFINITY), None);
+        // 1e15 still is an integer
+        assert_eq!(smallest_multiplier(1e-3, 1e12), Some(1_000_000_000_000_000));
+        assert_eq!(
+            results_per_inter_result_needed(1e300, 1.0, 1e-300, 1.0),
+            None
+        );
     }
 
     #[test]
@@ -374,7 +535,7 @@ mod tests {
         // cperf 21.7125e-3 tasks/s against 21,206 / 2,310,244 = 9.179e-3 per result: nr = 3
         assert_eq!(
             results_per_inter_result_needed(21.7125e-3, 1.0, 21_206.0, 2_310_244.0),
-            3
+            Some(3)
         );
     }
 
@@ -385,7 +546,7 @@ mod tests {
         let oper = 2.0 * 400f64.powi(3) - 400f64.powi(2);
         assert_eq!(
             tasks_per_inter_task_needed(56_939_364.0, oper, 55_245.0, 8.0 * 400f64.powi(2)),
-            11
+            Some(11)
         );
     }
 }

@@ -25,8 +25,10 @@ pub struct CaseOutcome {
     pub run_efficiency: f64,
 }
 
-/// Balances the application's workload over `models` for `case` and predicts each cluster's and
-/// the run's execution time and efficiency. `models` must not be empty.
+/// Section 3.2 steps 4 to 6: balances the application's workload over `models` for `case`
+/// ((61)(94)), hands out whole tasks, and predicts each cluster's execution time (5) and
+/// efficiency, and the run's (6)(7). Without models the run has no tasks, time or efficiency
+/// (zero tasks, makespan and efficiency).
 pub fn evaluate_case(
     application: &ApplicationParams,
     models: &[&ClusterModel],

@@ -11,14 +11,17 @@ pub mod threshold;
 
 use thiserror::Error;
 
-use self::advice::{advise, grain_table, Advice, GrainRow};
+use self::advice::{advise, grain_table, link_needs, Advice, GrainRow, LinkNeed, Remark};
 use self::evaluation::{evaluate_case, CaseOutcome};
 use self::selection::{select_workers, SelectionOutcome};
 use self::threshold::{minimum_tasks, minimum_workload};
 use super::cluster::{Case, ClusterModel};
 use super::execution::{best_time, multi_cluster_performance};
 use super::limits::{Bottleneck, PerformanceLimits};
-use super::params::{ApplicationParams, ModelInput, SelectionRequest, MAX_EXHAUSTIVE_LIMIT};
+use super::params::{
+    ApplicationParams, ClusterParams, ModelInput, SelectionRequest, MAX_EXHAUSTIVE_LIMIT,
+};
+use super::range::{check_working_range, RangeError};
 
 /// Largest `nt` or `nr` the model accepts (bounds the whole-task hand-out of step 5).
 pub const MAX_TASKS_PER_UNIT: u64 = 100_000;
@@ -42,6 +45,9 @@ pub enum ModelError {
         /// The smallest worst-case efficiency of the selection that comes closest.
         best_efficiency: f64,
     },
+    /// A derived quantity is outside the model's working range ([`crate::model::range`]).
+    #[error("{0}")]
+    OutOfRange(#[from] RangeError),
 }
 
 /// The prediction for one cluster taking part (the `clusters` entries of `hmw predict --json`).
@@ -65,7 +71,8 @@ pub struct ClusterPrediction {
     pub t_end_best: f64,
     /// Worst end time.
     pub t_end_worst: f64,
-    /// Minimum tasks for the threshold (58); `None` when no workload reaches it.
+    /// Minimum tasks for the threshold (58); `None` when no workload reaches it (or no number
+    /// of tasks up to `u64::MAX`).
     pub min_tasks: Option<u64>,
     /// Whole tasks, best-case balance.
     pub tasks_best: u64,
@@ -79,6 +86,9 @@ pub struct ClusterPrediction {
     pub efficiency_best: f64,
     /// `(w_c / cperf_c) / T_ex_multi`, worst case.
     pub efficiency_worst: f64,
+    /// For a communication-bound cluster, what each link below `cperf` would need to stop
+    /// limiting it (section 3.3); empty when computation bound.
+    pub needs: Vec<LinkNeed>,
 }
 
 /// The prediction for the whole run.
@@ -114,16 +124,23 @@ pub struct Prediction {
     pub clusters: Vec<ClusterPrediction>,
     /// The whole run.
     pub run: RunPrediction,
-    /// Tuning advice (3.3).
+    /// Tuning advice (3.3), of the four kinds.
     pub advice: Vec<Advice>,
+    /// Tuning remarks (3.3) that are no advice of those kinds: a multiplier out of reach, what
+    /// the links of a communication-bound cluster no advice lifts would need.
+    pub remarks: Vec<Remark>,
     /// The clusters taking part at every candidate grain (empty without candidates).
     pub grains: Vec<GrainRow>,
 }
 
-/// Runs the methodology on `input`: selection, balance, whole tasks, per-cluster and run
-/// predictions, local cluster analysis and tuning advice.
+/// Section 3, the whole methodology on `input`: resource selection (3.2 step 2), balance and
+/// whole tasks (3.2 steps 4-5, (61)(94)), per-cluster and run predictions (3.2 step 6, (5)-(7)),
+/// the local cluster analysis (3.1, (58)(59)) and tuning advice (3.3). Fails on an input that
+/// breaks the model's invariants or leaves its working range ([`check_working_range`]), or when
+/// `auto` finds no selection that reaches the threshold.
 pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
+    check_working_range(input)?;
     let threshold = input.options.efficiency_threshold;
     let reassign = input.options.reassign_last_task;
     let app = &input.application;
@@ -156,7 +173,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
                 .map(|&i| clusters[c].workers[i].host.clone())
                 .collect();
             cluster_prediction(
-                &clusters[c].name,
+                &clusters[c],
                 hosts,
                 &models[k],
                 app,
@@ -175,7 +192,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
         let alone_worst = evaluate_case(app, &[&model], Case::Worst);
         let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
         cluster_prediction(
-            &main.name,
+            main,
             hosts,
             &model,
             app,
@@ -195,7 +212,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
         speedup_best: local.as_ref().map(|l| l.t_ex_best / best.makespan),
         speedup_worst: local.as_ref().map(|l| l.t_ex_worst / worst.makespan),
     };
-    let advice = advise(input, &selection.workers, &active, &model_refs, &worst);
+    let tuning = advise(input, &selection.workers, &active, &model_refs, &worst);
     let grains = active
         .iter()
         .flat_map(|&c| grain_table(input, c, &selection.workers[c]))
@@ -206,14 +223,15 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
         left_out,
         clusters: cluster_predictions,
         run,
-        advice,
+        advice: tuning.advice,
+        remarks: tuning.remarks,
         grains,
     })
 }
 
 #[allow(clippy::too_many_arguments)]
 fn cluster_prediction(
-    name: &str,
+    params: &ClusterParams,
     workers: Vec<String>,
     model: &ClusterModel,
     app: &ApplicationParams,
@@ -223,7 +241,7 @@ fn cluster_prediction(
     worst: &CaseOutcome,
 ) -> ClusterPrediction {
     ClusterPrediction {
-        name: name.to_string(),
+        name: params.name.clone(),
         workers,
         cperf: model.cperf,
         perf_ste: model.perf_ste,
@@ -239,13 +257,14 @@ fn cluster_prediction(
             model.cperf,
             threshold,
         )
-        .map(|w| minimum_tasks(w, app.oper)),
+        .and_then(|w| minimum_tasks(w, app.oper)),
         tasks_best: best.tasks[k],
         tasks_worst: worst.tasks[k],
         t_ex_best: best.execution_times[k],
         t_ex_worst: worst.execution_times[k],
         efficiency_best: best.efficiencies[k],
         efficiency_worst: worst.efficiencies[k],
+        needs: link_needs(app, params, model),
     }
 }
 
