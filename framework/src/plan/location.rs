@@ -1,30 +1,14 @@
-//! Which key of a TOML file a parse error is about, so that every error names the key (and the
-//! cluster and machine it belongs to), not only its line and column.
+//! Which key of a TOML file a deserialization error is about, in the plan's vocabulary, so that
+//! every error names the key (and the cluster and machine it belongs to), not only its line
+//! and column.
 //!
 //! `toml` reports a value of the wrong type or an unknown enum variant with the value's span
-//! but without its key. [`locate`] reads the file a second time, recording the span of every
-//! scalar value with the path of keys and array indices that leads to it, and returns the
-//! path of the value holding the error's position, described in the plan's vocabulary.
+//! but without its key; [`deserialize`] records the path of keys and indices that leads to it
+//! (`serde_path_to_error`), and [`describe`] turns that path into cluster, machine and key.
 
-use std::fmt;
-use std::ops::Range;
-
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize as _;
-use toml::{Spanned, Table, Value};
-
-/// One step of the path to a value.
-#[derive(Debug, Clone, PartialEq)]
-enum Segment {
-    Key(String),
-    Index(usize),
-}
-
-/// A scalar value of the file: its path and its span.
-struct Leaf {
-    path: Vec<Segment>,
-    span: Range<usize>,
-}
+use serde::de::DeserializeOwned;
+use serde_path_to_error::{Path, Segment};
+use toml::{Table, Value};
 
 /// The key an error is about, with its cluster and machine.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,53 +22,56 @@ pub(crate) struct Located {
     pub key: String,
 }
 
-/// The key of the scalar value of `text` whose span holds byte `offset`; `None` when the
-/// offset is in no scalar value (a table, a key) or the file cannot be read again.
-pub(crate) fn locate(text: &str, offset: usize) -> Option<Located> {
-    let shape: Table = toml::from_str(text).ok()?;
-    let mut leaves = Vec::new();
-    TableSeed {
-        shape: &shape,
-        path: Vec::new(),
-        leaves: &mut leaves,
-    }
-    .deserialize(toml::Deserializer::new(text))
-    .ok()?;
-    let leaf = leaves
-        .iter()
-        .filter(|l| l.span.start <= offset && offset < l.span.end.max(l.span.start + 1))
-        .min_by_key(|l| l.span.len())?;
-    Some(describe(&shape, &leaf.path))
+/// Deserialize `text`; on error, the TOML error and where it is, when a key leads to it.
+pub(crate) fn deserialize<T: DeserializeOwned>(
+    text: &str,
+) -> Result<T, (toml::de::Error, Option<Located>)> {
+    serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|error| {
+        let located = describe(text, error.path());
+        (error.into_inner(), located)
+    })
 }
 
 /// The path of a value in the plan's vocabulary: cluster and machine from their entries'
 /// `name` and `host`, the key as the rest of the path (an element of a list of scalars is named
-/// by the list).
-fn describe(shape: &Table, path: &[Segment]) -> Located {
+/// by the list). `None` for an empty path (an error about the whole file).
+fn describe(text: &str, path: &Path) -> Option<Located> {
+    let shape: Table = toml::from_str(text).ok()?;
+    let segments: Vec<&Segment> = path
+        .iter()
+        .filter(|s| matches!(s, Segment::Map { .. } | Segment::Seq { .. }))
+        .collect();
+    if segments.is_empty() {
+        return None;
+    }
     let mut cluster = None;
     let mut machine = None;
     let mut pieces: Vec<String> = Vec::new();
     let mut value: Option<&Value> = None;
     let mut parent_key: Option<&str> = None;
-    for (depth, segment) in path.iter().enumerate() {
-        value = match (segment, value) {
-            (Segment::Key(k), None) => shape.get(k),
-            (Segment::Key(k), Some(Value::Table(t))) => t.get(k),
-            (Segment::Index(n), Some(Value::Array(a))) => a.get(*n),
-            _ => None,
-        };
+    for (depth, segment) in segments.iter().enumerate() {
         match segment {
-            Segment::Key(k) => {
-                pieces.push(k.clone());
-                parent_key = Some(k);
+            Segment::Map { key } => {
+                value = match value {
+                    None => shape.get(key),
+                    Some(Value::Table(t)) => t.get(key),
+                    _ => None,
+                };
+                pieces.push(key.clone());
+                parent_key = Some(key);
             }
-            Segment::Index(n) => {
+            Segment::Seq { index } => {
+                value = match value {
+                    Some(Value::Array(a)) => a.get(*index),
+                    _ => None,
+                };
                 let entry = value.and_then(Value::as_table);
                 let field = |name: &str| entry.and_then(|t| t.get(name));
                 let text_of = |name: &str| field(name).and_then(Value::as_str).map(str::to_string);
                 match parent_key {
                     Some("cluster" | "clusters") if depth == 1 => {
-                        cluster = Some(text_of("name").unwrap_or_else(|| format!("#{}", n + 1)));
+                        cluster =
+                            Some(text_of("name").unwrap_or_else(|| format!("#{}", index + 1)));
                         pieces.clear();
                     }
                     Some("machines" | "workers") if cluster.is_some() => {
@@ -92,11 +79,11 @@ fn describe(shape: &Table, path: &[Segment]) -> Located {
                         pieces.clear();
                     }
                     // the last step into a list of scalars: the list is the key
-                    _ if depth + 1 == path.len() => {}
+                    _ if depth + 1 == segments.len() => {}
                     _ => {
                         let suffix = match field("grain").and_then(Value::as_integer) {
                             Some(grain) => format!("[grain = {grain}]"),
-                            None => format!("[{}]", n + 1),
+                            None => format!("[{}]", index + 1),
                         };
                         if let Some(last) = pieces.last_mut() {
                             last.push_str(&suffix);
@@ -105,201 +92,101 @@ fn describe(shape: &Table, path: &[Segment]) -> Located {
                 }
                 parent_key = None;
             }
+            _ => {}
         }
     }
-    Located {
+    Some(Located {
         cluster,
         machine,
         key: pieces.join("."),
-    }
-}
-
-/// Reads a table whose shape (`toml::Table` of the same text) is known, recording the span of
-/// each scalar and reading sub-tables and arrays without asking for theirs (implicit tables
-/// have none).
-struct TableSeed<'a> {
-    shape: &'a Table,
-    path: Vec<Segment>,
-    leaves: &'a mut Vec<Leaf>,
-}
-
-struct ArraySeed<'a> {
-    shape: &'a [Value],
-    path: Vec<Segment>,
-    leaves: &'a mut Vec<Leaf>,
-}
-
-/// One value of known shape.
-struct ValueSeed<'a> {
-    shape: Option<&'a Value>,
-    path: Vec<Segment>,
-    leaves: &'a mut Vec<Leaf>,
-}
-
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        match self.shape {
-            Some(Value::Table(table)) => TableSeed {
-                shape: table,
-                path: self.path,
-                leaves: self.leaves,
-            }
-            .deserialize(deserializer),
-            Some(Value::Array(array)) => ArraySeed {
-                shape: array,
-                path: self.path,
-                leaves: self.leaves,
-            }
-            .deserialize(deserializer),
-            // a date has no span of its own; an unexpected value is skipped
-            Some(Value::Datetime(_)) | None => {
-                IgnoredAny::deserialize(deserializer)?;
-                Ok(())
-            }
-            Some(_) => {
-                let spanned = Spanned::<IgnoredAny>::deserialize(deserializer)?;
-                self.leaves.push(Leaf {
-                    path: self.path,
-                    span: spanned.span(),
-                });
-                Ok(())
-            }
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for TableSeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TableSeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a table")
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<(), M::Error> {
-        while let Some(key) = map.next_key::<String>()? {
-            let mut path = self.path.clone();
-            path.push(Segment::Key(key.clone()));
-            map.next_value_seed(ValueSeed {
-                shape: self.shape.get(&key),
-                path,
-                leaves: self.leaves,
-            })?;
-        }
-        Ok(())
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for ArraySeed<'_> {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ArraySeed<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array")
-    }
-
-    fn visit_seq<S: SeqAccess<'de>>(self, mut seq: S) -> Result<(), S::Error> {
-        let mut index = 0;
-        loop {
-            let mut path = self.path.clone();
-            path.push(Segment::Index(index));
-            let seed = ValueSeed {
-                shape: self.shape.get(index),
-                path,
-                leaves: self.leaves,
-            };
-            if seq.next_element_seed(seed)?.is_none() {
-                return Ok(());
-            }
-            index += 1;
-        }
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     const TEXT: &str = r#"
 [application]
 name = "x"
-tasks = -3
-grain = [ { grain = 400, tasks = 1, oper = "big" } ]
-
-[model]
-selection = "best"
-
-[launch]
-when = 1979-05-27T07:32:00Z
-deep.er = { a = [1, 2, "three"] }
+tasks = 3
+grain = [ { grain = 400, oper = "big" } ]
 
 [[cluster]]
 name = "spain"
-use_workers = ["a", 3]
 machines = [
-  { host = "aoquir1", role = "manager" },
+  { host = "aoquir1", role = "master" },
   { host = "aoquir3", role = "worker", perf = "fast" },
 ]
-
-[[cluster]]
-machines = [ { host = "h", perf = true } ]
 "#;
 
-    fn at(needle: &str) -> Option<Located> {
-        locate(TEXT, TEXT.find(needle).unwrap())
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct File {
+        application: Application,
+        cluster: Vec<Cluster>,
     }
 
-    fn located(cluster: Option<&str>, machine: Option<&str>, key: &str) -> Option<Located> {
-        Some(Located {
-            cluster: cluster.map(str::to_string),
-            machine: machine.map(str::to_string),
-            key: key.to_string(),
-        })
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Application {
+        name: String,
+        tasks: u64,
+        grain: Vec<Grain>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Grain {
+        grain: u64,
+        oper: toml::Value,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Cluster {
+        name: String,
+        machines: Vec<Machine>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Machine {
+        host: String,
+        role: String,
+        perf: Option<f64>,
+    }
+
+    fn located(text: &str) -> Located {
+        deserialize::<File>(text)
+            .unwrap_err()
+            .1
+            .expect("a key leads to the error")
     }
 
     #[test]
-    fn values_are_named_by_their_key_cluster_and_machine() {
-        assert_eq!(at("-3"), located(None, None, "application.tasks"));
+    fn errors_are_named_by_their_key_cluster_and_machine() {
         assert_eq!(
-            at("\"big\""),
-            located(None, None, "application.grain[grain = 400].oper")
+            located(TEXT),
+            Located {
+                cluster: Some("spain".into()),
+                machine: Some("aoquir3".into()),
+                key: "perf".into()
+            }
         );
-        assert_eq!(at("\"best\""), located(None, None, "model.selection"));
-        assert_eq!(at("3]"), located(Some("spain"), None, "use_workers"));
+        let bad_tasks = TEXT.replace("tasks = 3", "tasks = -3");
+        assert_eq!(located(&bad_tasks).key, "application.tasks");
+        let bad_grain = TEXT.replace("grain = 400", "grain = -400");
         assert_eq!(
-            at("\"manager\""),
-            located(Some("spain"), Some("aoquir1"), "role")
+            located(&bad_grain).key,
+            "application.grain[grain = -400].grain"
         );
-        assert_eq!(
-            at("\"fast\""),
-            located(Some("spain"), Some("aoquir3"), "perf")
-        );
-        assert_eq!(at("true"), located(Some("#2"), Some("h"), "perf"));
-        assert_eq!(at("\"three\""), located(None, None, "launch.deep.er.a"));
     }
 
     #[test]
-    fn keys_tables_and_dates_are_no_value() {
-        assert_eq!(at("[model]"), None);
-        assert_eq!(at("selection"), None);
-        assert_eq!(at("1979"), None);
-        assert_eq!(locate("not = = toml", 3), None);
-        assert_eq!(locate(TEXT, TEXT.len() + 10), None);
+    fn a_file_that_is_not_toml_has_no_key() {
+        let (_, located) = deserialize::<File>("not = = toml").unwrap_err();
+        assert_eq!(located, None);
     }
 }

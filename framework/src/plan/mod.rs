@@ -387,9 +387,9 @@ pub fn load_measured_system(path: &Path) -> Result<MeasuredSystem, PlanError> {
         io,
     })?;
     if path.extension().is_none_or(|e| e != "json") {
-        return toml::from_str(&text).map_err(|e| PlanError::InFile {
+        return location::deserialize(&text).map_err(|(e, located)| PlanError::InFile {
             path: path.to_path_buf(),
-            error: Box::new(syntax_error(&text, &e, &[])),
+            error: Box::new(syntax_error(&text, &e, located, &[])),
         });
     }
     serde_json::from_str(&text).map_err(|e| {
@@ -432,6 +432,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 fn syntax_error(
     text: &str,
     error: &toml::de::Error,
+    located: Option<location::Located>,
     clusters: &[(String, std::ops::Range<usize>)],
 ) -> PlanError {
     let span = error.span().unwrap_or(0..0);
@@ -443,16 +444,18 @@ fn syntax_error(
         .replace("missing field", "missing key")
         .replace("duplicate field", "duplicate key")
         .replace('\n', "; ");
-    if let Some(found) = error
-        .span()
-        .and_then(|span| location::locate(text, span.start))
-    {
+    // The key whose value is wrong; an unknown, duplicate or missing key is named by the
+    // message itself.
+    let names_a_key = !(message.starts_with("unknown key")
+        || message.starts_with("duplicate key")
+        || message.starts_with("missing key"));
+    if let Some(found) = located.filter(|f| f.cluster.is_some() || names_a_key) {
         return PlanError::Syntax {
             line,
             column,
             cluster: found.cluster,
             machine: found.machine,
-            key: Some(found.key),
+            key: Some(found.key).filter(|k| names_a_key && !k.is_empty()),
             message,
         };
     }
@@ -589,8 +592,8 @@ fn application_params(
 impl Plan {
     /// Parses and validates a plan. The first problem found is the error.
     pub fn from_toml_str(text: &str) -> Result<Plan, PlanError> {
-        let file: PlanFile =
-            toml::from_str(text).map_err(|e| syntax_error(text, &e, &cluster_spans(text)))?;
+        let file: PlanFile = location::deserialize(text)
+            .map_err(|(e, located)| syntax_error(text, &e, located, &cluster_spans(text)))?;
         let a = file.application;
         let application = application_params(
             "application",
