@@ -22,13 +22,14 @@ pub(crate) struct Located {
     pub key: String,
 }
 
-/// Deserialize `text`; on error, the TOML error and where it is, when a key leads to it.
-pub(crate) fn deserialize<T: DeserializeOwned>(
-    text: &str,
-) -> Result<T, (toml::de::Error, Option<Located>)> {
+/// A TOML error and where it is, when a key leads to it.
+pub(crate) type Failure = Box<(toml::de::Error, Option<Located>)>;
+
+/// Deserialize `text`; on error, the TOML error and where it is.
+pub(crate) fn deserialize<T: DeserializeOwned>(text: &str) -> Result<T, Failure> {
     serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|error| {
         let located = describe(text, error.path());
-        (error.into_inner(), located)
+        Box::new((error.into_inner(), located))
     })
 }
 
@@ -186,7 +187,7 @@ machines = [
 
     #[test]
     fn a_file_that_is_not_toml_has_no_key() {
-        let (_, located) = deserialize::<File>("not = = toml").unwrap_err();
-        assert_eq!(located, None);
+        let failure = deserialize::<File>("not = = toml").unwrap_err();
+        assert_eq!(failure.1, None);
     }
 }

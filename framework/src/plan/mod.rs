@@ -387,9 +387,12 @@ pub fn load_measured_system(path: &Path) -> Result<MeasuredSystem, PlanError> {
         io,
     })?;
     if path.extension().is_none_or(|e| e != "json") {
-        return location::deserialize(&text).map_err(|(e, located)| PlanError::InFile {
-            path: path.to_path_buf(),
-            error: Box::new(syntax_error(&text, &e, located, &[])),
+        return location::deserialize(&text).map_err(|failure| {
+            let (e, located) = *failure;
+            PlanError::InFile {
+                path: path.to_path_buf(),
+                error: Box::new(syntax_error(&text, &e, located, &[])),
+            }
         });
     }
     serde_json::from_str(&text).map_err(|e| {
