@@ -595,8 +595,10 @@ fn application_params(
 impl Plan {
     /// Parses and validates a plan. The first problem found is the error.
     pub fn from_toml_str(text: &str) -> Result<Plan, PlanError> {
-        let file: PlanFile = location::deserialize(text)
-            .map_err(|(e, located)| syntax_error(text, &e, located, &cluster_spans(text)))?;
+        let file: PlanFile = location::deserialize(text).map_err(|failure| {
+            let (e, located) = *failure;
+            syntax_error(text, &e, located, &cluster_spans(text))
+        })?;
         let a = file.application;
         let application = application_params(
             "application",
