@@ -223,16 +223,35 @@ fn waiting_ranks_use_under_five_percent_of_a_core() {
 }
 
 #[test]
-fn the_shipped_demo_configuration_is_valid() {
-    let run = hmw_tests::Spawned::start({
-        let mut c = std::process::Command::new(hmw_tests::bin("hmw"));
-        c.args(["check", "-m"])
-            .arg(repo().join("configs/local.hosts"))
-            .arg("-c")
-            .arg(repo().join("configs/matmul.toml"));
-        c
-    })
-    .finish(LIMIT);
+fn the_shipped_configurations_are_valid() {
+    let hmw = |args: &[&std::ffi::OsStr]| {
+        let mut command = std::process::Command::new(hmw_tests::bin("hmw"));
+        command.args(args);
+        hmw_tests::Spawned::start(command).finish(LIMIT)
+    };
+    let local_hosts = repo().join("configs/local.hosts");
+    let matmul = repo().join("configs/matmul.toml");
+    let run = hmw(&[
+        "check".as_ref(),
+        "-m".as_ref(),
+        local_hosts.as_os_str(),
+        "-c".as_ref(),
+        matmul.as_os_str(),
+    ]);
     run.assert_success();
     assert!(run.stdout.contains("5 ranks"), "{}", run.stdout);
+    // Every plan the project ships is one the model reads.
+    let mut plans = 0;
+    for dir in ["configs", "configs/validation"] {
+        for entry in std::fs::read_dir(repo().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if path.extension().is_some_and(|e| e == "toml") && text.contains("[[cluster]]") {
+                let run = hmw(&["predict".as_ref(), path.as_os_str()]);
+                assert!(run.status.success(), "{}: {}", path.display(), run.stderr);
+                plans += 1;
+            }
+        }
+    }
+    assert!(plans >= 10, "{plans} plans found");
 }
