@@ -139,7 +139,7 @@ pub(crate) async fn run_connection(
             Ended::Lost { joined }
         }
         Err(Failure::Protocol(e)) => {
-            warn!(%remote, connection = id, "closing connection: protocol violation: {e}");
+            warn!(%remote, connection = id, "closing connection from {remote}: protocol violation: {e}");
             shared.timeline().protocol_errors += 1;
             conn.close(close_code::PROTOCOL_ERROR.into(), e.to_string().as_bytes());
             Ended::Lost { joined }
@@ -392,7 +392,7 @@ async fn data_reader(shared: Arc<Shared>, mut rx: RecvStream, id: ConnId) -> Res
         let (effect, ready) = {
             let mut core = shared.core();
             let effect = core.on_frame(id, frame)?;
-            (effect, core.receiver().ready_messages())
+            (effect, core.ready_messages())
         };
         if effect == FrameEffect::Block(BlockOutcome::Stored) && ready > 0 {
             shared.arrived.notify_waiters();
