@@ -104,11 +104,13 @@ pub(crate) async fn run_connection(
         .insert(id, conn.clone());
     let mut joined = false;
     let result = drive(shared, &conn, id, side, remote, &mut joined).await;
-    shared
-        .connections
-        .lock()
-        .expect("connections lock")
-        .remove(&id);
+    {
+        // Under the connections lock, so that statistics never count the connection's lost
+        // packets twice or not at all.
+        let mut connections = shared.connections.lock().expect("connections lock");
+        connections.remove(&id);
+        shared.timeline().packets_lost_on_closed += conn.stats().path.lost_packets;
+    }
     shared.core().connection_lost(id);
     let closing = shared.is_closing();
     if joined {
