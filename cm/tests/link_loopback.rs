@@ -325,3 +325,54 @@ async fn bad_frames_close_the_connection_not_the_link() {
     };
     tokio::time::timeout(DEADLINE, run).await.expect("in time");
 }
+
+/// An idle link stays up on keep-alives alone: with a 1 s inactivity timeout and nothing to
+/// send for 3.5 s, no connection is lost on either side, and a message still crosses at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_link_stays_up_on_keepalives() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let mut config = server_config(&certs);
+    config.inactivity_timeout_ms = 1_000;
+    let server = Link::start(config).await.unwrap();
+    let mut config = client_config(&certs, server.local_addr().port());
+    config.inactivity_timeout_ms = 1_000;
+    let client = Link::start(config).await.unwrap();
+    let run = async {
+        client.send(b"before").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"before");
+        client.flush().await.unwrap();
+        // Both connections of the client joined on both sides.
+        while server.stats().connections_open < 2 || client.stats().connections_open < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    let established = (
+        client.stats().connections_established,
+        server.stats().connections_established,
+    );
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    for (side, stats) in [("client", client.stats()), ("server", server.stats())] {
+        assert_eq!(stats.connections_lost, 0, "{side}: {stats:?}");
+        assert_eq!(stats.disconnections, 0, "{side}: {stats:?}");
+        assert_eq!(stats.connections_open, 2, "{side}: {stats:?}");
+        assert!(stats.outages.is_empty(), "{side}: {stats:?}");
+    }
+    assert_eq!(
+        (
+            client.stats().connections_established,
+            server.stats().connections_established
+        ),
+        established,
+        "no reconnection happened"
+    );
+    let run = async {
+        server.send(b"after the silence").await.unwrap();
+        assert_eq!(&client.recv().await.unwrap()[..], b"after the silence");
+    };
+    tokio::time::timeout(Duration::from_secs(2), run)
+        .await
+        .expect("delivered without reconnecting");
+    assert_eq!(client.stats().connections_lost, 0);
+}

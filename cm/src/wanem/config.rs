@@ -187,20 +187,20 @@ fn default_seed() -> u64 {
 #[derive(Debug, Error)]
 pub enum WanemConfigError {
     /// The file could not be read.
-    #[error("cannot read WAN emulator configuration {path}: {source}")]
+    #[error("cannot read WAN emulator configuration {path}: {cause}")]
     Read {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// Not valid TOML for this configuration (the message has line and column).
-    #[error("invalid WAN emulator configuration {path}: {source}")]
+    #[error("invalid WAN emulator configuration {path}: {cause}")]
     Parse {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: toml::de::Error,
+        cause: toml::de::Error,
     },
     /// A value out of range.
     #[error("invalid WAN emulator configuration: `{key}` {reason}")]
@@ -228,13 +228,13 @@ impl WanemConfig {
 
     /// Reads and validates a TOML file.
     pub fn from_file(path: &Path) -> Result<Self, WanemConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| WanemConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| WanemConfigError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
-        let config: Self = toml::from_str(&text).map_err(|source| WanemConfigError::Parse {
+        let config: Self = toml::from_str(&text).map_err(|cause| WanemConfigError::Parse {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         config.validate()?;
         Ok(config)

@@ -61,12 +61,12 @@ pub enum WanemError {
     #[error(transparent)]
     Config(#[from] WanemConfigError),
     /// A socket could not be bound.
-    #[error("cannot bind UDP socket {addr}: {source}")]
+    #[error("cannot bind UDP socket {addr}: {cause}")]
     Bind {
         /// Address.
         addr: SocketAddr,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -115,13 +115,13 @@ impl Wanem {
         config.validate()?;
         let front = UdpSocket::bind(config.listen)
             .await
-            .map_err(|source| WanemError::Bind {
+            .map_err(|cause| WanemError::Bind {
                 addr: config.listen,
-                source,
+                cause,
             })?;
-        let local_addr = front.local_addr().map_err(|source| WanemError::Bind {
+        let local_addr = front.local_addr().map_err(|cause| WanemError::Bind {
             addr: config.listen,
-            source,
+            cause,
         })?;
         let front = Arc::new(front);
         let pipes = Arc::new(Pipes {
