@@ -88,8 +88,8 @@ pub struct LinkStats {
     /// that speak another ALPN; on a client, servers whose certificate it did not accept.
     /// A bad hello is not counted here but in `protocol_errors`.
     pub connections_refused: u64,
-    /// Connections this side closed for a protocol violation (bad or missing hello, bad
-    /// frame, replay, ...).
+    /// Connections this side closed for a protocol violation (a bad hello, a frame that does
+    /// not decode, a replayed block, ...).
     pub protocol_errors: u64,
     /// Packets QUIC declared lost (and retransmitted) on the link's connections, summed over
     /// all of them since the start, closed ones included.
