@@ -61,6 +61,9 @@ async fn messages_cross_in_order_both_ways() {
     assert_eq!(stats.messages_received, count as u64);
     assert_eq!(stats.connections_open, 2);
     assert_eq!(stats.send_buffer.used, 0);
+    // Honest traffic never looks like a protocol violation (a replay, say) on either side.
+    assert_eq!(stats.protocol_errors, 0, "{stats:?}");
+    assert_eq!(server.stats().protocol_errors, 0, "{:?}", server.stats());
     // A deliberate close reaches the peer, which ends its receive side cleanly.
     client.close().await;
     let end = tokio::time::timeout(DEADLINE, server.recv())

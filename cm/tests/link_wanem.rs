@@ -124,6 +124,8 @@ async fn outage_costs_silence_and_nothing_else() {
         assert!(stats.disconnections >= 1, "{stats:?}");
         assert!(stats.time_disconnected_s > 1.5, "{stats:?}");
         assert_eq!(stats.peer_restarts, 0);
+        // Resends after the outage are duplicates, never taken for replays.
+        assert_eq!(stats.protocol_errors, 0, "{stats:?}");
         assert_eq!(stats.messages_received, count as u64);
         assert_eq!(stats.send_buffer.used, 0);
         assert!(stats.last_reconnect_latency_s.is_some());

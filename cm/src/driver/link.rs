@@ -62,10 +62,11 @@ impl Link {
                 check_server_name(shared.config.server_name())?;
                 // A server name that does not resolve now may resolve later (or only on the
                 // real cluster): the connection slots keep resolving it, with backoff.
-                let server = match shared.config.socket_addr() {
-                    Ok(server) => Some(server),
-                    Err(e) => {
-                        warn!("{e}; retrying with backoff");
+                let server = match lookup(&shared.config).await {
+                    Ok(addresses) => addresses.first().copied(),
+                    Err(reason) => {
+                        let host = &shared.config.host;
+                        warn!(%host, "the server name `{host}` does not resolve at start ({reason}); the connections keep trying");
                         None
                     }
                 };
@@ -400,19 +401,27 @@ async fn resolve_server(
     endpoint: &quinn::Endpoint,
 ) -> Result<SocketAddr, String> {
     let ipv6_endpoint = endpoint.local_addr().is_ok_and(|a| a.is_ipv6());
-    if let Ok(ip) = config.host.parse::<std::net::IpAddr>() {
-        return Ok(SocketAddr::new(ip, config.port));
-    }
-    let mut addresses = tokio::net::lookup_host((config.host.as_str(), config.port))
-        .await
-        .map_err(|e| e.to_string())?
-        .peekable();
-    if addresses.peek().is_none() {
-        return Err("no address".into());
-    }
-    addresses
+    lookup(config)
+        .await?
+        .into_iter()
         .find(|a| ipv6_endpoint || a.is_ipv4())
         .ok_or_else(|| "only IPv6 addresses, but the client socket is IPv4".into())
+}
+
+/// The addresses of `host:port` (an IP address as it is; a name through the system's
+/// resolver, without blocking the runtime); never empty.
+async fn lookup(config: &LinkConfig) -> Result<Vec<SocketAddr>, String> {
+    if let Ok(ip) = config.host.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, config.port)]);
+    }
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host((config.host.as_str(), config.port))
+        .await
+        .map_err(|e| e.to_string())?
+        .collect();
+    if addresses.is_empty() {
+        return Err("no address".into());
+    }
+    Ok(addresses)
 }
 
 /// Client: keeps connection number `index` up, reconnecting with exponential backoff.
