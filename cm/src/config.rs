@@ -68,7 +68,8 @@ pub struct LinkConfig {
     pub server_name: Option<String>,
     /// The name the peer's certificate must carry among its DNS subject alternative names
     /// (the peer CM's name given to `hmw-cm keygen`). Server: a client certificate without it
-    /// is refused even if the CA signed it. Client: the same as `server_name`.
+    /// is refused even if the CA signed it (or it is the pinned one). Client: the same as
+    /// `server_name` (not compared with a pinned certificate, which is exact already).
     #[serde(default)]
     pub peer: Option<String>,
     /// Largest block the message stream is cut into.
