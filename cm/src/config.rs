@@ -4,7 +4,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::proto::frame::MAX_BLOCK_SIZE;
@@ -63,21 +63,30 @@ pub struct LinkConfig {
     pub host: String,
     /// Server: port to listen on (0 picks one). Client: the server's port.
     pub port: u16,
-    /// Client: the name the server's certificate must carry (default: `host`).
+    /// Client: the name the server's certificate must carry (default: `peer`, then `host`).
     #[serde(default)]
     pub server_name: Option<String>,
+    /// The name the peer's certificate must carry among its DNS subject alternative names
+    /// (the peer CM's name given to `hmw-cm keygen`). Server: a client certificate without it
+    /// is refused even if the CA signed it (or it is the pinned one). Client: the same as
+    /// `server_name` (not compared with a pinned certificate, which is exact already).
+    #[serde(default)]
+    pub peer: Option<String>,
     /// Largest block the message stream is cut into.
-    #[serde(default = "defaults::block_size", deserialize_with = "de_size")]
+    #[serde(
+        default = "defaults::block_size",
+        deserialize_with = "sizes::block_size"
+    )]
     pub block_size: usize,
     /// Send buffer: `send` blocks when this much is waiting or unacknowledged.
-    #[serde(default = "defaults::memory", deserialize_with = "de_size")]
+    #[serde(default = "defaults::memory", deserialize_with = "sizes::send_memory")]
     pub send_memory: usize,
     /// Receive buffer: how much the peer may send ahead of the application reading.
-    #[serde(default = "defaults::memory", deserialize_with = "de_size")]
+    #[serde(default = "defaults::memory", deserialize_with = "sizes::recv_memory")]
     pub recv_memory: usize,
     /// Largest message (default: 16 MiB, or the smaller memory less 4 bytes if that is less).
     /// Both ends must agree: a peer that accepts less than this side may send is refused.
-    #[serde(default, deserialize_with = "de_opt_size")]
+    #[serde(default, deserialize_with = "sizes::max_message")]
     pub max_message: Option<usize>,
     /// QUIC connections the blocks are striped over.
     #[serde(default = "defaults::connections")]
@@ -98,7 +107,7 @@ pub struct LinkConfig {
     #[serde(default = "defaults::reconnect_max_ms")]
     pub reconnect_max_ms: u64,
     /// Per-connection QUIC flow-control window (bytes in flight per connection).
-    #[serde(default = "defaults::window", deserialize_with = "de_size")]
+    #[serde(default = "defaults::window", deserialize_with = "sizes::window")]
     pub window: usize,
     /// Congestion controller.
     #[serde(default)]
@@ -141,31 +150,38 @@ mod defaults {
 }
 
 /// A configuration that cannot be used.
+///
+/// Each message is complete (it includes its cause), so none of these errors reports a
+/// separate `source`: printing the chain would repeat it.
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("cannot read link configuration {path}: {source}")]
+    #[error("cannot read link configuration {path}: {cause}")]
     Read {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The file is not valid TOML for a link configuration (the message has line and column).
-    #[error("invalid link configuration {path}: {source}")]
+    #[error("invalid link configuration {path}: {cause}")]
     Parse {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: toml::de::Error,
+        cause: toml::de::Error,
     },
     /// A value is out of range or inconsistent.
-    #[error("invalid link configuration: `{key}` {reason}")]
+    #[error("invalid link configuration{}: `{key}` {reason}", location(.file, .line))]
     Invalid {
         /// Offending key.
         key: &'static str,
         /// Why.
         reason: String,
+        /// The file, when read from one.
+        file: Option<PathBuf>,
+        /// The key's line in the file (1-based), when found.
+        line: Option<usize>,
     },
     /// The host does not resolve.
     #[error("cannot resolve `{host}:{port}`: {reason}")]
@@ -177,6 +193,28 @@ pub enum ConfigError {
         /// Why.
         reason: String,
     },
+}
+
+fn location(file: &Option<PathBuf>, line: &Option<usize>) -> String {
+    match (file, line) {
+        (Some(file), Some(line)) => format!(" {}, line {line}", file.display()),
+        (Some(file), None) => format!(" {}", file.display()),
+        _ => String::new(),
+    }
+}
+
+/// The line (1-based) where `key` is set in TOML `text` (for `tls`, its table header).
+fn line_of(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            if key == "tls" && line.starts_with("[tls]") {
+                return true;
+            }
+            line.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 fn parse_size(text: &str) -> Result<usize, String> {
@@ -204,22 +242,64 @@ fn parse_size(text: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("size `{text}` overflows"))
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum SizeValue {
-    Number(u64),
-    Text(String),
-}
+/// Deserialisers of the size keys: a whole number of bytes or a string with a unit; anything
+/// else is an error naming the key and the accepted forms.
+mod sizes {
+    use serde::de::{self, Deserializer, Visitor};
 
-fn de_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
-    match SizeValue::deserialize(d)? {
-        SizeValue::Number(n) => usize::try_from(n).map_err(serde::de::Error::custom),
-        SizeValue::Text(t) => parse_size(&t).map_err(serde::de::Error::custom),
+    const FORMS: &str =
+        "a whole number of bytes (65536) or a string with a unit B, KiB, MiB or GiB (\"64KiB\")";
+
+    struct Size(&'static str);
+
+    impl Visitor<'_> for Size {
+        type Value = usize;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "`{}` as {FORMS}", self.0)
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<usize, E> {
+            usize::try_from(v).map_err(|_| E::custom(format!("`{}` = {v} is too large", self.0)))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<usize, E> {
+            u64::try_from(v)
+                .map_err(|_| E::custom(format!("`{}` = {v} is negative: use {FORMS}", self.0)))
+                .and_then(|v| self.visit_u64(v))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<usize, E> {
+            Err(E::custom(format!(
+                "`{}` = {v} is not a whole number of bytes: use {FORMS}",
+                self.0
+            )))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<usize, E> {
+            super::parse_size(v).map_err(|reason| E::custom(format!("`{}`: {reason}", self.0)))
+        }
     }
-}
 
-fn de_opt_size<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    de_size(d).map(Some)
+    fn size<'de, D: Deserializer<'de>>(d: D, key: &'static str) -> Result<usize, D::Error> {
+        d.deserialize_any(Size(key))
+    }
+
+    pub fn block_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        size(d, "block_size")
+    }
+    pub fn send_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        size(d, "send_memory")
+    }
+    pub fn recv_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        size(d, "recv_memory")
+    }
+    pub fn window<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        size(d, "window")
+    }
+    pub fn max_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        size(d, "max_message").map(Some)
+    }
 }
 
 impl LinkConfig {
@@ -230,6 +310,7 @@ impl LinkConfig {
             host: host.into(),
             port,
             server_name: None,
+            peer: None,
             block_size: defaults::block_size(),
             send_memory: defaults::memory(),
             recv_memory: defaults::memory(),
@@ -250,26 +331,34 @@ impl LinkConfig {
     /// Reads and validates a TOML file; relative certificate paths are taken relative to the
     /// file's folder.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
-        let mut config: Self = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let mut config: Self = toml::from_str(&text).map_err(|cause| ConfigError::Parse {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         if let Some(dir) = path.parent() {
             config.tls.resolve_relative_to(dir);
         }
-        config.validate()?;
+        config.validate().map_err(|e| match e {
+            ConfigError::Invalid { key, reason, .. } => ConfigError::Invalid {
+                key,
+                reason,
+                file: Some(path.to_owned()),
+                line: line_of(&text, key),
+            },
+            other => other,
+        })?;
         Ok(config)
     }
 
     /// Parses and validates TOML text (paths are used as written).
     pub fn from_toml_str(text: &str) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|source| ConfigError::Parse {
+        let config: Self = toml::from_str(text).map_err(|cause| ConfigError::Parse {
             path: PathBuf::from("<string>"),
-            source,
+            cause,
         })?;
         config.validate()?;
         Ok(config)
@@ -277,12 +366,41 @@ impl LinkConfig {
 
     /// Checks every value; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key, reason: String| Err(ConfigError::Invalid { key, reason });
+        let invalid = |key, reason: String| {
+            Err(ConfigError::Invalid {
+                key,
+                reason,
+                file: None,
+                line: None,
+            })
+        };
         if self.host.trim().is_empty() {
             return invalid("host", "must not be empty".into());
         }
         if self.role == Role::Client && self.port == 0 {
             return invalid("port", "must be the server's port, not 0".into());
+        }
+        if let Some(peer) = &self.peer {
+            let dns = matches!(
+                rustls_pki_types::ServerName::try_from(peer.as_str()),
+                Ok(rustls_pki_types::ServerName::DnsName(_))
+            );
+            if !dns {
+                return invalid(
+                    "peer",
+                    format!(
+                        "is `{peer}` but must be a DNS name: the peer CM's name its certificate was made for"
+                    ),
+                );
+            }
+            if let Some(server_name) = &self.server_name {
+                if self.role == Role::Client && server_name != peer {
+                    return invalid(
+                        "peer",
+                        format!("is `{peer}` but `server_name` is `{server_name}`: on a client both name the server; set one"),
+                    );
+                }
+            }
         }
         if self.block_size == 0 || self.block_size > MAX_BLOCK_SIZE {
             return invalid(
@@ -400,9 +518,13 @@ impl LinkConfig {
         )
     }
 
-    /// Name expected in the server's certificate.
+    /// Name expected in the server's certificate (client): `server_name`, else `peer`, else
+    /// `host`.
     pub fn server_name(&self) -> &str {
-        self.server_name.as_deref().unwrap_or(&self.host)
+        self.server_name
+            .as_deref()
+            .or(self.peer.as_deref())
+            .unwrap_or(&self.host)
     }
 
     /// The socket address: where to bind (server) or connect (client).
@@ -516,5 +638,87 @@ ca = "ca.pem"
         )
         .unwrap_err();
         assert!(err.to_string().contains("line"), "{err}");
+    }
+
+    #[test]
+    fn sizes_other_than_whole_bytes_or_units_name_the_key_and_the_forms() {
+        for key in [
+            "block_size",
+            "send_memory",
+            "recv_memory",
+            "max_message",
+            "window",
+        ] {
+            for value in ["-1", "1.5", "true", "\"-3KiB\""] {
+                let text = MINIMAL.replace("port = 7000", &format!("port = 7000\n{key} = {value}"));
+                let err = LinkConfig::from_toml_str(&text).unwrap_err().to_string();
+                assert!(err.contains(&format!("`{key}`")), "{key} = {value}: {err}");
+                assert!(!err.contains("untagged"), "{key} = {value}: {err}");
+                assert!(err.contains("line 5"), "{key} = {value}: {err}");
+                if value != "\"-3KiB\"" {
+                    assert!(
+                        err.contains("whole number of bytes"),
+                        "{key} = {value}: {err}"
+                    );
+                    assert!(err.contains("\"64KiB\""), "{key} = {value}: {err}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn errors_read_from_a_file_name_it_and_the_line_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("link.toml");
+        std::fs::write(
+            &path,
+            MINIMAL.replace("port = 7000", "port = 7000\nstreams = 2\nconnections = 99"),
+        )
+        .unwrap();
+        let err = LinkConfig::from_file(&path).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("{}, line 6: `connections`", path.display())),
+            "{text}"
+        );
+        // Each message is whole: no separate source for a printer of the chain to repeat.
+        use std::error::Error as _;
+        assert!(err.source().is_none());
+        std::fs::write(&path, MINIMAL.replace("port = 7000", "port = \"x\"")).unwrap();
+        let err = LinkConfig::from_file(&path).unwrap_err();
+        assert!(err.source().is_none());
+        assert_eq!(err.to_string().matches("line 4").count(), 1, "{err}");
+        let err = LinkConfig::from_file(&dir.path().join("missing.toml")).unwrap_err();
+        assert!(err.source().is_none());
+        assert!(err.to_string().contains("missing.toml"), "{err}");
+    }
+
+    #[test]
+    fn the_expected_peer_is_a_dns_name_and_names_the_server_on_a_client() {
+        let with = |extra: &str| MINIMAL.replace("port = 7000", &format!("port = 7000\n{extra}"));
+        let c = LinkConfig::from_toml_str(&with("peer = \"cm-main\"")).unwrap();
+        assert_eq!(c.server_name(), "cm-main");
+        let c = LinkConfig::from_toml_str(&with("peer = \"cm-main\"\nserver_name = \"cm-main\""))
+            .unwrap();
+        assert_eq!(c.server_name(), "cm-main");
+        assert_eq!(
+            LinkConfig::from_toml_str(MINIMAL).unwrap().server_name(),
+            "127.0.0.1"
+        );
+        for bad in [
+            "peer = \"10.0.0.1\"",
+            "peer = \"not a name\"",
+            "peer = \"cm-a\"\nserver_name = \"cm-b\"",
+        ] {
+            let err = LinkConfig::from_toml_str(&with(bad))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`peer`"), "{bad}: {err}");
+        }
+        let server = with("peer = \"cm-ext\"").replace("role = \"client\"", "role = \"server\"");
+        assert_eq!(
+            LinkConfig::from_toml_str(&server).unwrap().peer.as_deref(),
+            Some("cm-ext")
+        );
     }
 }

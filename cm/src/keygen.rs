@@ -13,20 +13,20 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum KeygenError {
     /// rcgen refused the parameters.
-    #[error("cannot generate certificate for `{name}`: {source}")]
+    #[error("cannot generate certificate for `{name}`: {cause}")]
     Generate {
         /// CM name (or "CA").
         name: String,
         /// Cause.
-        source: rcgen::Error,
+        cause: rcgen::Error,
     },
     /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {cause}")]
     Write {
         /// File.
         path: PathBuf,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A CM name that cannot be a file name and DNS name.
     #[error("invalid CM name `{0}`: use letters, digits, '-' and '.' only")]
@@ -56,25 +56,39 @@ pub struct KeygenOutput {
 }
 
 fn generate_error(name: &str) -> impl FnOnce(rcgen::Error) -> KeygenError + '_ {
-    move |source| KeygenError::Generate {
+    move |cause| KeygenError::Generate {
         name: name.to_owned(),
-        source,
+        cause,
     }
 }
 
+/// Writes `contents` to `path`; a private file (a key) is readable by its owner only from
+/// the moment it exists: created with mode 0600, and an existing file is restricted before
+/// anything is written into it.
 fn write(path: PathBuf, contents: &str, private: bool) -> Result<PathBuf, KeygenError> {
-    let err = |source| KeygenError::Write {
+    use std::io::Write;
+    let err = |cause| KeygenError::Write {
         path: path.clone(),
-        source,
+        cause,
     };
-    std::fs::write(&path, contents).map_err(err)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&path).map_err(err)?;
     #[cfg(unix)]
     if private {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(err)?;
     }
     #[cfg(not(unix))]
     let _ = private;
+    file.write_all(contents.as_bytes()).map_err(err)?;
+    file.sync_all().map_err(err)?;
     Ok(path)
 }
 
@@ -96,9 +110,9 @@ pub fn generate(
             return Err(KeygenError::BadName(name.clone()));
         }
     }
-    std::fs::create_dir_all(out_dir).map_err(|source| KeygenError::Write {
+    std::fs::create_dir_all(out_dir).map_err(|cause| KeygenError::Write {
         path: out_dir.to_owned(),
-        source,
+        cause,
     })?;
 
     let ca_key = KeyPair::generate().map_err(generate_error("CA"))?;
@@ -146,4 +160,29 @@ pub fn generate(
         ca_key: write(out_dir.join("ca.key.pem"), &ca_key.serialize_pem(), true)?,
         cms,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn keys_are_private_from_the_start_even_over_an_old_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        // A world-readable leftover where a key is about to be written.
+        let old = dir.path().join("cm-a.key.pem");
+        std::fs::write(&old, "old").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = generate(dir.path(), &["cm-a".into(), "cm-b".into()], &[]).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&out.ca_key), 0o600);
+        for cm in &out.cms {
+            assert_eq!(mode(&cm.key), 0o600, "{}", cm.key.display());
+            assert!(std::fs::read_to_string(&cm.key)
+                .unwrap()
+                .contains("PRIVATE KEY"));
+        }
+    }
 }

@@ -14,4 +14,4 @@ pub mod wanem;
 
 pub use config::{Congestion, LinkConfig, Role, TlsConfig};
 pub use driver::{BlockingLink, Link, LinkError, TrySendError};
-pub use stats::{BufferUsage, LinkStats};
+pub use stats::{BufferUsage, LinkStats, OutageSpan};

@@ -1,8 +1,9 @@
 //! Link statistics: traffic each way, throughput (current and average), retransmissions,
-//! disconnections, time disconnected and reconnection latency.
+//! packets lost, disconnections, outages with their wall-clock times, time disconnected and
+//! reconnection latency.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -31,18 +32,36 @@ impl BufferUsage {
     }
 }
 
+/// Outages kept in [`LinkStats::outages`] (the most recent ones).
+pub const MAX_OUTAGES_KEPT: usize = 100;
+
+/// A period when the link had no connection at all, in wall-clock time (seconds since the
+/// UNIX epoch): from the moment the link noticed its last connection was gone to the moment a
+/// connection joined again.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct OutageSpan {
+    /// When the last connection was declared dead (the network may have failed up to one
+    /// inactivity timeout earlier).
+    pub start_unix_s: f64,
+    /// When a connection joined again (TLS and hello done); `None` while still down.
+    pub end_unix_s: Option<f64>,
+}
+
 /// A snapshot of a link's statistics (serialisable for reports).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct LinkStats {
     /// Seconds since the link was started.
     pub elapsed_s: f64,
-    /// Messages accepted by `send`.
+    /// Messages accepted into the send buffer (`send`, `send_bytes`, `try_send`...).
     pub messages_sent: u64,
-    /// Message bytes accepted by `send`.
+    /// Message bytes accepted into the send buffer: counted when `send` returns, before they
+    /// are transmitted or acknowledged (without the 4-byte length prefixes). Messages later
+    /// dropped because the peer restarted are included
+    /// (see [`bytes_dropped_on_peer_restart`](Self::bytes_dropped_on_peer_restart)).
     pub bytes_sent: u64,
-    /// Messages returned by `recv`.
+    /// Messages handed to the application by `recv` / `try_recv`.
     pub messages_received: u64,
-    /// Message bytes returned by `recv`.
+    /// Message bytes handed to the application by `recv` / `try_recv`.
     pub bytes_received: u64,
     /// Bytes per second accepted by `send` over about the last second.
     pub send_rate_current: f64,
@@ -64,10 +83,17 @@ pub struct LinkStats {
     pub connections_established: u64,
     /// Joined connections that died or were closed.
     pub connections_lost: u64,
-    /// Incoming connections refused (failed TLS or hello).
+    /// Connections this side refused in the TLS handshake: on a server, incoming connections
+    /// whose client certificate is not trusted, does not carry the expected `peer` name, or
+    /// that speak another ALPN; on a client, servers whose certificate it did not accept.
+    /// A bad hello is not counted here but in `protocol_errors`.
     pub connections_refused: u64,
-    /// Connections closed for a protocol violation.
+    /// Connections this side closed for a protocol violation (a bad hello, a frame that does
+    /// not decode, a replayed block, ...).
     pub protocol_errors: u64,
+    /// Packets QUIC declared lost (and retransmitted) on the link's connections, summed over
+    /// all of them since the start, closed ones included.
+    pub packets_lost: u64,
     /// Times the link went from at least one connection to none.
     pub disconnections: u64,
     /// Seconds with no connection since the first connection, including an ongoing outage.
@@ -75,10 +101,17 @@ pub struct LinkStats {
     /// Seconds since the link last had a connection (or since the start if it never had one);
     /// `None` while connected.
     pub disconnected_for_s: Option<f64>,
-    /// Duration of the last completed outage (down until a connection joined again), seconds.
+    /// Duration of the last completed outage, seconds: from the moment the link noticed it
+    /// had no connection left (its last connection declared dead, up to one inactivity
+    /// timeout after the network failed) until a connection joined again (QUIC, TLS and hello
+    /// done). It spans the whole outage as the link saw it, reconnection backoff included,
+    /// not only the final reconnection handshake.
     pub last_reconnect_latency_s: Option<f64>,
-    /// Longest completed outage, seconds.
+    /// Longest completed outage, seconds (measured as `last_reconnect_latency_s`).
     pub max_reconnect_latency_s: Option<f64>,
+    /// The last [`MAX_OUTAGES_KEPT`] outages, oldest first (the waiting before the first
+    /// connection ever joined is not an outage).
+    pub outages: Vec<OutageSpan>,
     /// Times the peer turned out to be a new incarnation.
     pub peer_restarts: u64,
     /// Send-buffer bytes dropped because their addressee restarted.
@@ -93,6 +126,9 @@ pub struct LinkStats {
 #[derive(Debug)]
 pub struct ConnectionTimeline {
     started: Instant,
+    /// `started` in seconds since the UNIX epoch.
+    started_unix_s: f64,
+    outages: VecDeque<OutageSpan>,
     joined: usize,
     ever_joined: bool,
     down_since: Option<Instant>,
@@ -109,14 +145,27 @@ pub struct ConnectionTimeline {
     pub protocol_errors: u64,
     /// Link-down events.
     pub disconnections: u64,
+    /// Packets lost on connections that have ended.
+    pub packets_lost_on_closed: u64,
     samples: VecDeque<(Instant, u64, u64)>,
 }
 
 impl ConnectionTimeline {
     /// Starts the clock.
     pub fn new(now: Instant) -> Self {
+        let unix = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        Self::with_wall_clock(now, unix)
+    }
+
+    /// Starts the clock at `now`, which is `unix_s` seconds since the UNIX epoch.
+    pub fn with_wall_clock(now: Instant, unix_s: f64) -> Self {
         Self {
             started: now,
+            started_unix_s: unix_s,
+            outages: VecDeque::new(),
             joined: 0,
             ever_joined: false,
             down_since: None,
@@ -128,6 +177,7 @@ impl ConnectionTimeline {
             refused: 0,
             protocol_errors: 0,
             disconnections: 0,
+            packets_lost_on_closed: 0,
             samples: VecDeque::new(),
         }
     }
@@ -142,7 +192,15 @@ impl ConnectionTimeline {
             self.time_disconnected += outage;
             self.last_outage = Some(outage);
             self.max_outage = Some(self.max_outage.map_or(outage, |m| m.max(outage)));
+            let end = self.unix_s(now);
+            if let Some(span) = self.outages.back_mut() {
+                span.end_unix_s = Some(end);
+            }
         }
+    }
+
+    fn unix_s(&self, t: Instant) -> f64 {
+        self.started_unix_s + t.saturating_duration_since(self.started).as_secs_f64()
     }
 
     /// A joined connection ended; `closing` when the link itself is shutting down.
@@ -152,6 +210,13 @@ impl ConnectionTimeline {
         if self.joined == 0 && !closing {
             self.disconnections += 1;
             self.down_since = Some(now);
+            if self.outages.len() == MAX_OUTAGES_KEPT {
+                self.outages.pop_front();
+            }
+            self.outages.push_back(OutageSpan {
+                start_unix_s: self.unix_s(now),
+                end_unix_s: None,
+            });
         }
     }
 
@@ -210,6 +275,7 @@ impl ConnectionTimeline {
         stats.disconnected_for_s = self.disconnected_for(now).map(|d| d.as_secs_f64());
         stats.last_reconnect_latency_s = self.last_outage.map(|d| d.as_secs_f64());
         stats.max_reconnect_latency_s = self.max_outage.map(|d| d.as_secs_f64());
+        stats.outages = self.outages.iter().copied().collect();
     }
 
     /// How long the link has been without any connection (since the start if it never had
@@ -258,6 +324,52 @@ mod tests {
         assert_eq!(stats.disconnected_for_s, None);
         t.left(t0 + Duration::from_secs(7), true);
         assert_eq!(t.disconnections, 1, "closing the link is no disconnection");
+    }
+
+    #[test]
+    fn outages_carry_wall_clock_times_and_only_the_last_hundred_are_kept() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut t = ConnectionTimeline::with_wall_clock(t0, 1_000.0);
+        let mut stats = empty_stats();
+        // Waiting for the first connection is no outage.
+        t.fill(at(3), &mut stats);
+        assert!(stats.outages.is_empty());
+        t.joined(at(3));
+        t.fill(at(4), &mut stats);
+        assert!(stats.outages.is_empty());
+        t.left(at(10), false);
+        t.fill(at(11), &mut stats);
+        assert_eq!(
+            stats.outages,
+            vec![OutageSpan {
+                start_unix_s: 1_010.0,
+                end_unix_s: None
+            }]
+        );
+        t.joined(at(14));
+        t.joined(at(15));
+        t.fill(at(16), &mut stats);
+        assert_eq!(stats.outages[0].end_unix_s, Some(1_014.0));
+        assert_eq!(stats.last_reconnect_latency_s, Some(4.0));
+        // One connection of two lost is no outage; closing the link is none either.
+        t.left(at(20), false);
+        t.joined(at(21));
+        t.left(at(22), true);
+        t.left(at(23), true);
+        t.fill(at(24), &mut stats);
+        assert_eq!(stats.outages.len(), 1);
+        for i in 0..150 {
+            t.joined(at(100 + 2 * i));
+            t.left(at(101 + 2 * i), false);
+        }
+        t.fill(at(1_000), &mut stats);
+        assert_eq!(stats.outages.len(), MAX_OUTAGES_KEPT);
+        assert_eq!(stats.disconnections, 151);
+        let last = stats.outages.last().unwrap();
+        assert_eq!((last.start_unix_s, last.end_unix_s), (1_399.0, None));
+        assert_eq!(stats.outages[0].start_unix_s, 1_201.0);
+        assert_eq!(stats.outages[0].end_unix_s, Some(1_202.0));
     }
 
     #[test]

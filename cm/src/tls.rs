@@ -1,5 +1,8 @@
 //! Mutual TLS for the link: each side presents its certificate and accepts the peer only if
-//! its certificate chains to the configured CA or is exactly the pinned certificate.
+//! its certificate chains to the configured CA or is exactly the pinned certificate, and, when
+//! an expected peer name is configured, carries that name: the client checks the server's
+//! certificate against `server_name` (rustls' standard server name check), the server checks
+//! the client's DNS subject alternative names against `peer`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,16 +36,30 @@ pub enum TlsError {
     },
     /// rustls refused the configuration.
     #[error("TLS configuration rejected: {0}")]
-    Rustls(#[from] rustls::Error),
+    Rustls(rustls::Error),
     /// The CA-based client verifier could not be built.
     #[error("cannot build client certificate verifier: {0}")]
-    Verifier(#[from] rustls::server::VerifierBuilderError),
+    Verifier(rustls::server::VerifierBuilderError),
     /// The server name is not a valid DNS name or IP address.
     #[error("invalid server name `{0}` for certificate verification")]
     ServerName(String),
     /// quinn refused the rustls configuration.
     #[error("TLS configuration unusable for QUIC: {0}")]
     Quic(String),
+}
+
+// Conversions by hand: a `#[from]` field would also be the error's `source`, and the message
+// already includes it (printing the chain would repeat it).
+impl From<rustls::Error> for TlsError {
+    fn from(e: rustls::Error) -> Self {
+        TlsError::Rustls(e)
+    }
+}
+
+impl From<rustls::server::VerifierBuilderError> for TlsError {
+    fn from(e: rustls::server::VerifierBuilderError) -> Self {
+        TlsError::Verifier(e)
+    }
 }
 
 fn load_certs(path: &Path, what: &'static str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
@@ -83,6 +100,132 @@ pub struct TlsMaterial {
     key: Arc<PrivateKeyDer<'static>>,
     trust: Trust,
     provider: Arc<CryptoProvider>,
+    expected_client: Option<String>,
+}
+
+/// A client certificate that the trust model accepts but that is not the expected peer's.
+#[derive(Error)]
+#[error("the client certificate's names [{}] do not include the expected peer `{expected}`", presented.join(", "))]
+pub struct PeerNameMismatch {
+    /// The configured `peer`.
+    pub expected: String,
+    /// Subject alternative names of the certificate (DNS names and IP addresses).
+    pub presented: Vec<String>,
+}
+
+// rustls shows a verifier's own error with `Debug`; make that the readable message.
+impl std::fmt::Debug for PeerNameMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// The subject alternative names of a certificate: DNS names, then IP addresses, as text.
+pub fn certificate_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return Vec::new();
+    };
+    let Ok(Some(san)) = parsed.subject_alternative_name() else {
+        return Vec::new();
+    };
+    let mut dns = Vec::new();
+    let mut ips = Vec::new();
+    for name in &san.value.general_names {
+        match name {
+            x509_parser::extensions::GeneralName::DNSName(name) => dns.push(name.to_string()),
+            x509_parser::extensions::GeneralName::IPAddress(bytes) => {
+                let ip = match bytes.len() {
+                    4 => <[u8; 4]>::try_from(*bytes).map(std::net::IpAddr::from).ok(),
+                    16 => <[u8; 16]>::try_from(*bytes)
+                        .map(std::net::IpAddr::from)
+                        .ok(),
+                    _ => None,
+                };
+                ips.extend(ip.map(|ip| ip.to_string()));
+            }
+            _ => {}
+        }
+    }
+    dns.extend(ips);
+    dns
+}
+
+/// Whether `cert` carries `name` among its DNS subject alternative names (ASCII case
+/// insensitive, as DNS names compare; no wildcards: CM certificates name one CM).
+fn has_dns_name(cert: &CertificateDer<'_>, name: &str) -> bool {
+    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+        return false;
+    };
+    let Ok(Some(san)) = parsed.subject_alternative_name() else {
+        return false;
+    };
+    san.value.general_names.iter().any(|n| {
+        matches!(n, x509_parser::extensions::GeneralName::DNSName(dns) if dns.eq_ignore_ascii_case(name))
+    })
+}
+
+/// A client verifier that, once the trust model accepted the certificate, also requires the
+/// expected peer name in it.
+#[derive(Debug)]
+struct ExpectedPeer {
+    inner: Arc<dyn ClientCertVerifier>,
+    name: String,
+}
+
+impl ClientCertVerifier for ExpectedPeer {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .inner
+            .verify_client_cert(end_entity, intermediates, now)?;
+        if has_dns_name(end_entity, &self.name) {
+            return Ok(verified);
+        }
+        Err(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::Other(rustls::OtherError(Arc::new(PeerNameMismatch {
+                expected: self.name.clone(),
+                presented: certificate_names(end_entity),
+            }))),
+        ))
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
 }
 
 impl TlsMaterial {
@@ -118,7 +261,15 @@ impl TlsMaterial {
             key,
             trust,
             provider: Arc::new(rustls::crypto::ring::default_provider()),
+            expected_client: None,
         })
+    }
+
+    /// Server side: accept only a client certificate whose DNS subject alternative names
+    /// include `name` (in addition to the trust model); `None` accepts any trusted client.
+    pub fn expect_client(mut self, name: Option<String>) -> Self {
+        self.expected_client = name;
+        self
     }
 
     /// Server side: requires and verifies the client's certificate, TLS 1.3 only (QUIC), no
@@ -130,6 +281,13 @@ impl TlsMaterial {
                     .build()?
             }
             Trust::Pinned(cert) => Arc::new(PinnedVerifier::new(cert.clone(), &self.provider)),
+        };
+        let verifier: Arc<dyn ClientCertVerifier> = match &self.expected_client {
+            Some(name) => Arc::new(ExpectedPeer {
+                inner: verifier,
+                name: name.clone(),
+            }),
+            None => verifier,
         };
         let mut config = rustls::ServerConfig::builder_with_provider(self.provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13])?

@@ -160,3 +160,107 @@ fn keygen_check_wanem_and_two_pipes() {
     );
     assert!(client_out.status.success() && server_out.status.success());
 }
+
+/// Odd values are refused with one clear message naming the flag or key (and file), never a
+/// panic, and never printed twice.
+#[test]
+fn odd_values_are_refused_once_with_their_flag_or_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let wanem = env!("CARGO_BIN_EXE_hmw-wanem");
+    for (flag, value) in [
+        ("--report-interval-s", "inf"),
+        ("--rate-mbit", "1e-30"),
+        ("--delay-ms", "-1"),
+        ("--duration-s", "nan"),
+        ("--burst-bytes", "10"),
+    ] {
+        let out = Command::new(wanem)
+            .args(["--listen", "127.0.0.1:0", "--server", "127.0.0.1:9"])
+            .args([flag, value, "--duration-s", "1"])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{flag} {value}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{flag} {value}: {stderr}");
+    }
+    std::fs::write(
+        dir.path().join("wan.toml"),
+        "listen = \"127.0.0.1:0\"\nserver = \"127.0.0.1:9\"\n[server_to_client]\nrate_mbit = 1e-30\n",
+    )
+    .unwrap();
+    let out = Command::new(wanem)
+        .args(["--config", "wan.toml", "--duration-s", "1"])
+        .current_dir(dir.path())
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("wan.toml") && stderr.contains("`server_to_client.rate_mbit` is 1e-30"),
+        "{stderr}"
+    );
+
+    let cm = env!("CARGO_BIN_EXE_hmw-cm");
+    let config = |extra: &str| {
+        format!(
+            "role = \"client\"\nhost = \"127.0.0.1\"\nport = 7000\n{extra}\n[tls]\ncert = \"a.pem\"\nkey = \"a.key.pem\"\nca = \"ca.pem\"\n"
+        )
+    };
+    for (extra, expected) in [
+        ("block_size = -1", "`block_size` = -1 is negative"),
+        (
+            "send_memory = 1.5",
+            "`send_memory` = 1.5 is not a whole number of bytes",
+        ),
+        ("connections = 99", "link.toml, line 4: `connections` is 99"),
+        ("conections = 2", "unknown field `conections`"),
+    ] {
+        std::fs::write(dir.path().join("link.toml"), config(extra)).unwrap();
+        let out = Command::new(cm)
+            .args(["check", "link.toml"])
+            .current_dir(dir.path())
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra}: {stderr}");
+        assert_eq!(stderr.matches(expected).count(), 1, "{extra}: {stderr}");
+        assert!(!stderr.contains("Caused by"), "{extra}: {stderr}");
+    }
+}
+
+/// `hmw-cm check` warns about a host that does not resolve here but accepts the file: the
+/// name may resolve only on the cluster, and a client keeps trying.
+#[test]
+fn check_warns_about_an_unresolvable_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let cm = env!("CARGO_BIN_EXE_hmw-cm");
+    let status = Command::new(cm)
+        .args(["keygen", "--out", "certs", "cm-a", "cm-b"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        dir.path().join("b.toml"),
+        "role = \"client\"\nhost = \"hmw-cm-test-nowhere.invalid\"\nport = 7000\npeer = \"cm-a\"\n\
+         [tls]\ncert = \"certs/cm-b.pem\"\nkey = \"certs/cm-b.key.pem\"\nca = \"certs/ca.pem\"\n",
+    )
+    .unwrap();
+    let out = Command::new(cm)
+        .args(["check", "b.toml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("does not resolve"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("server must be `cm-a`"));
+}

@@ -61,6 +61,9 @@ async fn messages_cross_in_order_both_ways() {
     assert_eq!(stats.messages_received, count as u64);
     assert_eq!(stats.connections_open, 2);
     assert_eq!(stats.send_buffer.used, 0);
+    // Honest traffic never looks like a protocol violation (a replay, say) on either side.
+    assert_eq!(stats.protocol_errors, 0, "{stats:?}");
+    assert_eq!(server.stats().protocol_errors, 0, "{:?}", server.stats());
     // A deliberate close reaches the peer, which ends its receive side cleanly.
     client.close().await;
     let end = tokio::time::timeout(DEADLINE, server.recv())
@@ -242,11 +245,13 @@ async fn uncertified_peer_is_refused_and_delivers_nothing() {
     tokio::time::timeout(DEADLINE, run).await.expect("in time");
 }
 
-/// A peer with a valid certificate that sends garbage: the connection is closed with a logged
-/// protocol error, nothing is delivered, and the link keeps serving honest connections.
+/// A peer with a valid certificate that sends garbage or replays a block on one connection:
+/// the connection is closed with a logged protocol error, nothing is delivered, and the link
+/// keeps serving honest connections.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_frames_close_the_connection_not_the_link() {
-    use hmw_cm::proto::{Frame, Hello};
+    use bytes::Bytes;
+    use hmw_cm::proto::{Block, Frame, Hello};
     use std::sync::Arc;
 
     let dir = tempfile::tempdir().unwrap();
@@ -255,7 +260,7 @@ async fn bad_frames_close_the_connection_not_the_link() {
     let addr = server.local_addr();
     let tls = hmw_cm::tls::TlsMaterial::load(&client_config(&certs, addr.port()).tls).unwrap();
     let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    let client_config = quinn::ClientConfig::new(Arc::new(tls.quic_client_config().unwrap()));
+    let quic_client = quinn::ClientConfig::new(Arc::new(tls.quic_client_config().unwrap()));
     let hello = Frame::Hello(Hello {
         version: hmw_cm::proto::frame::PROTOCOL_VERSION,
         session: 99,
@@ -270,9 +275,17 @@ async fn bad_frames_close_the_connection_not_the_link() {
             3, 0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
         ], // ack of unsent blocks
     ];
-    for bad in garbage {
+    // A block replayed on the same connection, on another stream of it: the first copy
+    // holds part of a message, the second is a replay.
+    let block = Frame::Data(Block {
+        id: 0,
+        offset: 0,
+        payload: Bytes::from_static(&[0, 0, 0, 9, b'x']),
+    })
+    .to_bytes();
+    for bad in garbage.into_iter().map(Some).chain([None]) {
         let conn = endpoint
-            .connect_with(client_config.clone(), addr, "server")
+            .connect_with(quic_client.clone(), addr, "server")
             .unwrap()
             .await
             .unwrap();
@@ -280,20 +293,33 @@ async fn bad_frames_close_the_connection_not_the_link() {
         tx.write_all(&hello.to_bytes()).await.unwrap();
         let mut reply = [0u8; 31];
         rx.read_exact(&mut reply).await.unwrap();
-        tx.write_all(bad).await.unwrap();
+        match bad {
+            Some(bad) => tx.write_all(bad).await.unwrap(),
+            None => {
+                for _ in 0..2 {
+                    let mut data = conn.open_uni().await.unwrap();
+                    data.write_all(&block).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
         let closed = tokio::time::timeout(DEADLINE, conn.closed())
             .await
             .expect("closed in time");
         match closed {
             quinn::ConnectionError::ApplicationClosed(close) => {
-                assert_eq!(close.error_code, 1u32.into(), "{close:?}")
+                assert_eq!(close.error_code, 1u32.into(), "{close:?}");
+                if bad.is_none() {
+                    let reason = String::from_utf8_lossy(&close.reason);
+                    assert!(reason.contains("replay of block 0"), "{reason}");
+                }
             }
             other => panic!("unexpected end {other}"),
         }
     }
-    assert_eq!(server.stats().protocol_errors, 3);
+    assert_eq!(server.stats().protocol_errors, 4);
     assert_eq!(server.try_recv().unwrap(), None);
-    let client = Link::start(client_config_for(&certs, addr.port()))
+    let client = Link::start(client_config(&certs, addr.port()))
         .await
         .unwrap();
     let run = async {
@@ -303,6 +329,53 @@ async fn bad_frames_close_the_connection_not_the_link() {
     tokio::time::timeout(DEADLINE, run).await.expect("in time");
 }
 
-fn client_config_for(certs: &hmw_cm::keygen::KeygenOutput, port: u16) -> hmw_cm::LinkConfig {
-    client_config(certs, port)
+/// An idle link stays up on keep-alives alone: with a 1 s inactivity timeout and nothing to
+/// send for 3.5 s, no connection is lost on either side, and a message still crosses at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_link_stays_up_on_keepalives() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let mut config = server_config(&certs);
+    config.inactivity_timeout_ms = 1_000;
+    let server = Link::start(config).await.unwrap();
+    let mut config = client_config(&certs, server.local_addr().port());
+    config.inactivity_timeout_ms = 1_000;
+    let client = Link::start(config).await.unwrap();
+    let run = async {
+        client.send(b"before").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"before");
+        client.flush().await.unwrap();
+        // Both connections of the client joined on both sides.
+        while server.stats().connections_open < 2 || client.stats().connections_open < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    let established = (
+        client.stats().connections_established,
+        server.stats().connections_established,
+    );
+    tokio::time::sleep(Duration::from_millis(3_500)).await;
+    for (side, stats) in [("client", client.stats()), ("server", server.stats())] {
+        assert_eq!(stats.connections_lost, 0, "{side}: {stats:?}");
+        assert_eq!(stats.disconnections, 0, "{side}: {stats:?}");
+        assert_eq!(stats.connections_open, 2, "{side}: {stats:?}");
+        assert!(stats.outages.is_empty(), "{side}: {stats:?}");
+    }
+    assert_eq!(
+        (
+            client.stats().connections_established,
+            server.stats().connections_established
+        ),
+        established,
+        "no reconnection happened"
+    );
+    let run = async {
+        server.send(b"after the silence").await.unwrap();
+        assert_eq!(&client.recv().await.unwrap()[..], b"after the silence");
+    };
+    tokio::time::timeout(Duration::from_secs(2), run)
+        .await
+        .expect("delivered without reconnecting");
+    assert_eq!(client.stats().connections_lost, 0);
 }

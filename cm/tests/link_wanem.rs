@@ -1,6 +1,6 @@
 //! The link through the user-space WAN emulator: delay, loss, a rate limit and a 3 s outage
 //! in the middle of a two-way transfer. Every message arrives exactly once and in order, the
-//! outage shows in the statistics, and nothing restarts.
+//! outage and the lost packets show in the statistics, and nothing restarts.
 
 mod common;
 
@@ -80,9 +80,18 @@ async fn outage_costs_silence_and_nothing_else() {
         };
         tokio::join!(to_server, to_client, at_server, at_client);
     };
+    // Packets lost only ever add up, although the connections they were lost on die in the
+    // outage.
+    let mut lost_seen = (0, 0);
     let monitor = async {
         loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            let lost = (client.stats().packets_lost, server.stats().packets_lost);
+            assert!(
+                lost.0 >= lost_seen.0 && lost.1 >= lost_seen.1,
+                "{lost:?} after {lost_seen:?}"
+            );
+            lost_seen = lost;
             if std::env::var_os("HMW_CM_TEST_VERBOSE").is_some() {
                 eprintln!(
                     "t={:?}\nclient {:?}\nserver {:?}\n{}",
@@ -115,9 +124,29 @@ async fn outage_costs_silence_and_nothing_else() {
         assert!(stats.disconnections >= 1, "{stats:?}");
         assert!(stats.time_disconnected_s > 1.5, "{stats:?}");
         assert_eq!(stats.peer_restarts, 0);
+        // Resends after the outage are duplicates, never taken for replays.
+        assert_eq!(stats.protocol_errors, 0, "{stats:?}");
         assert_eq!(stats.messages_received, count as u64);
         assert_eq!(stats.send_buffer.used, 0);
         assert!(stats.last_reconnect_latency_s.is_some());
+    }
+    for stats in [&c, &s] {
+        // Quinn saw the random loss, on connections that died in the outage too.
+        assert!(stats.packets_lost > 0, "{stats:?}");
+        assert!(stats.packets_lost >= lost_seen.0.min(lost_seen.1));
+        // The outage, in wall-clock time: noticed after the network failed, over once a
+        // connection joined again.
+        let outage = stats.outages.first().expect("an outage recorded");
+        let end = outage.end_unix_s.expect("the outage ended");
+        assert!(end > outage.start_unix_s, "{outage:?}");
+        assert!(end - outage.start_unix_s < 4.0, "{outage:?}");
+        assert!(stats.outages.iter().all(|o| o.end_unix_s.is_some()));
+        assert_eq!(stats.outages.len() as u64, stats.disconnections);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!(now - outage.start_unix_s < 30.0 && now > end, "{outage:?}");
     }
     assert_eq!(client.session(), client_session);
     assert_eq!(server.session(), server_session);

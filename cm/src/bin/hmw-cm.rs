@@ -79,8 +79,25 @@ fn main() -> Result<()> {
             let link = LinkConfig::from_file(&config)?;
             hmw_cm::tls::TlsMaterial::load(&link.tls)
                 .with_context(|| format!("certificates of {}", config.display()))?;
+            // A name that resolves only on the real cluster is fine: a client keeps trying.
+            if let Err(e) = link.socket_addr() {
+                let consequence = match link.role {
+                    hmw_cm::Role::Client => "the client will keep trying to resolve it",
+                    hmw_cm::Role::Server => "the server cannot start here",
+                };
+                eprintln!(
+                    "warning: {}: host `{}` does not resolve on this machine ({e}); {consequence}",
+                    config.display(),
+                    link.host
+                );
+            }
+            let peer = match (link.role, &link.peer) {
+                (hmw_cm::Role::Client, _) => format!("server must be `{}`", link.server_name()),
+                (hmw_cm::Role::Server, Some(peer)) => format!("client must be `{peer}`"),
+                (hmw_cm::Role::Server, None) => "any client the trust accepts".to_string(),
+            };
             println!(
-                "{}: {:?} {}:{}, {} connection(s) x {} stream(s), blocks of {} B, send {} B, receive {} B, max message {} B, inactivity {} ms",
+                "{}: {:?} {}:{} ({peer}), {} connection(s) x {} stream(s), blocks of {} B, send {} B, receive {} B, max message {} B, inactivity {} ms",
                 config.display(),
                 link.role,
                 link.host,

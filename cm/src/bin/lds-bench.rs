@@ -6,6 +6,7 @@
 //! * `wan`: the link through `hmw-wanem` for several connection counts.
 //! * `outage`: the same WAN with an outage in the middle; checks exactly-once in-order
 //!   delivery and measures the time from the link's return to full goodput.
+//! * `best`: prints the connection count of the best run of a `wan` report (for scripts).
 //! * `summary`: reads the three JSON reports and prints the one-line summary.
 
 use std::net::SocketAddr;
@@ -116,6 +117,12 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Prints the connection count of the best run (highest fraction of the link) of a `wan`
+    /// report.
+    Best {
+        /// Report of `wan`.
+        wan: PathBuf,
+    },
     /// Prints the summary line from the three reports.
     Summary {
         /// Report of `loopback`.
@@ -142,6 +149,10 @@ fn main() -> Result<()> {
     } = &cli.command
     {
         return summary(loopback, wan, outage);
+    }
+    if let Command::Best { wan } = &cli.command {
+        println!("{}", best_connections(&read_json(wan)?)?);
+        return Ok(());
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -193,7 +204,7 @@ fn main() -> Result<()> {
                     outage_run(&certs, &wan, connections, outage, seconds, inactivity_ms).await?;
                 write_report(report, json)
             }
-            Command::Summary { .. } => unreachable!("handled above"),
+            Command::Summary { .. } | Command::Best { .. } => unreachable!("handled above"),
         }
     });
     let _ = std::fs::remove_dir_all(&dir);
@@ -712,6 +723,10 @@ async fn wan_sweep(
     }
     let fraction = |r: &Value| r["fraction_of_link"].as_f64().unwrap_or(0.0);
     let best = rows.iter().map(fraction).fold(0.0, f64::max);
+    let best_connections = rows
+        .iter()
+        .max_by(|a, b| fraction(a).total_cmp(&fraction(b)))
+        .map(|r| r["connections"].clone());
     let one = rows
         .iter()
         .find(|r| r["connections"] == 1)
@@ -727,6 +742,7 @@ async fn wan_sweep(
         "warmup_s": warmup,
         "runs": rows,
         "wan_best_fraction": best,
+        "best_connections": best_connections,
         "wan_gain_vs_1conn": best / one,
     }))
 }
@@ -805,6 +821,18 @@ fn read_json(path: &Path) -> Result<Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// The connection count of the run with the highest fraction of the link.
+fn best_connections(wan: &Value) -> Result<u64> {
+    let runs = wan["runs"]
+        .as_array()
+        .context("not a `wan` report: no `runs`")?;
+    let fraction = |r: &Value| r["fraction_of_link"].as_f64().unwrap_or(0.0);
+    runs.iter()
+        .max_by(|a, b| fraction(a).total_cmp(&fraction(b)))
+        .and_then(|r| r["connections"].as_u64())
+        .context("the `wan` report has no run with a connection count")
 }
 
 fn summary(loopback: &Path, wan: &Path, outage: &Path) -> Result<()> {

@@ -104,11 +104,13 @@ pub(crate) async fn run_connection(
         .insert(id, conn.clone());
     let mut joined = false;
     let result = drive(shared, &conn, id, side, remote, &mut joined).await;
-    shared
-        .connections
-        .lock()
-        .expect("connections lock")
-        .remove(&id);
+    {
+        // Under the connections lock, so that statistics never count the connection's lost
+        // packets twice or not at all.
+        let mut connections = shared.connections.lock().expect("connections lock");
+        connections.remove(&id);
+        shared.timeline().packets_lost_on_closed += conn.stats().path.lost_packets;
+    }
     shared.core().connection_lost(id);
     let closing = shared.is_closing();
     if joined {
@@ -139,7 +141,7 @@ pub(crate) async fn run_connection(
             Ended::Lost { joined }
         }
         Err(Failure::Protocol(e)) => {
-            warn!(%remote, connection = id, "closing connection: protocol violation: {e}");
+            warn!(%remote, connection = id, "closing connection from {remote}: protocol violation: {e}");
             shared.timeline().protocol_errors += 1;
             conn.close(close_code::PROTOCOL_ERROR.into(), e.to_string().as_bytes());
             Ended::Lost { joined }
@@ -392,7 +394,7 @@ async fn data_reader(shared: Arc<Shared>, mut rx: RecvStream, id: ConnId) -> Res
         let (effect, ready) = {
             let mut core = shared.core();
             let effect = core.on_frame(id, frame)?;
-            (effect, core.receiver().ready_messages())
+            (effect, core.ready_messages())
         };
         if effect == FrameEffect::Block(BlockOutcome::Stored) && ready > 0 {
             shared.arrived.notify_waiters();

@@ -49,28 +49,34 @@ pub(crate) fn server_endpoint(
     tls: &TlsMaterial,
 ) -> Result<quinn::Endpoint, LinkError> {
     let addr = config.socket_addr()?;
+    let tls = tls.clone().expect_client(config.peer.clone());
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(tls.quic_server_config()?));
     server.transport_config(Arc::new(transport_config(config)));
-    quinn::Endpoint::server(server, addr).map_err(|source| LinkError::Bind { addr, source })
+    quinn::Endpoint::server(server, addr).map_err(|cause| LinkError::Bind { addr, cause })
 }
 
 /// A client endpoint on an ephemeral port of the server address's family (on the loopback
-/// interface when the server is on it).
+/// interface when the server is on it). When the server's name does not resolve yet
+/// (`server` is `None`), a dual-stack IPv6 socket that reaches either family (an IPv4 one
+/// where IPv6 is unavailable).
 pub(crate) fn client_endpoint(
     config: &LinkConfig,
     tls: &TlsMaterial,
+    server: Option<SocketAddr>,
 ) -> Result<(quinn::Endpoint, quinn::ClientConfig), LinkError> {
-    let server = config.socket_addr()?;
-    let local: SocketAddr = match (server.is_ipv4(), server.ip().is_loopback()) {
-        (true, true) => (Ipv4Addr::LOCALHOST, 0).into(),
-        (true, false) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-        (false, true) => (Ipv6Addr::LOCALHOST, 0).into(),
-        (false, false) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    let bind = |local: SocketAddr| {
+        quinn::Endpoint::client(local).map_err(|cause| LinkError::Bind { addr: local, cause })
     };
-    let endpoint = quinn::Endpoint::client(local).map_err(|source| LinkError::Bind {
-        addr: local,
-        source,
-    })?;
+    let endpoint = match server {
+        Some(server) => bind(match (server.is_ipv4(), server.ip().is_loopback()) {
+            (true, true) => (Ipv4Addr::LOCALHOST, 0).into(),
+            (true, false) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            (false, true) => (Ipv6Addr::LOCALHOST, 0).into(),
+            (false, false) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        })?,
+        None => bind((Ipv6Addr::UNSPECIFIED, 0).into())
+            .or_else(|_| bind((Ipv4Addr::UNSPECIFIED, 0).into()))?,
+    };
     let mut client = quinn::ClientConfig::new(Arc::new(tls.quic_client_config()?));
     client.transport_config(Arc::new(transport_config(config)));
     Ok((endpoint, client))

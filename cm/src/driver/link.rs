@@ -60,14 +60,22 @@ impl Link {
             }
             Role::Client => {
                 check_server_name(shared.config.server_name())?;
-                let server = shared.config.socket_addr()?;
-                let (endpoint, client) = client_endpoint(&shared.config, &tls)?;
+                // A server name that does not resolve now may resolve later (or only on the
+                // real cluster): the connection slots keep resolving it, with backoff.
+                let server = match lookup(&shared.config).await {
+                    Ok(addresses) => addresses.first().copied(),
+                    Err(reason) => {
+                        let host = &shared.config.host;
+                        warn!(%host, "the server name `{host}` does not resolve at start ({reason}); the connections keep trying");
+                        None
+                    }
+                };
+                let (endpoint, client) = client_endpoint(&shared.config, &tls, server)?;
                 for index in 0..shared.config.connections {
                     tasks.push(tokio::spawn(client_slot(
                         shared.clone(),
                         endpoint.clone(),
                         client.clone(),
-                        server,
                         index as u32,
                     )));
                 }
@@ -75,12 +83,9 @@ impl Link {
             }
         };
         tasks.push(tokio::spawn(sample_rates(shared.clone())));
-        let local_addr = endpoint.local_addr().map_err(|source| LinkError::Bind {
-            addr: shared
-                .config
-                .socket_addr()
-                .unwrap_or(([0, 0, 0, 0], 0).into()),
-            source,
+        let local_addr = endpoint.local_addr().map_err(|cause| LinkError::Bind {
+            addr: ([0, 0, 0, 0], 0).into(),
+            cause,
         })?;
         info!(?role, %local_addr, session = format_args!("{session:016x}"), "link started");
         Ok(Self {
@@ -296,7 +301,14 @@ impl Link {
                 ..LinkStats::default()
             }
         };
-        self.shared.timeline().fill(Instant::now(), &mut stats);
+        let connections = self.shared.connections.lock().expect("connections lock");
+        let lost_on_live: u64 = connections
+            .values()
+            .map(|conn| conn.stats().path.lost_packets)
+            .sum();
+        let timeline = self.shared.timeline();
+        timeline.fill(Instant::now(), &mut stats);
+        stats.packets_lost = timeline.packets_lost_on_closed + lost_on_live;
         stats
     }
 
@@ -341,8 +353,18 @@ impl Drop for Link {
     }
 }
 
+/// Whether a handshake ended because this side's TLS refused the peer (untrusted or
+/// unexpected certificate, wrong ALPN): quinn reports a local TLS alert as a transport error
+/// with a crypto error code.
+fn refused_by_us(error: &quinn::ConnectionError) -> bool {
+    matches!(error, quinn::ConnectionError::TransportError(e)
+        if (0x100..0x200).contains(&u64::from(e.code)))
+}
+
 /// Server: accepts connections; a peer whose certificate is refused is logged with its
-/// address and never reaches the protocol.
+/// address and never reaches the protocol. Any number of clients may connect (a client of
+/// this link opens `connections` of them; clients of another session are taken for a
+/// restart of the peer, which is what the expected `peer` name guards against).
 async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
     while let Some(incoming) = endpoint.accept().await {
         let shared = shared.clone();
@@ -352,9 +374,7 @@ async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
                 Ok(conn) => {
                     run_connection(&shared, conn, Side::Server).await;
                 }
-                // A transport error raised here is this side refusing the handshake (its TLS
-                // verification failed); anything else is the attempt dying on its own.
-                Err(quinn::ConnectionError::TransportError(e)) if !shared.is_closing() => {
+                Err(e) if refused_by_us(&e) && !shared.is_closing() => {
                     warn!(peer = %remote, "refused connection from {remote}: {e}");
                     shared.timeline().refused += 1;
                 }
@@ -364,25 +384,70 @@ async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
     }
 }
 
+/// Why a connection attempt failed.
+enum AttemptError {
+    /// The server's host name does not resolve (now).
+    Resolve(String),
+    /// quinn refused to start the attempt.
+    Connect(SocketAddr, String),
+    /// The handshake failed.
+    Handshake(SocketAddr, quinn::ConnectionError),
+}
+
+/// The server's address, resolved now (a host name may change address or resolve only
+/// later), of a family the client endpoint can reach.
+async fn resolve_server(
+    config: &LinkConfig,
+    endpoint: &quinn::Endpoint,
+) -> Result<SocketAddr, String> {
+    let ipv6_endpoint = endpoint.local_addr().is_ok_and(|a| a.is_ipv6());
+    lookup(config)
+        .await?
+        .into_iter()
+        .find(|a| ipv6_endpoint || a.is_ipv4())
+        .ok_or_else(|| "only IPv6 addresses, but the client socket is IPv4".into())
+}
+
+/// The addresses of `host:port` (an IP address as it is; a name through the system's
+/// resolver, without blocking the runtime); never empty.
+async fn lookup(config: &LinkConfig) -> Result<Vec<SocketAddr>, String> {
+    if let Ok(ip) = config.host.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, config.port)]);
+    }
+    let addresses: Vec<SocketAddr> = tokio::net::lookup_host((config.host.as_str(), config.port))
+        .await
+        .map_err(|e| e.to_string())?
+        .collect();
+    if addresses.is_empty() {
+        return Err("no address".into());
+    }
+    Ok(addresses)
+}
+
 /// Client: keeps connection number `index` up, reconnecting with exponential backoff.
 async fn client_slot(
     shared: Arc<Shared>,
     endpoint: quinn::Endpoint,
     client: quinn::ClientConfig,
-    server: SocketAddr,
     index: u32,
 ) {
     let initial = Duration::from_millis(shared.config.reconnect_initial_ms);
     let max = Duration::from_millis(shared.config.reconnect_max_ms);
     let attempt_timeout = shared.config.inactivity_timeout() * 2;
+    let host = shared.config.host.clone();
     let mut backoff = initial;
     let mut failures = 0u64;
     while !shared.is_closing() {
         let attempt = async {
+            let server = resolve_server(&shared.config, &endpoint)
+                .await
+                .map_err(AttemptError::Resolve)?;
             let connecting = endpoint
                 .connect_with(client.clone(), server, shared.config.server_name())
-                .map_err(|e| e.to_string())?;
-            connecting.await.map_err(|e| e.to_string())
+                .map_err(|e| AttemptError::Connect(server, e.to_string()))?;
+            connecting
+                .await
+                .map_err(|e| AttemptError::Handshake(server, e))
         };
         match tokio::time::timeout(attempt_timeout, attempt).await {
             Ok(Ok(conn)) => {
@@ -399,17 +464,37 @@ async fn client_slot(
                     }
                 }
             }
-            Ok(Err(reason)) => {
+            Ok(Err(AttemptError::Resolve(reason))) => {
+                failures += 1;
+                // Every failure is logged (by the first slot; the others would repeat it).
+                if index == 0 {
+                    warn!(%host, "cannot resolve the server `{host}`: {reason}; retrying in {backoff:?}");
+                } else {
+                    debug!(%host, connection = index, "cannot resolve the server `{host}`: {reason}");
+                }
+            }
+            Ok(Err(AttemptError::Handshake(server, e))) if refused_by_us(&e) => {
+                failures += 1;
+                if !shared.is_closing() {
+                    shared.timeline().refused += 1;
+                    warn!(%server, connection = index, "refused server {server}: {e}; retrying");
+                }
+            }
+            Ok(Err(AttemptError::Connect(server, reason))) => {
+                failures += 1;
+                warn!(%server, connection = index, "cannot connect: {reason}; retrying");
+            }
+            Ok(Err(AttemptError::Handshake(server, e))) => {
                 failures += 1;
                 if failures == 1 {
-                    warn!(%server, connection = index, "cannot connect: {reason}; retrying");
+                    warn!(%server, connection = index, "cannot connect: {e}; retrying");
                 } else {
-                    debug!(%server, connection = index, "cannot connect: {reason}");
+                    debug!(%server, connection = index, "cannot connect: {e}");
                 }
             }
             Err(_) => {
                 failures += 1;
-                debug!(%server, connection = index, "connection attempt timed out");
+                debug!(%host, connection = index, "connection attempt timed out");
             }
         }
         let _ = tokio::time::timeout(

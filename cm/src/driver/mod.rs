@@ -43,12 +43,12 @@ pub enum LinkError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     /// The UDP socket could not be bound.
-    #[error("cannot bind UDP socket {addr}: {source}")]
+    #[error("cannot bind UDP socket {addr}: {cause}")]
     Bind {
         /// Address.
         addr: std::net::SocketAddr,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The tokio runtime of the blocking facade could not start.
     #[error("cannot start the link's runtime: {0}")]

@@ -212,6 +212,7 @@ impl Core {
     pub fn connection_lost(&mut self, conn: ConnId) {
         self.connections.remove(&conn);
         self.sender.on_connection_lost(conn);
+        self.receiver.forget_connection(conn);
     }
 
     /// Handles one frame received on `conn`.
@@ -264,8 +265,9 @@ impl Core {
                 self.counters.peer_restarts += 1;
                 self.counters.bytes_dropped_on_peer_restart +=
                     self.sender.reset_for_new_peer() as u64;
-                self.receiver =
-                    ReceiveBuffer::new(self.config.recv_memory, self.config.max_message);
+                // Complete messages of the previous incarnation are still handed out, first.
+                let ready = self.receiver.reset_for_new_peer();
+                self.carried_over.extend(ready);
             }
             _ => {}
         }
@@ -325,6 +327,12 @@ impl Core {
         self.counters.messages_popped += 1;
         self.counters.bytes_popped += message.len() as u64;
         Some(message)
+    }
+
+    /// Complete messages waiting for [`pop_message`](Self::pop_message), including those of a
+    /// previous incarnation of the peer.
+    pub fn ready_messages(&self) -> usize {
+        self.carried_over.len() + self.receiver.ready_messages()
     }
 
     /// This side's session identity.

@@ -1,7 +1,8 @@
-//! Receive side of the protocol core: de-duplication by block id, reordering, reassembly of the
-//! message stream, the receive buffer's credit and the acknowledgements describing it.
+//! Receive side of the protocol core: de-duplication by block id, replay detection per
+//! connection, reordering, reassembly of the message stream, the receive buffer's credit and
+//! the acknowledgements describing it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -18,10 +19,51 @@ pub enum BlockOutcome {
     Duplicate,
 }
 
-#[derive(Debug)]
-struct Held {
-    arrived_on: ConnId,
-    block: Block,
+/// How far below the highest id a connection carried its ids are remembered, in blocks.
+///
+/// An honest sender puts a block on a given connection at most once (a block goes out again
+/// only after the connection it was on is gone, and connection ids are never reused), and
+/// never sends a block more than [`WINDOW_BLOCKS`] below one it already sent on the same
+/// connection (it sends only ids within that window of the cumulative acknowledgement it
+/// holds). Four windows leave room for the rare copy that lingers on a stalled stream.
+pub const REPLAY_MEMORY_BLOCKS: u64 = 4 * WINDOW_BLOCKS;
+
+const REPLAY_MEMORY_WORDS: usize = (REPLAY_MEMORY_BLOCKS / 64) as usize;
+
+/// The block ids one connection carried: a bit set sliding with the highest id, at most
+/// [`REPLAY_MEMORY_BLOCKS`] bits (32 KiB) per connection whatever the link's lifetime.
+#[derive(Debug, Default)]
+struct CarriedIds {
+    /// Id of bit 0 of `words[0]` (a multiple of 64). Ids below it are forgotten.
+    base: u64,
+    words: VecDeque<u64>,
+}
+
+impl CarriedIds {
+    /// Whether `id` may still arrive on this connection: not carried yet and not so far below
+    /// the highest carried id that it was forgotten (either is a replay).
+    fn may_carry(&self, id: u64) -> bool {
+        if id < self.base {
+            return false;
+        }
+        let bit = id - self.base;
+        self.words
+            .get((bit / 64) as usize)
+            .is_none_or(|word| word & (1 << (bit % 64)) == 0)
+    }
+
+    fn insert(&mut self, id: u64) {
+        debug_assert!(id >= self.base);
+        let word = ((id - self.base) / 64) as usize;
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        self.words[word] |= 1 << ((id - self.base) % 64);
+        while self.words.len() > REPLAY_MEMORY_WORDS {
+            self.words.pop_front();
+            self.base += 64;
+        }
+    }
 }
 
 /// The receive buffer: blocks held out of order, the in-order stream being cut into messages,
@@ -33,7 +75,9 @@ pub struct ReceiveBuffer {
     next_id: u64,
     next_offset: u64,
     consumed: u64,
-    out_of_order: BTreeMap<u64, Held>,
+    out_of_order: BTreeMap<u64, Block>,
+    /// Ids each live connection carried (replay detection).
+    carried: HashMap<ConnId, CarriedIds>,
     assembly: BytesMut,
     ready: VecDeque<Bytes>,
     ack_dirty: bool,
@@ -52,6 +96,7 @@ impl ReceiveBuffer {
             next_offset: 0,
             consumed: 0,
             out_of_order: BTreeMap::new(),
+            carried: HashMap::new(),
             assembly: BytesMut::new(),
             ready: VecDeque::new(),
             ack_dirty: true,
@@ -68,6 +113,10 @@ impl ReceiveBuffer {
     /// have sent is an error, and the buffer is left as it was, except for a message length
     /// beyond the maximum inside the in-order stream: the stream cannot be parsed past it, so
     /// that error is permanent ([`failure`](Self::failure)).
+    ///
+    /// The same id twice on one connection is a [`ProtocolError::Replay`], whether the block
+    /// is still held or long delivered; the same id on another connection is a resend after
+    /// a connection loss and is dropped as a [`BlockOutcome::Duplicate`].
     pub fn on_block(&mut self, conn: ConnId, block: Block) -> Result<BlockOutcome, ProtocolError> {
         if let Some(failure) = &self.failed {
             return Err(failure.clone());
@@ -75,23 +124,43 @@ impl ReceiveBuffer {
         if block.payload.is_empty() {
             return Err(ProtocolError::EmptyBlock { id: block.id });
         }
-        if block.id < self.next_id {
-            self.duplicates += 1;
-            self.ack_dirty = true;
-            return Ok(BlockOutcome::Duplicate);
-        }
         if block.id >= self.next_id + WINDOW_BLOCKS {
             return Err(ProtocolError::UnknownBlock {
                 id: block.id,
                 window_end: self.next_id + WINDOW_BLOCKS,
             });
         }
+        let id = block.id;
+        if !self
+            .carried
+            .get(&conn)
+            .is_none_or(|carried| carried.may_carry(id))
+        {
+            return Err(ProtocolError::Replay { id });
+        }
+        let outcome = self.take(block)?;
+        self.carried.entry(conn).or_default().insert(id);
+        Ok(outcome)
+    }
+
+    /// Connection `conn` is gone: its replay memory is released.
+    pub fn forget_connection(&mut self, conn: ConnId) {
+        self.carried.remove(&conn);
+    }
+
+    /// Connections whose carried ids are remembered (for tests of the memory bound).
+    pub fn tracked_connections(&self) -> usize {
+        self.carried.len()
+    }
+
+    fn take(&mut self, block: Block) -> Result<BlockOutcome, ProtocolError> {
+        if block.id < self.next_id {
+            self.duplicates += 1;
+            self.ack_dirty = true;
+            return Ok(BlockOutcome::Duplicate);
+        }
         if let Some(held) = self.out_of_order.get(&block.id) {
-            if held.arrived_on == conn {
-                return Err(ProtocolError::Replay { id: block.id });
-            }
-            if held.block.offset != block.offset || held.block.payload.len() != block.payload.len()
-            {
+            if held.offset != block.offset || held.payload.len() != block.payload.len() {
                 return Err(ProtocolError::Inconsistent {
                     id: block.id,
                     reason: "a resend differs from the first copy",
@@ -115,16 +184,10 @@ impl ReceiveBuffer {
                     break;
                 }
                 let held = entry.remove();
-                self.append_in_order(held.block)?;
+                self.append_in_order(held)?;
             }
         } else {
-            self.out_of_order.insert(
-                block.id,
-                Held {
-                    arrived_on: conn,
-                    block,
-                },
-            );
+            self.out_of_order.insert(block.id, block);
         }
         self.ack_dirty = true;
         Ok(BlockOutcome::Stored)
@@ -148,12 +211,12 @@ impl ReceiveBuffer {
             .checked_sub(1)
             .and_then(|p| self.out_of_order.get(&p))
         {
-            if prev.block.end() != block.offset {
+            if prev.end() != block.offset {
                 return Err(inconsistent("offset does not follow the previous block"));
             }
         }
         if let Some(next) = self.out_of_order.get(&(block.id + 1)) {
-            if block.end() != next.block.offset {
+            if block.end() != next.offset {
                 return Err(inconsistent("end does not meet the next block"));
             }
         }
@@ -245,6 +308,18 @@ impl ReceiveBuffer {
         std::mem::take(&mut self.ready)
     }
 
+    /// The peer restarted: starts over empty for its new incarnation (block ids from 0, no
+    /// partial message, no connection memory), keeping the counters. Returns the complete
+    /// messages of the previous incarnation not yet handed out.
+    pub fn reset_for_new_peer(&mut self) -> VecDeque<Bytes> {
+        let ready = self.take_ready();
+        *self = Self {
+            duplicates: self.duplicates,
+            ..Self::new(self.capacity, self.max_message)
+        };
+        ready
+    }
+
     /// Complete messages waiting for the application.
     pub fn ready_messages(&self) -> usize {
         self.ready.len()
@@ -277,11 +352,7 @@ impl ReceiveBuffer {
 
     /// Stream bytes held (out of order, being assembled, or ready), at most the capacity.
     pub fn buffered(&self) -> usize {
-        let out_of_order: usize = self
-            .out_of_order
-            .values()
-            .map(|h| h.block.payload.len())
-            .sum();
+        let out_of_order: usize = self.out_of_order.values().map(|b| b.payload.len()).sum();
         (self.next_offset - self.consumed) as usize + out_of_order
     }
 
@@ -368,13 +439,17 @@ mod tests {
     #[test]
     fn bad_blocks_are_refused_and_leave_state_intact() {
         let mut r = ReceiveBuffer::new(20, 10);
-        r.on_block(1, block(1, 5, b"abc")).unwrap();
+        let first = framed(&[b"x"]); // block 0: stream bytes 0..5
+        let second = framed(&[b"hi"]); // block 1: stream bytes 5..11
+        r.on_block(1, block(1, 5, &second)).unwrap();
+        let ack_before = r.ack();
+        let buffered_before = r.buffered();
         assert!(matches!(
-            r.on_block(1, block(1, 5, b"abc")),
+            r.on_block(1, block(1, 5, &second)),
             Err(ProtocolError::Replay { id: 1 })
         ));
         assert!(matches!(
-            r.on_block(2, block(1, 6, b"abc")),
+            r.on_block(2, block(1, 6, &second)),
             Err(ProtocolError::Inconsistent { .. })
         ));
         assert!(matches!(
@@ -390,13 +465,116 @@ mod tests {
             Err(ProtocolError::UnknownBlock { .. })
         ));
         assert!(matches!(
-            r.on_block(2, block(0, 0, &[0, 0, 0, 200, 1])),
+            r.on_block(2, block(0, 0, b"")),
+            Err(ProtocolError::EmptyBlock { id: 0 })
+        ));
+        // Nothing of the refused blocks stuck: same acknowledgement, same bytes held, no
+        // failure, and the stream goes on with the good blocks.
+        assert_eq!(r.ack(), ack_before);
+        assert_eq!(r.buffered(), buffered_before);
+        assert!(r.failure().is_none());
+        assert!(r.pop_message().is_none());
+        assert_eq!(
+            r.on_block(2, block(0, 0, &first)).unwrap(),
+            BlockOutcome::Stored
+        );
+        assert_eq!(&r.pop_message().unwrap()[..], b"x");
+        assert_eq!(&r.pop_message().unwrap()[..], b"hi");
+        assert!(r.pop_message().is_none());
+        assert_eq!(r.ack().cumulative, 2);
+        assert_eq!(r.duplicates(), 0, "refused blocks are not duplicates");
+        // A length beyond the maximum inside the in-order stream is permanent.
+        assert!(matches!(
+            r.on_block(2, block(2, 11, &[0, 0, 0, 200, 1])),
             Err(ProtocolError::OversizedMessage { len: 200, max: 10 })
         ));
         assert!(r.failure().is_some());
         assert!(matches!(
-            r.on_block(2, block(2, 8, b"abc")),
+            r.on_block(1, block(3, 16, b"abc")),
             Err(ProtocolError::OversizedMessage { .. })
         ));
+    }
+
+    #[test]
+    fn a_block_twice_on_one_connection_is_a_replay_even_long_after_delivery() {
+        let mut r = ReceiveBuffer::new(1000, 100);
+        let stream = framed(&[b"one", b"two"]);
+        let (a, b) = stream.split_at(7);
+        r.on_block(1, block(0, 0, a)).unwrap();
+        r.on_block(2, block(1, 7, b)).unwrap();
+        assert_eq!(&r.pop_message().unwrap()[..], b"one");
+        assert_eq!(&r.pop_message().unwrap()[..], b"two");
+        // Resends on other connections are duplicates, dropped.
+        assert_eq!(
+            r.on_block(2, block(0, 0, a)).unwrap(),
+            BlockOutcome::Duplicate
+        );
+        assert_eq!(
+            r.on_block(3, block(1, 7, b)).unwrap(),
+            BlockOutcome::Duplicate
+        );
+        // The same id again on a connection that already carried it is a replay, delivered
+        // long ago or not.
+        for (conn, id, payload, offset) in [(1, 0, a, 0), (2, 1, b, 7), (2, 0, a, 0), (3, 1, b, 7)]
+        {
+            assert_eq!(
+                r.on_block(conn, block(id, offset, payload)),
+                Err(ProtocolError::Replay { id }),
+                "block {id} again on connection {conn}"
+            );
+        }
+        assert_eq!(r.duplicates(), 2);
+        assert_eq!(r.tracked_connections(), 3);
+        r.forget_connection(1);
+        r.forget_connection(2);
+        assert_eq!(r.tracked_connections(), 1);
+    }
+
+    #[test]
+    fn replay_memory_slides_and_stays_bounded() {
+        let mut carried = CarriedIds::default();
+        // A connection carrying every third id of a long transfer (striping over three).
+        let last = 3 * REPLAY_MEMORY_BLOCKS;
+        for id in (0..=last).step_by(3) {
+            assert!(carried.may_carry(id));
+            carried.insert(id);
+            assert!(!carried.may_carry(id));
+        }
+        assert!(carried.words.len() <= REPLAY_MEMORY_WORDS);
+        // Recent ids are remembered exactly: carried ones refused, the others allowed.
+        for id in last - 1000..=last {
+            assert_eq!(carried.may_carry(id), id % 3 != 0, "id {id}");
+        }
+        // An id further below the highest than the memory reaches is refused too.
+        assert!(!carried.may_carry(last - REPLAY_MEMORY_BLOCKS - 64));
+        assert!(!carried.may_carry(1));
+        assert!(carried.may_carry(last + 1));
+    }
+
+    proptest::proptest! {
+        /// Whatever blocks arrive on whatever connections, the receiver refuses exactly the
+        /// repeats of an id on a connection that already carried it, and drops as duplicates
+        /// exactly the ids already taken on another connection.
+        #[test]
+        fn replay_is_exactly_a_repeat_on_the_same_connection(
+            arrivals in proptest::collection::vec((0u64..4, 0u64..48), 1..300),
+        ) {
+            // Block i is one zero byte at offset i: the stream is empty messages.
+            let mut r = ReceiveBuffer::new(1 << 20, 10);
+            let mut taken: std::collections::HashSet<(u64, u64)> = Default::default();
+            let mut ids: std::collections::HashSet<u64> = Default::default();
+            for (conn, id) in arrivals {
+                let result = r.on_block(conn, block(id, id, &[0]));
+                if taken.contains(&(conn, id)) {
+                    proptest::prop_assert_eq!(result, Err(ProtocolError::Replay { id }));
+                } else if ids.contains(&id) {
+                    proptest::prop_assert_eq!(result, Ok(BlockOutcome::Duplicate));
+                } else {
+                    proptest::prop_assert_eq!(result, Ok(BlockOutcome::Stored));
+                }
+                taken.insert((conn, id));
+                ids.insert(id);
+            }
+        }
     }
 }

@@ -535,4 +535,64 @@ mod tests {
             })
         ));
     }
+
+    #[derive(Debug, Clone)]
+    enum SenderOp {
+        Push(usize),
+        Send(usize),
+        Lose(usize),
+        Ack(u64),
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The invariant replay detection rests on: an honest sender never hands the same
+        /// block id twice to one connection, whatever the losses (connection ids are never
+        /// reused) and acknowledgements; each id it sends on a connection is within
+        /// [`WINDOW_BLOCKS`] of every id sent on that connection before.
+        #[test]
+        fn a_connection_never_carries_an_id_twice(
+            ops in proptest::collection::vec(
+                prop_oneof![
+                    2 => (1usize..200).prop_map(SenderOp::Push),
+                    6 => (0usize..3).prop_map(SenderOp::Send),
+                    1 => (0usize..3).prop_map(SenderOp::Lose),
+                    2 => (0u64..1000).prop_map(SenderOp::Ack),
+                ],
+                1..400,
+            ),
+        ) {
+            let mut s = SendBuffer::new(4000, 50, 1000);
+            s.on_ack(&ack(0, u64::MAX / 2, vec![])).unwrap();
+            let mut live: [ConnId; 3] = [0, 1, 2];
+            let mut next_conn = 3;
+            let mut carried: HashMap<ConnId, Vec<u64>> = HashMap::new();
+            let mut highest = 0;
+            for op in ops {
+                match op {
+                    SenderOp::Push(len) => {
+                        let _ = s.push_message(&vec![1; len]);
+                    }
+                    SenderOp::Send(c) => {
+                        if let Some(block) = s.next_block(live[c], usize::MAX) {
+                            let ids = carried.entry(live[c]).or_default();
+                            prop_assert!(!ids.contains(&block.id), "id {} twice on {}", block.id, live[c]);
+                            prop_assert!(ids.iter().all(|&id| block.id + WINDOW_BLOCKS > id));
+                            ids.push(block.id);
+                            highest = highest.max(block.id + 1);
+                        }
+                    }
+                    SenderOp::Lose(c) => {
+                        s.on_connection_lost(live[c]);
+                        live[c] = next_conn;
+                        next_conn += 1;
+                    }
+                    SenderOp::Ack(up_to) => {
+                        s.on_ack(&ack(up_to.min(highest), u64::MAX / 2, vec![])).unwrap();
+                    }
+                }
+            }
+        }
+    }
 }

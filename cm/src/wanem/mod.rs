@@ -61,12 +61,12 @@ pub enum WanemError {
     #[error(transparent)]
     Config(#[from] WanemConfigError),
     /// A socket could not be bound.
-    #[error("cannot bind UDP socket {addr}: {source}")]
+    #[error("cannot bind UDP socket {addr}: {cause}")]
     Bind {
         /// Address.
         addr: SocketAddr,
         /// Cause.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -75,11 +75,19 @@ struct Pipes {
     server_to_client: Mutex<Pipe>,
 }
 
+/// The pipe behind `mutex` (the pipe never panics while locked; should it, its state is still
+/// consistent counters and queues, so the relay goes on).
+fn lock(mutex: &Mutex<Pipe>) -> std::sync::MutexGuard<'_, Pipe> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 impl Pipes {
     fn counters(&self) -> WanemCounters {
         WanemCounters {
-            client_to_server: self.client_to_server.lock().expect("pipe lock").counters(),
-            server_to_client: self.server_to_client.lock().expect("pipe lock").counters(),
+            client_to_server: lock(&self.client_to_server).counters(),
+            server_to_client: lock(&self.server_to_client).counters(),
         }
     }
 }
@@ -115,13 +123,13 @@ impl Wanem {
         config.validate()?;
         let front = UdpSocket::bind(config.listen)
             .await
-            .map_err(|source| WanemError::Bind {
+            .map_err(|cause| WanemError::Bind {
                 addr: config.listen,
-                source,
+                cause,
             })?;
-        let local_addr = front.local_addr().map_err(|source| WanemError::Bind {
+        let local_addr = front.local_addr().map_err(|cause| WanemError::Bind {
             addr: config.listen,
-            source,
+            cause,
         })?;
         let front = Arc::new(front);
         let pipes = Arc::new(Pipes {
@@ -151,9 +159,11 @@ impl Wanem {
                 to_client,
             )),
         ];
-        if config.report_interval_s > 0.0 {
+        let report = Duration::try_from_secs_f64(config.report_interval_s)
+            .ok()
+            .filter(|period| !period.is_zero());
+        if let Some(period) = report {
             let pipes = pipes.clone();
-            let period = Duration::from_secs_f64(config.report_interval_s);
             tasks.push(tokio::spawn(async move {
                 let mut tick = tokio::time::interval(period);
                 tick.tick().await;
@@ -231,10 +241,12 @@ async fn relay_from_clients(
         let upstream = match upstreams.get(&client) {
             Some(socket) => socket.clone(),
             None => {
+                // Any interface of the server's family: the kernel picks the source
+                // address that routes to the server, loopback or not.
                 let local: SocketAddr = if server.is_ipv4() {
-                    (Ipv4Addr::LOCALHOST, 0).into()
+                    (Ipv4Addr::UNSPECIFIED, 0).into()
                 } else {
-                    (Ipv6Addr::LOCALHOST, 0).into()
+                    (Ipv6Addr::UNSPECIFIED, 0).into()
                 };
                 let socket = match UdpSocket::bind(local).await {
                     Ok(socket) => Arc::new(socket),
@@ -246,6 +258,7 @@ async fn relay_from_clients(
                 readers.push(tokio::spawn(relay_from_server(
                     socket.clone(),
                     front.clone(),
+                    server,
                     client,
                     pipes.clone(),
                     started,
@@ -255,11 +268,7 @@ async fn relay_from_clients(
                 socket
             }
         };
-        let offered = pipes
-            .client_to_server
-            .lock()
-            .expect("pipe lock")
-            .offer(started.elapsed(), len);
+        let offered = lock(&pipes.client_to_server).offer(started.elapsed(), len);
         if let Ok(at) = offered {
             let scheduled = Scheduled {
                 at,
@@ -280,6 +289,7 @@ async fn relay_from_clients(
 async fn relay_from_server(
     upstream: Arc<UdpSocket>,
     front: Arc<UdpSocket>,
+    server: SocketAddr,
     client: SocketAddr,
     pipes: Arc<Pipes>,
     started: Instant,
@@ -288,17 +298,18 @@ async fn relay_from_server(
     let mut buf = vec![0u8; 65_536];
     loop {
         let len = match upstream.recv_from(&mut buf).await {
-            Ok((len, _)) => len,
+            Ok((len, from)) if from == server => len,
+            // The upstream socket listens on every interface: only the server is relayed.
+            Ok((_, from)) => {
+                debug!("wanem: datagram from {from} on the upstream socket ignored");
+                continue;
+            }
             Err(e) => {
                 debug!("wanem: receive from server: {e}");
                 continue;
             }
         };
-        let offered = pipes
-            .server_to_client
-            .lock()
-            .expect("pipe lock")
-            .offer(started.elapsed(), len);
+        let offered = lock(&pipes.server_to_client).offer(started.elapsed(), len);
         if let Ok(at) = offered {
             let scheduled = Scheduled {
                 at,
@@ -320,20 +331,70 @@ async fn deliver(
     started: Instant,
 ) {
     while let Some(packet) = queue.recv().await {
-        tokio::time::sleep_until((started + packet.at).into()).await;
+        // Delivery times are minutes ahead at most (validated limits); one beyond what the
+        // clock can hold is dropped, never a panic.
+        let Some(at) = started.checked_add(packet.at) else {
+            continue;
+        };
+        tokio::time::sleep_until(at.into()).await;
         let pipe = if client_to_server {
             &pipes.client_to_server
         } else {
             &pipes.server_to_client
         };
-        let up = pipe
-            .lock()
-            .expect("pipe lock")
-            .deliver(packet.at, packet.payload.len());
+        let up = lock(pipe).deliver(packet.at, packet.payload.len());
         if up {
             if let Err(e) = packet.socket.send_to(&packet.payload, packet.to).await {
                 debug!("wanem: send to {}: {e}", packet.to);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slowest accepted rate with large datagrams: delivery times minutes ahead, yet the
+    /// relay keeps counting every datagram (it once panicked on the first one and left a
+    /// poisoned lock behind).
+    #[tokio::test]
+    async fn slowest_rate_and_large_datagrams_keep_the_relay_alive() {
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let config = WanemConfig::symmetric(
+            "127.0.0.1:0".parse().unwrap(),
+            server.local_addr().unwrap(),
+            DirectionConfig {
+                rate_mbit: config::limits::MIN_RATE_MBIT,
+                queue_ms: config::limits::MAX_QUEUE_MS,
+                ..DirectionConfig::default()
+            },
+        );
+        let wanem = Wanem::start(config).await.unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        for _ in 0..20 {
+            client
+                .send_to(&[7u8; 10_000], wanem.local_addr())
+                .await
+                .unwrap();
+            // Paced: the test is about the emulator, not the kernel's socket buffer.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while wanem.counters().client_to_server.packets_in < 20 {
+            assert!(Instant::now() < deadline, "{}", wanem.counters());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let c = wanem.counters().client_to_server;
+        // The bucket lets the first packet through at once; the rest wait or overflow.
+        assert_eq!(c.packets_in, 20);
+        assert!(c.dropped_queue > 0, "{c:?}");
+        let mut buf = [0u8; 65_536];
+        let (len, _) = tokio::time::timeout(Duration::from_secs(5), server.recv_from(&mut buf))
+            .await
+            .expect("the burst's packet arrives")
+            .unwrap();
+        assert_eq!(len, 10_000);
+        wanem.shutdown();
     }
 }

@@ -1,6 +1,7 @@
 //! One direction of the emulated WAN as a pure model (no I/O, virtual time): outages, random
 //! loss, a token-bucket rate limit with a bounded queue that drops on overflow, then a one-way
-//! delay with optional jitter. Packets stay in order.
+//! delay with optional jitter. Packets stay in order. Loss and jitter draw from separate
+//! random streams of the seed, so enabling jitter does not change which packets are lost.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -51,7 +52,8 @@ pub struct Pipe {
     jitter: Duration,
     loss: f64,
     outages: Vec<Outage>,
-    rng: StdRng,
+    loss_rng: StdRng,
+    jitter_rng: StdRng,
     tokens: f64,
     tokens_at: Duration,
     last_departure: Duration,
@@ -61,19 +63,35 @@ pub struct Pipe {
     counters: DirectionCounters,
 }
 
+/// Seed offset of the jitter stream (the loss stream uses the seed itself).
+const JITTER_STREAM: u64 = 0x6A09_E667_F3BC_C909;
+
+/// Milliseconds as a duration; a value no duration can hold (negative, not finite, too
+/// large) becomes zero. Validated configurations never have one.
+fn millis(ms: f64) -> Duration {
+    Duration::try_from_secs_f64(ms / 1e3).unwrap_or(Duration::ZERO)
+}
+
 impl Pipe {
-    /// A pipe with `config`, link `outages` and a random seed.
+    /// A pipe with `config`, the link's `outages` (both directions; the direction's own
+    /// `config.outages` add to them) and a random seed. Validate the configuration first
+    /// ([`WanemConfig::validate`](super::WanemConfig::validate)); values outside its limits do
+    /// not panic but are clamped.
     pub fn new(config: &DirectionConfig, outages: &[Outage], seed: u64) -> Self {
-        let rate = config.bytes_per_second();
+        let rate = config
+            .bytes_per_second()
+            .filter(|r| r.is_finite())
+            .map(|r| r.max(super::config::limits::MIN_RATE_MBIT * 1e6 / 8.0));
         Self {
             rate,
             burst: config.burst_bytes as f64,
             queue_limit: config.queue_bytes(),
-            delay: Duration::from_secs_f64(config.delay_ms / 1e3),
-            jitter: Duration::from_secs_f64(config.jitter_ms / 1e3),
+            delay: millis(config.delay_ms),
+            jitter: millis(config.jitter_ms),
             loss: config.loss,
-            outages: outages.to_vec(),
-            rng: StdRng::seed_from_u64(seed),
+            outages: outages.iter().chain(&config.outages).copied().collect(),
+            loss_rng: StdRng::seed_from_u64(seed),
+            jitter_rng: StdRng::seed_from_u64(seed ^ JITTER_STREAM),
             tokens: config.burst_bytes as f64,
             tokens_at: Duration::ZERO,
             last_departure: Duration::ZERO,
@@ -106,7 +124,7 @@ impl Pipe {
             self.counters.dropped_outage += 1;
             return Err(Drop::Outage);
         }
-        if self.loss > 0.0 && self.rng.gen::<f64>() < self.loss {
+        if self.loss > 0.0 && self.loss_rng.gen::<f64>() < self.loss {
             self.counters.dropped_loss += 1;
             return Err(Drop::Loss);
         }
@@ -124,8 +142,17 @@ impl Pipe {
                     self.tokens = tokens - size as f64;
                     start
                 } else {
+                    // Bounded by the slowest rate and the largest datagram (minutes), but a
+                    // time no duration can hold is a full queue, never a panic.
+                    let wait = Duration::try_from_secs_f64((size as f64 - tokens) / rate)
+                        .ok()
+                        .and_then(|wait| start.checked_add(wait));
+                    let Some(departure) = wait else {
+                        self.counters.dropped_queue += 1;
+                        return Err(Drop::Queue);
+                    };
                     self.tokens = 0.0;
-                    start + Duration::from_secs_f64((size as f64 - tokens) / rate)
+                    departure
                 };
                 self.tokens_at = departure;
                 self.last_departure = departure;
@@ -134,13 +161,13 @@ impl Pipe {
                 departure
             }
         };
-        let mut delivery = departure + self.delay;
+        let mut delivery = departure.saturating_add(self.delay);
         if !self.jitter.is_zero() {
             let j = self.jitter.as_secs_f64();
-            let offset = self.rng.gen_range(-j..=j);
-            delivery = Duration::from_secs_f64(
-                (delivery.as_secs_f64() + offset).max(departure.as_secs_f64()),
-            );
+            let offset = self.jitter_rng.gen_range(-j..=j);
+            delivery = Duration::try_from_secs_f64(delivery.as_secs_f64() + offset)
+                .unwrap_or(delivery)
+                .max(departure);
         }
         delivery = delivery.max(self.last_delivery);
         self.last_delivery = delivery;
@@ -178,6 +205,7 @@ mod tests {
             loss,
             queue_ms: 100.0,
             burst_bytes: 1500,
+            outages: Vec::new(),
         }
     }
 
@@ -248,5 +276,56 @@ mod tests {
         let at = pipe.offer(Duration::from_millis(2000), 10).unwrap();
         assert!(pipe.deliver(at, 10));
         assert_eq!(pipe.counters().dropped_outage, 2);
+    }
+
+    #[test]
+    fn jitter_does_not_change_which_packets_are_lost() {
+        let lost = |jitter_ms: f64| {
+            let mut c = config(0.0, 20.0, 0.1);
+            c.jitter_ms = jitter_ms;
+            let mut pipe = Pipe::new(&c, &[], 11);
+            (0..5_000u64)
+                .map(|i| pipe.offer(Duration::from_millis(i), 100).is_err())
+                .collect::<Vec<bool>>()
+        };
+        let without = lost(0.0);
+        assert!(without.iter().filter(|&&l| l).count() > 300);
+        assert_eq!(without, lost(5.0));
+        assert_eq!(without, lost(20.0));
+    }
+
+    #[test]
+    fn extreme_values_never_panic() {
+        // Slower than any accepted rate (clamped to the minimum), huge packets, far times.
+        let mut c = config(1e-30, 0.0, 0.0);
+        c.queue_ms = 600_000.0;
+        let mut pipe = Pipe::new(&c, &[], 1);
+        for i in 0..50 {
+            let _ = pipe.offer(Duration::from_secs(i), 65_536);
+        }
+        let far = Duration::from_secs(u64::MAX / 2);
+        let _ = pipe.offer(far, 65_536);
+        let _ = pipe.offer(Duration::MAX, 1);
+        let mut c = config(f64::INFINITY, f64::INFINITY, f64::NAN);
+        c.jitter_ms = f64::INFINITY;
+        let mut pipe = Pipe::new(&c, &[], 1);
+        let _ = pipe.offer(Duration::MAX, 1);
+        let _ = pipe.offer(Duration::ZERO, 1);
+    }
+
+    #[test]
+    fn a_direction_has_its_own_outages_besides_the_links() {
+        let both = Outage {
+            start_s: 1.0,
+            end_s: 2.0,
+        };
+        let mut c = config(0.0, 0.0, 0.0);
+        c.outages = vec![Outage {
+            start_s: 5.0,
+            end_s: 6.0,
+        }];
+        let pipe = Pipe::new(&c, &[both], 1);
+        let down = |s: f64| pipe.is_down(Duration::from_secs_f64(s));
+        assert!(!down(0.5) && down(1.5) && !down(3.0) && down(5.5) && !down(6.0));
     }
 }

@@ -9,9 +9,15 @@ use hmw_cm::{LinkConfig, Role, TlsConfig};
 
 /// A CA and certificates for `server` and `client` in `dir`.
 pub fn certificates(dir: &Path) -> KeygenOutput {
+    certificates_for(dir, &["server", "client"])
+}
+
+/// A CA and certificates for each of `names` in `dir`.
+pub fn certificates_for(dir: &Path, names: &[&str]) -> KeygenOutput {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     keygen::generate(
         dir,
-        &["server".to_string(), "client".to_string()],
+        &names,
         &["localhost".to_string(), "127.0.0.1".to_string()],
     )
     .expect("keygen")
@@ -42,21 +48,32 @@ fn tune(mut config: LinkConfig) -> LinkConfig {
 
 /// A server on an ephemeral loopback port.
 pub fn server_config(certs: &KeygenOutput) -> LinkConfig {
+    server_config_as(certs, "server")
+}
+
+/// A server on an ephemeral loopback port with the certificate of `name`.
+pub fn server_config_as(certs: &KeygenOutput, name: &str) -> LinkConfig {
     tune(LinkConfig::new(
         Role::Server,
         "127.0.0.1",
         0,
-        tls_for(certs, "server"),
+        tls_for(certs, name),
     ))
 }
 
 /// A client of the server at `port`.
 pub fn client_config(certs: &KeygenOutput, port: u16) -> LinkConfig {
+    client_config_as(certs, "client", port)
+}
+
+/// A client of the server at `port` with the certificate of `name`, expecting the server's
+/// certificate to be `server`'s.
+pub fn client_config_as(certs: &KeygenOutput, name: &str, port: u16) -> LinkConfig {
     let mut config = tune(LinkConfig::new(
         Role::Client,
         "127.0.0.1",
         port,
-        tls_for(certs, "client"),
+        tls_for(certs, name),
     ));
     config.server_name = Some("server".into());
     config
