@@ -31,7 +31,7 @@ use crate::{
     idle::Idle,
     machinefile::{Endpoint, Facing, MachineFile},
     protocol::{decode, encode, LinkState, ToMaster, ToWorker},
-    stats::{ClusterReport, LinkSummary},
+    stats::{ClusterReport, LinkSummary, Outage},
     transport::Transport,
 };
 
@@ -82,7 +82,10 @@ pub fn link_config(
     let mut config = match &spec.endpoint {
         Endpoint::Server { port } => {
             let bind = line.annotations.bind.as_ref().unwrap_or(&line.host);
-            LinkConfig::new(hmw_cm::Role::Server, bind.clone(), *port, tls)
+            let mut config = LinkConfig::new(hmw_cm::Role::Server, bind.clone(), *port, tls);
+            // Only the client CM of this name may connect (others of the same CA are refused).
+            config.peer = line.annotations.peer.clone();
+            config
         }
         Endpoint::Client { host, port } => {
             let mut config = LinkConfig::new(hmw_cm::Role::Client, host.clone(), *port, tls);
@@ -138,7 +141,15 @@ pub fn summarize(stats: &LinkStats) -> LinkSummary {
         max_reconnect_s: stats.max_reconnect_latency_s,
         refused: stats.connections_refused,
         connections_established: stats.connections_established,
-        ..Default::default()
+        packets_lost: stats.packets_lost,
+        outages: stats
+            .outages
+            .iter()
+            .map(|o| Outage {
+                start_unix_s: o.start_unix_s,
+                end_unix_s: o.end_unix_s,
+            })
+            .collect(),
     }
 }
 

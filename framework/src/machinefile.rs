@@ -79,7 +79,8 @@ pub struct Annotations {
     pub cluster: Option<String>,
     /// `name=`: a CM's certificate name (required on every CM line).
     pub name: Option<String>,
-    /// `peer=`: the certificate name the server CM must present, on a client CM.
+    /// `peer=`: the certificate name of the CM at the other end of the link: the server a
+    /// client connects to, or the only client a server accepts.
     pub peer: Option<String>,
     /// `bind=`: the address a server CM listens on (default: its host).
     pub bind: Option<String>,
@@ -107,7 +108,6 @@ enum Place {
     MasterCm,
     SubMasterCm,
     ServerCm,
-    ClientCm,
 }
 
 impl Place {
@@ -121,7 +121,6 @@ impl Place {
                 Place::MasterCm => "a CM facing a master (# M)",
                 Place::SubMasterCm => "a CM facing a sub-master (# S)",
                 Place::ServerCm => "a server CM (# M|S 1 ...)",
-                Place::ClientCm => "a client CM (# M|S 0 ...)",
             })
             .collect();
         names.join(" or ")
@@ -133,7 +132,7 @@ const KNOWN: &[(&str, &[Place])] = &[
     ("speed", &[Place::Worker]),
     ("cluster", &[Place::First, Place::MasterCm]),
     ("name", &[Place::AnyCm]),
-    ("peer", &[Place::ClientCm]),
+    ("peer", &[Place::AnyCm]),
     ("bind", &[Place::ServerCm]),
     ("nt", &[Place::MasterCm]),
     ("nr", &[Place::SubMasterCm]),
@@ -444,7 +443,6 @@ fn check_places(first: bool, cm: Option<&CmSpec>, keys: &[&'static str]) -> Resu
         (Place::MasterCm, Some(c)) => c.facing == Facing::Master,
         (Place::SubMasterCm, Some(c)) => c.facing == Facing::SubMaster,
         (Place::ServerCm, Some(c)) => matches!(c.endpoint, Endpoint::Server { .. }),
-        (Place::ClientCm, Some(c)) => matches!(c.endpoint, Endpoint::Client { .. }),
         _ => false,
     };
     for key in keys {
@@ -566,7 +564,6 @@ mod tests {
                 2,
                 "nt= does not apply here",
             ),
-            ("a\nb # M 1 7000 name=c peer=p\n", 2, "peer= does not apply"),
             (
                 "a\nb # S 0 7000 h name=c bind=0.0.0.0\n",
                 2,

@@ -49,6 +49,7 @@ const BLOB: usize = 8192;
 
 struct Naps {
     tasks: u64,
+    millis: u64,
     produced: u64,
     gathered: Vec<u32>,
     /// Sizes of the results gathered (how many tasks each stands for).
@@ -59,6 +60,7 @@ impl Naps {
     fn new(tasks: u64) -> Self {
         Naps {
             tasks,
+            millis: 20,
             produced: 0,
             gathered: vec![0; tasks as usize],
             result_sizes: Vec::new(),
@@ -72,7 +74,7 @@ impl Problem for Naps {
         (self.produced < self.tasks).then(|| {
             self.produced += 1;
             Nap {
-                millis: 20,
+                millis: self.millis,
                 units: UNITS,
                 blob: Some(vec![7; BLOB]),
             }
@@ -174,7 +176,8 @@ fn run_two_clusters(nt: usize, nr: usize, split: bool) -> (Naps, RunStats, RunSt
         Path::new("main.hosts"),
         &format!(
             "localhost # cluster=main\nlocalhost # speed=0.5\n\
-             localhost # M 1 {port} name=main-spain cluster=spain nt={nt} bind=127.0.0.1\n"
+             localhost # M 1 {port} name=main-spain peer=spain-main cluster=spain nt={nt} \
+             bind=127.0.0.1\n"
         ),
     )
     .unwrap();
@@ -381,4 +384,91 @@ fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
     assert_eq!(stats.cluster.tasks_done, 30);
     // Reported at once, not after the link's 20 s deadline.
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
+#[test]
+fn a_lost_cluster_gives_its_tasks_back_and_its_late_results_are_discharged() {
+    use hmw_cm::wanem::{DirectionConfig, Outage, Wanem, WanemConfig};
+    let dir = std::env::temp_dir().join(format!("hmw-late-{}", std::process::id()));
+    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
+    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let port = free_udp_port();
+    // Spain reaches the main cluster through an emulated WAN that is down from 1 s to 5 s:
+    // longer than the 3 s after which a silent link loses its cluster. The main cluster's
+    // worker alone needs about 8 s for the rest of the run: the link is back before the end.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let relay_config = WanemConfig {
+        outages: vec![Outage {
+            start_s: 1.0,
+            end_s: 5.0,
+        }],
+        ..WanemConfig::symmetric(
+            "127.0.0.1:0".parse().unwrap(),
+            format!("127.0.0.1:{port}").parse().unwrap(),
+            DirectionConfig::default(),
+        )
+    };
+    let relay = runtime.block_on(Wanem::start(relay_config)).unwrap();
+    let relay_port = relay.local_addr().port();
+    let main = MachineFile::parse(
+        Path::new("main.hosts"),
+        &format!(
+            "localhost # cluster=main\nlocalhost\n\
+             localhost # M 1 {port} name=main-spain peer=spain-main cluster=spain bind=127.0.0.1\n"
+        ),
+    )
+    .unwrap();
+    let spain = MachineFile::parse(
+        Path::new("spain.hosts"),
+        &format!(
+            "localhost # cluster=spain\nlocalhost\nlocalhost\n\
+             localhost # S 0 {relay_port} 127.0.0.1 name=spain-main peer=main-spain\n"
+        ),
+    )
+    .unwrap();
+    let text = format!(
+        "[run]\nstatistics_interval = 0\nwait_for_links = true\nreassign_last_task = false\n\
+         [cm]\ncerts = \"{}\"\nlost_after_s = 3\ninactivity_timeout_ms = 500\ntasks_window = 4\n",
+        dir.display()
+    );
+    let config = ConfigFile::parse(&dir.join("run.toml"), &text).unwrap();
+    let external = {
+        let config = config.clone();
+        thread::spawn(move || play_in_threads::<Naps>(&spain, &config, None, None))
+    };
+    let naps = Naps {
+        millis: 50,
+        ..Naps::new(200)
+    };
+    let start = std::time::Instant::now();
+    let outcome = play_in_threads(&main, &config, Some(naps), None).unwrap();
+    let elapsed = start.elapsed();
+    let _ = external.join();
+    relay.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    // Nothing lost, nothing gathered twice.
+    assert!(
+        problem.gathered.iter().all(|&n| n == 1),
+        "{:?}",
+        problem.gathered
+    );
+    let spain = &stats.clusters[0];
+    assert!(spain.lost, "{spain:#?}");
+    assert!(spain.taken_back > 0, "{spain:#?}");
+    assert_eq!(stats.reassigned, spain.taken_back);
+    // The main worker recomputed the tasks taken back before the link came back; the results
+    // Spain had computed meanwhile arrived late and were thrown away.
+    assert!(
+        spain.discharged > 0,
+        "no late result was discharged: {spain:#?}"
+    );
+    assert_eq!(
+        stats.cluster.tasks_done + spain.tasks_done,
+        200,
+        "{stats:#?}"
+    );
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
 }
