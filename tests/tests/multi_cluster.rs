@@ -224,7 +224,7 @@ fn killing_an_external_cluster_loses_no_work() {
     // The launcher said so when it happened, not only at the end.
     let early = run
         .stdout
-        .find("== cluster brazil: ended while the main cluster runs")
+        .find("== cluster brazil: failed while the main cluster runs")
         .unwrap_or_else(|| panic!("{}", run.stdout));
     assert!(
         early < run.stdout.find("LOST").unwrap(),

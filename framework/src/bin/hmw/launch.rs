@@ -451,13 +451,17 @@ fn run_local(
             break None;
         }
         let Some(main) = main else { break None };
-        // A cluster that ends before the main one: the master carries on without it (it
-        // declares it lost after `lost_after_s`); say so at once.
+        // A cluster that fails before the main one ends: the master carries on without it (it
+        // declares it lost after `lost_after_s`); say so at once. (One that ends well was
+        // told to stop: the run is ending.)
         for r in running[..main].iter_mut() {
             if let (Some(status), false) = (r.poll(), r.reported) {
                 r.reported = true;
+                if status.success() {
+                    continue;
+                }
                 println!(
-                    "== cluster {}: ended while the main cluster runs ({status}); its log: {}",
+                    "== cluster {}: failed while the main cluster runs ({status}); its log: {}",
                     r.name,
                     work.join(format!("{}.log", r.name)).display()
                 );
