@@ -295,8 +295,8 @@ fn is_synthetic(binary: Option<&str>) -> bool {
         .is_some_and(|name| name == "hmw-synthetic")
 }
 
-/// The name of the certificate of the CM of `from` facing `to`.
-fn cm_name(from: &str, to: &str) -> String {
+/// The name of the certificate of the CM of cluster `from` facing cluster `to`.
+pub fn cm_name(from: &str, to: &str) -> String {
     format!("{from}-{to}")
 }
 

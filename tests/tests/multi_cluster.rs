@@ -302,11 +302,13 @@ fn a_cm_with_an_untrusted_certificate_is_refused() {
 #[test]
 fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
     let dir = scratch("calibrate");
-    // Workers of perf 10 and 5 tasks/s; the external link limited to 1 MB/s each way.
+    // Workers of perf 10 and 5 tasks/s; the external link limited to 1 MB/s each way. Three
+    // workers in main: the LAN is measured with 1, 2 and 3 of them.
     let plan = format!(
-        "{}[run]\nstatistics_interval = 0\n{}{}[cluster.launch]\nwan_delay_ms = 5\n",
+        "{}[run]\nstatistics_interval = 0\n[launch.cm]\nconnections = 1\n{}{}[cluster.launch]\n\
+         wan_delay_ms = 5\n",
         synthetic(20, 0.05),
-        cluster_table("main", "master", 1, "main = true"),
+        cluster_table("main", "master", 3, "main = true"),
         cluster_table(
             "spain",
             "submaster",
@@ -324,22 +326,64 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
             &plan_path,
             "--tasks",
             "4",
+            "--lan-seconds",
+            "0.3",
+            "--wan-warmup",
+            "0.5",
             "--wan-seconds",
-            "1",
+            "1.5",
             "--out",
         ])
         .arg(&out);
-    let run = Spawned::start(command).finish(Duration::from_secs(180));
+    let running = Spawned::start(command);
+    let temporary = std::env::temp_dir().join(format!("hmw-calibrate-synthetic-{}", running.pid()));
+    let run = running.finish(Duration::from_secs(240));
     run.assert_success();
-    let system: toml::Table = std::fs::read_to_string(&out).unwrap().parse().unwrap();
+    assert!(!temporary.exists(), "{} left behind", temporary.display());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let system: toml::Table = text.parse().unwrap();
     let clusters = system["clusters"].as_array().unwrap();
     let perf = |c: usize| clusters[c]["workers"][0]["perf"].as_float().unwrap();
     // reference_perf 10 = speed 1: 0.05 s tasks at 20/s; perf 5 = speed 0.5: 10/s.
     assert!((perf(0) - 20.0).abs() < 1.5, "{system}");
     assert!((perf(1) - 10.0).abs() < 1.0, "{system}");
     let wan_in = clusters[1]["wan_in_bytes_per_s"].as_float().unwrap();
-    assert!((0.5e6..=1.05e6).contains(&wan_in), "{system}");
-    assert!(clusters[0]["lan_bytes_per_s"].as_float().unwrap() > 0.0);
+    assert!((0.3e6..=1.05e6).contains(&wan_in), "{system}");
+    let wan_out = clusters[1]["wan_out_bytes_per_s"].as_float().unwrap();
+    assert!((0.3e6..=1.05e6).contains(&wan_out), "{system}");
+    // The LAN: each worker count's runs as comments, the value used with every worker.
+    let main_lan = clusters[0]["lan_bytes_per_s"].as_float().unwrap();
+    assert!(main_lan > 0.0);
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# LAN of main"))
+        .skip(2)
+        .take_while(|l| l.starts_with("#    "))
+        .map(|l| {
+            l[1..]
+                .split_whitespace()
+                .map(|v| v.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0],
+        "{text}"
+    );
+    for row in &rows {
+        // workers, runs, tasks/run, mean, std dev, min, max, too short
+        assert_eq!(row[1], 3.0, "{text}");
+        assert!(
+            row[5] <= row[3] && row[3] <= row[6] && row[4] >= 0.0,
+            "{text}"
+        );
+    }
+    assert!(
+        (rows[2][3] - main_lan).abs() <= 1e-4 * main_lan,
+        "the value used is the mean with all workers: {text}"
+    );
+    assert!(text.contains("# value used (lan_bytes_per_s): the mean with all 3 workers"));
     let mut predict = Command::new(bin("hmw"));
     predict
         .args(["predict", &plan_path, "--measured"])

@@ -6,12 +6,7 @@
 use std::{fs, path::PathBuf};
 
 use anyhow::{anyhow, Context as _, Result};
-use hmw::{
-    model::predict,
-    plan::load_plan,
-    report::Report,
-    stats::RunStats,
-};
+use hmw::{model::predict, plan::load_plan, report::Report, stats::RunStats};
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]
