@@ -90,8 +90,11 @@ pub fn run(args: ReportArgs) -> Result<()> {
     match (&report.comparison, args.json) {
         (Some(comparison), true) => println!("{}", serde_json::to_string_pretty(comparison)?),
         (Some(comparison), false) => {
+            let measured = args.measured.as_ref().map_or(String::new(), |m| {
+                format!(", measured values from {}", m.display())
+            });
             println!(
-                "== {}: predicted ({}) against measured ({})",
+                "== {}: predicted ({}{measured}) against measured ({})",
                 report.title,
                 args.plan
                     .as_ref()
