@@ -105,10 +105,13 @@ impl LanRuns {
     }
 }
 
-/// Worker counts the LAN is measured with: 1, half (rounded up) and all, without repeats.
+/// Worker counts the LAN is measured with: 1, half (rounded up) and all, without repeats;
+/// none for a cluster without workers (one that only relays to clusters further down).
 fn lan_worker_counts(workers: usize) -> Vec<usize> {
+    if workers == 0 {
+        return Vec::new();
+    }
     let mut counts = vec![1, workers.div_ceil(2), workers];
-    counts.retain(|&c| c >= 1);
     counts.dedup();
     counts
 }
@@ -287,10 +290,11 @@ fn calibrate(
         workers_time += phase.elapsed();
         let phase = Instant::now();
         let lan = lan_calibration.measure(cluster, &machines, &head_line)?;
-        let used = lan.last().map_or(0.0, LanRuns::mean);
+        // No workers, no LAN measured: the plan's value stays.
+        let used = lan.last().map(LanRuns::mean);
         system.clusters.push(MeasuredCluster {
             name: cluster.name.clone(),
-            lan_bytes_per_s: Some(used),
+            lan_bytes_per_s: used,
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             workers,
@@ -436,6 +440,13 @@ impl LanCalibration<'_> {
 /// The LAN runs of one cluster as a table; every line starts with `prefix`.
 fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns], prefix: &str) -> String {
     let mut out = String::new();
+    if runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "{prefix}LAN of {name}: not measured (no workers of its own); the plan's value stays"
+        );
+        return out;
+    }
     let _ = writeln!(
         out,
         "{prefix}LAN of {name}: {} B tasks and {} B results, no computation; bytes per second \
@@ -814,6 +825,7 @@ mod tests {
 
     #[test]
     fn worker_counts_one_half_all() {
+        assert!(lan_worker_counts(0).is_empty());
         assert_eq!(lan_worker_counts(1), [1]);
         assert_eq!(lan_worker_counts(2), [1, 2]);
         assert_eq!(lan_worker_counts(3), [1, 2, 3]);
