@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests, in-process cluster tests, and multi-process runs under
-# mpirun. This is what CI runs.
+# The whole test suite: unit tests, in-process cluster tests, multi-process runs under mpirun,
+# and the reduced validation suite of the model (scripts/validate.sh --quick: three short
+# scenarios, about 20 s once its release build is done). This is what CI runs.
+#
+# Fails when a test fails or when the validation script fails (a run that fails, or a
+# prediction beyond its error threshold); a validation target missed is only reported. Last
+# two lines: the tests' totals, then the validation's own last line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,7 +14,20 @@ scripts/setup.sh
 # Binaries first: the multi-process tests start them.
 cargo build --workspace --bins --quiet
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-cargo test --workspace --quiet 2>&1 | tee "$log"
+validation_log=$(mktemp)
+trap 'rm -f "$log" "$validation_log"' EXIT
+tests_ok=true
+cargo test --workspace --quiet 2>&1 | tee "$log" || tests_ok=false
+
+validation_ok=true
+echo "test: scripts/validate.sh --quick"
+scripts/validate.sh --quick >"$validation_log" 2>&1 || validation_ok=false
+if ! $validation_ok; then
+    echo "test: the validation failed; the end of its output:" >&2
+    tail -30 "$validation_log" >&2
+fi
+
 # cargo test prints one summary line per test binary; add them up for a closing line.
-awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
+tail -1 "$validation_log"
+$tests_ok && $validation_ok

@@ -10,7 +10,7 @@
 //! binary = "hmw-synthetic"     # the application: next to `hmw`, or a path
 //! reference_perf = 20.0        # a worker whose `perf` is this runs at speed 1 (emulation)
 //! [launch.application]         # the application's own [application] settings
-//! tasks = 200
+//! tasks = 200                  # must agree with [application] tasks (checked)
 //! [launch.cm]                  # [cm] settings of the communication managers
 //! lost_after_s = 30
 //!
@@ -26,6 +26,11 @@
 //! wan_outages = ["30-50"]      # seconds from the start when the link is down
 //! emulate_rates = true         # limit each way to wan_in/out_bytes_per_s
 //! ```
+//!
+//! The plan says some things twice, once for the model and once for the run; the layout checks
+//! that they agree ([`layout`]): `[launch.application]` `tasks`, `task_bytes` and
+//! `result_bytes` where given (`hmw-synthetic` gets `tasks` from `[application]` when it is
+//! absent), and `[run] reassign_last_task`, which takes `[model] reassign_last_task` unless set.
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
@@ -131,6 +136,17 @@ pub struct ClusterLayout {
     pub workers: Vec<String>,
 }
 
+/// One communication manager of the layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmLayout {
+    /// The name of its certificate (`CLUSTER-PEER`).
+    pub name: String,
+    /// The cluster it runs in.
+    pub cluster: String,
+    /// The host it runs on: the cluster's `cm` machine (its head when it has none).
+    pub host: String,
+}
+
 /// Everything `hmw launch` needs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Layout {
@@ -138,13 +154,149 @@ pub struct Layout {
     pub clusters: Vec<ClusterLayout>,
     /// The run configuration shared by every cluster (`certs` is filled by the launcher).
     pub config: toml::Table,
-    /// Names of the CM certificates to generate.
-    pub cm_names: Vec<String>,
+    /// The communication managers, each needing a certificate, in machine-file order.
+    pub cms: Vec<CmLayout>,
     pub binary: Option<String>,
+    /// What the layout derived from the plan rather than read from it, one sentence each
+    /// (`hmw launch` prints them).
+    pub notes: Vec<String>,
 }
 
-/// The name of the certificate of the CM of `from` facing `to`.
-fn cm_name(from: &str, to: &str) -> String {
+impl Layout {
+    /// Names of the CM certificates to generate.
+    pub fn cm_names(&self) -> Vec<String> {
+        self.cms.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The subject alternative names every CM certificate carries beside its name: on this
+    /// machine the loopback names the CMs connect to, in a deployment every CM host (one CA
+    /// signs all certificates with the same extra names, so each carries all the hosts).
+    pub fn certificate_sans(&self, target: Target) -> Vec<String> {
+        match target {
+            Target::Local => vec!["localhost".to_owned(), "127.0.0.1".to_owned()],
+            Target::Deployment => {
+                let mut hosts: Vec<String> = Vec::new();
+                for cm in &self.cms {
+                    if !hosts.contains(&cm.host) {
+                        hosts.push(cm.host.clone());
+                    }
+                }
+                hosts
+            }
+        }
+    }
+}
+
+/// The most bytes of encoding a plan's message size may add to the application's payload
+/// (`[application] task_bytes` is the serialised task, `[launch.application] task_bytes` the
+/// payload the application puts in it): 64 bytes or 1 %, whichever is larger.
+pub fn encoding_slack(payload_bytes: f64) -> f64 {
+    (0.01 * payload_bytes).max(64.0)
+}
+
+/// Check that what the plan says twice agrees: `[launch.application]` against `[application]`
+/// (tasks exactly; task and result sizes up to [`encoding_slack`] of encoding), and
+/// `[run] reassign_last_task` against `[model] reassign_last_task`. Fills what it can derive
+/// into `application` and `run`, and says so in the returned notes.
+fn reconcile(
+    plan: &Plan,
+    binary: Option<&str>,
+    application: &mut toml::Table,
+    run: &mut toml::Table,
+) -> Result<Vec<String>, LaunchError> {
+    let mut notes = Vec::new();
+    let model = &plan.application;
+    let number = |application: &toml::Table, key: &str| -> Result<Option<f64>, LaunchError> {
+        match application.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Integer(n)) => Ok(Some(*n as f64)),
+            Some(toml::Value::Float(x)) => Ok(Some(*x)),
+            Some(other) => Err(error(
+                format!("[launch.application] {key}"),
+                format!("expected a number, found `{other}`"),
+            )),
+        }
+    };
+    match number(application, "tasks")? {
+        Some(tasks) if tasks != model.tasks as f64 => {
+            return Err(error(
+                "[launch.application] tasks",
+                format!(
+                    "{tasks} disagrees with [application] tasks = {}: the model would predict \
+                    another run than the one launched; make them equal",
+                    model.tasks
+                ),
+            ));
+        }
+        Some(_) => {}
+        None if is_synthetic(binary) => {
+            application.insert("tasks".into(), toml::Value::Integer(model.tasks as i64));
+            notes.push(format!(
+                "[launch.application] tasks not set: the application gets [application] tasks \
+                = {}",
+                model.tasks
+            ));
+        }
+        None => {}
+    }
+    for (key, serialised) in [
+        ("task_bytes", model.task_bytes),
+        ("result_bytes", model.result_bytes),
+    ] {
+        let Some(payload) = number(application, key)? else {
+            continue;
+        };
+        let slack = encoding_slack(payload);
+        if serialised < payload || serialised > payload + slack {
+            return Err(error(
+                format!("[launch.application] {key}"),
+                format!(
+                    "{payload} bytes disagrees with [application] {key} = {serialised}: the \
+                    model's size is the application's payload plus at most {slack:.0} bytes \
+                    of encoding"
+                ),
+            ));
+        }
+    }
+    match run.get("reassign_last_task") {
+        Some(toml::Value::Boolean(value)) if *value != plan.reassign_last_task => {
+            notes.push(format!(
+                "[run] reassign_last_task = {value} overrides [model] reassign_last_task = {}: \
+                the run does not do what the prediction assumes",
+                plan.reassign_last_task
+            ));
+        }
+        Some(toml::Value::Boolean(_)) => {}
+        Some(other) => {
+            return Err(error(
+                "[run] reassign_last_task",
+                format!("expected true or false, found `{other}`"),
+            ))
+        }
+        None => {
+            run.insert(
+                "reassign_last_task".into(),
+                toml::Value::Boolean(plan.reassign_last_task),
+            );
+            notes.push(format!(
+                "[run] reassign_last_task not set: the run uses [model] reassign_last_task = {}",
+                plan.reassign_last_task
+            ));
+        }
+    }
+    Ok(notes)
+}
+
+/// Whether the application binary is the synthetic application (whose `[application]` table
+/// has `tasks`, `task_bytes` and `result_bytes`).
+fn is_synthetic(binary: Option<&str>) -> bool {
+    binary
+        .and_then(|b| std::path::Path::new(b).file_name())
+        .is_some_and(|name| name == "hmw-synthetic")
+}
+
+/// The name of the certificate of the CM of cluster `from` facing cluster `to`.
+pub fn cm_name(from: &str, to: &str) -> String {
     format!("{from}-{to}")
 }
 
@@ -303,7 +455,7 @@ pub fn layout(
     }
 
     let mut clusters = Vec::new();
-    let mut cm_names = Vec::new();
+    let mut cms = Vec::new();
     let mut order: Vec<usize> = vec![main];
     order.extend((0..plan.clusters.len()).filter(|&i| i != main && takes_part[i]));
     for &i in &order {
@@ -368,7 +520,11 @@ pub fn layout(
                 cm_name(&parent_cluster.name, &c.name),
                 c.results_per_inter_result
             );
-            cm_names.push(name);
+            cms.push(CmLayout {
+                name,
+                cluster: c.name.clone(),
+                host: cm_host.to_owned(),
+            });
         }
         for &child in children[i].iter().filter(|&&k| takes_part[k]) {
             let k = &plan.clusters[child];
@@ -385,12 +541,22 @@ pub fn layout(
                 .map(|w| format!(" window={w}"))
                 .unwrap_or_default();
             let workers = subtree_workers(child, &selected, &children);
+            // peer=: only the child's CM may connect, even holding another certificate of the
+            // same CA.
             let _ = writeln!(
                 text,
-                "{cm_host} # M 1 {}{bind} name={name} cluster={} nt={} workers={workers}{window}{bound}",
-                link.server_port, k.name, k.tasks_per_inter_task
+                "{cm_host} # M 1 {}{bind} name={name} peer={} cluster={} nt={} \
+                 workers={workers}{window}{bound}",
+                link.server_port,
+                cm_name(&k.name, &c.name),
+                k.name,
+                k.tasks_per_inter_task
             );
-            cm_names.push(name);
+            cms.push(CmLayout {
+                name,
+                cluster: c.name.clone(),
+                host: cm_host.to_owned(),
+            });
         }
         if workers.is_empty() && children[i].iter().all(|&k| !takes_part[k]) {
             return Err(error(format!("cluster {}", c.name), "no worker takes part"));
@@ -418,20 +584,19 @@ pub fn layout(
         }
     }
 
+    let mut application = launch.application.clone();
+    let mut run = plan.run.clone().unwrap_or_default();
+    let notes = reconcile(plan, launch.binary.as_deref(), &mut application, &mut run)?;
     let mut config = toml::Table::new();
-    if let Some(run) = &plan.run {
-        config.insert("run".into(), toml::Value::Table(run.clone()));
-    }
+    config.insert("run".into(), toml::Value::Table(run));
     config.insert("cm".into(), toml::Value::Table(launch.cm.clone()));
-    config.insert(
-        "application".into(),
-        toml::Value::Table(launch.application.clone()),
-    );
+    config.insert("application".into(), toml::Value::Table(application));
     Ok(Layout {
         clusters,
         config,
-        cm_names,
+        cms,
         binary: launch.binary,
+        notes,
     })
 }
 
@@ -491,4 +656,147 @@ fn window_for(
     let tasks_per_s = steady / plan.application.oper;
     let batches = tasks_per_s * round_trip_s / cluster.tasks_per_inter_task.max(1) as f64;
     Some(batches.ceil() as u64 + 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A main cluster and one behind a WAN, the synthetic application; `launch_app` and `run`
+    /// are the bodies of `[launch.application]` and `[run]`.
+    fn plan(launch_app: &str, run: &str) -> Plan {
+        let text = format!(
+            "[application]\nname = \"t\"\ntasks = 100\noper = 1.0\ntask_bytes = 1040\n\
+             result_bytes = 20040\n[model]\nreassign_last_task = false\n[run]\n{run}\n\
+             [launch]\nbinary = \"hmw-synthetic\"\n[launch.application]\n{launch_app}\n\
+             [[cluster]]\nname = \"lyon\"\nmain = true\nlan_bytes_per_s = 1e9\nmachines = [\n\
+             {{ host = \"lyon-head\", role = \"master\" }},\n\
+             {{ host = \"lyon-cm\", role = \"cm\" }},\n\
+             {{ host = \"lyon-1\", role = \"worker\", perf = 10.0 }},\n]\n\
+             [[cluster]]\nname = \"spain\"\nlan_bytes_per_s = 1e9\nwan_in_bytes_per_s = 1e6\n\
+             wan_out_bytes_per_s = 1e6\nmachines = [\n\
+             {{ host = \"spain-head\", role = \"submaster\" }},\n\
+             {{ host = \"spain-gw\", role = \"cm\" }},\n\
+             {{ host = \"spain-1\", role = \"worker\", perf = 10.0 }},\n]\n"
+        );
+        Plan::from_toml_str(&text).unwrap()
+    }
+
+    fn lay(plan: &Plan) -> Result<Layout, LaunchError> {
+        let mut next = 7000;
+        layout(plan, None, Target::Deployment, || {
+            next += 1;
+            next
+        })
+    }
+
+    fn run_table(layout: &Layout) -> &toml::Table {
+        layout.config["run"].as_table().unwrap()
+    }
+
+    #[test]
+    fn agreeing_plan_lays_out_with_every_cm_and_its_host() {
+        let layout = lay(&plan(
+            "tasks = 100\ntask_bytes = 1024\nresult_bytes = 20000",
+            "reassign_last_task = false",
+        ))
+        .unwrap();
+        assert_eq!(
+            layout.cms,
+            [
+                CmLayout {
+                    name: "lyon-spain".into(),
+                    cluster: "lyon".into(),
+                    host: "lyon-cm".into()
+                },
+                CmLayout {
+                    name: "spain-lyon".into(),
+                    cluster: "spain".into(),
+                    host: "spain-gw".into()
+                },
+            ]
+        );
+        assert_eq!(layout.cm_names(), ["lyon-spain", "spain-lyon"]);
+        assert_eq!(
+            layout.certificate_sans(Target::Deployment),
+            ["lyon-cm", "spain-gw"]
+        );
+        assert_eq!(
+            layout.certificate_sans(Target::Local),
+            ["localhost", "127.0.0.1"]
+        );
+        assert!(layout.notes.is_empty(), "{:?}", layout.notes);
+        assert_eq!(
+            run_table(&layout)["reassign_last_task"].as_bool(),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn task_counts_that_disagree_are_an_error_naming_both_keys() {
+        let err = lay(&plan("tasks = 90", "")).unwrap_err().to_string();
+        assert!(err.contains("[launch.application] tasks"), "{err}");
+        assert!(err.contains("[application] tasks = 100"), "{err}");
+    }
+
+    #[test]
+    fn sizes_agree_up_to_the_encoding() {
+        for bad in [
+            "task_bytes = 2048",
+            "task_bytes = 1041",
+            "result_bytes = 10000",
+        ] {
+            let err = lay(&plan(bad, "")).unwrap_err().to_string();
+            let key = bad.split(' ').next().unwrap();
+            assert!(
+                err.contains(&format!("[launch.application] {key}")),
+                "{err}"
+            );
+            assert!(err.contains(&format!("[application] {key} = ")), "{err}");
+        }
+        // 1040 serialised for a 1000-byte payload: 40 bytes of encoding, within 64.
+        assert!(lay(&plan("task_bytes = 1000", "")).is_ok());
+        assert_eq!(encoding_slack(1e6), 1e4);
+    }
+
+    #[test]
+    fn the_synthetic_application_gets_the_models_task_count() {
+        let layout = lay(&plan("task_seconds = 0.1", "")).unwrap();
+        let application = layout.config["application"].as_table().unwrap();
+        assert_eq!(application["tasks"].as_integer(), Some(100));
+        assert!(
+            layout
+                .notes
+                .iter()
+                .any(|n| n.contains("[application] tasks = 100")),
+            "{:?}",
+            layout.notes
+        );
+    }
+
+    #[test]
+    fn reassignment_follows_the_model_unless_the_run_overrides_it() {
+        let layout = lay(&plan("", "")).unwrap();
+        assert_eq!(
+            run_table(&layout)["reassign_last_task"].as_bool(),
+            Some(false)
+        );
+        assert!(layout
+            .notes
+            .iter()
+            .any(|n| n.contains("the run uses [model] reassign_last_task = false")));
+
+        let layout = lay(&plan("", "reassign_last_task = true")).unwrap();
+        assert_eq!(
+            run_table(&layout)["reassign_last_task"].as_bool(),
+            Some(true)
+        );
+        assert!(
+            layout.notes.iter().any(|n| n.contains(
+                "[run] reassign_last_task = true overrides [model] reassign_last_task = false"
+            )),
+            "{:?}",
+            layout.notes
+        );
+    }
 }

@@ -69,18 +69,37 @@ pub trait TaskSource {
     fn stopped(&self) -> bool {
         false
     }
-    /// Seconds spent joining and combining results before they went upstream.
+    /// Seconds spent joining results: gathering them into the problem, or combining and
+    /// joining them before they go upstream.
     fn join_s(&self) -> f64 {
         0.0
     }
 }
 
 /// A typed [`Problem`] seen as a [`TaskSource`].
-pub struct ProblemSource<P>(pub P);
+pub struct ProblemSource<P> {
+    problem: P,
+    /// Seconds spent decoding results and gathering them into the problem.
+    join_s: f64,
+}
+
+impl<P> ProblemSource<P> {
+    pub fn new(problem: P) -> Self {
+        ProblemSource {
+            problem,
+            join_s: 0.0,
+        }
+    }
+
+    /// The problem, with what was gathered into it.
+    pub fn into_problem(self) -> P {
+        self.problem
+    }
+}
 
 impl<P: Problem> TaskSource for ProblemSource<P> {
     fn next_task(&mut self, _id: TaskId) -> Next {
-        match self.0.next_task() {
+        match self.problem.next_task() {
             Some(task) => Next::Task {
                 operations: task.operations(),
                 body: encode(&task),
@@ -90,17 +109,23 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
     }
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+        let start = Instant::now();
         let decoded = decode(&result.body, "result")
             .map_err(|source| RunError::Decode { rank: 0, source })?;
         match result.ids.as_slice() {
-            [id] => self.0.gather(*id, decoded),
-            ids => self.0.gather_joined(ids, decoded),
+            [id] => self.problem.gather(*id, decoded),
+            ids => self.problem.gather_joined(ids, decoded),
         }
+        self.join_s += start.elapsed().as_secs_f64();
         Ok(())
     }
 
     fn task_count(&self) -> Option<u64> {
-        self.0.task_count()
+        self.problem.task_count()
+    }
+
+    fn join_s(&self) -> f64 {
+        self.join_s
     }
 }
 

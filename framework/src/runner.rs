@@ -292,9 +292,10 @@ pub fn play<P: Problem>(
                 machines,
                 config.run.clone(),
                 config.run.scheduler.scheduler(config.run.chunk_fraction),
-                ProblemSource(problem),
+                ProblemSource::new(problem),
             )?;
-            let (stats, ProblemSource(problem)) = master.run()?;
+            let (stats, source) = master.run()?;
+            let problem = source.into_problem();
             Ok(Outcome::Master { problem, stats })
         }
         (Role::Master, None) => {

@@ -160,7 +160,8 @@ pub struct RunStats {
     /// other clusters without `wait_for_links`).
     #[serde(default)]
     pub links_up_s: Option<f64>,
-    /// Seconds a sub-master spent combining and joining results before sending them up.
+    /// Seconds this master spent joining results: gathering them into the problem (the main
+    /// master), or combining and joining them before they went up (a sub-master).
     #[serde(default)]
     pub join_s: f64,
     pub progress: Vec<ProgressSample>,

@@ -120,10 +120,11 @@ fn run_cluster(
         &machines,
         config,
         scheduler,
-        ProblemSource(problem),
+        ProblemSource::new(problem),
     )
     .unwrap();
-    let (stats, ProblemSource(problem)) = master.run().unwrap();
+    let (stats, source) = master.run().unwrap();
+    let problem = source.into_problem();
     for worker in workers {
         worker.join().unwrap().unwrap();
     }

@@ -278,6 +278,16 @@ fn killing_an_external_cluster_loses_no_work() {
     let taken_back = brazil["taken_back"].as_u64().unwrap();
     assert!(taken_back > 0, "{brazil:#}");
     assert_eq!(stats["reassigned"].as_u64().unwrap(), taken_back);
+    // The launcher said so when it happened, not only at the end.
+    let early = run
+        .stdout
+        .find("== cluster brazil: failed while the main cluster runs")
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(
+        early < run.stdout.find("LOST").unwrap(),
+        "reported before the summary: {}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -357,11 +367,13 @@ fn a_cm_with_an_untrusted_certificate_is_refused() {
 #[test]
 fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
     let dir = scratch("calibrate");
-    // Workers of perf 10 and 5 tasks/s; the external link limited to 1 MB/s each way.
+    // Workers of perf 10 and 5 tasks/s; the external link limited to 1 MB/s each way. Three
+    // workers in main: the LAN is measured with 1, 2 and 3 of them.
     let plan = format!(
-        "{}[run]\nstatistics_interval = 0\n{}{}[cluster.launch]\nwan_delay_ms = 5\n",
+        "{}[run]\nstatistics_interval = 0\n[launch.cm]\nconnections = 1\n{}{}[cluster.launch]\n\
+         wan_delay_ms = 5\n",
         synthetic(20, 0.05),
-        cluster_table("main", "master", 1, "main = true"),
+        cluster_table("main", "master", 3, "main = true"),
         cluster_table(
             "spain",
             "submaster",
@@ -379,22 +391,64 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
             &plan_path,
             "--tasks",
             "4",
+            "--lan-seconds",
+            "0.3",
+            "--wan-warmup",
+            "0.5",
             "--wan-seconds",
-            "1",
+            "1.5",
             "--out",
         ])
         .arg(&out);
-    let run = Spawned::start(command).finish(Duration::from_secs(180));
+    let running = Spawned::start(command);
+    let temporary = std::env::temp_dir().join(format!("hmw-calibrate-synthetic-{}", running.pid()));
+    let run = running.finish(Duration::from_secs(240));
     run.assert_success();
-    let system: toml::Table = std::fs::read_to_string(&out).unwrap().parse().unwrap();
+    assert!(!temporary.exists(), "{} left behind", temporary.display());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let system: toml::Table = text.parse().unwrap();
     let clusters = system["clusters"].as_array().unwrap();
     let perf = |c: usize| clusters[c]["workers"][0]["perf"].as_float().unwrap();
     // reference_perf 10 = speed 1: 0.05 s tasks at 20/s; perf 5 = speed 0.5: 10/s.
     assert!((perf(0) - 20.0).abs() < 1.5, "{system}");
     assert!((perf(1) - 10.0).abs() < 1.0, "{system}");
     let wan_in = clusters[1]["wan_in_bytes_per_s"].as_float().unwrap();
-    assert!((0.5e6..=1.05e6).contains(&wan_in), "{system}");
-    assert!(clusters[0]["lan_bytes_per_s"].as_float().unwrap() > 0.0);
+    assert!((0.3e6..=1.05e6).contains(&wan_in), "{system}");
+    let wan_out = clusters[1]["wan_out_bytes_per_s"].as_float().unwrap();
+    assert!((0.3e6..=1.05e6).contains(&wan_out), "{system}");
+    // The LAN: each worker count's runs as comments, the value used with every worker.
+    let main_lan = clusters[0]["lan_bytes_per_s"].as_float().unwrap();
+    assert!(main_lan > 0.0);
+    let rows: Vec<Vec<f64>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# LAN of main"))
+        .skip(2)
+        .take_while(|l| l.starts_with("#    "))
+        .map(|l| {
+            l[1..]
+                .split_whitespace()
+                .map(|v| v.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0],
+        "{text}"
+    );
+    for row in &rows {
+        // workers, runs, tasks/run, mean, std dev, min, max, too short
+        assert_eq!(row[1], 3.0, "{text}");
+        assert!(
+            row[5] <= row[3] && row[3] <= row[6] && row[4] >= 0.0,
+            "{text}"
+        );
+    }
+    assert!(
+        (rows[2][3] - main_lan).abs() <= 1e-4 * main_lan,
+        "the value used is the mean with all workers: {text}"
+    );
+    assert!(text.contains("# value used (lan_bytes_per_s): the mean with all 3 workers"));
     let mut predict = Command::new(bin("hmw"));
     predict
         .args(["predict", &plan_path, "--measured"])
@@ -402,4 +456,252 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
     Spawned::start(predict)
         .finish(Duration::from_secs(30))
         .assert_success();
+}
+
+/// State and process group of a process, from /proc; `None` when it is gone.
+fn proc_state(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let group = fields.nth(2)?.parse().ok()?;
+    Some((state, group))
+}
+
+/// Whether a process still runs (a zombie waiting for its parent to reap it does not).
+fn alive(pid: u32) -> bool {
+    proc_state(pid).is_some_and(|(state, _)| state != 'Z')
+}
+
+/// Live processes whose process group is one of `groups`.
+fn live_members(groups: &[u32]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            proc_state(pid).is_some_and(|(state, group)| state != 'Z' && groups.contains(&group))
+        })
+        .collect()
+}
+
+/// Every process below `pid`.
+fn family(pid: u32) -> Vec<u32> {
+    let mut found = hmw_tests::children(pid);
+    let mut at = 0;
+    while at < found.len() {
+        let more = hmw_tests::children(found[at]);
+        found.extend(more);
+        at += 1;
+    }
+    found
+}
+
+/// A launch of two clusters caught mid-run: the launcher, each cluster's process group
+/// (from `NAME.pid`: main's first) and every process of the run (each `mpirun` and its ranks).
+struct MidRun {
+    launcher: Spawned,
+    groups: Vec<u32>,
+    processes: Vec<u32>,
+}
+
+/// Start `hmw launch` on two clusters (400 tasks of 0.1 s: 20 s of work) and return once both
+/// clusters have computed for 3 s.
+fn launch_mid_run(name: &str) -> MidRun {
+    let dir = scratch(name);
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 1\n[launch.cm]\nlost_after_s = 60\n\
+         {}{}[cluster.launch]\nwan_delay_ms = 5\n",
+        synthetic(400, 0.1),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            1,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["launch", &plan_path, "--work-dir"])
+        .arg(dir.join("run"));
+    let launcher = Spawned::start(command);
+    let pid_files = [dir.join("run/main.pid"), dir.join("run/spain.pid")];
+    let start = Instant::now();
+    while !pid_files.iter().all(|f| f.exists()) && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let groups: Vec<u32> = pid_files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().trim().parse().unwrap())
+        .collect();
+    let mut processes = groups.clone();
+    for &group in &groups {
+        processes.extend(family(group));
+    }
+    // mpirun and three ranks per cluster (head, CM, worker).
+    assert!(
+        processes.len() >= 8 && processes.iter().all(|&p| alive(p)),
+        "not every process of the run is up: {processes:?}"
+    );
+    MidRun {
+        launcher,
+        groups,
+        processes,
+    }
+}
+
+/// Wait until every process in `processes` and `groups` is gone, at most `within` after
+/// `since` (`what` happened then).
+fn assert_all_gone(
+    groups: &[u32],
+    processes: &[u32],
+    since: Instant,
+    within: Duration,
+    what: &str,
+) {
+    loop {
+        let left: Vec<u32> = processes.iter().copied().filter(|&p| alive(p)).collect();
+        let members = live_members(groups);
+        if left.is_empty() && members.is_empty() {
+            return;
+        }
+        assert!(
+            since.elapsed() < within,
+            "{:?} after {what}: still running {left:?}, in the groups {members:?}",
+            since.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Send the launcher of a run caught mid-run `signal`; check that it fails and that every
+/// process it started is gone within `within`.
+fn signal_the_launcher(name: &str, signal: &str, within: Duration) -> hmw_tests::Finished {
+    let run = launch_mid_run(name);
+    let sent = Command::new("kill")
+        .args([signal, &run.launcher.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = Instant::now();
+    let MidRun {
+        launcher,
+        groups,
+        processes,
+    } = run;
+    let finished = launcher.finish(Duration::from_secs(30));
+    assert!(!finished.status.success(), "{finished:#?}");
+    assert_all_gone(&groups, &processes, signalled, within, signal);
+    finished
+}
+
+#[test]
+fn a_terminated_launcher_stops_every_cluster_at_once() {
+    let run = signal_the_launcher("sigterm", "-TERM", Duration::from_secs(3));
+    assert!(
+        run.elapsed < Duration::from_secs(3),
+        "the launcher took {:?} to stop",
+        run.elapsed
+    );
+    assert!(run.stdout.contains("== interrupted"), "{}", run.stdout);
+}
+
+#[test]
+fn a_killed_launcher_still_takes_its_clusters() {
+    // SIGKILL cannot be caught: the kernel sends each mpirun SIGTERM (PR_SET_PDEATHSIG), and
+    // mpirun stops its ranks.
+    signal_the_launcher("sigkill", "-KILL", Duration::from_secs(10));
+}
+
+#[test]
+fn a_failed_main_cluster_stops_the_others_without_a_grace_period() {
+    let run = launch_mid_run("main-fails");
+    // Kill the main cluster's mpirun alone: its ranks go with it, the launcher must see it
+    // fail and stop the external cluster at once rather than wait --grace-s (30 s).
+    let killed = Command::new("kill")
+        .args(["-KILL", &run.groups[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let since = Instant::now();
+    let MidRun {
+        launcher,
+        groups,
+        processes,
+    } = run;
+    let finished = launcher.finish(Duration::from_secs(60));
+    assert!(!finished.status.success(), "{finished:#?}");
+    assert!(
+        since.elapsed() < Duration::from_secs(5),
+        "the launcher took {:?} after the main cluster failed",
+        since.elapsed()
+    );
+    assert!(
+        finished.stdout.contains("== cluster main: failed"),
+        "{}",
+        finished.stdout
+    );
+    assert_all_gone(
+        &groups,
+        &processes,
+        since,
+        Duration::from_secs(5),
+        "the main cluster's failure",
+    );
+}
+
+#[test]
+fn keygen_writes_a_certificate_per_cm_as_launch_names_them() {
+    let dir = scratch("keygen");
+    let plan = format!(
+        "{}{}{}{}[cluster.launch]\nparent = \"spain\"\n",
+        synthetic(10, 0.01),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            1,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+        cluster_table(
+            "portugal",
+            "submaster",
+            1,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let out = dir.join("certs");
+    let mut command = Command::new(bin("hmw"));
+    command.args(["keygen", &plan_path, "--out"]).arg(&out);
+    let run = Spawned::start(command).finish(Duration::from_secs(30));
+    run.assert_success();
+    // spain's CM faces both main and portugal: it holds two certificates.
+    for name in [
+        "main-spain",
+        "spain-main",
+        "spain-portugal",
+        "portugal-spain",
+    ] {
+        for file in [format!("{name}.pem"), format!("{name}.key.pem")] {
+            assert!(out.join(&file).exists(), "{file} missing: {}", run.stdout);
+        }
+    }
+    assert!(out.join("ca.pem").exists());
+    assert!(
+        run.stdout.contains(
+            "spain-cm (cluster spain, CM spain-main, spain-portugal): ca.pem spain-main.pem \
+             spain-main.key.pem spain-portugal.pem spain-portugal.key.pem"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("main-cm, spain-cm, portugal-cm as subject alternative names"),
+        "{}",
+        run.stdout
+    );
 }

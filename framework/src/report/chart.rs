@@ -1,7 +1,10 @@
-//! Drawing a [`Report`]: a title with the headline figures; the completion rate per cluster
-//! over time (measured solid, predicted dashed, worst-case end dotted); the tasks done over
-//! time, same lines; shaded, the predicted makespan range and the stretches where a cluster
-//! delivered nothing while others did; on the right, the legend and the figures.
+//! Drawing a [`Report`]: a title with the verdict (is the measured makespan inside the
+//! tolerance?) and the headline figures; the completion rate per cluster over time (measured
+//! solid, predicted dashed, worst-case end dotted); the tasks done over time, same lines;
+//! shaded, the tolerance on the makespan, the predicted makespan range inside it, and when a
+//! cluster's link was down; below, one row per cluster behind a communication manager with its
+//! link's outages (recorded by the CM; inferred from a cluster delivering nothing while others
+//! did when the statistics have no such records); on the right, the legend and the figures.
 //!
 //! One function draws on any plotters backend; [`Report::svg`] and [`Report::png`] pick one.
 //! Text is measured (SVG) and drawn (PNG) with the system's sans-serif font, found through
@@ -18,7 +21,8 @@ use plotters::{
 };
 
 use super::{
-    observed::{rate_steps, SilenceKind},
+    comparison::MAKESPAN_SLACK,
+    observed::{rate_steps, ObservedCluster, SilenceKind},
     predicted::{sample_times, Profile},
     Report, ReportError,
 };
@@ -53,9 +57,18 @@ const PALETTE: [RGBColor; 8] = [
 ];
 const TOTAL: RGBColor = RGBColor(20, 20, 20);
 const BAND: RGBColor = RGBColor(150, 150, 150);
+/// The tolerance on the makespan: a yellow no cluster has, its edges darker.
+const TOLERANCE: RGBColor = RGBColor(240, 228, 66);
+const TOLERANCE_EDGE: RGBColor = RGBColor(160, 145, 0);
 const SILENCE: RGBColor = RGBColor(220, 50, 47);
+const PASS: RGBColor = RGBColor(0, 130, 60);
+const FAIL: RGBColor = RGBColor(200, 30, 30);
 const END_LINE: RGBColor = RGBColor(90, 90, 90);
+const LINK_UP: RGBColor = RGBColor(225, 225, 225);
 const SIDE_WIDTH: u32 = 430;
+const TITLE_HEIGHT: u32 = 78;
+/// Height of one cluster's row in the links strip, pixels.
+const LINK_ROW: u32 = 30;
 
 fn drawn<T, E: std::fmt::Display>(result: Result<T, E>) -> Result<T, ReportError> {
     result.map_err(|e| ReportError::Draw(e.to_string()))
@@ -127,7 +140,8 @@ impl Report {
         )
     }
 
-    /// The end of the time axis: the later of the run and the prediction, plus a margin.
+    /// The end of the time axis: the later of the run, the prediction and the tolerance,
+    /// plus a margin.
     fn time_axis_end(&self) -> f64 {
         let predicted = self.predicted.as_ref().map_or(0.0, |p| {
             p.clusters
@@ -135,20 +149,37 @@ impl Report {
                 .flat_map(|c| [c.best.execution_time(), c.worst.execution_time()])
                 .fold(p.t_ex_worst.max(p.t_ex_best), f64::max)
         });
-        (self.observed.wall_s.max(predicted) * 1.04).max(1e-3)
+        let tolerance = self.tolerance().map_or(0.0, |(_, high)| high);
+        (self.observed.wall_s.max(predicted).max(tolerance) * 1.04).max(1e-3)
+    }
+
+    /// The clusters behind a communication manager: the rows of the links strip.
+    fn linked(&self) -> Vec<&ObservedCluster> {
+        self.observed
+            .clusters
+            .iter()
+            .filter(|c| c.link.is_some())
+            .collect()
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ReportError> {
         drawn(root.fill(&WHITE))?;
         let (width, height) = root.dim_in_pixel();
-        let (head, body) = root.split_vertically(78);
+        let (head, body) = root.split_vertically(TITLE_HEIGHT);
         self.draw_title(&head)?;
         let (charts, side) = body.split_horizontally(width.saturating_sub(SIDE_WIDTH));
-        let charts_height = height.saturating_sub(78);
-        let (upper, lower) = charts.split_vertically(charts_height * 57 / 100);
+        let charts_height = height.saturating_sub(TITLE_HEIGHT);
+        let rows = self.linked().len() as u32;
+        let strip = if rows > 0 { 62 + LINK_ROW * rows } else { 0 };
+        let (charts, links) = charts.split_vertically(charts_height.saturating_sub(strip));
+        let (upper, lower) =
+            charts.split_vertically(charts_height.saturating_sub(strip) * 57 / 100);
         let x_end = self.time_axis_end();
         self.draw_rates(&upper, x_end)?;
         self.draw_done(&lower, x_end)?;
+        if rows > 0 {
+            self.draw_links(&links, x_end)?;
+        }
         self.draw_side(&side)
     }
 
@@ -157,20 +188,33 @@ impl Report {
         area: &DrawingArea<DB, Shift>,
     ) -> Result<(), ReportError> {
         let title = TextStyle::from((FAMILY, 28).into_font().style(FontStyle::Bold)).color(&BLACK);
-        drawn(area.draw(&Text::new(self.title.clone(), (24, 12), title)))?;
+        drawn(area.draw(&Text::new(self.title.clone(), (24, 10), title.clone())))?;
+        if let Some(c) = &self.comparison {
+            // The verdict, in the words of the table, after the title.
+            let (w, _) = drawn(area.estimate_text_size(&self.title, &title))?;
+            let colour = if c.run.inside { PASS } else { FAIL };
+            let style =
+                TextStyle::from((FAMILY, 28).into_font().style(FontStyle::Bold)).color(&colour);
+            drawn(area.draw(&Text::new(
+                format!("— {}", c.verdict()),
+                (24 + w as i32 + 14, 10),
+                style,
+            )))?;
+        }
         let subtitle = match &self.comparison {
             Some(c) => {
                 let r = &c.run;
                 format!(
-                    "makespan: measured {:.2} s, predicted {:.2} to {:.2} s (error {:+.1} %)   \
-                     efficiency: measured {:.3}, predicted {:.3} to {:.3}",
-                    r.makespan_s,
+                    "makespan: predicted {:.2} to {:.2} s, error {:+.1} %   efficiency: \
+                     measured {:.3}, predicted {:.3} to {:.3}, within {:.0} points: {}",
                     r.makespan_best_s,
                     r.makespan_worst_s,
                     100.0 * r.error,
                     r.efficiency,
                     r.efficiency_worst.min(r.efficiency_best),
                     r.efficiency_worst.max(r.efficiency_best),
+                    100.0 * super::comparison::EFFICIENCY_POINTS,
+                    if r.efficiency_within { "yes" } else { "no" },
                 )
             }
             None => format!(
@@ -189,18 +233,37 @@ impl Report {
         drawn(area.draw(&Text::new(subtitle, (24, 48), style)))
     }
 
-    /// Shading shared by both charts: the predicted makespan range, the silences, the end of
-    /// the run.
+    /// The tolerance on the makespan, seconds (with a prediction).
+    fn tolerance(&self) -> Option<(f64, f64)> {
+        self.comparison.as_ref().map(|c| c.tolerance())
+    }
+
+    /// Shading shared by both charts: the tolerance on the makespan and the predicted range
+    /// inside it, the links' outages (or the inferred silences), the end of the run.
     fn draw_shading<DB: DrawingBackend>(
         &self,
         chart: &mut TimeChart<'_, DB>,
         y_top: f64,
     ) -> Result<(), ReportError> {
+        if let Some((low, high)) = self.tolerance() {
+            drawn(chart.draw_series(std::iter::once(Rectangle::new(
+                [(low, 0.0), (high, y_top)],
+                TOLERANCE.mix(0.3).filled(),
+            ))))?;
+            for t in [low, high] {
+                drawn(chart.draw_series(DashedLineSeries::new(
+                    vec![(t, 0.0), (t, y_top)],
+                    6,
+                    4,
+                    TOLERANCE_EDGE.stroke_width(1),
+                )))?;
+            }
+        }
         if let Some(p) = &self.predicted {
             let (best, worst) = (p.t_ex_best.min(p.t_ex_worst), p.t_ex_best.max(p.t_ex_worst));
             drawn(chart.draw_series(std::iter::once(Rectangle::new(
                 [(best, 0.0), (worst, y_top)],
-                BAND.mix(0.25).filled(),
+                BAND.mix(0.35).filled(),
             ))))?;
             for t in [best, worst] {
                 drawn(chart.draw_series(std::iter::once(PathElement::new(
@@ -209,16 +272,29 @@ impl Report {
                 ))))?;
             }
         }
-        for silence in self.observed.silences() {
+        // Where a link was down: hatched in its cluster's colour (a flat band is the
+        // tolerance), and on the cluster's row of the links strip.
+        let x_end = self.time_axis_end();
+        for c in &self.observed.clusters {
+            let colour = self.colour_of(&c.name);
+            for d in &c.outages {
+                drawn(chart.draw_series(std::iter::once(Rectangle::new(
+                    [(d.from_s, 0.0), (d.to_s, y_top)],
+                    colour.mix(0.08).filled(),
+                ))))?;
+                hatch(
+                    chart,
+                    (d.from_s, d.to_s),
+                    (0.0, y_top),
+                    x_end / 90.0,
+                    colour.mix(0.35),
+                )?;
+            }
+        }
+        for silence in self.observed.inferred_silences() {
             drawn(chart.draw_series(std::iter::once(Rectangle::new(
                 [(silence.from_s, 0.0), (silence.to_s, y_top)],
-                SILENCE.mix(0.13).filled(),
-            ))))?;
-            let colour = self.colour_of(&silence.cluster);
-            // A bar at the top in the cluster's colour says whose silence it is.
-            drawn(chart.draw_series(std::iter::once(Rectangle::new(
-                [(silence.from_s, y_top * 0.985), (silence.to_s, y_top)],
-                colour.filled(),
+                SILENCE.mix(0.10).filled(),
             ))))?;
         }
         let wall = self.observed.wall_s;
@@ -385,6 +461,84 @@ impl Report {
         Ok(())
     }
 
+    /// One row per cluster behind a communication manager: light grey while its link was up,
+    /// its colour while the link was down (recorded by the CM), red hatching where it only
+    /// delivered nothing while others did (statistics without outage records).
+    fn draw_links<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        x_end: f64,
+    ) -> Result<(), ReportError> {
+        let linked = self.linked();
+        let rows = linked.len() as f64;
+        let mut chart = drawn(
+            ChartBuilder::on(area)
+                .margin_left(12)
+                .margin_right(16)
+                .margin_top(4)
+                .margin_bottom(4)
+                .caption(
+                    "Links: down (recorded by the communication manager) or silent (inferred)",
+                    (FAMILY, 17),
+                )
+                .x_label_area_size(26)
+                .y_label_area_size(78)
+                .build_cartesian_2d(0.0..x_end, 0.0..rows),
+        )?;
+        drawn(
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .disable_y_axis()
+                .x_label_formatter(&|x| tick(*x, x_end))
+                .label_style((FAMILY, 14))
+                .max_light_lines(0)
+                .bold_line_style(RGBColor(235, 235, 235))
+                .draw(),
+        )?;
+        let wall = self.observed.wall_s;
+        let inferred = self.observed.inferred_silences();
+        for (i, c) in linked.iter().enumerate() {
+            // Row i from the top.
+            let (y0, y1) = (rows - i as f64 - 0.85, rows - i as f64 - 0.15);
+            let colour = self.colour_of(&c.name);
+            drawn(chart.draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y0), (wall, y1)],
+                LINK_UP.filled(),
+            ))))?;
+            for d in &c.outages {
+                drawn(chart.draw_series(std::iter::once(Rectangle::new(
+                    [(d.from_s, y0), (d.to_s, y1)],
+                    colour.filled(),
+                ))))?;
+            }
+            for s in inferred.iter().filter(|s| s.cluster == c.name) {
+                drawn(chart.draw_series(std::iter::once(Rectangle::new(
+                    [(s.from_s, y0), (s.to_s, y1)],
+                    SILENCE.mix(0.25).filled(),
+                ))))?;
+                hatch(
+                    &mut chart,
+                    (s.from_s, s.to_s),
+                    (y0, y1),
+                    x_end / 150.0,
+                    SILENCE.to_rgba(),
+                )?;
+            }
+            // The name, right-aligned in the label area, in the cluster's colour.
+            let (px, py) = chart.backend_coord(&(0.0, 0.5 * (y0 + y1)));
+            let (bx, by) = area.get_base_pixel();
+            let style = TextStyle::from((FAMILY, 15).into_font())
+                .color(&colour)
+                .pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Right,
+                    plotters::style::text_anchor::VPos::Center,
+                ));
+            drawn(area.draw(&Text::new(c.name.clone(), (px - bx - 8, py - by), style)))?;
+        }
+        Ok(())
+    }
+
     fn draw_side<DB: DrawingBackend>(
         &self,
         area: &DrawingArea<DB, Shift>,
@@ -427,10 +581,20 @@ impl Report {
                 )?;
             }
             side.entry(
-                Mark::Band(BAND.mix(0.25)),
+                Mark::Band(BAND.mix(0.35)),
                 &format!(
                     "predicted makespan: {:.2} to {:.2} s",
                     p.t_ex_best, p.t_ex_worst
+                ),
+            )?;
+        }
+        if let Some((low, high)) = self.tolerance() {
+            side.entry(
+                Mark::Band(TOLERANCE.mix(0.3)),
+                &format!(
+                    "tolerance: {:.2} x best to {:.2} x worst, {low:.3} to {high:.3} s",
+                    1.0 - MAKESPAN_SLACK,
+                    1.0 + MAKESPAN_SLACK
                 ),
             )?;
         }
@@ -438,7 +602,32 @@ impl Report {
             Mark::Vertical(END_LINE),
             &format!("measured makespan: {:.2} s", self.observed.wall_s),
         )?;
-        let silences = self.observed.silences();
+        if !self.linked().is_empty() {
+            side.entry(
+                Mark::Band(LINK_UP.to_rgba()),
+                "links strip: grey while the link was up",
+            )?;
+        }
+        for cluster in self
+            .observed
+            .clusters
+            .iter()
+            .filter(|c| !c.outages.is_empty())
+        {
+            let down: f64 = cluster.outages.iter().map(|d| d.to_s - d.from_s).sum();
+            let n = cluster.outages.len();
+            let what = if cluster.lost { ", then lost" } else { "" };
+            side.entry(
+                Mark::Outage(self.colour_of(&cluster.name)),
+                &format!(
+                    "{}: link down {n} time{}, {down:.1} s of the run{what} (its row below; \
+                     hatched above)",
+                    cluster.name,
+                    if n == 1 { "" } else { "s" },
+                ),
+            )?;
+        }
+        let silences = self.observed.inferred_silences();
         for cluster in self
             .observed
             .clusters
@@ -458,9 +647,10 @@ impl Report {
             });
             let what = if lost { ", then lost" } else { "" };
             side.entry(
-                Mark::Silence(self.colour_of(&cluster.name)),
+                Mark::Silence,
                 &format!(
-                    "{}: no result while others delivered{what}{link}",
+                    "{}: no result while others delivered{what}{link} (inferred: no outage \
+                     records)",
                     cluster.name
                 ),
             )?;
@@ -544,6 +734,32 @@ fn draw_predicted<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Diagonal hatching over `[x.0, x.1] x [y.0, y.1]`, a line every `step` seconds.
+fn hatch<DB: DrawingBackend>(
+    chart: &mut TimeChart<'_, DB>,
+    x: (f64, f64),
+    y: (f64, f64),
+    step: f64,
+    colour: RGBAColor,
+) -> Result<(), ReportError> {
+    if step <= 0.0 {
+        return Ok(());
+    }
+    let slant = 0.6 * step;
+    let mut at = x.0;
+    while at < x.1 {
+        let end = (at + slant).min(x.1);
+        // Shortened where the span ends, so the slope stays the same.
+        let top = y.0 + (y.1 - y.0) * (end - at) / slant;
+        drawn(chart.draw_series(std::iter::once(PathElement::new(
+            vec![(at, y.0), (end, top)],
+            colour.stroke_width(1),
+        ))))?;
+        at += step;
+    }
+    Ok(())
+}
+
 /// A tick label with as many decimals as an axis running to `end` needs.
 fn tick(value: f64, end: f64) -> String {
     let decimals = if end >= 20.0 {
@@ -581,7 +797,10 @@ enum Mark {
     Dotted(RGBColor),
     Band(RGBAColor),
     Vertical(RGBColor),
-    Silence(RGBColor),
+    /// A recorded outage: a block in the cluster's colour.
+    Outage(RGBColor),
+    /// An inferred silence: red hatching.
+    Silence,
 }
 
 /// The right-hand column, written top to bottom.
@@ -648,15 +867,22 @@ impl<DB: DrawingBackend> Side<'_, DB> {
                 vec![(x0 + 18, y - 9), (x0 + 18, y + 9)],
                 line(c, 2),
             )))?,
-            Mark::Silence(c) => {
+            // As on the cluster's row of the links strip (hatched in the charts above it).
+            Mark::Outage(c) => drawn(
+                self.area
+                    .draw(&Rectangle::new([(x0, y - 8), (x1, y + 8)], c.filled())),
+            )?,
+            Mark::Silence => {
                 drawn(self.area.draw(&Rectangle::new(
                     [(x0, y - 8), (x1, y + 8)],
-                    SILENCE.mix(0.13).filled(),
+                    SILENCE.mix(0.25).filled(),
                 )))?;
-                drawn(
-                    self.area
-                        .draw(&Rectangle::new([(x0, y - 8), (x1, y - 5)], c.filled())),
-                )?;
+                for x in (x0..x1).step_by(6) {
+                    drawn(self.area.draw(&PathElement::new(
+                        vec![(x, y + 8), ((x + 4).min(x1), y - 8)],
+                        line(SILENCE, 1),
+                    )))?;
+                }
             }
         }
         let style = TextStyle::from((FAMILY, SIDE_TEXT).into_font()).color(&BLACK);
@@ -720,11 +946,20 @@ mod tests {
             "predicted makespan: 6.30 to 6.40 s",
             "measured makespan: 6.50 s",
             "spain: no result while others",
-            "1 disconnection, 2.0 s down",
+            "(inferred: no outage",
+            "1 disconnection,",
+            "2.0 s down",
             "error +2.4 %",
+            "PASS: measured makespan 6.500 s inside the tolerance 5.985 to 6.720 s",
+            "tolerance: 0.95 x best to 1.05 x worst,",
+            "5.985 to 6.720 s",
+            "Links: down (recorded by the communication manager) or silent (inferred)",
         ] {
             assert!(svg.contains(label), "missing {label:?}");
         }
+        // The tolerance band and its dashed edges.
+        assert!(svg.contains("fill=\"#F0E442\""), "the tolerance band");
+        assert!(svg.contains("stroke=\"#A09100\""), "the tolerance edges");
         // The measured lines in the cluster colours, the dashed predictions, the shading.
         assert!(svg.contains("stroke=\"#0072B2\""), "main's colour");
         assert!(svg.contains("stroke=\"#E69F00\""), "spain's colour");
@@ -733,7 +968,49 @@ mod tests {
             svg.matches("stroke=\"#E69F00\"").count() > 20,
             "spain's dashes"
         );
-        assert!(svg.contains("fill=\"#DC322F\""), "the silence shading");
+        assert!(
+            svg.contains("fill=\"#DC322F\""),
+            "the inferred silence shading"
+        );
+    }
+
+    #[test]
+    fn a_makespan_outside_the_tolerance_fails_in_the_title() {
+        let mut stats = two_cluster_stats();
+        stats.wall_s = 7.0; // past 1.05 x 6.4 = 6.72
+        let observed = super::super::observed::Observed::from_stats(&stats);
+        let report = Report::from_parts("late", observed, Some(two_cluster_prediction()), 80);
+        let svg = report.svg(DEFAULT_SIZE).unwrap();
+        assert!(
+            svg.contains("FAIL: measured makespan 7.000 s outside the tolerance 5.985 to 6.720 s"),
+            "the verdict"
+        );
+        assert!(svg.contains("fill=\"#C81E1E\""), "in red");
+        let text = report.comparison.as_ref().unwrap().to_text();
+        assert!(
+            text.contains("verdict FAIL: measured makespan 7.000 s outside"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn recorded_outages_are_drawn_on_their_clusters_row() {
+        let mut stats = two_cluster_stats();
+        stats.started_unix_s = Some(1.7e9);
+        stats.clusters[0].link.as_mut().unwrap().outages = vec![crate::stats::Outage {
+            start_unix_s: 1.7e9 + 2.5,
+            end_unix_s: Some(1.7e9 + 4.5),
+        }];
+        let observed = super::super::observed::Observed::from_stats(&stats);
+        let report = Report::from_parts("two", observed, Some(two_cluster_prediction()), 80);
+        let svg = report.svg(DEFAULT_SIZE).unwrap();
+        assert!(svg.contains("spain: link down 1 time, 2.0 s of the run"));
+        assert!(
+            !svg.contains("(inferred: no outage"),
+            "no inference beside records"
+        );
+        // A block in spain's colour on its row.
+        assert!(svg.contains("fill=\"#E69F00\""), "spain's outage");
     }
 
     #[test]

@@ -78,9 +78,18 @@ pub fn makespan_error(measured: f64, best: f64, worst: f64) -> f64 {
     }
 }
 
+/// The tolerance on the makespan: `[(1 - MAKESPAN_SLACK) best, (1 + MAKESPAN_SLACK) worst]`.
+pub fn makespan_tolerance(best: f64, worst: f64) -> (f64, f64) {
+    (
+        (1.0 - MAKESPAN_SLACK) * best,
+        (1.0 + MAKESPAN_SLACK) * worst,
+    )
+}
+
 /// Whether `measured` lies in `[(1 - MAKESPAN_SLACK) best, (1 + MAKESPAN_SLACK) worst]`.
 pub fn makespan_inside(measured: f64, best: f64, worst: f64) -> bool {
-    measured >= (1.0 - MAKESPAN_SLACK) * best && measured <= (1.0 + MAKESPAN_SLACK) * worst
+    let (low, high) = makespan_tolerance(best, worst);
+    measured >= low && measured <= high
 }
 
 /// Whether `measured` lies in `[worst - EFFICIENCY_POINTS, best + EFFICIENCY_POINTS]`.
@@ -185,6 +194,26 @@ impl Comparison {
         }
     }
 
+    /// The tolerance on the makespan, seconds: `[(1 - MAKESPAN_SLACK) best, (1 +
+    /// MAKESPAN_SLACK) worst]`.
+    pub fn tolerance(&self) -> (f64, f64) {
+        makespan_tolerance(self.run.makespan_best_s, self.run.makespan_worst_s)
+    }
+
+    /// `PASS` or `FAIL` and why: whether the measured makespan is inside the tolerance. The
+    /// table and the chart's title both say this, so they cannot disagree.
+    pub fn verdict(&self) -> String {
+        let (low, high) = self.tolerance();
+        format!(
+            "{}: measured makespan {:.3} s {} the tolerance {:.3} to {:.3} s",
+            if self.run.inside { "PASS" } else { "FAIL" },
+            self.run.makespan_s,
+            if self.run.inside { "inside" } else { "outside" },
+            low,
+            high
+        )
+    }
+
     /// The table printed by `hmw report`.
     pub fn to_text(&self) -> String {
         let r = &self.run;
@@ -252,6 +281,7 @@ impl Comparison {
                 yes_no(c.efficiency_within)
             );
         }
+        let _ = writeln!(out, "verdict {}", self.verdict());
         out
     }
 
@@ -380,6 +410,14 @@ pub(crate) mod tests {
         assert!(text.contains("makespan s"), "{text}");
         assert!(text.contains("spain"), "{text}");
         assert!(text.contains("wan_out"), "{text}");
+        // 6.5 s in [0.95 * 6.3, 1.05 * 6.4] = [5.985, 6.72].
+        assert_eq!(comparison.tolerance(), (0.95 * 6.3, 1.05 * 6.4));
+        assert!(
+            text.ends_with(
+                "verdict PASS: measured makespan 6.500 s inside the tolerance 5.985 to 6.720 s\n"
+            ),
+            "{text}"
+        );
         let line = comparison.summary_line();
         assert!(line.starts_with("report name=two tasks=80 makespan_s=6.500 best_s=6.300"));
         assert!(line.contains("inside=true"), "{line}");

@@ -1,8 +1,9 @@
 //! What a run did over time, from its statistics: tasks done by each cluster at every progress
-//! sample, the completion rate over each interval between samples, and the stretches where a
-//! cluster delivered nothing while others did.
+//! sample, the completion rate over each interval between samples, when each cluster's link
+//! was down (recorded by its communication manager), and — for statistics without those
+//! records — the stretches where a cluster delivered nothing while others did.
 
-use crate::stats::{LinkSummary, RunStats};
+use crate::stats::{LinkSummary, Outage, RunStats};
 
 /// The completion rate of a cluster over one interval between two progress samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -28,6 +29,40 @@ pub struct ObservedCluster {
     /// wall time (from the sub-master's statistics for a cluster behind a CM; `None` when it
     /// never reported).
     pub workers: Option<WorkersSummary>,
+    /// When its link was down, in run time (exact: from the link's outage records and the
+    /// master's start time); empty when the statistics have no such records.
+    pub outages: Vec<Downtime>,
+}
+
+/// A stretch the link of a cluster had no connection, seconds since the master's clock
+/// started, clipped to the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Downtime {
+    pub from_s: f64,
+    pub to_s: f64,
+    /// Still down when the run ended (no end recorded).
+    pub open: bool,
+}
+
+/// The outages of a link in run time: `t = unix - started_unix_s`, clipped to `[0, wall_s]`;
+/// an outage without an end lasts to the end of the run. Outages wholly outside the run (a
+/// link down before the clock started and back before it did) are left out.
+pub fn downtimes(outages: &[Outage], started_unix_s: f64, wall_s: f64) -> Vec<Downtime> {
+    outages
+        .iter()
+        .filter_map(|o| {
+            let from = (o.start_unix_s - started_unix_s).clamp(0.0, wall_s);
+            let to = o
+                .end_unix_s
+                .map_or(wall_s, |end| (end - started_unix_s).clamp(0.0, wall_s));
+            let open = o.end_unix_s.is_none_or(|end| end - started_unix_s > wall_s);
+            (to > from).then_some(Downtime {
+                from_s: from,
+                to_s: to,
+                open,
+            })
+        })
+        .collect()
 }
 
 /// A cluster's own workers, from the statistics of its (sub-)master.
@@ -78,6 +113,9 @@ pub struct Silence {
 pub struct Observed {
     /// The main cluster's name.
     pub name: String,
+    /// When the master's clock started, seconds since the UNIX epoch (absent from older
+    /// statistics).
+    pub started_unix_s: Option<f64>,
     /// The master's wall time, from its first dispatch.
     pub wall_s: f64,
     pub tasks: u64,
@@ -144,6 +182,10 @@ impl Observed {
                 }
                 done.push((wall_s, *final_done));
                 let report = stats.clusters.iter().find(|r| &r.name == name);
+                let outages = match (stats.started_unix_s, report.and_then(|r| r.link.as_ref())) {
+                    (Some(started), Some(link)) => downtimes(&link.outages, started, wall_s),
+                    _ => Vec::new(),
+                };
                 ObservedCluster {
                     name: name.clone(),
                     done: strictly_increasing_times(done),
@@ -153,6 +195,7 @@ impl Observed {
                         Some(r) => r.stats.as_deref().map(WorkersSummary::of),
                         None => Some(WorkersSummary::of(stats)),
                     },
+                    outages,
                 }
             })
             .collect();
@@ -162,6 +205,7 @@ impl Observed {
         total.push((wall_s, stats.tasks));
         Observed {
             name: stats.name.clone(),
+            started_unix_s: stats.started_unix_s,
             wall_s,
             tasks: stats.tasks,
             clusters,
@@ -226,6 +270,21 @@ impl Observed {
         silences
     }
 
+    /// The silences of the clusters whose link outages are not recorded (statistics from
+    /// before the records, or a link with none): the chart's fallback for outages. A
+    /// cluster with recorded outages shows those instead.
+    pub fn inferred_silences(&self) -> Vec<Silence> {
+        self.silences()
+            .into_iter()
+            .filter(|s| {
+                self.clusters
+                    .iter()
+                    .find(|c| c.name == s.cluster)
+                    .is_none_or(|c| c.outages.is_empty())
+            })
+            .collect()
+    }
+
     /// One line per cluster: its workers' busy share and, for a cluster behind a
     /// communication manager, its link as the main cluster's CM saw it (averages over the
     /// link's life, not its capacity).
@@ -255,6 +314,20 @@ impl Observed {
                     link.disconnected_s,
                     link.blocks_retransmitted,
                 ));
+            }
+            if !c.outages.is_empty() {
+                let spans: Vec<String> = c
+                    .outages
+                    .iter()
+                    .map(|d| {
+                        if d.open {
+                            format!("{:.1} s to the end", d.from_s)
+                        } else {
+                            format!("{:.1}-{:.1} s", d.from_s, d.to_s)
+                        }
+                    })
+                    .collect();
+                line.push_str(&format!("; link down {}", spans.join(", ")));
             }
             if c.lost {
                 line.push_str("; LOST");
@@ -448,6 +521,57 @@ pub(crate) mod tests {
             observed.details_text(),
             "local: 3 workers busy 0.0 % of 2.000 s, 0 tasks discharged\n"
         );
+    }
+
+    #[test]
+    fn outages_in_run_time_clipped_to_the_run() {
+        let at = |start: f64, end: Option<f64>| Outage {
+            start_unix_s: 1000.0 + start,
+            end_unix_s: end.map(|e| 1000.0 + e),
+        };
+        let spans = downtimes(
+            &[
+                at(-5.0, Some(-1.0)), // before the clock started: left out
+                at(-1.0, Some(2.0)),  // clipped at 0
+                at(3.0, Some(5.0)),
+                at(6.0, Some(9.0)), // past the end: clipped, and still down then
+                at(6.25, None),     // never came back
+            ],
+            1000.0,
+            6.5,
+        );
+        let span = |from_s, to_s, open| Downtime { from_s, to_s, open };
+        assert_eq!(
+            spans,
+            [
+                span(0.0, 2.0, false),
+                span(3.0, 5.0, false),
+                span(6.0, 6.5, true),
+                span(6.25, 6.5, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn recorded_outages_replace_the_inferred_silences() {
+        let mut stats = two_cluster_stats();
+        assert_eq!(Observed::from_stats(&stats).inferred_silences().len(), 1);
+        stats.started_unix_s = Some(1.7e9);
+        stats.clusters[0].link.as_mut().unwrap().outages = vec![Outage {
+            start_unix_s: 1.7e9 + 2.6,
+            end_unix_s: Some(1.7e9 + 4.6),
+        }];
+        let observed = Observed::from_stats(&stats);
+        let spain = &observed.clusters[1];
+        assert_eq!(spain.outages.len(), 1);
+        assert!((spain.outages[0].from_s - 2.6).abs() < 1e-6, "{spain:?}");
+        assert!((spain.outages[0].to_s - 4.6).abs() < 1e-6, "{spain:?}");
+        assert!(observed.inferred_silences().is_empty());
+        // Still inferred, for statistics without the master's start time.
+        stats.started_unix_s = None;
+        let observed = Observed::from_stats(&stats);
+        assert!(observed.clusters[1].outages.is_empty());
+        assert_eq!(observed.inferred_silences().len(), 1);
     }
 
     #[test]

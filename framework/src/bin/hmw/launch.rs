@@ -1,6 +1,12 @@
 //! `hmw launch PLAN.toml`: run every cluster of a plan on this machine (one `mpirun` per
 //! cluster, a WAN emulator per link, certificates for the communication managers), wait, and
 //! clean up; or, with `--print`, write the files and print the commands of a real deployment.
+//!
+//! Cleanup: each `mpirun` runs in a process group of its own, whose id is written to
+//! `NAME.pid`. Every group started is killed (by its id, SIGKILL) on every way out of the
+//! launcher: the end of the run, an error starting a later cluster, Ctrl-C, SIGTERM or SIGHUP
+//! (a guard's `Drop` does it), and each `mpirun` gets SIGTERM from the kernel if the launcher
+//! itself is killed outright (`PR_SET_PDEATHSIG`), which `mpirun` passes on to its ranks.
 
 use std::{
     fs,
@@ -16,19 +22,25 @@ use std::{
     time::{Duration, Instant},
 };
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{anyhow, bail, Context as _, Result};
 use hmw::{
     launch::{layout, ClusterLayout, Layout, LinkLayout, Target},
-    model::methodology::predict,
-    plan::load_plan,
+    model::{methodology::predict, params::ModelInput},
+    plan::{load_measured_system, load_plan, Plan},
     stats::RunStats,
 };
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
+
+use crate::keygen::write_certificates;
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
     /// The plan (TOML): clusters, machines, [launch] and [run] tables.
     plan: PathBuf,
+    /// System parameters measured by `hmw calibrate`, used in place of the plan's `perf` and
+    /// throughputs for the prediction printed first and the workers it selects.
+    #[arg(long, value_name = "FILE")]
+    measured: Option<PathBuf>,
     /// Write machine files, configuration and certificates, and print each cluster's command
     /// for a real deployment (each cluster started on its own head node) instead of running.
     #[arg(long)]
@@ -44,21 +56,56 @@ pub struct LaunchArgs {
     grace_s: f64,
 }
 
-/// A started cluster: its `mpirun`, in a process group of its own.
+/// The model's input for `plan` (read from `plan_path`), with the values of a measured-system
+/// file in place of the plan's when one is given.
+pub(crate) fn model_input(
+    plan: &Plan,
+    plan_path: &Path,
+    measured: Option<&Path>,
+) -> Result<ModelInput> {
+    let measured = match measured {
+        Some(file) => {
+            let measured = load_measured_system(file)?;
+            plan.check_measured(&measured)
+                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+            Some(measured)
+        }
+        None => None,
+    };
+    plan.model_input(measured.as_ref())
+        .map_err(|e| anyhow!("{}: {e}", plan_path.display()))
+}
+
+/// A started cluster: its `mpirun`, leader of a process group of its own.
 struct Running {
     name: String,
     child: Child,
     status: Option<ExitStatus>,
+    /// Said that it ended before the main cluster.
+    reported: bool,
 }
 
 impl Running {
-    /// Kill the whole process group (mpirun and its ranks), by id.
+    /// Kill mpirun's process group by its id and every process mpirun started by its id
+    /// (OpenMPI puts each rank in a process group of its own), then reap mpirun. The group
+    /// is signalled also after mpirun ended: anything left in it goes.
     fn kill(&mut self) {
-        if self.status.is_none() {
-            // SAFETY: kill(2) with a negative pid signals the process group we created.
-            unsafe {
-                libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        let pid = self.child.id() as i32;
+        let ranks = if self.status.is_none() {
+            descendants(pid)
+        } else {
+            Vec::new()
+        };
+        // SAFETY: kill(2) on processes we started (their ids read while mpirun, their
+        // parent, still runs, so not yet reused), and with a negative pid on the process
+        // group we created, whose id is not reused while a member lives.
+        unsafe {
+            for rank in ranks {
+                libc::kill(rank, libc::SIGKILL);
             }
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        if self.status.is_none() {
             self.status = self.child.wait().ok();
         }
     }
@@ -68,6 +115,50 @@ impl Running {
             self.status = self.child.try_wait().ok().flatten();
         }
         self.status
+    }
+}
+
+/// Every process descending from `pid`, from /proc (children before their own children).
+pub(crate) fn descendants(pid: i32) -> Vec<i32> {
+    let parents: Vec<(i32, i32)> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let child: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+            // The fields after the command name (which may hold spaces): state, ppid, ...
+            let parent = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut at = 0;
+    while at < found.len() {
+        let parent = found[at];
+        found.extend(parents.iter().filter(|p| p.1 == parent).map(|p| p.0));
+        at += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Every cluster started so far. Dropping it kills each one's process group, whatever the way
+/// out: the end of the run, an error starting a later cluster, a panic.
+#[derive(Default)]
+struct Started(Vec<Running>);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        for r in &mut self.0 {
+            r.kill();
+        }
     }
 }
 
@@ -102,16 +193,25 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
 pub fn run(args: LaunchArgs) -> Result<()> {
     let plan = load_plan(&args.plan)?;
     let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
-    let prediction = plan
-        .model_input(None)
-        .map_err(anyhow::Error::from)
+    let prediction = model_input(&plan, &args.plan, args.measured.as_deref())
         .and_then(|input| predict(&input).map_err(anyhow::Error::from));
-    match &prediction {
-        Ok(p) => {
-            println!("== predicted ({})", args.plan.display());
+    match (&prediction, &args.measured) {
+        (Ok(p), measured) => {
+            match measured {
+                Some(file) => println!(
+                    "== predicted ({}, measured values from {})",
+                    args.plan.display(),
+                    file.display()
+                ),
+                None => println!("== predicted ({})", args.plan.display()),
+            }
             print!("{}", crate::predict::to_text(&plan, p));
         }
-        Err(e) => println!("== no prediction ({e:#}); launching every worker of the plan"),
+        // A measured file that does not fit the plan is an error, not a reason to run blind.
+        (Err(e), Some(_)) => return Err(anyhow!("{e:#}")),
+        (Err(e), None) => {
+            println!("== no prediction ({e:#}); launching every worker of the plan")
+        }
     }
     let target = if args.print {
         Target::Deployment
@@ -120,6 +220,9 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     };
     let layout = layout(&plan, prediction.as_ref().ok(), target, free_port)
         .with_context(|| format!("{}", args.plan.display()))?;
+    for note in &layout.notes {
+        println!("== note: {note}");
+    }
     let work = args
         .work_dir
         .clone()
@@ -127,11 +230,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
     let work = work.canonicalize()?;
     let certs = work.join("certs");
-    hmw_cm::keygen::generate(
-        &certs,
-        &layout.cm_names,
-        &["localhost".to_owned(), "127.0.0.1".to_owned()],
-    )?;
+    write_certificates(&layout, &certs, target)?;
     let config_path = write_config(&layout, &work, &certs)?;
     let binary_name = args
         .binary
@@ -144,7 +243,8 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .iter()
         .map(|cluster| {
             let hosts = work.join(format!("{}.hosts", cluster.name));
-            fs::write(&hosts, &cluster.machine_file)?;
+            fs::write(&hosts, &cluster.machine_file)
+                .with_context(|| format!("cannot write {}", hosts.display()))?;
             let stats = work.join(format!("{}.stats.json", cluster.name));
             let mut command = Command::new("mpirun");
             if args.print {
@@ -170,7 +270,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             println!("{}", shell_line(command));
         }
         println!(
-            "# certificates in {} (copy each CM's NAME.pem, NAME.key.pem and ca.pem to its host)",
+            "# certificates in {} (hmw keygen prints which files go to which host)",
             certs.display()
         );
         return Ok(());
@@ -191,7 +291,8 @@ fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {
         );
     }
     let path = work.join("run.toml");
-    fs::write(&path, toml::to_string(&config)?)?;
+    fs::write(&path, toml::to_string(&config)?)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
 
@@ -241,6 +342,45 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
+/// Start `command` as the leader of a new process group that the kernel signals (SIGTERM)
+/// when this launcher dies, even by SIGKILL. `mpirun` answers SIGTERM by killing its ranks.
+pub(crate) fn spawn_tied(command: &mut Command) -> std::io::Result<Child> {
+    // SAFETY: getpid has no preconditions.
+    let launcher = unsafe { libc::getpid() };
+    command.process_group(0);
+    // SAFETY: the closure runs in the child between fork and exec and calls only
+    // async-signal-safe functions (prctl, getppid).
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGTERM as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The launcher may have died before prctl: then nobody would signal us.
+            if libc::getppid() != launcher {
+                return Err(std::io::Error::other("the launcher is gone"));
+            }
+            Ok(())
+        });
+    }
+    command.spawn()
+}
+
+/// Catch Ctrl-C, SIGTERM and SIGHUP (ctrlc's `termination` feature) into a flag.
+fn catch_signals() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let set = flag.clone();
+    ctrlc::set_handler(move || set.store(true, Ordering::SeqCst))
+        .context("cannot catch Ctrl-C, SIGTERM and SIGHUP")?;
+    Ok(flag)
+}
+
 fn run_local(
     layout: &Layout,
     commands: Vec<(String, Command, PathBuf)>,
@@ -248,12 +388,7 @@ fn run_local(
     grace_s: f64,
     predicted: Option<(f64, f64)>,
 ) -> Result<()> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let flag = interrupted.clone();
-        ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))
-            .context("cannot catch Ctrl-C")?;
-    }
+    let interrupted = catch_signals()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -271,55 +406,92 @@ fn run_local(
         .collect::<Result<_>>()?;
 
     // External clusters first (their CMs connect and wait), the main cluster last.
-    let mut running: Vec<Running> = Vec::new();
+    let mut started = Started::default();
     let start = Instant::now();
     let main_name = layout.clusters[0].name.clone();
     let mut stats_files = Vec::new();
     for (name, mut command, stats) in commands.into_iter().rev() {
+        if interrupted.load(Ordering::SeqCst) {
+            break;
+        }
         let is_main = name == main_name;
-        command.stdin(Stdio::null()).process_group(0);
+        command.stdin(Stdio::null());
         local_mpi_environment(&mut command);
         if !is_main {
-            let log = fs::File::create(work.join(format!("{name}.log")))?;
+            let path = work.join(format!("{name}.log"));
+            let log = fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
             command.stdout(log.try_clone()?).stderr(log);
         }
-        let child = command
-            .spawn()
+        let child = spawn_tied(&mut command)
             .with_context(|| format!("cannot start mpirun for cluster {name}"))?;
         println!("== cluster {name}: started (pid {})", child.id());
-        // Its process group id too: tools (and tests) stop a cluster with it.
-        fs::write(work.join(format!("{name}.pid")), child.id().to_string())?;
-        running.push(Running {
-            name,
+        started.0.push(Running {
+            name: name.clone(),
             child,
             status: None,
+            reported: false,
         });
+        // Its process group id too: tools (and tests) stop a cluster with it.
+        let pid_file = work.join(format!("{name}.pid"));
+        fs::write(
+            &pid_file,
+            started.0.last().map_or(0, |r| r.child.id()).to_string(),
+        )
+        .with_context(|| format!("cannot write {}", pid_file.display()))?;
         stats_files.push(stats);
     }
-    let main = running.len() - 1;
+    let running = &mut started.0;
+    let main = running
+        .len()
+        .checked_sub(1)
+        .filter(|&m| running[m].name == main_name);
     let outcome = loop {
         if interrupted.load(Ordering::SeqCst) {
-            break Err(anyhow::anyhow!("interrupted"));
+            break None;
+        }
+        let Some(main) = main else { break None };
+        // A cluster that fails before the main one ends: the master carries on without it (it
+        // declares it lost after `lost_after_s`); say so at once. (One that ends well was
+        // told to stop: the run is ending.)
+        for r in running[..main].iter_mut() {
+            if let (Some(status), false) = (r.poll(), r.reported) {
+                r.reported = true;
+                if status.success() {
+                    continue;
+                }
+                println!(
+                    "== cluster {}: failed while the main cluster runs ({status}); its log: {}",
+                    r.name,
+                    work.join(format!("{}.log", r.name)).display()
+                );
+            }
         }
         if let Some(status) = running[main].poll() {
-            break Ok(status);
+            break Some(status);
         }
         thread::sleep(Duration::from_millis(50));
     };
-    // Let the other clusters see the end and stop; then stop what is left.
-    let deadline = Instant::now() + Duration::from_secs_f64(grace_s);
-    while outcome.is_ok()
-        && !interrupted.load(Ordering::SeqCst)
-        && Instant::now() < deadline
-        && running.iter_mut().any(|r| r.poll().is_none())
-    {
-        thread::sleep(Duration::from_millis(50));
+    match outcome {
+        // Let the other clusters see the end and stop; then stop what is left.
+        Some(status) if status.success() => {
+            let deadline = Instant::now() + Duration::from_secs_f64(grace_s);
+            while !interrupted.load(Ordering::SeqCst)
+                && Instant::now() < deadline
+                && running.iter_mut().any(|r| r.poll().is_none())
+            {
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        // The main cluster failed: nobody will tell the others to stop.
+        Some(status) => println!("== cluster {main_name}: failed ({status}); stopping the others"),
+        None => println!("== interrupted: stopping every cluster"),
     }
-    for r in &mut running {
+    for r in running.iter_mut() {
         if r.poll().is_none() {
             println!("== cluster {}: still running, stopped", r.name);
-            r.kill();
         }
+        r.kill();
     }
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());
@@ -329,8 +501,14 @@ fn run_local(
         let status = r.status.map_or("killed".to_owned(), |s| s.to_string());
         println!("== cluster {}: {status}", r.name);
     }
-    let status = outcome?;
-    let main_stats = &stats_files[main];
+    let Some(status) = outcome else {
+        bail!(
+            "interrupted after {:.1} s; every cluster stopped; logs in {}",
+            start.elapsed().as_secs_f64(),
+            work.display()
+        );
+    };
+    let main_stats = &stats_files[stats_files.len() - 1];
     if let Ok(text) = fs::read_to_string(main_stats) {
         if let Ok(stats) = serde_json::from_str::<RunStats>(&text) {
             if let Some((best, worst)) = predicted {

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod check;
+mod keygen;
 mod launch;
 mod predict;
 mod report;
@@ -12,7 +13,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hmw",
     version,
-    about = "Hierarchical multi-cluster master-worker: check, predict, launch, report"
+    about = "Hierarchical multi-cluster master-worker: calibrate, check, keygen, predict, launch, report"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -25,6 +26,8 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Check a run configuration and a machine file without starting anything.
     Check(check::CheckArgs),
+    /// Write the CA and a certificate per communication manager of a plan's deployment.
+    Keygen(keygen::KeygenArgs),
     /// Run every cluster of a plan on this machine (or print each cluster's command).
     Launch(launch::LaunchArgs),
     /// Predict makespan and efficiency of a plan and select workers, before touching a machine.
@@ -39,6 +42,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Check(args) => check::run(args),
+        Command::Keygen(args) => keygen::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Launch(args) => launch::run(args),
         Command::Report(args) => report::run(args),

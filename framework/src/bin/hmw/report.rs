@@ -6,12 +6,7 @@
 use std::{fs, path::PathBuf};
 
 use anyhow::{anyhow, Context as _, Result};
-use hmw::{
-    model::predict,
-    plan::{load_measured_system, load_plan},
-    report::Report,
-    stats::RunStats,
-};
+use hmw::{model::predict, plan::load_plan, report::Report, stats::RunStats};
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]
@@ -22,7 +17,8 @@ pub struct ReportArgs {
     /// The plan the run was launched from: adds the model's prediction and the comparison.
     #[arg(long)]
     plan: Option<PathBuf>,
-    /// System parameters measured by a calibration run, as for `hmw predict --measured`.
+    /// System parameters measured by `hmw calibrate`, as for `hmw predict --measured`: the
+    /// predicted curves and figures use them in place of the plan's.
     #[arg(long, value_name = "FILE", requires = "plan")]
     measured: Option<PathBuf>,
     /// Write the chart as SVG.
@@ -65,18 +61,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let report = match &args.plan {
         Some(path) => {
             let plan = load_plan(path)?;
-            let measured = match &args.measured {
-                Some(file) => {
-                    let measured = load_measured_system(file)?;
-                    plan.check_measured(&measured)
-                        .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-                    Some(measured)
-                }
-                None => None,
-            };
-            let input = plan
-                .model_input(measured.as_ref())
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let input = crate::launch::model_input(&plan, path, args.measured.as_deref())?;
             let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", path.display()))?;
             let unknown: Vec<&str> = stats
                 .clusters
@@ -105,8 +90,11 @@ pub fn run(args: ReportArgs) -> Result<()> {
     match (&report.comparison, args.json) {
         (Some(comparison), true) => println!("{}", serde_json::to_string_pretty(comparison)?),
         (Some(comparison), false) => {
+            let measured = args.measured.as_ref().map_or(String::new(), |m| {
+                format!(", measured values from {}", m.display())
+            });
             println!(
-                "== {}: predicted ({}) against measured ({})",
+                "== {}: predicted ({}{measured}) against measured ({})",
                 report.title,
                 args.plan
                     .as_ref()
