@@ -36,15 +36,24 @@ enum Command {
     Report(report::ReportArgs),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     hmw::runner::init_logging();
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Check(args) => check::run(args),
         Command::Keygen(args) => keygen::run(args),
         Command::Predict(args) => predict::run(args),
         Command::Launch(args) => launch::run(args),
         Command::Report(args) => report::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        // The message and its causes on one line, without a backtrace: the errors say what
+        // and where (file, line, key, peer).
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
     }
 }
