@@ -227,15 +227,18 @@ and compares with `hmw report`, which also draws the charts.
   `task_seconds / speed`, and `hmw launch` sets each worker's speed to `perf / reference_perf`
   with `reference_perf = 1 / task_seconds`, so a worker of `perf` P does P tasks per second
   (plus the per-task overhead of the runtime, which the model does not know).
-- **Message sizes**: the synthetic payloads plus 16 bytes of encoding.
+- **Message sizes**: the synthetic payloads plus the few bytes of their encoding.
 - **LAN** (`lan_bytes_per_s`): in `local-comm`, the only scenario where it matters, measured
-  just before the run by `lan-calibration.toml`: the synthetic application with local-comm's
-  message sizes (2 MiB each way), its four workers and 1 ms tasks (three runs, the mean),
-  throughput `tasks * (task_bytes + result_bytes) / makespan`. The calibration does not use
-  local-comm's 4 ms tasks, so the prediction is not the run measuring itself; both share the
-  two cores with whatever else the machine runs, which is what moves this figure most.
-  Elsewhere messages are 1 KiB to 100 KiB and the LAN terms are below a millisecond; those
-  plans carry a value measured the same way.
+  just before the run by `lan-calibration.toml`: the synthetic application in local-comm's
+  regime (message sizes of 2 MiB each way, four workers, 4 ms tasks) but with half its tasks,
+  in separate runs (three, the mean), throughput `tasks * (task_bytes + result_bytes) /
+  makespan`. Its regime matters: on two cores shared by five processes the transport moves
+  less when workers sleep between transfers than when they ask again at once (on 2026-11-23,
+  three runs each: about 2340 MB/s with 4 ms tasks, 2680 MB/s with none). Calibration and run
+  share the two cores with whatever else the machine runs, which is what moves this figure
+  most: the same calibration is run again just after, to show the drift. Elsewhere messages
+  are 1 KiB to 100 KiB and the LAN terms are below a millisecond; those plans carry a value
+  measured the same way.
 - **WAN** (`wan_in/out_bytes_per_s`): the rates the emulator enforces, as written in the plan.
   What the links carried on average is in each scenario's report (`link to ...`), as the main
   cluster's communication manager measured it; it includes QUIC and framing overhead, and it is
