@@ -214,8 +214,10 @@ and compares with `hmw report`, which also draws the charts.
   cluster's (`eff_within` of the last line counts them all).
 - **Runtime settings**: the multi-cluster plans run with `[run] load_balance = true`, which
   bounds each external cluster's share by the model's worst-case balanced share (3.2 step 4),
-  the balance the prediction assumes; without it clusters take tasks on demand. The
-  heterogeneous plans run with `worker_buffers = 1` (a worker asks for a task when it is done),
+  the balance the prediction assumes; without it clusters take tasks on demand. They also
+  run with `wait_for_links = true`: the run starts once every link is up, as the model
+  (which counts no connecting) assumes; by default the main cluster's workers would start at
+  once and the others join when their link is up. The heterogeneous plans run with `worker_buffers = 1` (a worker asks for a task when it is done),
   as the worst end times (39) and (43) assume; `hetero-no-reassign-buffered` is the same run with
   the default `worker_buffers = 2`.
 - The script fails (exit status 1) only on a run that fails or a makespan error beyond
