@@ -320,9 +320,12 @@ scenario's report below):
   interval in the charts is below its steady rate. These runs end later than predicted by
   about the round trip plus a task time; with runs of a few seconds that is a few percent.
 - **Communication bound** (`local-comm`): the prediction is only as good as the LAN figure.
-  Every process of this suite shares two cores with whatever else the machine runs, and the
-  throughput of the shared-memory transport moves with that load: compare the calibration's
-  spread, and its value before and after the run (above), with the error.
+  Here the "LAN" is MPI's shared-memory transport between five processes on two cores, so
+  its throughput is CPU work and moves with everything else the machine runs: compare the
+  calibration's spread, its value before and after the run (above), and the three runs'
+  makespans (in the scenario's section) with the error. It also depends on the regime: workers
+  that sleep between transfers get less of it than workers that ask again at once, which is
+  why the calibration runs with the scenario's task time.
 - **WAN bound** (`wan-out`, `wan-out-nr3`): the emulator enforces the plan's rates, and the
   results' link carries close to them (the `link` figure of the report is an average over the
   link's whole life, framing and QUIC included). Joining three results into one
