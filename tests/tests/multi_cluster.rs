@@ -416,39 +416,35 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
     assert!((0.3e6..=1.05e6).contains(&wan_in), "{system}");
     let wan_out = clusters[1]["wan_out_bytes_per_s"].as_float().unwrap();
     assert!((0.3e6..=1.05e6).contains(&wan_out), "{system}");
-    // The LAN: each worker count's runs as comments, the value used with every worker.
+    // The LAN: each worker count's runs, the value used the mean with every worker.
     let main_lan = clusters[0]["lan_bytes_per_s"].as_float().unwrap();
     assert!(main_lan > 0.0);
-    let rows: Vec<Vec<f64>> = text
-        .lines()
-        .skip_while(|l| !l.starts_with("# LAN of main"))
-        .skip(2)
-        .take_while(|l| l.starts_with("#    "))
-        .map(|l| {
-            l[1..]
-                .split_whitespace()
-                .map(|v| v.parse().unwrap())
-                .collect()
-        })
-        .collect();
+    let runs = clusters[0]["lan_runs"].as_array().expect("the LAN runs");
+    let field = |r: &toml::Value, key: &str| {
+        r[key]
+            .as_float()
+            .or_else(|| r[key].as_integer().map(|i| i as f64))
+            .unwrap()
+    };
     assert_eq!(
-        rows.iter().map(|r| r[0]).collect::<Vec<_>>(),
+        runs.iter().map(|r| field(r, "workers")).collect::<Vec<_>>(),
         [1.0, 2.0, 3.0],
         "{text}"
     );
-    for row in &rows {
-        // workers, runs, tasks/run, mean, std dev, min, max, too short
-        assert_eq!(row[1], 3.0, "{text}");
+    for r in runs {
+        assert_eq!(field(r, "runs"), 3.0, "{text}");
         assert!(
-            row[5] <= row[3] && row[3] <= row[6] && row[4] >= 0.0,
+            field(r, "min") <= field(r, "mean")
+                && field(r, "mean") <= field(r, "max")
+                && field(r, "std_dev") >= 0.0,
             "{text}"
         );
     }
     assert!(
-        (rows[2][3] - main_lan).abs() <= 1e-4 * main_lan,
+        (field(&runs[2], "mean") - main_lan).abs() <= 1e-9 * main_lan,
         "the value used is the mean with all workers: {text}"
     );
-    assert!(text.contains("# value used (lan_bytes_per_s): the mean with all 3 workers"));
+    assert!(text.contains("# lan_bytes_per_s: the mean of the LAN runs with all"));
     let mut predict = Command::new(bin("hmw"));
     predict
         .args(["predict", &plan_path, "--measured"])

@@ -200,6 +200,24 @@ pub struct MeasuredCluster {
     /// Measured worker performance, matched to the plan's workers by host.
     #[serde(default)]
     pub workers: Vec<MeasuredWorker>,
+    /// The LAN calibration runs behind `lan_bytes_per_s`, one entry per worker count: for
+    /// people and tools (the model reads `lan_bytes_per_s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lan_runs: Vec<MeasuredLanRuns>,
+}
+
+/// LAN calibration runs with one number of workers: bytes per second of tasks and results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredLanRuns {
+    pub workers: usize,
+    pub runs: usize,
+    pub tasks_per_run: u64,
+    pub mean: f64,
+    /// Sample standard deviation (0 with one run).
+    pub std_dev: f64,
+    pub min: f64,
+    pub max: f64,
 }
 
 /// Measured available performance of the worker(s) on one host.

@@ -346,6 +346,7 @@ fn a_measured_system_replaces_the_hand_written_values() {
         measured_at: None,
         conditions: None,
         clusters: vec![MeasuredCluster {
+            lan_runs: Vec::new(),
             name: "away".into(),
             lan_bytes_per_s: None,
             wan_in_bytes_per_s: Some(150.0),
@@ -497,6 +498,7 @@ fn calibrated() -> MeasuredSystem {
         conditions: Some("hmw calibrate small.toml on this machine (2 cores)".into()),
         clusters: vec![
             MeasuredCluster {
+                lan_runs: Vec::new(),
                 name: "home".into(),
                 lan_bytes_per_s: Some(1200.0),
                 wan_in_bytes_per_s: None,
@@ -507,6 +509,7 @@ fn calibrated() -> MeasuredSystem {
                 }],
             },
             MeasuredCluster {
+                lan_runs: Vec::new(),
                 name: "away".into(),
                 lan_bytes_per_s: Some(900.0),
                 wan_in_bytes_per_s: Some(80.0),

@@ -32,7 +32,9 @@ use hmw::{
     config::{CmConfig, ConfigFile},
     launch::{cm_name, layout, ClusterLayout, Layout, Target},
     machinefile::MachineFile,
-    model::params::{ApplicationParams, MeasuredCluster, MeasuredSystem, MeasuredWorker},
+    model::params::{
+        ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker,
+    },
     plan::{load_measured_system, load_plan, Plan},
     stats::RunStats,
 };
@@ -85,6 +87,19 @@ struct LanRuns {
 }
 
 impl LanRuns {
+    /// The runs as the system file records them.
+    fn summary(&self) -> MeasuredLanRuns {
+        MeasuredLanRuns {
+            workers: self.workers,
+            runs: self.values.len(),
+            tasks_per_run: self.tasks_per_run,
+            mean: self.mean(),
+            std_dev: self.std_dev(),
+            min: self.min(),
+            max: self.max(),
+        }
+    }
+
     fn mean(&self) -> f64 {
         self.values.iter().sum::<f64>() / self.values.len().max(1) as f64
     }
@@ -191,9 +206,6 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
 /// value.
 struct Measured {
     system: MeasuredSystem,
-    lan: Vec<(String, Vec<LanRuns>)>,
-    /// The plan's application: the message sizes of the LAN runs.
-    sizes: ApplicationParams,
 }
 
 fn calibrate(
@@ -308,6 +320,7 @@ fn calibrate(
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             workers,
+            lan_runs: lan.iter().map(LanRuns::summary).collect(),
         });
         lan_all.push((cluster.name.clone(), lan));
         lan_time += phase.elapsed();
@@ -340,11 +353,7 @@ fn calibrate(
         lan_time.as_secs_f64(),
         phase.elapsed().as_secs_f64()
     );
-    Ok(Measured {
-        system,
-        lan: lan_all,
-        sizes: app.clone(),
-    })
+    Ok(Measured { system })
 }
 
 /// What the LAN measurements of every cluster share.
@@ -492,35 +501,15 @@ fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns], prefix: &str
     out
 }
 
-/// The system file: the measured values as TOML, each cluster's LAN runs as comments above it.
+/// The system file: the measured values as TOML, under a header saying how to read them.
 fn system_file(measured: &Measured) -> Result<String> {
-    let system = &measured.system;
     let mut text = String::from(
         "# System parameters measured by hmw calibrate: hmw predict/launch/report --measured \
-         FILE\n",
+         FILE\n# lan_bytes_per_s: the mean of the LAN runs with all of the cluster's workers \
+         (lan_runs: every\n# number of workers tried, in bytes per second of tasks and \
+         results).\n",
     );
-    for (key, value) in [
-        ("measured_at", &system.measured_at),
-        ("conditions", &system.conditions),
-    ] {
-        if let Some(value) = value {
-            let _ = writeln!(text, "{key} = {}", toml::Value::String(value.clone()));
-        }
-    }
-    #[derive(serde::Serialize)]
-    struct One<'a> {
-        clusters: [&'a MeasuredCluster; 1],
-    }
-    for cluster in &system.clusters {
-        text.push('\n');
-        if let Some((_, runs)) = measured.lan.iter().find(|(n, _)| *n == cluster.name) {
-            // The model reads one value; the runs behind it stay readable here.
-            text.push_str(&lan_table(&cluster.name, &measured.sizes, runs, "# "));
-        }
-        text.push_str(&toml::to_string(&One {
-            clusters: [cluster],
-        })?);
-    }
+    text.push_str(&toml::to_string(&measured.system)?);
     Ok(text)
 }
 
