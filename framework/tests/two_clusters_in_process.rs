@@ -150,6 +150,39 @@ fn free_udp_port() -> u16 {
         .port()
 }
 
+/// A scratch folder holding the certificates of both communication managers.
+fn certified(test: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hmw-{test}-{}", std::process::id()));
+    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
+    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    dir
+}
+
+/// The main cluster: its master, `workers` (machine-file lines), and the CM leading to Spain,
+/// a server on `port` with the `extra` annotations.
+fn main_cluster(workers: &str, port: u16, extra: &str) -> MachineFile {
+    let text = format!(
+        "localhost # cluster=main\n{workers}\
+         localhost # M 1 {port} name=main-spain peer=spain-main cluster=spain bind=127.0.0.1{extra}\n"
+    );
+    MachineFile::parse(Path::new("main.hosts"), &text).unwrap()
+}
+
+/// Spain: its sub-master, `workers` (machine-file lines), and its CM, a client of `port` with
+/// the `extra` annotations.
+fn spain_cluster(workers: &str, port: u16, extra: &str) -> MachineFile {
+    let text = format!(
+        "localhost # cluster=spain\n{workers}\
+         localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain{extra}\n"
+    );
+    MachineFile::parse(Path::new("spain.hosts"), &text).unwrap()
+}
+
+/// The splitter of these tests, as `play_in_threads` makes them.
+fn nap_splitter() -> anyhow::Result<Box<dyn Splitter<Nap>>> {
+    Ok(Box::new(NapSplitter::default()))
+}
+
 /// The run configuration: the clusters' shares are checked, so the run starts once the link
 /// is up (`wait_for_links`).
 fn config(dir: &Path) -> ConfigFile {
@@ -165,41 +198,16 @@ fn config(dir: &Path) -> ConfigFile {
 /// with `nt` tasks per inter-cluster task and `nr` results joined, optionally with the
 /// splitter.
 fn run_two_clusters(nt: usize, nr: usize, split: bool) -> (Naps, RunStats, RunStats) {
-    let dir = std::env::temp_dir().join(format!(
-        "hmw-two-clusters-{}-{nt}-{nr}-{split}",
-        std::process::id()
-    ));
-    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
-    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let dir = certified(&format!("two-clusters-{nt}-{nr}-{split}"));
     let port = free_udp_port();
-    let main = MachineFile::parse(
-        Path::new("main.hosts"),
-        &format!(
-            "localhost # cluster=main\nlocalhost # speed=0.5\n\
-             localhost # M 1 {port} name=main-spain peer=spain-main cluster=spain nt={nt} \
-             bind=127.0.0.1\n"
-        ),
-    )
-    .unwrap();
-    let spain = MachineFile::parse(
-        Path::new("spain.hosts"),
-        &format!(
-            "localhost # cluster=spain\nlocalhost\nlocalhost\n\
-             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain nr={nr}\n"
-        ),
-    )
-    .unwrap();
+    let main = main_cluster("localhost # speed=0.5\n", port, &format!(" nt={nt}"));
+    let spain = spain_cluster("localhost\nlocalhost\n", port, &format!(" nr={nr}"));
     let config = config(&dir);
-    let make_splitter =
-        || -> anyhow::Result<Box<dyn Splitter<Nap>>> { Ok(Box::new(NapSplitter::default())) };
-    let splitter = split.then_some(&make_splitter as &dyn Fn() -> _);
+    let splitter = split.then_some(&nap_splitter as &dyn Fn() -> _);
     let external = {
         let config = config.clone();
         thread::spawn(move || {
-            let make_splitter = || -> anyhow::Result<Box<dyn Splitter<Nap>>> {
-                Ok(Box::new(NapSplitter::default()))
-            };
-            let splitter = split.then_some(&make_splitter as &dyn Fn() -> _);
+            let splitter = split.then_some(&nap_splitter as &dyn Fn() -> _);
             play_in_threads::<Naps>(&spain, &config, None, splitter)
         })
     };
@@ -220,11 +228,9 @@ fn run_two_clusters(nt: usize, nr: usize, split: bool) -> (Naps, RunStats, RunSt
     (problem, stats, spain_stats)
 }
 
-#[test]
-fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
-    let (problem, stats, _) = run_two_clusters(3, 3, false);
+/// Most of Spain's results come joined by three, none by more.
+fn most_results_joined_by_three(problem: &Naps, stats: &RunStats) {
     let spain = &stats.clusters[0];
-    // Results of one batch of three join into one.
     let joined: usize = problem.result_sizes.iter().filter(|&&n| n == 3).sum();
     assert!(
         joined >= spain.tasks_done as usize / 2,
@@ -235,17 +241,17 @@ fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
 }
 
 #[test]
+fn an_external_cluster_computes_joined_batches_and_nothing_is_lost() {
+    // Batches of three tasks, the results of one batch joined into one.
+    let (problem, stats, _) = run_two_clusters(3, 3, false);
+    most_results_joined_by_three(&problem, &stats);
+}
+
+#[test]
 fn results_join_across_inter_cluster_tasks_when_nr_exceeds_nt() {
-    let (problem, stats, _) = run_two_clusters(1, 3, false);
-    let spain = &stats.clusters[0];
     // One task per inter-cluster task, three results per inter-cluster result.
-    let joined: usize = problem.result_sizes.iter().filter(|&&n| n == 3).sum();
-    assert!(
-        joined >= spain.tasks_done as usize / 2,
-        "most of Spain's results come joined by three: {:?}",
-        problem.result_sizes
-    );
-    assert!(problem.result_sizes.iter().all(|&n| n <= 3));
+    let (problem, stats, _) = run_two_clusters(1, 3, false);
+    most_results_joined_by_three(&problem, &stats);
 }
 
 #[test]
@@ -293,18 +299,8 @@ fn check_shares(stats: &RunStats, spain_stats: &RunStats) {
 
 #[test]
 fn a_cluster_that_never_connects_does_not_hold_the_run() {
-    let dir = std::env::temp_dir().join(format!("hmw-never-connects-{}", std::process::id()));
-    let names = ["main-spain".to_owned()];
-    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
-    let port = free_udp_port();
-    let main = MachineFile::parse(
-        Path::new("main.hosts"),
-        &format!(
-            "localhost # cluster=main\nlocalhost\n\
-             localhost # M 1 {port} name=main-spain cluster=spain bind=127.0.0.1\n"
-        ),
-    )
-    .unwrap();
+    let dir = certified("never-connects");
+    let main = main_cluster("localhost\n", free_udp_port(), "");
     // The default start: local workers begin at once; nobody ever connects to the CM.
     let text = format!(
         "[run]\nstatistics_interval = 0\n[cm]\ncerts = \"{}\"\nlost_after_s = 60\n",
@@ -328,26 +324,10 @@ fn a_cluster_that_never_connects_does_not_hold_the_run() {
 
 #[test]
 fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
-    let dir = std::env::temp_dir().join(format!("hmw-fails-{}", std::process::id()));
-    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
-    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let dir = certified("fails");
     let port = free_udp_port();
-    let main = MachineFile::parse(
-        Path::new("main.hosts"),
-        &format!(
-            "localhost # cluster=main\nlocalhost\n\
-             localhost # M 1 {port} name=main-spain cluster=spain bind=127.0.0.1\n"
-        ),
-    )
-    .unwrap();
-    let spain = MachineFile::parse(
-        Path::new("spain.hosts"),
-        &format!(
-            "localhost # cluster=spain\nlocalhost # speed={BROKEN}\n\
-             localhost # S 0 {port} 127.0.0.1 name=spain-main peer=main-spain\n"
-        ),
-    )
-    .unwrap();
+    let main = main_cluster("localhost\n", port, "");
+    let spain = spain_cluster(&format!("localhost # speed={BROKEN}\n"), port, "");
     let config = config(&dir); // lost_after_s = 20
     let external = {
         let config = config.clone();
@@ -389,9 +369,7 @@ fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
 #[test]
 fn a_lost_cluster_gives_its_tasks_back_and_its_late_results_are_discharged() {
     use hmw_cm::wanem::{DirectionConfig, Outage, Wanem, WanemConfig};
-    let dir = std::env::temp_dir().join(format!("hmw-late-{}", std::process::id()));
-    let names = ["main-spain".to_owned(), "spain-main".to_owned()];
-    hmw_cm::keygen::generate(&dir, &names, &[]).unwrap();
+    let dir = certified("late");
     let port = free_udp_port();
     // Spain reaches the main cluster through an emulated WAN that is down from 1 s to 5 s:
     // longer than the 3 s after which a silent link loses its cluster. The main cluster's
@@ -410,22 +388,8 @@ fn a_lost_cluster_gives_its_tasks_back_and_its_late_results_are_discharged() {
     };
     let relay = runtime.block_on(Wanem::start(relay_config)).unwrap();
     let relay_port = relay.local_addr().port();
-    let main = MachineFile::parse(
-        Path::new("main.hosts"),
-        &format!(
-            "localhost # cluster=main\nlocalhost\n\
-             localhost # M 1 {port} name=main-spain peer=spain-main cluster=spain bind=127.0.0.1\n"
-        ),
-    )
-    .unwrap();
-    let spain = MachineFile::parse(
-        Path::new("spain.hosts"),
-        &format!(
-            "localhost # cluster=spain\nlocalhost\nlocalhost\n\
-             localhost # S 0 {relay_port} 127.0.0.1 name=spain-main peer=main-spain\n"
-        ),
-    )
-    .unwrap();
+    let main = main_cluster("localhost\n", port, "");
+    let spain = spain_cluster("localhost\nlocalhost\n", relay_port, "");
     let text = format!(
         "[run]\nstatistics_interval = 0\nwait_for_links = true\nreassign_last_task = false\n\
          [cm]\ncerts = \"{}\"\nlost_after_s = 3\ninactivity_timeout_ms = 500\ntasks_window = 4\n",
