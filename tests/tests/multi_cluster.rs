@@ -9,14 +9,33 @@ use std::{
 use hmw_tests::{bin, json, mpirun, scratch, write, Spawned};
 use serde_json::Value;
 
-/// Run `hmw launch PLAN --work-dir DIR` and return the run and the main cluster's statistics.
-fn launch(dir: &std::path::Path, plan: &str, limit: Duration) -> (hmw_tests::Finished, Value) {
+/// Start `hmw launch` on `plan` (written to DIR/plan.toml), its files in DIR/run.
+fn start_launch(dir: &std::path::Path, plan: &str) -> Spawned {
     let plan_path = write(dir, "plan.toml", plan);
     let mut command = Command::new(bin("hmw"));
     command
         .args(["launch", &plan_path, "--work-dir"])
         .arg(dir.join("run"));
-    let run = Spawned::start(command).finish(limit);
+    Spawned::start(command)
+}
+
+/// Wait (a minute at most) until the launch in DIR has started every cluster of `names`, then
+/// `settle` more, for them to compute a little.
+fn wait_started(dir: &std::path::Path, names: &[&str], settle: Duration) {
+    let pid_files: Vec<_> = names
+        .iter()
+        .map(|n| dir.join(format!("run/{n}.pid")))
+        .collect();
+    let start = Instant::now();
+    while !pid_files.iter().all(|f| f.exists()) && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(settle);
+}
+
+/// Run `hmw launch` on `plan` and return the run and the main cluster's statistics.
+fn launch(dir: &std::path::Path, plan: &str, limit: Duration) -> (hmw_tests::Finished, Value) {
+    let run = start_launch(dir, plan).finish(limit);
     let stats = json(&dir.join("run/main.stats.json"));
     (run, stats)
 }
@@ -245,20 +264,10 @@ fn killing_an_external_cluster_loses_no_work() {
             "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
         ),
     );
-    let plan_path = write(&dir, "plan.toml", &plan);
-    let mut command = Command::new(bin("hmw"));
-    command
-        .args(["launch", &plan_path, "--work-dir"])
-        .arg(dir.join("run"));
-    let running = Spawned::start(command);
+    let running = start_launch(&dir, &plan);
     // Once brazil has worked a little, kill its whole MPI job (by process group id).
-    let pid_file = dir.join("run/brazil.pid");
-    let start = Instant::now();
-    while !pid_file.exists() && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    wait_started(&dir, &["brazil"], Duration::from_secs(3));
+    let pid = std::fs::read_to_string(dir.join("run/brazil.pid")).unwrap();
     let killed = Command::new("kill")
         .args(["-KILL", "--", &format!("-{}", pid.trim())])
         .status()
@@ -516,21 +525,14 @@ fn launch_mid_run(name: &str) -> MidRun {
             "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
         ),
     );
-    let plan_path = write(&dir, "plan.toml", &plan);
-    let mut command = Command::new(bin("hmw"));
-    command
-        .args(["launch", &plan_path, "--work-dir"])
-        .arg(dir.join("run"));
-    let launcher = Spawned::start(command);
-    let pid_files = [dir.join("run/main.pid"), dir.join("run/spain.pid")];
-    let start = Instant::now();
-    while !pid_files.iter().all(|f| f.exists()) && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    let groups: Vec<u32> = pid_files
+    let launcher = start_launch(&dir, &plan);
+    wait_started(&dir, &["main", "spain"], Duration::from_secs(3));
+    let groups: Vec<u32> = ["main", "spain"]
         .iter()
-        .map(|f| std::fs::read_to_string(f).unwrap().trim().parse().unwrap())
+        .map(|n| {
+            let pid = std::fs::read_to_string(dir.join(format!("run/{n}.pid"))).unwrap();
+            pid.trim().parse().unwrap()
+        })
         .collect();
     let mut processes = groups.clone();
     for &group in &groups {
