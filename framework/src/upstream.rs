@@ -348,8 +348,8 @@ impl<T: Task> TaskSource for Upstream<T> {
                 source,
             })?;
         let cost = Cost::of(&result);
-        match (&mut self.splitter, parents.as_slice()) {
-            (Some(splitter), &[id]) => {
+        match parents.as_slice() {
+            &[id] => {
                 let parent = self
                     .parents
                     .get_mut(&id)
@@ -357,19 +357,28 @@ impl<T: Task> TaskSource for Upstream<T> {
                         rank: self.rank,
                         message: format!("a result for finished inter-cluster task {id}"),
                     })?;
-                let start = Instant::now();
-                splitter.combine(
-                    parent.whole.as_mut().expect("split tasks have a whole"),
-                    decoded,
-                );
-                self.join_s += start.elapsed().as_secs_f64();
                 parent.cost.add(cost);
-                parent.pending = parent.pending.saturating_sub(result.ids.len());
+                match &mut self.splitter {
+                    // One part (or several joined below) of a split task: into its whole.
+                    Some(splitter) => {
+                        let start = Instant::now();
+                        splitter.combine(
+                            parent.whole.as_mut().expect("split tasks have a whole"),
+                            decoded,
+                        );
+                        self.join_s += start.elapsed().as_secs_f64();
+                        parent.pending = parent.pending.saturating_sub(result.ids.len());
+                    }
+                    None => {
+                        parent.whole = Some(decoded);
+                        parent.pending = 0;
+                    }
+                }
                 if parent.pending == 0 {
                     self.complete(id)?;
                 }
             }
-            (Some(_), _) => {
+            _ if self.splitter.is_some() => {
                 return Err(self.protocol(format!(
                     "a result joined below stands for parts of {} different split tasks; \
                      use nr=1 in the clusters behind a sub-master whose application splits \
@@ -377,19 +386,7 @@ impl<T: Task> TaskSource for Upstream<T> {
                     parents.len()
                 )))
             }
-            (None, &[id]) => {
-                let parent = self
-                    .parents
-                    .get_mut(&id)
-                    .ok_or_else(|| RunError::Protocol {
-                        rank: self.rank,
-                        message: format!("a result for finished inter-cluster task {id}"),
-                    })?;
-                parent.whole = Some(decoded);
-                parent.cost.add(cost);
-                self.complete(id)?;
-            }
-            (None, ids) => {
+            ids => {
                 // Joined further down across several of these tasks: it stands for them all.
                 let mut batch = None;
                 for id in ids {

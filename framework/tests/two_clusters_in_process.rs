@@ -322,6 +322,27 @@ fn a_cluster_that_never_connects_does_not_hold_the_run() {
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
 }
 
+/// The main master's statistics, once checked that it gathered every task once, that Spain was
+/// lost holding tasks, and that those were handed out again.
+fn lost_spain_and_its_tasks_taken_back(outcome: Outcome<Naps>) -> RunStats {
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    assert!(
+        problem.gathered.iter().all(|&n| n == 1),
+        "every task gathered once: {:?}",
+        problem.gathered
+    );
+    let spain = &stats.clusters[0];
+    assert!(spain.lost, "{spain:#?}");
+    assert!(
+        spain.taken_back > 0,
+        "Spain held tasks when lost: {spain:#?}"
+    );
+    assert_eq!(stats.reassigned, spain.taken_back);
+    stats
+}
+
 #[test]
 fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
     let dir = certified("fails");
@@ -347,20 +368,7 @@ fn a_cluster_that_fails_reports_itself_lost_and_its_tasks_go_elsewhere() {
         spain_error.contains("this worker is broken"),
         "{spain_error}"
     );
-    let Outcome::Master { problem, stats } = outcome else {
-        panic!("rank 0 is the master");
-    };
-    assert!(
-        problem.gathered.iter().all(|&n| n == 1),
-        "{:?}",
-        problem.gathered
-    );
-    let spain = &stats.clusters[0];
-    assert!(spain.lost, "{spain:#?}");
-    assert!(
-        spain.taken_back > 0,
-        "Spain held tasks when it failed: {spain:#?}"
-    );
+    let stats = lost_spain_and_its_tasks_taken_back(outcome);
     assert_eq!(stats.cluster.tasks_done, 30);
     // Reported at once, not after the link's 20 s deadline.
     assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
@@ -410,19 +418,8 @@ fn a_lost_cluster_gives_its_tasks_back_and_its_late_results_are_discharged() {
     let _ = external.join();
     relay.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
-    let Outcome::Master { problem, stats } = outcome else {
-        panic!("rank 0 is the master");
-    };
-    // Nothing lost, nothing gathered twice.
-    assert!(
-        problem.gathered.iter().all(|&n| n == 1),
-        "{:?}",
-        problem.gathered
-    );
+    let stats = lost_spain_and_its_tasks_taken_back(outcome);
     let spain = &stats.clusters[0];
-    assert!(spain.lost, "{spain:#?}");
-    assert!(spain.taken_back > 0, "{spain:#?}");
-    assert_eq!(stats.reassigned, spain.taken_back);
     // The main worker recomputed the tasks taken back before the link came back; the results
     // Spain had computed meanwhile arrived late and were thrown away.
     assert!(
