@@ -24,7 +24,8 @@ use crate::{
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
     protocol::{
-        decode, encode, LinkState, ToMaster, ToWorker, ToWorkerRef, WireResult, WireTaskRef,
+        decode, encode, encode_with_capacity, LinkState, TasksRef, ToMaster, ToWorker, WireResult,
+        WireTaskRef,
     },
     scheduler::{Demand, Requester, Scheduler},
     stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
@@ -205,8 +206,10 @@ pub struct Master<'a, S> {
     reassigned: u64,
     /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
     tail_copies: u64,
-    /// Reused by `dispatch`: the requests waiting, as the scheduler sees them.
+    /// Reused by `dispatch`: the requests waiting, as the scheduler sees them, and the ids of
+    /// the batch being made.
     requesters: Vec<Requester>,
+    batch: Vec<TaskId>,
 }
 
 /// Seconds since the UNIX epoch.
@@ -284,6 +287,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             reassigned: 0,
             tail_copies: 0,
             requesters: Vec::new(),
+            batch: Vec::new(),
         })
     }
 
@@ -336,10 +340,6 @@ impl<'a, S: TaskSource> Master<'a, S> {
             if let Some(envelope) = self.transport.wait(idle.next_pause())? {
                 idle.reset();
                 self.accept(envelope)?;
-                // Take in everything that has arrived, so the scheduler sees every request.
-                while let Some(envelope) = self.transport.try_recv()? {
-                    self.accept(envelope)?;
-                }
                 self.dispatch()?;
                 self.transmit_upstream()?;
             }
@@ -591,6 +591,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
     /// idle workers.
     fn dispatch(&mut self) -> Result<(), RunError> {
         let mut unserved = VecDeque::new();
+        let mut batch = std::mem::take(&mut self.batch);
         while !self.waiting.is_empty() {
             let pick = if self.waiting.len() == 1 {
                 0
@@ -632,7 +633,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     false,
                 ),
             };
-            let mut batch = Vec::with_capacity(size);
+            batch.clear();
             while batch.len() < size {
                 let new_allowed = (batch.len() as u64) < room_for_new;
                 match self.take_task(rank, new_allowed) {
@@ -658,21 +659,29 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     flight.holders.push(rank);
                 }
             }
-            let tasks = batch
+            let in_flight = &self.in_flight;
+            // The bodies, and a few bytes of framing each.
+            let size = batch
                 .iter()
-                .map(|id| {
-                    let flight = &self.in_flight[id];
+                .map(|id| in_flight[id].body.len() + 24)
+                .sum::<usize>()
+                + 8;
+            let tasks = TasksRef {
+                ids: &batch,
+                task: |id| {
+                    let flight = &in_flight[&id];
                     WireTaskRef {
-                        id: *id,
+                        id,
                         operations: flight.operations,
                         body: &flight.body,
                     }
-                })
-                .collect();
-            let message = encode(&ToWorkerRef::Tasks(tasks));
+                },
+            };
+            let message = encode_with_capacity(&tasks, size);
             self.transport.send(rank, message)?;
         }
         self.waiting = unserved;
+        self.batch = batch;
         Ok(())
     }
 

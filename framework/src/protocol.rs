@@ -49,11 +49,12 @@ pub enum ToWorker {
     Stop,
 }
 
-/// [`ToWorker::Tasks`] over borrowed bodies: it encodes to the same bytes, so a master sends
-/// the bodies it keeps without copying them first.
-#[derive(Serialize)]
-pub enum ToWorkerRef<'a> {
-    Tasks(Vec<WireTaskRef<'a>>),
+/// [`ToWorker::Tasks`] of tasks kept elsewhere: `task` gives each of `ids` with a borrowed body.
+/// It encodes to the same bytes as `ToWorker::Tasks`, so a master sends the bodies it keeps
+/// without copying them, or collecting them, first.
+pub struct TasksRef<'a, F> {
+    pub ids: &'a [TaskId],
+    pub task: F,
 }
 
 /// [`WireTask`] over a borrowed body.
@@ -63,6 +64,25 @@ pub struct WireTaskRef<'a> {
     pub operations: f64,
     #[serde(with = "serde_bytes")]
     pub body: &'a [u8],
+}
+
+impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The batch itself: a sequence, as a `Vec<WireTask>` is.
+        struct Batch<'b, F>(&'b TasksRef<'b, F>);
+        impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for Batch<'_, F> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let mut seq = serializer.serialize_seq(Some(self.0.ids.len()))?;
+                for &id in self.0.ids {
+                    seq.serialize_element(&(self.0.task)(id))?;
+                }
+                seq.end()
+            }
+        }
+        // `ToWorker::Tasks` is variant 0 of `ToWorker`.
+        serializer.serialize_newtype_variant("ToWorker", 0, "Tasks", &Batch(self))
+    }
 }
 
 /// Worker to master.
@@ -110,8 +130,30 @@ pub struct DecodeError {
 
 /// Encode a value with the framework's bincode configuration.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    bincode::serde::encode_to_vec(value, bincode::config::standard())
-        .expect("bincode encoding of an in-memory value cannot fail")
+    encode_with_capacity(value, SMALL_MESSAGE)
+}
+
+/// Room a buffer starts with: most control messages and small tasks fit.
+const SMALL_MESSAGE: usize = 128;
+
+/// [`encode`] into a buffer that starts with room for `capacity` bytes: with the size of the
+/// bodies a message carries, it is encoded without growing its buffer again and again (which
+/// costs more than the encoding when tasks are tiny).
+pub fn encode_with_capacity<T: Serialize>(value: &T, capacity: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(capacity);
+    bincode::serde::encode_into_writer(value, Buffer(&mut bytes), bincode::config::standard())
+        .expect("bincode encoding of an in-memory value cannot fail");
+    bytes
+}
+
+/// A `Vec` as bincode's writer.
+struct Buffer<'a>(&'a mut Vec<u8>);
+
+impl bincode::enc::write::Writer for Buffer<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
 }
 
 /// Decode a value encoded by [`encode`]; `what` names it in the error.
@@ -155,7 +197,7 @@ mod tests {
 
     #[test]
     fn borrowed_tasks_encode_like_owned_ones() {
-        let owned = ToWorker::Tasks(vec![
+        let tasks = vec![
             WireTask {
                 id: 3,
                 operations: 1.5,
@@ -166,21 +208,25 @@ mod tests {
                 operations: 0.0,
                 body: vec![],
             },
-        ]);
-        let ToWorker::Tasks(tasks) = &owned else {
-            unreachable!()
-        };
-        let borrowed = ToWorkerRef::Tasks(
-            tasks
-                .iter()
-                .map(|t| WireTaskRef {
-                    id: t.id,
+        ];
+        let ids = [3, 9];
+        let borrowed = TasksRef {
+            ids: &ids,
+            task: |id| {
+                let t = tasks.iter().find(|t| t.id == id).unwrap();
+                WireTaskRef {
+                    id,
                     operations: t.operations,
                     body: &t.body,
-                })
-                .collect(),
-        );
-        assert_eq!(encode(&borrowed), encode(&owned));
+                }
+            },
+        };
+        assert_eq!(encode(&borrowed), encode(&ToWorker::Tasks(tasks.clone())));
+        let none = TasksRef {
+            ids: &[],
+            task: |_| unreachable!(),
+        };
+        assert_eq!(encode(&none), encode(&ToWorker::Tasks(vec![])));
     }
 
     proptest::proptest! {

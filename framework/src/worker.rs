@@ -20,7 +20,7 @@ use crate::{
     app::{Task, WorkerContext},
     error::RunError,
     idle::Idle,
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
+    protocol::{decode, encode, encode_with_capacity, ToMaster, ToWorker, WireResult, WireTask},
     transport::Transport,
 };
 
@@ -182,7 +182,8 @@ fn serve<T: Task>(
             idle.next_pause()
         };
         if pause.is_zero() {
-            thread::yield_now();
+            // Polling the transport again is what a yield would be for: MPI's progress
+            // engine yields the CPU itself when ranks outnumber cores.
             continue;
         }
         // Sleep on the result channel: a finished task wakes us at once; the master's
@@ -240,7 +241,9 @@ fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32,
     let room = u32::from(computed.closes_batch);
     match computed.result {
         Ok(result) => {
-            transport.send(MASTER, encode(&ToMaster::Result { result, room }))?;
+            let size = result.body.len() + 64;
+            let message = encode_with_capacity(&ToMaster::Result { result, room }, size);
+            transport.send(MASTER, message)?;
             Ok(room)
         }
         Err(error) => {

@@ -24,29 +24,28 @@ use crate::idle::{self, Idle};
 /// A send in progress: the request and the buffer it reads from.
 struct PendingSend {
     request: Request<'static, [u8]>,
-    /// Owned by this struct; leaked into `request` until the send completes.
-    buffer: *mut [u8],
+    /// The message's `Vec`, taken apart (pointer, length, capacity) and leaked into `request`
+    /// until the send completes; kept whole, so sending never reallocates it.
+    buffer: (*mut u8, usize, usize),
 }
 
 impl PendingSend {
     fn start(world: &SimpleCommunicator, to: usize, bytes: Vec<u8>) -> Self {
-        let buffer: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
-        let pointer: *mut [u8] = buffer;
-        // SAFETY: the buffer stays allocated until `finish` frees it, which happens only after
-        // MPI reported the send complete.
+        let mut bytes = std::mem::ManuallyDrop::new(bytes);
+        let buffer = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
+        // SAFETY: the buffer stays allocated until `finish` rebuilds and frees the `Vec`, which
+        // happens only after MPI reported the send complete.
+        let message: &'static [u8] = unsafe { std::slice::from_raw_parts(buffer.0, buffer.1) };
         let request = world
             .process_at_rank(to as i32)
-            .immediate_send(StaticScope, unsafe { &*pointer });
-        PendingSend {
-            request,
-            buffer: pointer,
-        }
+            .immediate_send(StaticScope, message);
+        PendingSend { request, buffer }
     }
 
     /// Free the buffer of a completed send.
-    fn finish(buffer: *mut [u8]) {
-        // SAFETY: `buffer` came from `Box::leak` in `start` and MPI no longer reads it.
-        drop(unsafe { Box::from_raw(buffer) });
+    fn finish((pointer, length, capacity): (*mut u8, usize, usize)) {
+        // SAFETY: the parts came from a `Vec` in `start`, and MPI no longer reads it.
+        drop(unsafe { Vec::from_raw_parts(pointer, length, capacity) });
     }
 
     /// `None` once complete (buffer freed), otherwise the still-pending send.
@@ -160,6 +159,11 @@ impl Transport for MpiTransport {
         // MPI cannot wake a sleeping thread when a message arrives: poll, sleep, poll.
         if let Some(envelope) = self.try_recv()? {
             return Ok(Some(envelope));
+        }
+        if timeout.is_zero() {
+            // The probe has just given MPI's progress engine its turn, which yields the CPU
+            // when ranks outnumber cores: a yield of ours would double the system calls.
+            return Ok(None);
         }
         idle::pause(timeout);
         self.try_recv()
