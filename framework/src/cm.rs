@@ -29,14 +29,18 @@ use crate::{
     config::CmConfig,
     error::RunError,
     idle::Idle,
-    machinefile::{Endpoint, Facing, MachineFile},
+    machinefile::{Endpoint, Facing, MachineFile, MASTER},
     protocol::{decode, encode, LinkState, ToMaster, ToWorker},
     stats::{ClusterReport, LinkSummary, Outage},
     transport::Transport,
 };
 
-/// The rank of the master (or sub-master) inside a cluster.
-const MASTER: usize = 0;
+/// Messages a CM takes from its link before it looks at MPI again.
+const MESSAGES_PER_TURN: usize = 64;
+
+/// The most room a CM offers its master at once (a far side asking for more gets it over
+/// several offers).
+const MAX_ROOM: u64 = 1 << 16;
 
 /// How often a CM facing a master tells its master how its link is doing.
 const LINK_REPORT_EVERY: Duration = Duration::from_secs(1);
@@ -305,12 +309,8 @@ impl<'a> MasterSide<'a> {
             let mut active = false;
             while let Some(envelope) = self.transport.try_recv()? {
                 active = true;
-                let message = decode(&envelope.bytes, "message to a CM").map_err(|source| {
-                    RunError::Decode {
-                        rank: envelope.from,
-                        source,
-                    }
-                })?;
+                let message = decode(&envelope.bytes, "message to a CM")
+                    .map_err(RunError::decoding(envelope.from))?;
                 self.on_master_message(message)?;
             }
             let pause = if active {
@@ -318,7 +318,12 @@ impl<'a> MasterSide<'a> {
             } else {
                 idle.next_pause()
             };
-            while let Some(bytes) = self.wan.recv(pause)? {
+            let mut wait = pause;
+            for _ in 0..MESSAGES_PER_TURN {
+                let Some(bytes) = self.wan.recv(wait)? else {
+                    break;
+                };
+                wait = Duration::ZERO;
                 active = true;
                 self.on_far_message(&bytes)?;
                 if self.far_bye {
@@ -395,11 +400,8 @@ impl<'a> MasterSide<'a> {
     }
 
     fn on_far_message(&mut self, bytes: &[u8]) -> Result<(), RunError> {
-        let message: ToMaster =
-            decode(bytes, "message from the far cluster").map_err(|source| RunError::Decode {
-                rank: self.transport.rank(),
-                source,
-            })?;
+        let message: ToMaster = decode(bytes, "message from the far cluster")
+            .map_err(RunError::decoding(self.transport.rank()))?;
         match message {
             ToMaster::Result { result, .. } => {
                 self.transport
@@ -452,14 +454,13 @@ impl<'a> MasterSide<'a> {
         {
             return Ok(());
         }
-        let mut room = 0;
-        while self.offered + self.forwarded < self.far_room + self.window
-            && self.wan.link.send_buffer().fill() < 0.5
-        {
-            self.offered += 1;
-            room += 1;
+        if self.wan.link.send_buffer().fill() >= 0.5 {
+            return Ok(());
         }
+        let wanted = (self.far_room + self.window).saturating_sub(self.offered + self.forwarded);
+        let room = wanted.min(MAX_ROOM);
         if room > 0 {
+            self.offered += room;
             self.transport
                 .send(MASTER, encode(&ToMaster::Ready { room: room as u32 }))?;
         }
@@ -496,13 +497,8 @@ impl<'a> SubMasterSide<'a> {
             let mut active = false;
             while let Some(envelope) = self.transport.try_recv()? {
                 active = true;
-                let message: ToMaster =
-                    decode(&envelope.bytes, "message to a CM").map_err(|source| {
-                        RunError::Decode {
-                            rank: envelope.from,
-                            source,
-                        }
-                    })?;
+                let message: ToMaster = decode(&envelope.bytes, "message to a CM")
+                    .map_err(RunError::decoding(envelope.from))?;
                 match message {
                     ToMaster::Ready { room } => {
                         // Credit for the master's side, which sends no more than asked for.
@@ -534,20 +530,24 @@ impl<'a> SubMasterSide<'a> {
             } else {
                 idle.next_pause()
             };
-            while let Some(bytes) = self.wan.recv(pause)? {
+            let mut wait = pause;
+            for _ in 0..MESSAGES_PER_TURN {
+                let Some(bytes) = self.wan.recv(wait)? else {
+                    break;
+                };
+                wait = Duration::ZERO;
                 active = true;
-                match decode(&bytes, "message from the master's cluster").map_err(|source| {
-                    RunError::Decode {
-                        rank: self.transport.rank(),
-                        source,
-                    }
-                })? {
+                match decode(&bytes, "message from the master's cluster")
+                    .map_err(RunError::decoding(self.transport.rank()))?
+                {
                     ToWorker::Stop => {
                         // Tasks still queued are not needed any more.
                         self.queue.clear();
                         self.queue.push_back(ToWorker::Stop);
                     }
-                    tasks => self.queue.push_back(tasks),
+                    // Once this cluster is stopping, tasks that still come are not for it.
+                    tasks if !self.stop_sent => self.queue.push_back(tasks),
+                    _ => {}
                 }
             }
             self.wan.push()?;

@@ -73,7 +73,8 @@ pub struct RunConfig {
     /// makespan leaves connecting out, as the model does: for measurements. By default local
     /// workers start at once and each cluster joins when its link is up.
     pub wait_for_links: bool,
-    /// How many tasks one message to a worker carries.
+    /// The scheduling policy: how many tasks one message to a worker carries (which rank is
+    /// served first is the scheduler's too; every policy here keeps the default).
     pub scheduler: crate::scheduler::Policy,
     /// The `f` of the fixed-size and factoring schedulers.
     pub chunk_fraction: f64,

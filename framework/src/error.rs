@@ -32,3 +32,11 @@ pub enum RunError {
     #[error("{0}")]
     Setup(String),
 }
+
+impl RunError {
+    /// The error for a message from `rank` that did not decode: `decode(..).map_err(
+    /// RunError::decoding(rank))`.
+    pub fn decoding(rank: usize) -> impl FnOnce(DecodeError) -> RunError {
+        move |source| RunError::Decode { rank, source }
+    }
+}

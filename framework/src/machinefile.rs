@@ -14,6 +14,9 @@
 
 use std::{fmt, path::Path, path::PathBuf};
 
+/// The rank of a cluster's master (or sub-master): the first rank line.
+pub const MASTER: usize = 0;
+
 /// An error in a machine file, naming the file and the line.
 #[derive(Debug, thiserror::Error)]
 #[error("{}:{line}: {message}", path.display())]

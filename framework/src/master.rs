@@ -111,8 +111,7 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
         let start = Instant::now();
-        let decoded = decode(&result.body, "result")
-            .map_err(|source| RunError::Decode { rank: 0, source })?;
+        let decoded = decode(&result.body, "result").map_err(RunError::decoding(0))?;
         match result.ids.as_slice() {
             [id] => self.problem.gather(*id, decoded),
             ids => self.problem.gather_joined(ids, decoded),
@@ -206,6 +205,8 @@ pub struct Master<'a, S> {
     reassigned: u64,
     /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
     tail_copies: u64,
+    /// The workers it feeds (not the CMs): what the scheduler shares tasks among.
+    workers: usize,
     /// Reused by `dispatch`: the requests waiting, as the scheduler sees them, and the ids of
     /// the batch being made.
     requesters: Vec<Requester>,
@@ -265,6 +266,10 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 },
             );
         }
+        let workers = tallies
+            .values()
+            .filter(|t| matches!(t.kind, Kind::Worker))
+            .count();
         Ok(Master {
             transport,
             source,
@@ -286,6 +291,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             useful_operations: 0.0,
             reassigned: 0,
             tail_copies: 0,
+            workers,
             requesters: Vec::new(),
             batch: Vec::new(),
         })
@@ -359,12 +365,8 @@ impl<'a, S: TaskSource> Master<'a, S> {
     /// Take in a message: from upstream (a sub-master's CM) or from a fed rank.
     fn accept(&mut self, envelope: Envelope) -> Result<(), RunError> {
         if Some(envelope.from) == self.source.upstream() {
-            let message = decode(&envelope.bytes, "message from upstream").map_err(|source| {
-                RunError::Decode {
-                    rank: envelope.from,
-                    source,
-                }
-            })?;
+            let message = decode(&envelope.bytes, "message from upstream")
+                .map_err(RunError::decoding(envelope.from))?;
             self.source.on_upstream(message)
         } else {
             let message = self.decode_from(envelope.from, &envelope.bytes)?;
@@ -373,8 +375,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
     }
 
     fn decode_from(&self, from: usize, bytes: &[u8]) -> Result<ToMaster, RunError> {
-        decode(bytes, "message to the master")
-            .map_err(|source| RunError::Decode { rank: from, source })
+        decode(bytes, "message to the master").map_err(RunError::decoding(from))
     }
 
     fn transmit_upstream(&mut self) -> Result<(), RunError> {
@@ -445,17 +446,17 @@ impl<'a, S: TaskSource> Master<'a, S> {
         ProgressSample::new(elapsed, self.gathered, total, estimate)
     }
 
-    /// The next task for `rank`: a task to retry first, else a new one from the source, which
-    /// then joins the in-flight table (with no holder yet).
-    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Option<TaskId> {
+    /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
+    /// from the source, which then joins the in-flight table. `rank` holds it from now on.
+    /// Gives the task and whether it is new.
+    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Option<(TaskId, bool)> {
         while let Some(id) = self.retry.pop_front() {
             // Gathered meanwhile, or held again by someone: skip it.
-            if self
-                .in_flight
-                .get(&id)
-                .is_some_and(|f| f.holders.is_empty())
-            {
-                return Some(id);
+            if let Some(flight) = self.in_flight.get_mut(&id) {
+                if flight.holders.is_empty() {
+                    flight.holders.push(rank);
+                    return Some((id, false));
+                }
             }
         }
         if self.config.max_tasks.is_some_and(|max| self.next_id >= max) {
@@ -476,10 +477,10 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     InFlight {
                         operations,
                         body,
-                        holders: Vec::new(),
+                        holders: vec![rank],
                     },
                 );
-                Some(id)
+                Some((id, true))
             }
             Next::Later => None,
             Next::Finished => {
@@ -505,6 +506,21 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     .extend(std::iter::repeat_n(from, room as usize));
             }
             ToMaster::Result { result, room } => {
+                let duplicated = result.ids.len() > 1 && {
+                    let mut ids = result.ids.clone();
+                    ids.sort_unstable();
+                    ids.windows(2).any(|w| w[0] == w[1])
+                };
+                if result.ids.is_empty() || duplicated {
+                    return Err(RunError::Protocol {
+                        rank: from,
+                        message: format!(
+                            "a result for tasks {:?}: a result stands for one task or more, \
+                             each once",
+                            result.ids
+                        ),
+                    });
+                }
                 tally.stats.tasks_computed += result.ids.len() as u64;
                 tally.stats.busy_s += result.busy_s;
                 tally.stats.decode_s += result.decode_s;
@@ -516,7 +532,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 for id in &result.ids {
                     tally.outstanding.remove(id);
                 }
-                if result.ids.len() == 1 {
+                // A CM's result stands for tasks of another cluster: only workers teach the
+                // scheduler their task times.
+                if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
                     self.scheduler.observe(from, result.busy_s);
                 }
                 let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
@@ -546,7 +564,12 @@ impl<'a, S: TaskSource> Master<'a, S> {
             }
             ToMaster::Lost => {
                 tally.gone = true;
-                let outstanding = std::mem::take(&mut tally.outstanding);
+                // Its tasks still wanted (a copy of some may have been gathered elsewhere).
+                let in_flight = &self.in_flight;
+                let outstanding: Vec<TaskId> = std::mem::take(&mut tally.outstanding)
+                    .into_iter()
+                    .filter(|id| in_flight.contains_key(id))
+                    .collect();
                 tally.taken_back += outstanding.len() as u64;
                 self.reassigned += outstanding.len() as u64;
                 tracing::warn!(
@@ -576,10 +599,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Ok(())
     }
 
-    /// `rank` no longer holds task `id`: if nobody else does, it goes to the retry queue.
+    /// `rank` no longer holds task `id`: if nobody else does, it goes to the retry queue (once:
+    /// only a rank that held it can release it).
     fn release(&mut self, id: TaskId, rank: usize) {
         if let Some(flight) = self.in_flight.get_mut(&id) {
-            flight.holders.retain(|&h| h != rank);
+            let Some(at) = flight.holders.iter().position(|&h| h == rank) else {
+                return;
+            };
+            flight.holders.swap_remove(at);
             if flight.holders.is_empty() {
                 self.retry.push_back(id);
             }
@@ -619,7 +646,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 Kind::Worker => {
                     let demand = Demand {
                         worker: rank,
-                        workers: self.tallies.len(),
+                        workers: self.workers,
                         remaining: self
                             .source
                             .task_count()
@@ -634,15 +661,24 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 ),
             };
             batch.clear();
+            let mut new_tasks = 0;
             while batch.len() < size {
-                let new_allowed = (batch.len() as u64) < room_for_new;
-                match self.take_task(rank, new_allowed) {
-                    Some(id) => batch.push(id),
+                match self.take_task(rank, new_tasks < room_for_new) {
+                    Some((id, new)) => {
+                        new_tasks += u64::from(new);
+                        batch.push(id);
+                    }
                     None => break,
                 }
             }
-            // Only a worker with nothing left to compute is idle; a free second buffer is not.
-            if batch.is_empty() && idle && is_worker && self.config.reassign_last_task {
+            // At the end (no task left to hand out), a worker with nothing left to compute
+            // (a free second buffer is not enough) gets a copy of a task still in flight.
+            if batch.is_empty()
+                && idle
+                && is_worker
+                && self.exhausted
+                && self.config.reassign_last_task
+            {
                 if let Some(id) = self.duplicate_for(rank) {
                     self.tail_copies += 1;
                     batch.push(id);
@@ -653,12 +689,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 continue;
             }
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
-            for &id in &batch {
-                tally.outstanding.insert(id);
-                if let Some(flight) = self.in_flight.get_mut(&id) {
-                    flight.holders.push(rank);
-                }
-            }
+            tally.outstanding.extend(batch.iter().copied());
             let in_flight = &self.in_flight;
             // The bodies, and a few bytes of framing each.
             let size = batch
@@ -686,17 +717,20 @@ impl<'a, S: TaskSource> Master<'a, S> {
     }
 
     /// A copy of the in-flight task with the fewest holders (oldest first) that `rank` does not
-    /// already hold.
-    fn duplicate_for(&self, rank: usize) -> Option<TaskId> {
-        self.in_flight
-            .iter()
+    /// already hold; `rank` holds it from now on.
+    fn duplicate_for(&mut self, rank: usize) -> Option<TaskId> {
+        let (&id, flight) = self
+            .in_flight
+            .iter_mut()
             .filter(|(_, f)| !f.holders.contains(&rank))
-            .min_by_key(|(id, f)| (f.holders.len(), **id))
-            .map(|(&id, _)| id)
+            .min_by_key(|(id, f)| (f.holders.len(), **id))?;
+        flight.holders.push(rank);
+        Some(id)
     }
 
-    /// Tell every fed rank to stop and wait for each to acknowledge; results that still
-    /// arrive are duplicates and count as discharged.
+    /// Tell every fed rank to stop and wait for each to acknowledge. Results that still arrive
+    /// are handled as usual: at the main master every task is gathered by then, so they are
+    /// discharged; a stopping sub-master takes them in but sends nothing more up.
     fn stop_ranks(&mut self) -> Result<(), RunError> {
         let ranks: Vec<usize> = self.tallies.keys().copied().collect();
         for &rank in &ranks {

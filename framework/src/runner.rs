@@ -34,7 +34,7 @@ use crate::{
     cm,
     config::ConfigFile,
     error::RunError,
-    machinefile::{Facing, MachineFile, Role},
+    machinefile::{Facing, MachineFile, Role, MASTER},
     master::{Master, ProblemSource},
     protocol::{decode, encode, ToMaster, ToWorker},
     stats::{ClusterReport, RunStats},
@@ -42,9 +42,6 @@ use crate::{
     upstream::Upstream,
     worker::Worker,
 };
-
-/// Rank of the master inside a cluster.
-const MASTER_RANK: usize = 0;
 
 /// The command line every application binary accepts.
 #[derive(Debug, Clone, Parser)]
@@ -303,8 +300,18 @@ pub fn play<P: Problem>(
                 RunError::Setup("the master of a cluster without upstream has no problem".into())
             })?;
             let nr = machines.ranks[upstream].annotations.nr.unwrap_or(1);
+            // Tasks to keep queued: a batch per buffer of each worker, and what each CM to a
+            // further cluster sends ahead (its window of batches of nt tasks).
             let depth = machines.worker_ranks().len() * config.run.worker_buffers as usize
-                + machines.master_facing_cms().len() * config.cm.tasks_window;
+                + machines
+                    .master_facing_cms()
+                    .into_iter()
+                    .map(|rank| {
+                        let cm = &machines.ranks[rank].annotations;
+                        cm.window.map_or(config.cm.tasks_window, |w| w as usize)
+                            * cm.nt.unwrap_or(1)
+                    })
+                    .sum::<usize>();
             let source = Upstream::<P::Task>::new(upstream, nr, depth, splitter);
             let master = Master::new(
                 transport,
@@ -343,11 +350,7 @@ pub fn play<P: Problem>(
         (Role::CommunicationManager, _) => {
             let outbound = splitter.map(|mut splitter| -> cm::Outbound {
                 Box::new(move |body: &[u8]| {
-                    let task: P::Task =
-                        decode(body, "task").map_err(|source| RunError::Decode {
-                            rank: MASTER_RANK,
-                            source,
-                        })?;
+                    let task: P::Task = decode(body, "task").map_err(RunError::decoding(MASTER))?;
                     Ok(encode(&splitter.outbound(task)))
                 })
             });
@@ -424,10 +427,7 @@ pub fn play_in_threads<P: Problem>(
         first.abort_cluster();
     }
     // The error that stopped the cluster, not those of the ranks it stopped.
-    let mut failure = outcome
-        .as_ref()
-        .err()
-        .and_then(|e| primary(e).then(|| e.to_string()));
+    let mut failure = None;
     for rank in others {
         let ended = rank.join().unwrap_or_else(|payload| {
             Err(RunError::Setup(format!(
@@ -437,14 +437,17 @@ pub fn play_in_threads<P: Problem>(
         });
         if let Err(e) = ended {
             if failure.is_none() && primary(&e) {
-                failure = Some(e.to_string());
+                failure = Some(e);
             }
         }
     }
-    match (outcome, failure) {
-        (Ok(outcome), None) => Ok(outcome),
-        (_, Some(message)) => Err(RunError::Setup(message)),
-        (Err(e), None) => Err(e),
+    match outcome {
+        Err(e) if primary(&e) => Err(e),
+        Err(e) => Err(failure.unwrap_or(e)),
+        Ok(outcome) => match failure {
+            None => Ok(outcome),
+            Some(e) => Err(e),
+        },
     }
 }
 

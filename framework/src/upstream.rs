@@ -69,7 +69,8 @@ impl Cost {
 struct Group<R> {
     /// Upstream ids of the inter-cluster tasks it stands for.
     ids: Vec<TaskId>,
-    /// The batch of its first task (only results of one batch join when `nr <= nt`).
+    /// The batch of its first task (only results of one batch join when `nr` is at most
+    /// the largest batch).
     batch: u64,
     cost: Cost,
     result: R,
@@ -85,7 +86,8 @@ pub struct Upstream<T: Task> {
     depth: usize,
     /// Room (batches) offered upstream and not used yet.
     offered: usize,
-    /// Size of the last batch received: converts room into inter-cluster tasks.
+    /// Size of the largest batch received (the `nt` of the link): converts room into
+    /// inter-cluster tasks; 0 before the first.
     batch_size: usize,
     /// Local tasks per inter-cluster task so far (parts of a split): converts them into
     /// local tasks.
@@ -120,7 +122,7 @@ impl<T: Task> Upstream<T> {
             nr: nr.max(1),
             depth: depth.max(1),
             offered: 0,
-            batch_size: 1,
+            batch_size: 0,
             inter_tasks: 0,
             local_tasks: 0,
             splitter,
@@ -145,28 +147,30 @@ impl<T: Task> Upstream<T> {
         }
     }
 
-    /// Offer upstream enough room to keep `depth` local tasks queued or on their way.
+    /// Offer upstream enough room to keep `depth` local tasks queued or on their way; until a
+    /// first batch shows how many tasks a batch carries, room for one.
     fn top_up(&mut self) {
         if self.stopped {
             return;
         }
-        let parts = if self.inter_tasks == 0 {
-            1.0
+        let wanted = if self.batch_size == 0 {
+            1
         } else {
-            self.local_tasks as f64 / self.inter_tasks as f64
+            // Local tasks a batch brings: its tasks, each split into this many parts so far.
+            let parts = self.local_tasks as f64 / self.inter_tasks.max(1) as f64;
+            let per_batch = (self.batch_size as f64 * parts).max(1.0);
+            let missing = self.depth.saturating_sub(self.queue.len()) as f64;
+            (missing / per_batch).ceil() as usize
         };
-        let expected = |offered: usize| offered as f64 * self.batch_size as f64 * parts;
-        let mut room = 0;
-        while (self.queue.len() as f64 + expected(self.offered)) < self.depth as f64 {
-            self.offered += 1;
-            room += 1;
-        }
+        let room = wanted.saturating_sub(self.offered).min(u32::MAX as usize) as u32;
         if room > 0 {
+            self.offered += room as usize;
             self.outbox.push_back(encode(&ToMaster::Ready { room }));
         }
     }
 
-    /// Queue the local tasks of inter-cluster task `task` of batch `batch`.
+    /// Queue the local tasks of inter-cluster task `task` of batch `batch` (a split into no
+    /// parts leaves a task complete at once: see `on_upstream`).
     fn accept_task(&mut self, task: WireTask, batch: u64) -> Result<(), RunError> {
         if self.parents.contains_key(&task.id) {
             return Err(self.protocol(format!("inter-cluster task {} arrived twice", task.id)));
@@ -174,12 +178,8 @@ impl<T: Task> Upstream<T> {
         let (parts, whole) = match &mut self.splitter {
             None => (vec![(task.operations, task.body)], None),
             Some(splitter) => {
-                let decoded: T = decode(&task.body, "inter-cluster task").map_err(|source| {
-                    RunError::Decode {
-                        rank: self.rank,
-                        source,
-                    }
-                })?;
+                let decoded: T = decode(&task.body, "inter-cluster task")
+                    .map_err(RunError::decoding(self.rank))?;
                 let Split { parts, whole } = splitter.split(decoded).map_err(|e| {
                     RunError::Setup(format!(
                         "cannot split inter-cluster task {}: {e:#}",
@@ -199,10 +199,6 @@ impl<T: Task> Upstream<T> {
             cost: Cost::default(),
         };
         self.parents.insert(task.id, parent);
-        if parts.is_empty() {
-            // Nothing to compute: its (empty) result is complete already.
-            self.complete(task.id)?;
-        }
         self.queue.extend(
             parts
                 .into_iter()
@@ -220,7 +216,7 @@ impl<T: Task> Upstream<T> {
         let result = parent
             .whole
             .ok_or_else(|| self.protocol(format!("inter-cluster task {id} has no result")))?;
-        self.batch_done(parent.batch, 1);
+        self.batch_done(parent.batch)?;
         self.hold(Group {
             ids: vec![id],
             batch: parent.batch,
@@ -230,9 +226,14 @@ impl<T: Task> Upstream<T> {
         Ok(())
     }
 
-    fn batch_done(&mut self, batch: u64, tasks: usize) {
-        if let Some(left) = self.batches.get_mut(&batch) {
-            *left = left.saturating_sub(tasks);
+    /// One more inter-cluster task of `batch` is complete.
+    fn batch_done(&mut self, batch: u64) -> Result<(), RunError> {
+        match self.batches.get_mut(&batch) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                Ok(())
+            }
+            _ => Err(self.protocol(format!("batch {batch} completed more than once"))),
         }
     }
 
@@ -302,6 +303,9 @@ impl<T: Task> Upstream<T> {
     }
 
     fn send(&mut self, group: Group<T::Output>) {
+        if self.stopped {
+            return; // upstream has every result it needs
+        }
         let start = Instant::now();
         let body = encode(&group.result);
         self.join_s += start.elapsed().as_secs_f64();
@@ -342,11 +346,10 @@ impl<T: Task> TaskSource for Upstream<T> {
                 parents.push(parent);
             }
         }
+        let decoding = Instant::now();
         let decoded: T::Output =
-            decode(&result.body, "result").map_err(|source| RunError::Decode {
-                rank: self.rank,
-                source,
-            })?;
+            decode(&result.body, "result").map_err(RunError::decoding(self.rank))?;
+        self.join_s += decoding.elapsed().as_secs_f64();
         let cost = Cost::of(&result);
         match parents.as_slice() {
             &[id] => {
@@ -367,7 +370,14 @@ impl<T: Task> TaskSource for Upstream<T> {
                             decoded,
                         );
                         self.join_s += start.elapsed().as_secs_f64();
-                        parent.pending = parent.pending.saturating_sub(result.ids.len());
+                        parent.pending = parent.pending.checked_sub(result.ids.len()).ok_or(
+                            RunError::Protocol {
+                                rank: self.rank,
+                                message: format!(
+                                    "more results than parts for inter-cluster task {id}"
+                                ),
+                            },
+                        )?;
                     }
                     None => {
                         parent.whole = Some(decoded);
@@ -390,14 +400,15 @@ impl<T: Task> TaskSource for Upstream<T> {
                 // Joined further down across several of these tasks: it stands for them all.
                 let mut batch = None;
                 for id in ids {
-                    if let Some(parent) = self.parents.remove(id) {
-                        batch.get_or_insert(parent.batch);
-                        self.batch_done(parent.batch, 1);
-                    }
+                    let parent = self.parents.remove(id).ok_or_else(|| {
+                        self.protocol(format!("a result for finished inter-cluster task {id}"))
+                    })?;
+                    batch.get_or_insert(parent.batch);
+                    self.batch_done(parent.batch)?;
                 }
                 self.hold(Group {
                     ids: ids.to_vec(),
-                    batch: batch.unwrap_or(self.next_batch),
+                    batch: batch.expect("a result stands for one task or more"),
                     cost,
                     result: decoded,
                 });
@@ -422,16 +433,25 @@ impl<T: Task> TaskSource for Upstream<T> {
                 let batch = self.next_batch;
                 self.next_batch += 1;
                 self.offered = self.offered.saturating_sub(1);
-                self.batch_size = tasks.len().max(1);
+                self.batch_size = self.batch_size.max(tasks.len());
                 self.batches.insert(batch, tasks.len());
+                let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
                 for task in tasks {
                     self.accept_task(task, batch)?;
+                }
+                // Tasks split into nothing are complete already, once the whole batch is in.
+                for id in ids {
+                    if self.parents.get(&id).is_some_and(|p| p.pending == 0) {
+                        self.complete(id)?;
+                    }
                 }
                 self.top_up();
             }
             ToWorker::Stop => {
+                // Upstream has every result it needs: what is queued or held is not.
                 self.stopped = true;
                 self.queue.clear();
+                self.held.clear();
             }
         }
         Ok(())

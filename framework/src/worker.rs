@@ -20,12 +20,10 @@ use crate::{
     app::{Task, WorkerContext},
     error::RunError,
     idle::Idle,
+    machinefile::MASTER,
     protocol::{decode, encode, encode_with_capacity, ToMaster, ToWorker, WireResult, WireTask},
     transport::Transport,
 };
-
-/// The rank of the master inside a cluster.
-pub const MASTER: usize = 0;
 
 /// How often a worker holding all the tasks it asked for looks at the master's messages: then
 /// only `Stop` can come, and a few milliseconds more at the end of a run cost nothing.
@@ -148,8 +146,8 @@ fn serve<T: Task>(
         }
         if let Some(envelope) = transport.try_recv()? {
             active = true;
-            let message = decode(&envelope.bytes, "message to a worker")
-                .map_err(|source| RunError::Decode { rank, source })?;
+            let message =
+                decode(&envelope.bytes, "message to a worker").map_err(RunError::decoding(rank))?;
             let batch = match message {
                 ToWorker::Tasks(batch) => batch,
                 ToWorker::Stop => break,

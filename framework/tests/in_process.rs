@@ -327,3 +327,45 @@ fn a_panicking_task_fails_the_run_with_its_message() {
     );
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn a_result_for_no_task_is_a_protocol_error_not_a_panic() {
+    use hmw::protocol::{encode, ToMaster, WireResult};
+    use hmw::transport::Transport;
+    let machines = MachineFile::parse(Path::new("test.hosts"), "master\nrogue\n").unwrap();
+    let mut transports = LocalTransport::cluster(2).into_iter();
+    let mut master_transport = transports.next().unwrap();
+    let mut rogue = transports.next().unwrap();
+    // A peer that asks for work, then answers with a result that stands for no task.
+    rogue.send(0, encode(&ToMaster::Ready { room: 1 })).unwrap();
+    let empty = WireResult {
+        ids: vec![],
+        operations: 0.0,
+        busy_s: 0.0,
+        decode_s: 0.0,
+        encode_s: 0.0,
+        body: vec![],
+    };
+    rogue
+        .send(
+            0,
+            encode(&ToMaster::Result {
+                result: empty,
+                room: 0,
+            }),
+        )
+        .unwrap();
+    let master = Master::new(
+        &mut master_transport,
+        &machines,
+        quiet(1, false),
+        Box::new(OnDemand),
+        ProblemSource::new(Naps::new(3, 1)),
+    )
+    .unwrap();
+    let error = master.run().err().expect("the run fails").to_string();
+    assert!(
+        error.contains("protocol violation") && error.contains("rank 1"),
+        "{error}"
+    );
+}

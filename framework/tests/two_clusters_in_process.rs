@@ -178,6 +178,20 @@ fn spain_cluster(workers: &str, port: u16, extra: &str) -> MachineFile {
     MachineFile::parse(Path::new("spain.hosts"), &text).unwrap()
 }
 
+/// A splitter for which every task is already done: no parts, the whole result at once.
+struct NothingToSplit;
+
+impl Splitter<Nap> for NothingToSplit {
+    fn split(&mut self, nap: Nap) -> anyhow::Result<Split<Nap>> {
+        Ok(Split {
+            parts: Vec::new(),
+            whole: Count(nap.units),
+        })
+    }
+
+    fn combine(&mut self, _whole: &mut Count, _part: Count) {}
+}
+
 /// The splitter of these tests, as `play_in_threads` makes them.
 fn nap_splitter() -> anyhow::Result<Box<dyn Splitter<Nap>>> {
     Ok(Box::new(NapSplitter::default()))
@@ -432,4 +446,34 @@ fn a_lost_cluster_gives_its_tasks_back_and_its_late_results_are_discharged() {
         "{stats:#?}"
     );
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+}
+
+#[test]
+fn tasks_split_into_nothing_still_come_back() {
+    let dir = certified("split-into-nothing");
+    let port = free_udp_port();
+    let main = main_cluster("localhost # speed=0.5\n", port, "");
+    let spain = spain_cluster("localhost\n", port, "");
+    let config = config(&dir);
+    let nothing = || -> anyhow::Result<Box<dyn Splitter<Nap>>> { Ok(Box::new(NothingToSplit)) };
+    let external = {
+        let config = config.clone();
+        thread::spawn(move || {
+            let nothing =
+                || -> anyhow::Result<Box<dyn Splitter<Nap>>> { Ok(Box::new(NothingToSplit)) };
+            play_in_threads::<Naps>(&spain, &config, None, Some(&nothing))
+        })
+    };
+    let outcome = play_in_threads(&main, &config, Some(Naps::new(30)), Some(&nothing)).unwrap();
+    external.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    assert!(
+        problem.gathered.iter().all(|&n| n == 1),
+        "{:?}",
+        problem.gathered
+    );
+    assert!(stats.clusters[0].tasks_done > 0, "{stats:#?}");
 }
