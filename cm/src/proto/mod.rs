@@ -12,7 +12,7 @@ pub mod sender;
 #[cfg(test)]
 mod sim_tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use bytes::Bytes;
 use thiserror::Error;
@@ -172,8 +172,6 @@ pub struct Core {
     connections: HashMap<ConnId, bool>,
     sender: SendBuffer,
     receiver: ReceiveBuffer,
-    /// Complete messages from a previous incarnation of the peer, handed out first.
-    carried_over: VecDeque<Bytes>,
     counters: CoreCounters,
 }
 
@@ -187,7 +185,6 @@ impl Core {
             connections: HashMap::new(),
             sender: SendBuffer::new(config.send_memory, config.block_size, config.max_message),
             receiver: ReceiveBuffer::new(config.recv_memory, config.max_message),
-            carried_over: VecDeque::new(),
             counters: CoreCounters::default(),
         }
     }
@@ -265,9 +262,9 @@ impl Core {
                 self.counters.peer_restarts += 1;
                 self.counters.bytes_dropped_on_peer_restart +=
                     self.sender.reset_for_new_peer() as u64;
-                // Complete messages of the previous incarnation are still handed out, first.
-                let ready = self.receiver.reset_for_new_peer();
-                self.carried_over.extend(ready);
+                // Complete messages of the previous incarnation are still handed out, first,
+                // within the receive memory.
+                self.receiver.reset_for_new_peer();
             }
             _ => {}
         }
@@ -320,10 +317,7 @@ impl Core {
 
     /// The next received message, in send order.
     pub fn pop_message(&mut self) -> Option<Bytes> {
-        let message = self
-            .carried_over
-            .pop_front()
-            .or_else(|| self.receiver.pop_message())?;
+        let message = self.receiver.pop_message()?;
         self.counters.messages_popped += 1;
         self.counters.bytes_popped += message.len() as u64;
         Some(message)
@@ -332,7 +326,7 @@ impl Core {
     /// Complete messages waiting for [`pop_message`](Self::pop_message), including those of a
     /// previous incarnation of the peer.
     pub fn ready_messages(&self) -> usize {
-        self.carried_over.len() + self.receiver.ready_messages()
+        self.receiver.ready_messages()
     }
 
     /// This side's session identity.

@@ -82,7 +82,8 @@ impl CarriedIds {
 }
 
 /// The receive buffer: blocks held out of order, the in-order stream being cut into messages,
-/// and complete messages waiting for the application.
+/// and complete messages waiting for the application, including those of previous
+/// incarnations of the peer, which count against the memory until they are handed out.
 #[derive(Debug)]
 pub struct ReceiveBuffer {
     capacity: usize,
@@ -95,6 +96,10 @@ pub struct ReceiveBuffer {
     carried: HashMap<ConnId, CarriedIds>,
     assembly: BytesMut,
     ready: VecDeque<Bytes>,
+    /// Complete messages of previous incarnations of the peer, handed out first.
+    carried_over: VecDeque<Bytes>,
+    /// Their bytes, length prefixes included: charged against this incarnation's credit.
+    carried_bytes: u64,
     ack_dirty: bool,
     duplicates: u64,
     failed: Option<ProtocolError>,
@@ -114,14 +119,18 @@ impl ReceiveBuffer {
             carried: HashMap::new(),
             assembly: BytesMut::new(),
             ready: VecDeque::new(),
+            carried_over: VecDeque::new(),
+            carried_bytes: 0,
             ack_dirty: true,
             duplicates: 0,
             failed: None,
         }
     }
 
+    /// Stream offset the peer may send up to: what was read plus the memory, less what
+    /// messages of previous incarnations still occupy (it rises as they are handed out).
     fn credit(&self) -> u64 {
-        self.consumed + self.capacity as u64
+        (self.consumed + self.capacity as u64).saturating_sub(self.carried_bytes)
     }
 
     /// Takes a block that arrived on connection `conn`. A block that no honest sender could
@@ -309,35 +318,45 @@ impl ReceiveBuffer {
         self.failed.as_ref()
     }
 
-    /// The next complete message, in send order.
+    /// The next complete message, in send order (those of previous incarnations of the peer
+    /// first).
     pub fn pop_message(&mut self) -> Option<Bytes> {
+        if let Some(message) = self.carried_over.pop_front() {
+            self.carried_bytes -= (message.len() + MESSAGE_PREFIX_LEN) as u64;
+            self.ack_dirty = true;
+            return Some(message);
+        }
         let message = self.ready.pop_front()?;
         self.consumed += (message.len() + MESSAGE_PREFIX_LEN) as u64;
         self.ack_dirty = true;
         Some(message)
     }
 
-    /// Takes every complete message not yet handed out (the rest of the state is dropped
-    /// with the buffer).
-    pub fn take_ready(&mut self) -> VecDeque<Bytes> {
-        std::mem::take(&mut self.ready)
-    }
-
-    /// The peer restarted: starts over empty for its new incarnation (block ids from 0, no
-    /// partial message, no connection memory), keeping the counters. Returns the complete
-    /// messages of the previous incarnation not yet handed out.
-    pub fn reset_for_new_peer(&mut self) -> VecDeque<Bytes> {
-        let ready = self.take_ready();
+    /// The peer restarted: starts over for its new incarnation (block ids from 0, no partial
+    /// message, no connection memory), keeping the counters and the complete messages not yet
+    /// handed out, which are handed out first. Those stay charged against the memory: the
+    /// new incarnation's credit leaves room for them, so however many restarts pile up, all
+    /// the buffer holds stays within its capacity. Returns the number of messages kept.
+    pub fn reset_for_new_peer(&mut self) -> usize {
+        let mut carried_over = std::mem::take(&mut self.carried_over);
+        carried_over.append(&mut self.ready);
+        let carried_bytes = carried_over
+            .iter()
+            .map(|m| (m.len() + MESSAGE_PREFIX_LEN) as u64)
+            .sum();
+        let kept = carried_over.len();
         *self = Self {
             duplicates: self.duplicates,
+            carried_over,
+            carried_bytes,
             ..Self::new(self.capacity, self.max_message)
         };
-        ready
+        kept
     }
 
-    /// Complete messages waiting for the application.
+    /// Complete messages waiting for the application (previous incarnations' included).
     pub fn ready_messages(&self) -> usize {
-        self.ready.len()
+        self.carried_over.len() + self.ready.len()
     }
 
     /// Whether the state changed since the last [`ack`](Self::ack).
@@ -365,10 +384,11 @@ impl ReceiveBuffer {
         }
     }
 
-    /// Stream bytes held (out of order, being assembled, or ready), at most the capacity.
+    /// Stream bytes held (out of order, being assembled, or ready, those of previous
+    /// incarnations of the peer included), at most the capacity.
     pub fn buffered(&self) -> usize {
         let out_of_order: usize = self.out_of_order.values().map(|b| b.payload.len()).sum();
-        (self.next_offset - self.consumed) as usize + out_of_order
+        (self.next_offset - self.consumed + self.carried_bytes) as usize + out_of_order
     }
 
     /// Configured capacity in bytes.

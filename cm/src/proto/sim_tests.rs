@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
+use super::sender::MESSAGE_PREFIX_LEN;
 use super::*;
 
 const CONNECTIONS: usize = 3;
@@ -520,6 +521,69 @@ fn restarts_cost_exactly_what_the_dead_process_held() {
     sim.heal().unwrap();
     assert_eq!(sim.delivered, 4);
     assert_eq!(&sim.expected[3], &sim.expected.last().unwrap().clone());
+}
+
+impl Sim {
+    /// Lets frames and acknowledgements flow on every connection while B reads nothing.
+    fn flow_without_reading(&mut self) {
+        for _ in 0..50 {
+            for c in 0..CONNECTIONS {
+                self.apply(Op::SendAck(c)).unwrap();
+                self.apply(Op::DeliverAck(c)).unwrap();
+                for s in 0..STREAMS {
+                    self.apply(Op::Transmit(c, s)).unwrap();
+                    self.apply(Op::Deliver(c, s)).unwrap();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn messages_kept_from_restarted_peers_count_against_the_receive_memory() {
+    let mut sim = Sim::new(CoreConfig {
+        block_size: 100,
+        send_memory: 1000,
+        recv_memory: 1000,
+        max_message: 500,
+    });
+    let framed = 200 + MESSAGE_PREFIX_LEN as u64;
+    for _ in 0..3 {
+        sim.push(200, false);
+    }
+    sim.flow_without_reading();
+    assert_eq!(sim.b.ready_messages(), 3);
+    // The sender restarts: its three complete messages stay in B, unread, and the new
+    // incarnation may only fill the rest of B's memory.
+    sim.apply(Op::RestartSender).unwrap();
+    assert_eq!(sim.b.ready_messages(), 3);
+    assert_eq!(sim.b.receiver().buffered() as u64, 3 * framed);
+    assert_eq!(sim.b.ack().credit, 1000 - 3 * framed);
+    for _ in 0..3 {
+        sim.push(200, false);
+    }
+    sim.flow_without_reading();
+    assert_eq!(
+        sim.b.ready_messages(),
+        4,
+        "one new message fits beside the three"
+    );
+    assert!(sim.b.receiver().buffered() <= 1000);
+    // Another restart: what B holds from both dead incarnations still fits in its memory,
+    // and the newest incarnation gets only what is left.
+    sim.apply(Op::RestartSender).unwrap();
+    assert_eq!(sim.b.receiver().buffered() as u64, 4 * framed);
+    assert_eq!(sim.b.ack().credit, 1000 - 4 * framed);
+    sim.push(100, false);
+    sim.push(100, false);
+    sim.flow_without_reading();
+    assert!(sim.b.receiver().buffered() <= 1000);
+    // Reading them hands the memory back to the live incarnation.
+    sim.apply(Op::Pop(4)).unwrap();
+    assert_eq!(sim.b.ack().credit, 1000);
+    sim.heal().unwrap();
+    assert_eq!(sim.delivered, 6);
+    assert_eq!(sim.b.receiver().buffered(), 0);
 }
 
 #[test]
