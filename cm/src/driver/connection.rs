@@ -140,6 +140,12 @@ pub(crate) async fn run_connection(
             );
             Ended::Lost { joined }
         }
+        // An honest race, not a violation: a connection the peer opened before it restarted.
+        Err(Failure::Protocol(e @ ProtocolError::StaleSession { .. })) => {
+            info!(%remote, connection = id, "closing connection from {remote}: {e} (it restarted since)");
+            conn.close(close_code::STALE_SESSION.into(), e.to_string().as_bytes());
+            Ended::Lost { joined }
+        }
         Err(Failure::Protocol(e)) => {
             warn!(%remote, connection = id, "closing connection from {remote}: protocol violation: {e}");
             shared.timeline().protocol_errors += 1;

@@ -670,6 +670,81 @@ fn restarted_peer_starts_a_new_session_and_old_connections_are_stale() {
 }
 
 #[test]
+fn a_late_hello_of_a_previous_incarnation_is_refused_not_taken_for_a_restart() {
+    let config = CoreConfig {
+        block_size: 100,
+        send_memory: 1000,
+        recv_memory: 1000,
+        max_message: 500,
+    };
+    let mut a = Core::new(config, 1);
+    let b_old = Core::new(config, 2);
+    a.connection_opened(10);
+    a.on_frame(10, Frame::Hello(b_old.hello(0))).unwrap();
+    // The old incarnation's second connection is established, its hello still on its way,
+    // when the peer restarts and the new incarnation's first connection joins.
+    a.connection_opened(11);
+    let mut b_new = Core::new(config, 3);
+    a.connection_opened(12);
+    b_new.connection_opened(20);
+    b_new.on_frame(20, Frame::Hello(a.hello(0))).unwrap();
+    let effect = a.on_frame(12, Frame::Hello(b_new.hello(0))).unwrap();
+    assert_eq!(
+        effect,
+        FrameEffect::Handshake(Handshake {
+            peer_restarted: true,
+            stale_connections: vec![10]
+        })
+    );
+    a.on_frame(12, Frame::Ack(b_new.ack())).unwrap();
+    a.push_message(b"for the new incarnation").unwrap();
+    b_new.on_frame(20, Frame::Ack(a.ack())).unwrap();
+    b_new.push_message(b"from the new incarnation").unwrap();
+    let block = b_new.next_block(20, usize::MAX).unwrap();
+    a.on_frame(12, Frame::Data(block)).unwrap();
+    // The late hello: refused, and nothing of the new incarnation is touched.
+    assert_eq!(
+        a.on_frame(11, Frame::Hello(b_old.hello(1))),
+        Err(ProtocolError::StaleSession { session: 2 })
+    );
+    a.connection_lost(11);
+    assert_eq!(a.counters().peer_restarts, 1);
+    assert_eq!(a.peer_session(), Some(3));
+    assert_eq!(a.joined_connections(), 1);
+    assert!(
+        !a.sender().is_drained(),
+        "the new incarnation's message is kept"
+    );
+    assert_eq!(a.counters().bytes_dropped_on_peer_restart, 0);
+    assert_eq!(&a.pop_message().unwrap()[..], b"from the new incarnation");
+    // Real restarts are still restarts; the memory of old sessions is bounded and keeps the
+    // most recent ones.
+    for session in 4..4 + PREVIOUS_SESSIONS as u64 + 5 {
+        let conn = 100 + session;
+        a.connection_opened(conn);
+        let effect = a
+            .on_frame(conn, Frame::Hello(Core::new(config, session).hello(0)))
+            .unwrap();
+        assert!(matches!(
+            effect,
+            FrameEffect::Handshake(Handshake {
+                peer_restarted: true,
+                ..
+            })
+        ));
+    }
+    assert_eq!(a.previous_peer_sessions.len(), PREVIOUS_SESSIONS);
+    let newest_old = 3 + PREVIOUS_SESSIONS as u64 + 4;
+    a.connection_opened(1000);
+    assert_eq!(
+        a.on_frame(1000, Frame::Hello(Core::new(config, newest_old).hello(0))),
+        Err(ProtocolError::StaleSession {
+            session: newest_old
+        })
+    );
+}
+
+#[test]
 fn data_before_hello_and_incompatible_peers_are_refused() {
     let config = CoreConfig {
         block_size: 100,
