@@ -156,6 +156,31 @@ fn blocking_facade_serves_plain_threads() {
     assert_eq!(server.stats().messages_received, 100);
 }
 
+/// A server given by name: the client resolves it at each attempt from an explicitly
+/// dual-stack socket (IPv4 only where the system has no IPv6), which reaches the IPv4
+/// loopback address the name resolves to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_named_by_a_host_name_is_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let server = Link::start(server_config(&certs)).await.unwrap();
+    let mut config = client_config(&certs, server.local_addr().port());
+    config.host = "localhost".into();
+    let client = Link::start(config).await.unwrap();
+    let ipv6 = std::net::UdpSocket::bind("[::]:0").is_ok();
+    assert_eq!(
+        client.local_addr().is_ipv6(),
+        ipv6,
+        "{}",
+        client.local_addr()
+    );
+    let run = async {
+        client.send(b"by name").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"by name");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_peer_is_a_new_session() {
     let dir = tempfile::tempdir().unwrap();
