@@ -12,7 +12,7 @@ use quinn::{ConnectionError, ReadError, RecvStream, SendStream, WriteError};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use super::{close_code, wait_for, Shared};
+use super::{close_code, printable, wait_for, Shared};
 use crate::proto::{
     decode, encode_data_header, BlockOutcome, ConnId, Frame, FrameEffect, ProtocolError,
 };
@@ -136,7 +136,7 @@ pub(crate) async fn run_connection(
                 %remote,
                 connection = id,
                 "peer closed the connection for a protocol violation: {}",
-                String::from_utf8_lossy(&close.reason)
+                printable(&String::from_utf8_lossy(&close.reason))
             );
             Ended::Lost { joined }
         }
@@ -154,7 +154,8 @@ pub(crate) async fn run_connection(
         }
         Err(other) => {
             let reason = match other {
-                Failure::Connection(e) => e.to_string(),
+                // May hold the peer's close reason: its text, escaped for the log.
+                Failure::Connection(e) => printable(&e.to_string()).into_owned(),
                 Failure::Stream(e) => e,
                 Failure::Timeout(what) => format!("timed out waiting for {what}"),
                 Failure::Protocol(_) => unreachable!("handled above"),

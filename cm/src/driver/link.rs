@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 
 use super::connection::{run_connection, Ended, Side};
 use super::endpoint::{client_endpoint, server_endpoint, Reach};
-use super::{close_code, shared_arc, wait_for, LinkError, Shared, TrySendError};
+use super::{close_code, printable, shared_arc, wait_for, LinkError, Shared, TrySendError};
 use crate::config::{ConfigError, LinkConfig, Role};
 use crate::proto::PushError;
 use crate::stats::{BufferUsage, LinkStats};
@@ -47,6 +47,9 @@ impl Link {
     /// before the peer is reached wait in the send buffer.
     pub async fn start(config: LinkConfig) -> Result<Self, LinkError> {
         config.validate()?;
+        for warning in config.warnings() {
+            warn!("link configuration: {warning}");
+        }
         let tls = TlsMaterial::load(&config.tls)?;
         let session = rand::random::<u64>() | 1;
         let role = config.role;
@@ -377,10 +380,14 @@ async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
                     run_connection(&shared, conn, Side::Server).await;
                 }
                 Err(e) if refused_by_us(&e) && !shared.is_closing() => {
+                    let e = printable(&e.to_string()).into_owned();
                     warn!(peer = %remote, "refused connection from {remote}: {e}");
                     shared.timeline().refused += 1;
                 }
-                Err(e) => debug!(peer = %remote, "handshake with {remote} did not complete: {e}"),
+                Err(e) => {
+                    let e = printable(&e.to_string()).into_owned();
+                    debug!(peer = %remote, "handshake with {remote} did not complete: {e}");
+                }
             }
         });
     }
@@ -514,6 +521,8 @@ async fn client_slot(
             Ok(Err(AttemptError::Handshake(server, e))) if refused_by_us(&e) => {
                 failures += 1;
                 rotation.failed();
+                // The names of the server's certificate are in the message, as it wrote them.
+                let e = printable(&e.to_string()).into_owned();
                 if !shared.is_closing() {
                     shared.timeline().refused += 1;
                     warn!(%server, connection = index, "refused server {server}: {e}; retrying");
@@ -527,6 +536,7 @@ async fn client_slot(
             Ok(Err(AttemptError::Handshake(server, e))) => {
                 failures += 1;
                 rotation.failed();
+                let e = printable(&e.to_string()).into_owned();
                 if failures == 1 {
                     warn!(%server, connection = index, "cannot connect: {e}; retrying");
                 } else {
