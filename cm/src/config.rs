@@ -15,6 +15,9 @@ use crate::tls::without_trailing_dot;
 /// Default largest message.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
 
+/// Largest accepted `max_connections`.
+pub const MAX_CONNECTIONS_LIMIT: usize = 4096;
+
 /// Which end of the link this side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -95,6 +98,11 @@ pub struct LinkConfig {
     /// Data streams per connection and direction.
     #[serde(default = "defaults::streams")]
     pub streams: usize,
+    /// Server: most connections served at once (default: 4 x `connections`, room for a
+    /// client's connections plus those of a dead incarnation not timed out yet); a
+    /// certified client's connection beyond it is refused.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
     /// A connection silent for this long is declared dead.
     #[serde(default = "defaults::inactivity_timeout_ms")]
     pub inactivity_timeout_ms: u64,
@@ -318,6 +326,7 @@ impl LinkConfig {
             max_message: None,
             connections: defaults::connections(),
             streams: defaults::streams(),
+            max_connections: None,
             inactivity_timeout_ms: defaults::inactivity_timeout_ms(),
             keepalive_interval_ms: None,
             reconnect_initial_ms: defaults::reconnect_initial_ms(),
@@ -442,6 +451,14 @@ impl LinkConfig {
         if !(1..=64).contains(&self.streams) {
             return invalid("streams", format!("is {} but must be 1..=64", self.streams));
         }
+        if let Some(max) = self.max_connections {
+            if !(1..=MAX_CONNECTIONS_LIMIT).contains(&max) {
+                return invalid(
+                    "max_connections",
+                    format!("is {max} but must be 1..={MAX_CONNECTIONS_LIMIT}"),
+                );
+            }
+        }
         if !(100..=86_400_000).contains(&self.inactivity_timeout_ms) {
             return invalid(
                 "inactivity_timeout_ms",
@@ -498,6 +515,11 @@ impl LinkConfig {
         )
     }
 
+    /// Most connections a server serves at once: `max_connections`, else 4 x `connections`.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or(4 * self.connections)
+    }
+
     /// Sizes for the protocol core.
     pub fn core_config(&self) -> CoreConfig {
         CoreConfig {
@@ -537,6 +559,11 @@ impl LinkConfig {
     /// [`Link::start`](crate::Link::start) logs them.
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
+        if self.role == Role::Client && self.max_connections.is_some() {
+            warnings.push(
+                "`max_connections` is a server setting and has no effect on a client (`connections` is how many it opens)".into(),
+            );
+        }
         if self.role == Role::Server {
             match (&self.server_name, &self.peer) {
                 (Some(name), None) => warnings.push(format!(
@@ -606,6 +633,7 @@ ca = "ca.pem"
     fn minimal_file_gets_defaults_and_sizes_accept_units() {
         let c = LinkConfig::from_toml_str(MINIMAL).unwrap();
         assert_eq!(c.connections, 4);
+        assert_eq!(c.max_connections(), 16);
         assert_eq!(c.max_message(), 16 << 20);
         let text = MINIMAL.replace(
             "port = 7000",
@@ -641,6 +669,11 @@ ca = "ca.pem"
                 "inactivity_timeout_ms",
             ),
             ("ca = \"ca.pem\"", "", "tls"),
+            (
+                "port = 7000",
+                "port = 7000\nmax_connections = 0",
+                "max_connections",
+            ),
         ];
         for (from, to, key) in cases {
             let err = LinkConfig::from_toml_str(&MINIMAL.replace(from, to)).unwrap_err();

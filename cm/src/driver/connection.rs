@@ -130,6 +130,12 @@ pub(crate) async fn run_connection(
         }
         Err(Failure::Connection(ConnectionError::LocallyClosed)) if closing => Ended::Closing,
         Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
+            if close.error_code == close_code::TOO_MANY_CONNECTIONS.into() =>
+        {
+            warn!(%remote, connection = id, "the server refused the connection: it serves its max_connections already");
+            Ended::Lost { joined }
+        }
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
             if close.error_code == close_code::PROTOCOL_ERROR.into() =>
         {
             warn!(

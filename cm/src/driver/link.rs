@@ -1,7 +1,7 @@
 //! The async link API.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -366,17 +366,53 @@ fn refused_by_us(error: &quinn::ConnectionError) -> bool {
         if (0x100..0x200).contains(&u64::from(e.code)))
 }
 
+/// A connection counted against `max_connections` until dropped.
+struct Admitted(Arc<AtomicUsize>);
+
+impl Admitted {
+    /// A place among at most `max` connections, if one is free.
+    fn take(count: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(count.clone()))
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Server: accepts connections; a peer whose certificate is refused is logged with its
-/// address and never reaches the protocol. Any number of clients may connect (a client of
-/// this link opens `connections` of them; clients of another session are taken for a
-/// restart of the peer, which is what the expected `peer` name guards against).
+/// address and never reaches the protocol. At most `max_connections` certified connections
+/// are served at once (a client of this link opens `connections` of them; clients of another
+/// session are taken for a restart of the peer, which is what the expected `peer` name guards
+/// against); one more is closed at once, logged and counted as refused.
 async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let max = shared.config.max_connections();
     while let Some(incoming) = endpoint.accept().await {
         let shared = shared.clone();
+        let admitted = admitted.clone();
         tokio::spawn(async move {
             let remote = incoming.remote_address();
             match incoming.await {
                 Ok(conn) => {
+                    let Some(_place) = Admitted::take(&admitted, max) else {
+                        if !shared.is_closing() {
+                            warn!(peer = %remote, "refused connection from {remote}: {max} connections served already (max_connections)");
+                            shared.timeline().refused += 1;
+                        }
+                        conn.close(
+                            close_code::TOO_MANY_CONNECTIONS.into(),
+                            b"too many connections (max_connections)",
+                        );
+                        return;
+                    };
                     run_connection(&shared, conn, Side::Server).await;
                 }
                 Err(e) if refused_by_us(&e) && !shared.is_closing() => {

@@ -31,6 +31,8 @@ pub(crate) mod close_code {
     pub const PROTOCOL_ERROR: u32 = 1;
     /// The connection belongs to a previous incarnation of the peer.
     pub const STALE_SESSION: u32 = 2;
+    /// The server serves `max_connections` already.
+    pub const TOO_MANY_CONNECTIONS: u32 = 3;
 }
 
 /// Errors of the link API.
