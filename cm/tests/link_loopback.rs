@@ -158,16 +158,21 @@ fn blocking_facade_serves_plain_threads() {
 
 /// A server given by name: the client resolves it at each attempt from an explicitly
 /// dual-stack socket (IPv4 only where the system has no IPv6), which reaches the IPv4
-/// loopback address the name resolves to.
+/// loopback address the name resolves to. Where the system has IPv6, the server listens on
+/// `::`, on both families.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_named_by_a_host_name_is_reached() {
     let dir = tempfile::tempdir().unwrap();
     let certs = certificates(dir.path());
-    let server = Link::start(server_config(&certs)).await.unwrap();
+    let ipv6 = std::net::UdpSocket::bind("[::]:0").is_ok();
+    let mut config = server_config(&certs);
+    if ipv6 {
+        config.host = "::".into();
+    }
+    let server = Link::start(config).await.unwrap();
     let mut config = client_config(&certs, server.local_addr().port());
     config.host = "localhost".into();
     let client = Link::start(config).await.unwrap();
-    let ipv6 = std::net::UdpSocket::bind("[::]:0").is_ok();
     assert_eq!(
         client.local_addr().is_ipv6(),
         ipv6,
