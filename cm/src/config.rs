@@ -10,9 +10,13 @@ use thiserror::Error;
 use crate::proto::frame::MAX_BLOCK_SIZE;
 use crate::proto::sender::MESSAGE_PREFIX_LEN;
 use crate::proto::CoreConfig;
+use crate::tls::without_trailing_dot;
 
 /// Default largest message.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// Largest accepted `max_connections`.
+pub const MAX_CONNECTIONS_LIMIT: usize = 4096;
 
 /// Which end of the link this side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -94,6 +98,11 @@ pub struct LinkConfig {
     /// Data streams per connection and direction.
     #[serde(default = "defaults::streams")]
     pub streams: usize,
+    /// Server: most connections served at once (default: 4 x `connections`, room for a
+    /// client's connections plus those of a dead incarnation not timed out yet); a
+    /// certified client's connection beyond it is refused.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
     /// A connection silent for this long is declared dead.
     #[serde(default = "defaults::inactivity_timeout_ms")]
     pub inactivity_timeout_ms: u64,
@@ -317,6 +326,7 @@ impl LinkConfig {
             max_message: None,
             connections: defaults::connections(),
             streams: defaults::streams(),
+            max_connections: None,
             inactivity_timeout_ms: defaults::inactivity_timeout_ms(),
             keepalive_interval_ms: None,
             reconnect_initial_ms: defaults::reconnect_initial_ms(),
@@ -394,7 +404,9 @@ impl LinkConfig {
                 );
             }
             if let Some(server_name) = &self.server_name {
-                if self.role == Role::Client && server_name != peer {
+                let same = without_trailing_dot(server_name)
+                    .eq_ignore_ascii_case(without_trailing_dot(peer));
+                if self.role == Role::Client && !same {
                     return invalid(
                         "peer",
                         format!("is `{peer}` but `server_name` is `{server_name}`: on a client both name the server; set one"),
@@ -438,6 +450,14 @@ impl LinkConfig {
         }
         if !(1..=64).contains(&self.streams) {
             return invalid("streams", format!("is {} but must be 1..=64", self.streams));
+        }
+        if let Some(max) = self.max_connections {
+            if !(1..=MAX_CONNECTIONS_LIMIT).contains(&max) {
+                return invalid(
+                    "max_connections",
+                    format!("is {max} but must be 1..={MAX_CONNECTIONS_LIMIT}"),
+                );
+            }
         }
         if !(100..=86_400_000).contains(&self.inactivity_timeout_ms) {
             return invalid(
@@ -495,6 +515,11 @@ impl LinkConfig {
         )
     }
 
+    /// Most connections a server serves at once: `max_connections`, else 4 x `connections`.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections.unwrap_or(4 * self.connections)
+    }
+
     /// Sizes for the protocol core.
     pub fn core_config(&self) -> CoreConfig {
         CoreConfig {
@@ -519,12 +544,39 @@ impl LinkConfig {
     }
 
     /// Name expected in the server's certificate (client): `server_name`, else `peer`, else
-    /// `host`.
+    /// `host`, without the trailing dot of an absolute name.
     pub fn server_name(&self) -> &str {
-        self.server_name
-            .as_deref()
-            .or(self.peer.as_deref())
-            .unwrap_or(&self.host)
+        without_trailing_dot(
+            self.server_name
+                .as_deref()
+                .or(self.peer.as_deref())
+                .unwrap_or(&self.host),
+        )
+    }
+
+    /// Settings that are valid but probably not what was meant (a server's `server_name`,
+    /// which checks nothing), one sentence each. `hmw-cm check` prints them and
+    /// [`Link::start`](crate::Link::start) logs them.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.role == Role::Client && self.max_connections.is_some() {
+            warnings.push(
+                "`max_connections` is a server setting and has no effect on a client (`connections` is how many it opens)".into(),
+            );
+        }
+        if self.role == Role::Server {
+            match (&self.server_name, &self.peer) {
+                (Some(name), None) => warnings.push(format!(
+                    "`server_name` = {name:?} is a client setting: this server checks no client name \
+                     and accepts any client its trust accepts; set `peer` to the expected client's name"
+                )),
+                (Some(name), Some(_)) => warnings.push(format!(
+                    "`server_name` = {name:?} is a client setting and has no effect on a server (`peer` names the expected client)"
+                )),
+                _ => {}
+            }
+        }
+        warnings
     }
 
     /// The socket address: where to bind (server) or connect (client).
@@ -581,6 +633,7 @@ ca = "ca.pem"
     fn minimal_file_gets_defaults_and_sizes_accept_units() {
         let c = LinkConfig::from_toml_str(MINIMAL).unwrap();
         assert_eq!(c.connections, 4);
+        assert_eq!(c.max_connections(), 16);
         assert_eq!(c.max_message(), 16 << 20);
         let text = MINIMAL.replace(
             "port = 7000",
@@ -616,6 +669,11 @@ ca = "ca.pem"
                 "inactivity_timeout_ms",
             ),
             ("ca = \"ca.pem\"", "", "tls"),
+            (
+                "port = 7000",
+                "port = 7000\nmax_connections = 0",
+                "max_connections",
+            ),
         ];
         for (from, to, key) in cases {
             let err = LinkConfig::from_toml_str(&MINIMAL.replace(from, to)).unwrap_err();
@@ -720,5 +778,52 @@ ca = "ca.pem"
             LinkConfig::from_toml_str(&server).unwrap().peer.as_deref(),
             Some("cm-ext")
         );
+    }
+
+    #[test]
+    fn absolute_names_lose_their_trailing_dot() {
+        let with = |extra: &str| MINIMAL.replace("port = 7000", &format!("port = 7000\n{extra}"));
+        let c = LinkConfig::from_toml_str(&with("peer = \"cm-main.\"")).unwrap();
+        assert_eq!(c.server_name(), "cm-main");
+        let c = LinkConfig::from_toml_str(&with("peer = \"cm-main\"\nserver_name = \"CM-Main.\""))
+            .unwrap();
+        assert_eq!(c.server_name(), "CM-Main");
+        let c =
+            LinkConfig::from_toml_str(&MINIMAL.replace("127.0.0.1", "node.example.org.")).unwrap();
+        assert_eq!(c.server_name(), "node.example.org");
+    }
+
+    #[test]
+    fn a_server_name_on_a_server_is_warned_about() {
+        let server = MINIMAL.replace("role = \"client\"", "role = \"server\"");
+        let with = |extra: &str| server.replace("port = 7000", &format!("port = 7000\n{extra}"));
+        assert!(LinkConfig::from_toml_str(&server)
+            .unwrap()
+            .warnings()
+            .is_empty());
+        let warnings = LinkConfig::from_toml_str(&with("server_name = \"cm-ext\""))
+            .unwrap()
+            .warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("checks no client name"),
+            "{warnings:?}"
+        );
+        assert!(warnings[0].contains("set `peer`"), "{warnings:?}");
+        let warnings =
+            LinkConfig::from_toml_str(&with("server_name = \"cm-ext\"\npeer = \"cm-ext\""))
+                .unwrap()
+                .warnings();
+        assert!(
+            warnings[0].contains("no effect on a server"),
+            "{warnings:?}"
+        );
+        // A client's server_name is what it is for.
+        assert!(LinkConfig::from_toml_str(
+            &MINIMAL.replace("port = 7000", "port = 7000\nserver_name = \"cm-main\"")
+        )
+        .unwrap()
+        .warnings()
+        .is_empty());
     }
 }

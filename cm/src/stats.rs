@@ -38,6 +38,11 @@ pub const MAX_OUTAGES_KEPT: usize = 100;
 /// A period when the link had no connection at all, in wall-clock time (seconds since the
 /// UNIX epoch): from the moment the link noticed its last connection was gone to the moment a
 /// connection joined again.
+///
+/// The times are the wall clock read once when the link started plus the monotonic time
+/// elapsed since: spans never jump or run backwards, and their durations are exact, but after
+/// the system clock is stepped (NTP correcting it, an administrator setting it) they are off
+/// from the wall clock by that step, as if it had not happened.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct OutageSpan {
     /// When the last connection was declared dead (the network may have failed up to one

@@ -104,8 +104,12 @@ pub struct TlsMaterial {
 }
 
 /// A client certificate that the trust model accepts but that is not the expected peer's.
+/// The names are shown quoted and escaped (`{:?}`): a certificate's names are the peer's
+/// text, and one with control characters must not forge log lines.
 #[derive(Error)]
-#[error("the client certificate's names [{}] do not include the expected peer `{expected}`", presented.join(", "))]
+#[error(
+    "the client certificate's names {presented:?} do not include the expected peer {expected:?}"
+)]
 pub struct PeerNameMismatch {
     /// The configured `peer`.
     pub expected: String,
@@ -120,48 +124,67 @@ impl std::fmt::Debug for PeerNameMismatch {
     }
 }
 
-/// The subject alternative names of a certificate: DNS names, then IP addresses, as text.
-pub fn certificate_names(cert: &CertificateDer<'_>) -> Vec<String> {
-    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
-        return Vec::new();
-    };
-    let Ok(Some(san)) = parsed.subject_alternative_name() else {
-        return Vec::new();
-    };
-    let mut dns = Vec::new();
-    let mut ips = Vec::new();
-    for name in &san.value.general_names {
-        match name {
-            x509_parser::extensions::GeneralName::DNSName(name) => dns.push(name.to_string()),
-            x509_parser::extensions::GeneralName::IPAddress(bytes) => {
-                let ip = match bytes.len() {
-                    4 => <[u8; 4]>::try_from(*bytes).map(std::net::IpAddr::from).ok(),
-                    16 => <[u8; 16]>::try_from(*bytes)
-                        .map(std::net::IpAddr::from)
-                        .ok(),
-                    _ => None,
-                };
-                ips.extend(ip.map(|ip| ip.to_string()));
-            }
-            _ => {}
-        }
-    }
-    dns.extend(ips);
-    dns
+/// The subject alternative names of a certificate that name a host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubjectAltNames {
+    /// DNS names, as written in the certificate.
+    pub dns: Vec<String>,
+    /// IP addresses.
+    pub ips: Vec<std::net::IpAddr>,
 }
 
-/// Whether `cert` carries `name` among its DNS subject alternative names (ASCII case
-/// insensitive, as DNS names compare; no wildcards: CM certificates name one CM).
-fn has_dns_name(cert: &CertificateDer<'_>, name: &str) -> bool {
-    let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
-        return false;
-    };
-    let Ok(Some(san)) = parsed.subject_alternative_name() else {
-        return false;
-    };
-    san.value.general_names.iter().any(|n| {
-        matches!(n, x509_parser::extensions::GeneralName::DNSName(dns) if dns.eq_ignore_ascii_case(name))
-    })
+impl SubjectAltNames {
+    /// The DNS names and IP addresses of `cert` (none if it does not parse or has none).
+    pub fn of(cert: &CertificateDer<'_>) -> Self {
+        let mut names = Self::default();
+        let Ok((_, parsed)) = x509_parser::parse_x509_certificate(cert.as_ref()) else {
+            return names;
+        };
+        let Ok(Some(san)) = parsed.subject_alternative_name() else {
+            return names;
+        };
+        for name in &san.value.general_names {
+            match name {
+                x509_parser::extensions::GeneralName::DNSName(name) => {
+                    names.dns.push(name.to_string())
+                }
+                x509_parser::extensions::GeneralName::IPAddress(bytes) => {
+                    let ip = match bytes.len() {
+                        4 => <[u8; 4]>::try_from(*bytes).map(std::net::IpAddr::from).ok(),
+                        16 => <[u8; 16]>::try_from(*bytes)
+                            .map(std::net::IpAddr::from)
+                            .ok(),
+                        _ => None,
+                    };
+                    names.ips.extend(ip);
+                }
+                _ => {}
+            }
+        }
+        names
+    }
+
+    /// Whether `name` is among the DNS names (ASCII case insensitive, as DNS names compare,
+    /// a trailing dot ignored on either side; no wildcards: CM certificates name one CM).
+    pub fn has_dns_name(&self, name: &str) -> bool {
+        let name = without_trailing_dot(name);
+        self.dns
+            .iter()
+            .any(|dns| without_trailing_dot(dns).eq_ignore_ascii_case(name))
+    }
+}
+
+/// `name` without the trailing dot of an absolute DNS name (`cm-main.` is `cm-main`).
+pub fn without_trailing_dot(name: &str) -> &str {
+    name.strip_suffix('.').unwrap_or(name)
+}
+
+/// The subject alternative names of a certificate: DNS names, then IP addresses, as text.
+pub fn certificate_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    let names = SubjectAltNames::of(cert);
+    let mut all = names.dns;
+    all.extend(names.ips.iter().map(|ip| ip.to_string()));
+    all
 }
 
 /// A client verifier that, once the trust model accepted the certificate, also requires the
@@ -194,13 +217,16 @@ impl ClientCertVerifier for ExpectedPeer {
         let verified = self
             .inner
             .verify_client_cert(end_entity, intermediates, now)?;
-        if has_dns_name(end_entity, &self.name) {
+        let names = SubjectAltNames::of(end_entity);
+        if names.has_dns_name(&self.name) {
             return Ok(verified);
         }
+        let mut presented = names.dns;
+        presented.extend(names.ips.iter().map(|ip| ip.to_string()));
         Err(rustls::Error::InvalidCertificate(
             rustls::CertificateError::Other(rustls::OtherError(Arc::new(PeerNameMismatch {
                 expected: self.name.clone(),
-                presented: certificate_names(end_entity),
+                presented,
             }))),
         ))
     }
@@ -425,5 +451,58 @@ impl ClientCertVerifier for PinnedVerifier {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certificate(names: &[&str]) -> CertificateDer<'static> {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        CertificateDer::from(cert.der().to_vec())
+    }
+
+    #[test]
+    fn names_are_read_once_matched_without_trailing_dots_and_shown_escaped() {
+        let cert = certificate(&["cm-a.", "evil\nWARN forged line", "10.0.0.1", "::1"]);
+        let names = SubjectAltNames::of(&cert);
+        assert_eq!(names.dns, ["cm-a.", "evil\nWARN forged line"]);
+        assert_eq!(
+            names.ips,
+            [
+                "10.0.0.1".parse::<std::net::IpAddr>().unwrap(),
+                "::1".parse().unwrap()
+            ]
+        );
+        for name in ["cm-a", "cm-a.", "CM-A"] {
+            assert!(names.has_dns_name(name), "{name}");
+        }
+        assert!(!names.has_dns_name("cm-b"));
+        assert!(
+            !names.has_dns_name("10.0.0.1"),
+            "an IP address is no DNS name"
+        );
+        assert_eq!(
+            certificate_names(&cert),
+            ["cm-a.", "evil\nWARN forged line", "10.0.0.1", "::1"]
+        );
+        let refusal = PeerNameMismatch {
+            expected: "cm-b".into(),
+            presented: certificate_names(&cert),
+        }
+        .to_string();
+        assert!(!refusal.contains('\n'), "{refusal}");
+        assert!(refusal.contains(r#""evil\nWARN forged line""#), "{refusal}");
+        assert!(refusal.ends_with(r#"expected peer "cm-b""#), "{refusal}");
+        assert_eq!(
+            SubjectAltNames::of(&CertificateDer::from(vec![1, 2, 3])),
+            SubjectAltNames::default()
+        );
     }
 }

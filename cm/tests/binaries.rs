@@ -202,6 +202,38 @@ fn odd_values_are_refused_once_with_their_flag_or_key() {
         stderr.contains("wan.toml") && stderr.contains("`server_to_client.rate_mbit` is 1e-30"),
         "{stderr}"
     );
+    // Values are checked once, flags and file together, and a value a flag set is reported
+    // with the flag: a delay flag below the file's jitter names the delay flag and the file.
+    std::fs::write(
+        dir.path().join("wan.toml"),
+        "listen = \"127.0.0.1:0\"\nserver = \"127.0.0.1:9\"\n[client_to_server]\ndelay_ms = 10\njitter_ms = 5\n",
+    )
+    .unwrap();
+    for (args, flag) in [
+        (
+            &["--config", "wan.toml", "--delay-ms", "2"][..],
+            "--delay-ms",
+        ),
+        (
+            &["--config", "wan.toml", "--jitter-ms", "20"][..],
+            "--jitter-ms",
+        ),
+    ] {
+        let out = Command::new(wanem)
+            .args(args)
+            .args(["--duration-s", "1"])
+            .current_dir(dir.path())
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches(flag).count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("`client_to_server.jitter_ms` is") && stderr.contains("wan.toml"),
+            "{args:?}: {stderr}"
+        );
+    }
 
     let cm = env!("CARGO_BIN_EXE_hmw-cm");
     let config = |extra: &str| {

@@ -82,7 +82,7 @@ async fn a_certified_but_unexpected_peer_is_refused() {
         .map(str::to_owned)
         .unwrap_or_else(|| panic!("no refusal with the address and names in:\n{}", log()));
     assert!(
-        refusal.contains("do not include the expected peer `client`"),
+        refusal.contains("do not include the expected peer \"client\""),
         "{refusal}"
     );
 

@@ -156,6 +156,62 @@ fn blocking_facade_serves_plain_threads() {
     assert_eq!(server.stats().messages_received, 100);
 }
 
+/// A server given by name: the client resolves it at each attempt from an explicitly
+/// dual-stack socket (IPv4 only where the system has no IPv6), which reaches the IPv4
+/// loopback address the name resolves to. Where the system has IPv6, the server listens on
+/// `::`, on both families.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_named_by_a_host_name_is_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let ipv6 = std::net::UdpSocket::bind("[::]:0").is_ok();
+    let mut config = server_config(&certs);
+    if ipv6 {
+        config.host = "::".into();
+    }
+    let server = Link::start(config).await.unwrap();
+    let mut config = client_config(&certs, server.local_addr().port());
+    config.host = "localhost".into();
+    let client = Link::start(config).await.unwrap();
+    assert_eq!(
+        client.local_addr().is_ipv6(),
+        ipv6,
+        "{}",
+        client.local_addr()
+    );
+    let run = async {
+        client.send(b"by name").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"by name");
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+}
+
+/// A server serves at most `max_connections` connections: a client opening more gets the
+/// rest refused (counted), and the link works over those admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_servers_maximum_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let mut config = server_config(&certs);
+    config.max_connections = Some(2);
+    let server = Link::start(config).await.unwrap();
+    let mut config = client_config(&certs, server.local_addr().port());
+    config.connections = 4;
+    let client = Link::start(config).await.unwrap();
+    let run = async {
+        client.send(b"over the admitted ones").await.unwrap();
+        assert_eq!(&server.recv().await.unwrap()[..], b"over the admitted ones");
+        while server.stats().connections_refused < 4 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    let stats = server.stats();
+    assert_eq!(stats.connections_open, 2, "{stats:?}");
+    assert_eq!(client.stats().connections_open, 2);
+    assert_eq!(stats.peer_restarts, 0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_peer_is_a_new_session() {
     let dir = tempfile::tempdir().unwrap();

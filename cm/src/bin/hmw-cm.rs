@@ -79,6 +79,9 @@ fn main() -> Result<()> {
             let link = LinkConfig::from_file(&config)?;
             hmw_cm::tls::TlsMaterial::load(&link.tls)
                 .with_context(|| format!("certificates of {}", config.display()))?;
+            for warning in link.warnings() {
+                eprintln!("warning: {}: {warning}", config.display());
+            }
             // A name that resolves only on the real cluster is fine: a client keeps trying.
             if let Err(e) = link.socket_addr() {
                 let consequence = match link.role {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use hmw_cm::wanem::config::limits;
-use hmw_cm::wanem::{DirectionConfig, Outage, Wanem, WanemConfig};
+use hmw_cm::wanem::{DirectionConfig, Outage, Wanem, WanemConfig, WanemConfigError};
 
 /// Relays UDP between clients and a server through an emulated WAN: per direction a rate
 /// limit (token bucket, bounded queue dropping on overflow), one-way delay with jitter,
@@ -67,36 +67,22 @@ struct Cli {
     counters_json: Option<PathBuf>,
 }
 
-/// Checks a flag's value against its limits, naming the flag.
-fn check<T: std::fmt::Debug + Copy>(
-    flag: &str,
-    value: Option<T>,
-    limit: impl Fn(T) -> Result<(), String>,
-) -> Result<()> {
-    if let Some(v) = value {
-        if let Err(reason) = limit(v) {
-            bail!("--{flag} {v:?}: {reason}");
-        }
+/// The flag given on the command line that set configuration `key` (`client_to_server.loss`,
+/// `report_interval_s`...), if one did: the configuration's own check then names the flag.
+/// A jitter out of range may come from the delay flag against the file's jitter.
+fn flag_of(cli: &Cli, key: &str) -> Option<&'static str> {
+    let given = |flag: &'static str, set: bool| set.then_some(flag);
+    match key.rsplit('.').next()? {
+        "rate_mbit" => given("--rate-mbit", cli.rate_mbit.is_some()),
+        "delay_ms" => given("--delay-ms", cli.delay_ms.is_some()),
+        "jitter_ms" => given("--jitter-ms", cli.jitter_ms.is_some())
+            .or(given("--delay-ms", cli.delay_ms.is_some())),
+        "loss" => given("--loss", cli.loss.is_some()),
+        "queue_ms" => given("--queue-ms", cli.queue_ms.is_some()),
+        "burst_bytes" => given("--burst-bytes", cli.burst_bytes.is_some()),
+        "report_interval_s" => given("--report-interval-s", cli.report_interval_s.is_some()),
+        _ => None,
     }
-    Ok(())
-}
-
-fn check_flags(cli: &Cli) -> Result<()> {
-    check("rate-mbit", cli.rate_mbit, limits::rate_mbit)?;
-    check("delay-ms", cli.delay_ms, limits::delay_ms)?;
-    check("jitter-ms", cli.jitter_ms, |v| {
-        limits::jitter_ms(v, cli.delay_ms.unwrap_or(limits::MAX_DELAY_MS))
-    })?;
-    check("loss", cli.loss, limits::loss)?;
-    check("queue-ms", cli.queue_ms, limits::queue_ms)?;
-    check("burst-bytes", cli.burst_bytes, limits::burst_bytes)?;
-    check(
-        "report-interval-s",
-        cli.report_interval_s,
-        limits::report_interval_s,
-    )?;
-    check("duration-s", cli.duration_s, limits::duration_s)?;
-    Ok(())
 }
 
 fn apply(direction: &mut DirectionConfig, cli: &Cli, own_outages: &[Outage]) {
@@ -122,7 +108,12 @@ fn apply(direction: &mut DirectionConfig, cli: &Cli, own_outages: &[Outage]) {
 }
 
 fn config_from(cli: &Cli) -> Result<WanemConfig> {
-    check_flags(cli)?;
+    // The only flag that is no configuration value.
+    if let Some(duration) = cli.duration_s {
+        if let Err(reason) = limits::duration_s(duration) {
+            bail!("--duration-s {duration:?}: {reason}");
+        }
+    }
     let mut config = match &cli.config {
         Some(path) => WanemConfig::from_file(path)?,
         None => WanemConfig::symmetric(
@@ -148,14 +139,24 @@ fn config_from(cli: &Cli) -> Result<WanemConfig> {
     if let Some(interval) = cli.report_interval_s {
         config.report_interval_s = interval;
     }
-    // Flags and file together (a jitter flag against the file's delay, for instance).
+    // One check of every value, flags and file together (a jitter flag against the file's
+    // delay, for instance); a value a flag set is reported with the flag.
     if let Err(e) = config.validate() {
-        match &cli.config {
-            Some(path) => bail!(
-                "{e} (flags, which apply to both directions, combined with {})",
-                path.display()
-            ),
-            None => bail!("{e} (flags apply to both directions)"),
+        let context = |key: &str| {
+            let file = cli.config.as_ref().map(|path| path.display().to_string());
+            match (key.contains('.'), file) {
+                (true, Some(file)) => format!(" (flags apply to both directions, with {file})"),
+                (true, None) => " (flags apply to both directions)".to_string(),
+                (false, Some(file)) => format!(" (with {file})"),
+                (false, None) => String::new(),
+            }
+        };
+        match &e {
+            WanemConfigError::Invalid { key, reason, .. } => match flag_of(cli, key) {
+                Some(flag) => bail!("{flag}: `{key}` {reason}{}", context(key)),
+                None => bail!("{e}{}", context(key)),
+            },
+            _ => bail!("{e}"),
         }
     }
     Ok(config)
@@ -163,7 +164,7 @@ fn config_from(cli: &Cli) -> Result<WanemConfig> {
 
 async fn wait_for_stop(duration: Option<f64>) -> Result<()> {
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    // Checked by `check_flags`; a value no duration holds would mean "forever" anyway.
+    // Checked by `config_from`; a value no duration holds would mean "forever" anyway.
     let limit = async {
         match duration.and_then(|s| Duration::try_from_secs_f64(s).ok()) {
             Some(d) => tokio::time::sleep(d).await,

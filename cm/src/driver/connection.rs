@@ -12,7 +12,7 @@ use quinn::{ConnectionError, ReadError, RecvStream, SendStream, WriteError};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use super::{close_code, wait_for, Shared};
+use super::{close_code, printable, wait_for, Shared};
 use crate::proto::{
     decode, encode_data_header, BlockOutcome, ConnId, Frame, FrameEffect, ProtocolError,
 };
@@ -130,14 +130,26 @@ pub(crate) async fn run_connection(
         }
         Err(Failure::Connection(ConnectionError::LocallyClosed)) if closing => Ended::Closing,
         Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
+            if close.error_code == close_code::TOO_MANY_CONNECTIONS.into() =>
+        {
+            warn!(%remote, connection = id, "the server refused the connection: it serves its max_connections already");
+            Ended::Lost { joined }
+        }
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
             if close.error_code == close_code::PROTOCOL_ERROR.into() =>
         {
             warn!(
                 %remote,
                 connection = id,
                 "peer closed the connection for a protocol violation: {}",
-                String::from_utf8_lossy(&close.reason)
+                printable(&String::from_utf8_lossy(&close.reason))
             );
+            Ended::Lost { joined }
+        }
+        // An honest race, not a violation: a connection the peer opened before it restarted.
+        Err(Failure::Protocol(e @ ProtocolError::StaleSession { .. })) => {
+            info!(%remote, connection = id, "closing connection from {remote}: {e} (it restarted since)");
+            conn.close(close_code::STALE_SESSION.into(), e.to_string().as_bytes());
             Ended::Lost { joined }
         }
         Err(Failure::Protocol(e)) => {
@@ -148,7 +160,8 @@ pub(crate) async fn run_connection(
         }
         Err(other) => {
             let reason = match other {
-                Failure::Connection(e) => e.to_string(),
+                // May hold the peer's close reason: its text, escaped for the log.
+                Failure::Connection(e) => printable(&e.to_string()).into_owned(),
                 Failure::Stream(e) => e,
                 Failure::Timeout(what) => format!("timed out waiting for {what}"),
                 Failure::Protocol(_) => unreachable!("handled above"),

@@ -1,9 +1,11 @@
 //! quinn endpoints and transport parameters for the link.
 
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use quinn::{IdleTimeout, TransportConfig, VarInt};
+use socket2::{Domain, Protocol, Socket, Type};
+use tracing::debug;
 
 use super::LinkError;
 use crate::config::{Congestion, LinkConfig};
@@ -43,41 +45,103 @@ pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     transport
 }
 
-/// A listening endpoint that requires client certificates.
+/// Which address families a client endpoint's socket can send to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// An IPv4 socket.
+    V4,
+    /// An IPv6-only socket (bound for a server given as an IPv6 address).
+    V6,
+    /// A dual-stack IPv6 socket: IPv6, and IPv4 as mapped addresses.
+    Both,
+}
+
+impl Reach {
+    /// Whether the socket can send to `addr`.
+    pub(crate) fn reaches(self, addr: &SocketAddr) -> bool {
+        match self {
+            Reach::V4 => addr.is_ipv4(),
+            Reach::V6 => addr.is_ipv6(),
+            Reach::Both => true,
+        }
+    }
+}
+
+/// A UDP socket bound to `addr`; an IPv6 one is made dual-stack when `dual_stack` (an error
+/// if the system cannot: the caller then binds otherwise, instead of assuming it).
+fn bind_udp(addr: SocketAddr, dual_stack: bool) -> std::io::Result<std::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(!dual_stack)?;
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}
+
+fn endpoint_on(
+    socket: std::net::UdpSocket,
+    server: Option<quinn::ServerConfig>,
+) -> std::io::Result<quinn::Endpoint> {
+    let runtime =
+        quinn::default_runtime().ok_or_else(|| std::io::Error::other("no async runtime found"))?;
+    quinn::Endpoint::new(quinn::EndpointConfig::default(), server, socket, runtime)
+}
+
+/// A listening endpoint on `addr` that requires client certificates. The unspecified IPv6
+/// address listens on both families where the system allows it.
 pub(crate) fn server_endpoint(
     config: &LinkConfig,
     tls: &TlsMaterial,
+    addr: SocketAddr,
 ) -> Result<quinn::Endpoint, LinkError> {
-    let addr = config.socket_addr()?;
     let tls = tls.clone().expect_client(config.peer.clone());
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(tls.quic_server_config()?));
     server.transport_config(Arc::new(transport_config(config)));
-    quinn::Endpoint::server(server, addr).map_err(|cause| LinkError::Bind { addr, cause })
+    let dual = addr.ip() == IpAddr::V6(Ipv6Addr::UNSPECIFIED);
+    let socket = bind_udp(addr, dual)
+        .or_else(|e| {
+            if !dual {
+                return Err(e);
+            }
+            debug!("cannot listen on both families on {addr} ({e}): IPv6 only");
+            bind_udp(addr, false)
+        })
+        .map_err(|cause| LinkError::Bind { addr, cause })?;
+    endpoint_on(socket, Some(server)).map_err(|cause| LinkError::Bind { addr, cause })
 }
 
-/// A client endpoint on an ephemeral port of the server address's family (on the loopback
-/// interface when the server is on it). When the server's name does not resolve yet
-/// (`server` is `None`), a dual-stack IPv6 socket that reaches either family (an IPv4 one
-/// where IPv6 is unavailable).
+/// A client endpoint on an ephemeral port, and what it reaches. For a server given as an IP
+/// address: a socket of its family (on the loopback interface when the server is on it).
+/// For a host name, whose addresses may be of either family and change between lookups: an
+/// explicitly dual-stack IPv6 socket, or an IPv4 one where the system has no IPv6 or cannot
+/// make it dual-stack (the IPv6 addresses of the name are then skipped).
 pub(crate) fn client_endpoint(
     config: &LinkConfig,
     tls: &TlsMaterial,
-    server: Option<SocketAddr>,
-) -> Result<(quinn::Endpoint, quinn::ClientConfig), LinkError> {
-    let bind = |local: SocketAddr| {
-        quinn::Endpoint::client(local).map_err(|cause| LinkError::Bind { addr: local, cause })
+) -> Result<(quinn::Endpoint, quinn::ClientConfig, Reach), LinkError> {
+    let bind = |local: SocketAddr, dual: bool| {
+        bind_udp(local, dual)
+            .and_then(|socket| endpoint_on(socket, None))
+            .map_err(|cause| LinkError::Bind { addr: local, cause })
     };
-    let endpoint = match server {
-        Some(server) => bind(match (server.is_ipv4(), server.ip().is_loopback()) {
-            (true, true) => (Ipv4Addr::LOCALHOST, 0).into(),
-            (true, false) => (Ipv4Addr::UNSPECIFIED, 0).into(),
-            (false, true) => (Ipv6Addr::LOCALHOST, 0).into(),
-            (false, false) => (Ipv6Addr::UNSPECIFIED, 0).into(),
-        })?,
-        None => bind((Ipv6Addr::UNSPECIFIED, 0).into())
-            .or_else(|_| bind((Ipv4Addr::UNSPECIFIED, 0).into()))?,
+    let (endpoint, reach) = match config.host.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) if ip.is_loopback() => {
+            (bind((Ipv4Addr::LOCALHOST, 0).into(), false)?, Reach::V4)
+        }
+        Ok(IpAddr::V4(_)) => (bind((Ipv4Addr::UNSPECIFIED, 0).into(), false)?, Reach::V4),
+        Ok(IpAddr::V6(ip)) if ip.is_loopback() => {
+            (bind((Ipv6Addr::LOCALHOST, 0).into(), false)?, Reach::V6)
+        }
+        Ok(IpAddr::V6(_)) => (bind((Ipv6Addr::UNSPECIFIED, 0).into(), false)?, Reach::V6),
+        Err(_) => match bind((Ipv6Addr::UNSPECIFIED, 0).into(), true) {
+            Ok(endpoint) => (endpoint, Reach::Both),
+            Err(e) => {
+                debug!("no dual-stack socket ({e}): the client reaches IPv4 addresses only");
+                (bind((Ipv4Addr::UNSPECIFIED, 0).into(), false)?, Reach::V4)
+            }
+        },
     };
     let mut client = quinn::ClientConfig::new(Arc::new(tls.quic_client_config()?));
     client.transport_config(Arc::new(transport_config(config)));
-    Ok((endpoint, client))
+    Ok((endpoint, client, reach))
 }

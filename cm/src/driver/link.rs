@@ -1,7 +1,7 @@
 //! The async link API.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,9 +10,9 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
 
 use super::connection::{run_connection, Ended, Side};
-use super::endpoint::{client_endpoint, server_endpoint};
-use super::{close_code, shared_arc, wait_for, LinkError, Shared, TrySendError};
-use crate::config::{LinkConfig, Role};
+use super::endpoint::{client_endpoint, server_endpoint, Reach};
+use super::{close_code, printable, shared_arc, wait_for, LinkError, Shared, TrySendError};
+use crate::config::{ConfigError, LinkConfig, Role};
 use crate::proto::PushError;
 use crate::stats::{BufferUsage, LinkStats};
 use crate::tls::{check_server_name, TlsMaterial};
@@ -47,6 +47,9 @@ impl Link {
     /// before the peer is reached wait in the send buffer.
     pub async fn start(config: LinkConfig) -> Result<Self, LinkError> {
         config.validate()?;
+        for warning in config.warnings() {
+            warn!("link configuration: {warning}");
+        }
         let tls = TlsMaterial::load(&config.tls)?;
         let session = rand::random::<u64>() | 1;
         let role = config.role;
@@ -54,28 +57,30 @@ impl Link {
         let mut tasks = Vec::new();
         let endpoint = match role {
             Role::Server => {
-                let endpoint = server_endpoint(&shared.config, &tls)?;
+                // Resolved without blocking the runtime (an IP address is taken as it is).
+                let addr = lookup(&shared.config)
+                    .await
+                    .map_err(|reason| ConfigError::Resolve {
+                        host: shared.config.host.clone(),
+                        port: shared.config.port,
+                        reason,
+                    })?[0];
+                let endpoint = server_endpoint(&shared.config, &tls, addr)?;
                 tasks.push(tokio::spawn(accept_loop(shared.clone(), endpoint.clone())));
                 endpoint
             }
             Role::Client => {
                 check_server_name(shared.config.server_name())?;
-                // A server name that does not resolve now may resolve later (or only on the
-                // real cluster): the connection slots keep resolving it, with backoff.
-                let server = match lookup(&shared.config).await {
-                    Ok(addresses) => addresses.first().copied(),
-                    Err(reason) => {
-                        let host = &shared.config.host;
-                        warn!(%host, "the server name `{host}` does not resolve at start ({reason}); the connections keep trying");
-                        None
-                    }
-                };
-                let (endpoint, client) = client_endpoint(&shared.config, &tls, server)?;
+                // Nothing is resolved here: a server name that does not resolve now may
+                // resolve later (or only on the real cluster), and a slow resolver must not
+                // hold up the start. The connection slots resolve it at every attempt.
+                let (endpoint, client, reach) = client_endpoint(&shared.config, &tls)?;
                 for index in 0..shared.config.connections {
                     tasks.push(tokio::spawn(client_slot(
                         shared.clone(),
                         endpoint.clone(),
                         client.clone(),
+                        reach,
                         index as u32,
                     )));
                 }
@@ -361,24 +366,64 @@ fn refused_by_us(error: &quinn::ConnectionError) -> bool {
         if (0x100..0x200).contains(&u64::from(e.code)))
 }
 
+/// A connection counted against `max_connections` until dropped.
+struct Admitted(Arc<AtomicUsize>);
+
+impl Admitted {
+    /// A place among at most `max` connections, if one is free.
+    fn take(count: &Arc<AtomicUsize>, max: usize) -> Option<Self> {
+        count
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Self(count.clone()))
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Server: accepts connections; a peer whose certificate is refused is logged with its
-/// address and never reaches the protocol. Any number of clients may connect (a client of
-/// this link opens `connections` of them; clients of another session are taken for a
-/// restart of the peer, which is what the expected `peer` name guards against).
+/// address and never reaches the protocol. At most `max_connections` certified connections
+/// are served at once (a client of this link opens `connections` of them; clients of another
+/// session are taken for a restart of the peer, which is what the expected `peer` name guards
+/// against); one more is closed at once, logged and counted as refused.
 async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let max = shared.config.max_connections();
     while let Some(incoming) = endpoint.accept().await {
         let shared = shared.clone();
+        let admitted = admitted.clone();
         tokio::spawn(async move {
             let remote = incoming.remote_address();
             match incoming.await {
                 Ok(conn) => {
+                    let Some(_place) = Admitted::take(&admitted, max) else {
+                        if !shared.is_closing() {
+                            warn!(peer = %remote, "refused connection from {remote}: {max} connections served already (max_connections)");
+                            shared.timeline().refused += 1;
+                        }
+                        conn.close(
+                            close_code::TOO_MANY_CONNECTIONS.into(),
+                            b"too many connections (max_connections)",
+                        );
+                        return;
+                    };
                     run_connection(&shared, conn, Side::Server).await;
                 }
                 Err(e) if refused_by_us(&e) && !shared.is_closing() => {
+                    let e = printable(&e.to_string()).into_owned();
                     warn!(peer = %remote, "refused connection from {remote}: {e}");
                     shared.timeline().refused += 1;
                 }
-                Err(e) => debug!(peer = %remote, "handshake with {remote} did not complete: {e}"),
+                Err(e) => {
+                    let e = printable(&e.to_string()).into_owned();
+                    debug!(peer = %remote, "handshake with {remote} did not complete: {e}");
+                }
             }
         });
     }
@@ -394,18 +439,46 @@ enum AttemptError {
     Handshake(SocketAddr, quinn::ConnectionError),
 }
 
-/// The server's address, resolved now (a host name may change address or resolve only
-/// later), of a family the client endpoint can reach.
-async fn resolve_server(
-    config: &LinkConfig,
-    endpoint: &quinn::Endpoint,
-) -> Result<SocketAddr, String> {
-    let ipv6_endpoint = endpoint.local_addr().is_ok_and(|a| a.is_ipv6());
-    lookup(config)
-        .await?
-        .into_iter()
-        .find(|a| ipv6_endpoint || a.is_ipv4())
-        .ok_or_else(|| "only IPv6 addresses, but the client socket is IPv4".into())
+/// Which of the server's addresses a connection slot tries: the one it used last while that
+/// works, the next one in the resolver's list after a failure (a name with an address that
+/// does not answer, an IPv6 one on a host without an IPv6 route say, is not retried forever).
+#[derive(Debug, Default)]
+struct Rotation {
+    current: Option<SocketAddr>,
+    advance: bool,
+}
+
+impl Rotation {
+    /// The address to try now among `addresses` (as just resolved), skipping those of a
+    /// family the client socket cannot reach.
+    fn pick(&mut self, addresses: &[SocketAddr], reach: Reach) -> Result<SocketAddr, String> {
+        let usable: Vec<SocketAddr> = addresses
+            .iter()
+            .copied()
+            .filter(|a| reach.reaches(a))
+            .collect();
+        if usable.is_empty() {
+            return Err(format!(
+                "no address of a family the client socket reaches ({reach:?}) among {addresses:?}"
+            ));
+        }
+        let position = self
+            .current
+            .and_then(|current| usable.iter().position(|&a| a == current));
+        let chosen = match position {
+            Some(i) if self.advance => usable[(i + 1) % usable.len()],
+            Some(i) => usable[i],
+            None => usable[0],
+        };
+        self.current = Some(chosen);
+        self.advance = false;
+        Ok(chosen)
+    }
+
+    /// The last address picked failed: the next pick moves on.
+    fn failed(&mut self) {
+        self.advance = true;
+    }
 }
 
 /// The addresses of `host:port` (an IP address as it is; a name through the system's
@@ -429,6 +502,7 @@ async fn client_slot(
     shared: Arc<Shared>,
     endpoint: quinn::Endpoint,
     client: quinn::ClientConfig,
+    reach: Reach,
     index: u32,
 ) {
     let initial = Duration::from_millis(shared.config.reconnect_initial_ms);
@@ -437,10 +511,14 @@ async fn client_slot(
     let host = shared.config.host.clone();
     let mut backoff = initial;
     let mut failures = 0u64;
+    let mut rotation = Rotation::default();
     while !shared.is_closing() {
         let attempt = async {
-            let server = resolve_server(&shared.config, &endpoint)
+            let addresses = lookup(&shared.config)
                 .await
+                .map_err(AttemptError::Resolve)?;
+            let server = rotation
+                .pick(&addresses, reach)
                 .map_err(AttemptError::Resolve)?;
             let connecting = endpoint
                 .connect_with(client.clone(), server, shared.config.server_name())
@@ -461,6 +539,9 @@ async fn client_slot(
                             backoff = initial;
                             failures = 0;
                         }
+                        if !joined {
+                            rotation.failed();
+                        }
                     }
                 }
             }
@@ -475,6 +556,9 @@ async fn client_slot(
             }
             Ok(Err(AttemptError::Handshake(server, e))) if refused_by_us(&e) => {
                 failures += 1;
+                rotation.failed();
+                // The names of the server's certificate are in the message, as it wrote them.
+                let e = printable(&e.to_string()).into_owned();
                 if !shared.is_closing() {
                     shared.timeline().refused += 1;
                     warn!(%server, connection = index, "refused server {server}: {e}; retrying");
@@ -482,10 +566,13 @@ async fn client_slot(
             }
             Ok(Err(AttemptError::Connect(server, reason))) => {
                 failures += 1;
+                rotation.failed();
                 warn!(%server, connection = index, "cannot connect: {reason}; retrying");
             }
             Ok(Err(AttemptError::Handshake(server, e))) => {
                 failures += 1;
+                rotation.failed();
+                let e = printable(&e.to_string()).into_owned();
                 if failures == 1 {
                     warn!(%server, connection = index, "cannot connect: {e}; retrying");
                 } else {
@@ -494,6 +581,7 @@ async fn client_slot(
             }
             Err(_) => {
                 failures += 1;
+                rotation.failed();
                 debug!(%host, connection = index, "connection attempt timed out");
             }
         }
@@ -515,5 +603,44 @@ async fn sample_rates(shared: Arc<Shared>) {
         shared
             .timeline()
             .sample(Instant::now(), counters.bytes_pushed, counters.bytes_popped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_moves_to_the_next_address_after_a_failure_and_stays_on_one_that_works() {
+        let dead: SocketAddr = "[::1]:7000".parse().unwrap();
+        let good: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        let third: SocketAddr = "127.0.0.2:7000".parse().unwrap();
+        let addresses = [dead, good, third];
+        let mut rotation = Rotation::default();
+        assert_eq!(rotation.pick(&addresses, Reach::Both), Ok(dead));
+        rotation.failed();
+        assert_eq!(rotation.pick(&addresses, Reach::Both), Ok(good));
+        // It works: the slot keeps it, reconnection after reconnection.
+        for _ in 0..3 {
+            assert_eq!(rotation.pick(&addresses, Reach::Both), Ok(good));
+        }
+        // Failures go round the list, whatever order the next lookup gives.
+        rotation.failed();
+        assert_eq!(rotation.pick(&addresses, Reach::Both), Ok(third));
+        rotation.failed();
+        assert_eq!(rotation.pick(&addresses, Reach::Both), Ok(dead));
+        rotation.failed();
+        assert_eq!(rotation.pick(&[third, dead, good], Reach::Both), Ok(good));
+        // An address gone from the list: back to the first.
+        assert_eq!(rotation.pick(&[third, dead], Reach::Both), Ok(third));
+        // Only the addresses the socket reaches.
+        let mut rotation = Rotation::default();
+        assert_eq!(rotation.pick(&addresses, Reach::V4), Ok(good));
+        rotation.failed();
+        assert_eq!(rotation.pick(&addresses, Reach::V4), Ok(third));
+        rotation.failed();
+        assert_eq!(rotation.pick(&addresses, Reach::V4), Ok(good));
+        assert!(rotation.pick(&[dead], Reach::V4).is_err());
+        assert_eq!(Rotation::default().pick(&addresses, Reach::V6), Ok(dead));
     }
 }

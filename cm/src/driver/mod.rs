@@ -31,6 +31,8 @@ pub(crate) mod close_code {
     pub const PROTOCOL_ERROR: u32 = 1;
     /// The connection belongs to a previous incarnation of the peer.
     pub const STALE_SESSION: u32 = 2;
+    /// The server serves `max_connections` already.
+    pub const TOO_MANY_CONNECTIONS: u32 = 3;
 }
 
 /// Errors of the link API.
@@ -166,6 +168,25 @@ impl Shared {
     }
 }
 
+/// `text` with its control characters escaped (`\n`, `\u{1b}`...): text from the peer
+/// (its certificate's names, its close reasons) put in a log line can neither start a line of
+/// its own nor steer a terminal.
+pub(crate) fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return text.into();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
+}
+
 /// Waits until `check` returns a value, re-checking whenever `notify` fires. Registration
 /// happens before each check, so no wake-up between check and wait is lost.
 pub(crate) async fn wait_for<T>(notify: &Notify, mut check: impl FnMut() -> Option<T>) -> T {
@@ -182,4 +203,19 @@ pub(crate) async fn wait_for<T>(notify: &Notify, mut check: impl FnMut() -> Opti
 
 pub(crate) fn shared_arc(config: LinkConfig, session: u64) -> Arc<Shared> {
     Arc::new(Shared::new(config, session))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn peer_text_in_log_lines_is_escaped() {
+        assert_eq!(
+            super::printable("plain: \"quoted\" \\"),
+            "plain: \"quoted\" \\"
+        );
+        assert_eq!(
+            super::printable("x\nWARN forged\r\u{1b}[31m\u{7f}é"),
+            "x\\nWARN forged\\r\\u{1b}[31m\\u{7f}é"
+        );
+    }
 }

@@ -83,6 +83,13 @@ pub enum ProtocolError {
     /// A second hello on one connection.
     #[error("second hello on the same connection (replay)")]
     DuplicateHello,
+    /// A hello of a previous incarnation of the peer (a connection it opened before it
+    /// restarted, whose hello arrived late): not a restart, just a stale connection.
+    #[error("hello of session {session:016x}, a previous incarnation of the peer")]
+    StaleSession {
+        /// The previous incarnation's session id.
+        session: u64,
+    },
     /// The peer speaks another protocol version.
     #[error("peer speaks protocol version {theirs}, this side {ours}")]
     VersionMismatch {
@@ -111,6 +118,10 @@ pub enum ProtocolError {
         stream: &'static str,
     },
 }
+
+/// How many session ids of previous incarnations of the peer are remembered (their late
+/// hellos are refused instead of being taken for yet another restart).
+pub const PREVIOUS_SESSIONS: usize = 16;
 
 /// Sizes that shape the protocol core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,12 +179,13 @@ pub struct Core {
     config: CoreConfig,
     session: u64,
     peer_session: Option<u64>,
+    /// Session ids of the peer's previous incarnations, newest last, at most
+    /// [`PREVIOUS_SESSIONS`].
+    previous_peer_sessions: VecDeque<u64>,
     /// Connections known to the core; `true` once their hello arrived.
     connections: HashMap<ConnId, bool>,
     sender: SendBuffer,
     receiver: ReceiveBuffer,
-    /// Complete messages from a previous incarnation of the peer, handed out first.
-    carried_over: VecDeque<Bytes>,
     counters: CoreCounters,
 }
 
@@ -184,10 +196,10 @@ impl Core {
             config,
             session,
             peer_session: None,
+            previous_peer_sessions: VecDeque::new(),
             connections: HashMap::new(),
             sender: SendBuffer::new(config.send_memory, config.block_size, config.max_message),
             receiver: ReceiveBuffer::new(config.recv_memory, config.max_message),
-            carried_over: VecDeque::new(),
             counters: CoreCounters::default(),
         }
     }
@@ -245,6 +257,11 @@ impl Core {
                 our_max: self.config.max_message as u64,
             });
         }
+        if self.previous_peer_sessions.contains(&hello.session) {
+            return Err(ProtocolError::StaleSession {
+                session: hello.session,
+            });
+        }
         let mut handshake = Handshake {
             peer_restarted: false,
             stale_connections: Vec::new(),
@@ -262,12 +279,16 @@ impl Core {
                 for stale in &handshake.stale_connections {
                     self.connections.remove(stale);
                 }
+                if self.previous_peer_sessions.len() == PREVIOUS_SESSIONS {
+                    self.previous_peer_sessions.pop_front();
+                }
+                self.previous_peer_sessions.push_back(known);
                 self.counters.peer_restarts += 1;
                 self.counters.bytes_dropped_on_peer_restart +=
                     self.sender.reset_for_new_peer() as u64;
-                // Complete messages of the previous incarnation are still handed out, first.
-                let ready = self.receiver.reset_for_new_peer();
-                self.carried_over.extend(ready);
+                // Complete messages of the previous incarnation are still handed out, first,
+                // within the receive memory.
+                self.receiver.reset_for_new_peer();
             }
             _ => {}
         }
@@ -320,10 +341,7 @@ impl Core {
 
     /// The next received message, in send order.
     pub fn pop_message(&mut self) -> Option<Bytes> {
-        let message = self
-            .carried_over
-            .pop_front()
-            .or_else(|| self.receiver.pop_message())?;
+        let message = self.receiver.pop_message()?;
         self.counters.messages_popped += 1;
         self.counters.bytes_popped += message.len() as u64;
         Some(message)
@@ -332,7 +350,7 @@ impl Core {
     /// Complete messages waiting for [`pop_message`](Self::pop_message), including those of a
     /// previous incarnation of the peer.
     pub fn ready_messages(&self) -> usize {
-        self.carried_over.len() + self.receiver.ready_messages()
+        self.receiver.ready_messages()
     }
 
     /// This side's session identity.

@@ -23,15 +23,17 @@ pub enum BlockOutcome {
 ///
 /// An honest sender puts a block on a given connection at most once (a block goes out again
 /// only after the connection it was on is gone, and connection ids are never reused), and
-/// never sends a block more than [`WINDOW_BLOCKS`] below one it already sent on the same
-/// connection (it sends only ids within that window of the cumulative acknowledgement it
-/// holds). Four windows leave room for the rare copy that lingers on a stalled stream.
+/// every id it puts on a connection lies within [`WINDOW_BLOCKS`] of every other id it put
+/// there: it sends only ids within that window of the cumulative acknowledgement it holds,
+/// and that acknowledgement cannot pass a block still unacknowledged on a live connection.
+/// Four windows are margin, not a need.
 pub const REPLAY_MEMORY_BLOCKS: u64 = 4 * WINDOW_BLOCKS;
 
 const REPLAY_MEMORY_WORDS: usize = (REPLAY_MEMORY_BLOCKS / 64) as usize;
 
 /// The block ids one connection carried: a bit set sliding with the highest id, at most
-/// [`REPLAY_MEMORY_BLOCKS`] bits (32 KiB) per connection whatever the link's lifetime.
+/// [`REPLAY_MEMORY_BLOCKS`] bits (32 KiB) allocated per connection whatever the ids, even for
+/// a connection whose first id is a billion blocks into the link.
 #[derive(Debug, Default)]
 struct CarriedIds {
     /// Id of bit 0 of `words[0]` (a multiple of 64). Ids below it are forgotten.
@@ -52,22 +54,36 @@ impl CarriedIds {
             .is_none_or(|word| word & (1 << (bit % 64)) == 0)
     }
 
+    /// Records `id` (which [`may_carry`](Self::may_carry) allowed), sliding the memory up
+    /// first when `id` lies beyond its end: the work and the allocation are bounded by the
+    /// memory's size, however far `id` is from the ids carried before.
     fn insert(&mut self, id: u64) {
         debug_assert!(id >= self.base);
-        let word = ((id - self.base) / 64) as usize;
+        let word = (id - self.base) / 64;
+        let shift = (word + 1).saturating_sub(REPLAY_MEMORY_WORDS as u64);
+        if shift >= self.words.len() as u64 {
+            self.words.clear();
+        } else {
+            self.words.drain(..shift as usize);
+        }
+        self.base += shift * 64;
+        let word = (word - shift) as usize;
         if word >= self.words.len() {
-            self.words.resize(word + 1, 0);
+            let len = word + 1;
+            if len > self.words.capacity() {
+                // Doubling, but never past the bound (a plain resize could overshoot it).
+                let target = (2 * self.words.capacity()).clamp(len, REPLAY_MEMORY_WORDS);
+                self.words.reserve_exact(target - self.words.len());
+            }
+            self.words.resize(len, 0);
         }
         self.words[word] |= 1 << ((id - self.base) % 64);
-        while self.words.len() > REPLAY_MEMORY_WORDS {
-            self.words.pop_front();
-            self.base += 64;
-        }
     }
 }
 
 /// The receive buffer: blocks held out of order, the in-order stream being cut into messages,
-/// and complete messages waiting for the application.
+/// and complete messages waiting for the application, including those of previous
+/// incarnations of the peer, which count against the memory until they are handed out.
 #[derive(Debug)]
 pub struct ReceiveBuffer {
     capacity: usize,
@@ -80,6 +96,10 @@ pub struct ReceiveBuffer {
     carried: HashMap<ConnId, CarriedIds>,
     assembly: BytesMut,
     ready: VecDeque<Bytes>,
+    /// Complete messages of previous incarnations of the peer, handed out first.
+    carried_over: VecDeque<Bytes>,
+    /// Their bytes, length prefixes included: charged against this incarnation's credit.
+    carried_bytes: u64,
     ack_dirty: bool,
     duplicates: u64,
     failed: Option<ProtocolError>,
@@ -99,14 +119,18 @@ impl ReceiveBuffer {
             carried: HashMap::new(),
             assembly: BytesMut::new(),
             ready: VecDeque::new(),
+            carried_over: VecDeque::new(),
+            carried_bytes: 0,
             ack_dirty: true,
             duplicates: 0,
             failed: None,
         }
     }
 
+    /// Stream offset the peer may send up to: what was read plus the memory, less what
+    /// messages of previous incarnations still occupy (it rises as they are handed out).
     fn credit(&self) -> u64 {
-        self.consumed + self.capacity as u64
+        (self.consumed + self.capacity as u64).saturating_sub(self.carried_bytes)
     }
 
     /// Takes a block that arrived on connection `conn`. A block that no honest sender could
@@ -294,35 +318,45 @@ impl ReceiveBuffer {
         self.failed.as_ref()
     }
 
-    /// The next complete message, in send order.
+    /// The next complete message, in send order (those of previous incarnations of the peer
+    /// first).
     pub fn pop_message(&mut self) -> Option<Bytes> {
+        if let Some(message) = self.carried_over.pop_front() {
+            self.carried_bytes -= (message.len() + MESSAGE_PREFIX_LEN) as u64;
+            self.ack_dirty = true;
+            return Some(message);
+        }
         let message = self.ready.pop_front()?;
         self.consumed += (message.len() + MESSAGE_PREFIX_LEN) as u64;
         self.ack_dirty = true;
         Some(message)
     }
 
-    /// Takes every complete message not yet handed out (the rest of the state is dropped
-    /// with the buffer).
-    pub fn take_ready(&mut self) -> VecDeque<Bytes> {
-        std::mem::take(&mut self.ready)
-    }
-
-    /// The peer restarted: starts over empty for its new incarnation (block ids from 0, no
-    /// partial message, no connection memory), keeping the counters. Returns the complete
-    /// messages of the previous incarnation not yet handed out.
-    pub fn reset_for_new_peer(&mut self) -> VecDeque<Bytes> {
-        let ready = self.take_ready();
+    /// The peer restarted: starts over for its new incarnation (block ids from 0, no partial
+    /// message, no connection memory), keeping the counters and the complete messages not yet
+    /// handed out, which are handed out first. Those stay charged against the memory: the
+    /// new incarnation's credit leaves room for them, so however many restarts pile up, all
+    /// the buffer holds stays within its capacity. Returns the number of messages kept.
+    pub fn reset_for_new_peer(&mut self) -> usize {
+        let mut carried_over = std::mem::take(&mut self.carried_over);
+        carried_over.append(&mut self.ready);
+        let carried_bytes = carried_over
+            .iter()
+            .map(|m| (m.len() + MESSAGE_PREFIX_LEN) as u64)
+            .sum();
+        let kept = carried_over.len();
         *self = Self {
             duplicates: self.duplicates,
+            carried_over,
+            carried_bytes,
             ..Self::new(self.capacity, self.max_message)
         };
-        ready
+        kept
     }
 
-    /// Complete messages waiting for the application.
+    /// Complete messages waiting for the application (previous incarnations' included).
     pub fn ready_messages(&self) -> usize {
-        self.ready.len()
+        self.carried_over.len() + self.ready.len()
     }
 
     /// Whether the state changed since the last [`ack`](Self::ack).
@@ -350,10 +384,11 @@ impl ReceiveBuffer {
         }
     }
 
-    /// Stream bytes held (out of order, being assembled, or ready), at most the capacity.
+    /// Stream bytes held (out of order, being assembled, or ready, those of previous
+    /// incarnations of the peer included), at most the capacity.
     pub fn buffered(&self) -> usize {
         let out_of_order: usize = self.out_of_order.values().map(|b| b.payload.len()).sum();
-        (self.next_offset - self.consumed) as usize + out_of_order
+        (self.next_offset - self.consumed + self.carried_bytes) as usize + out_of_order
     }
 
     /// Configured capacity in bytes.
@@ -549,6 +584,58 @@ mod tests {
         assert!(!carried.may_carry(last - REPLAY_MEMORY_BLOCKS - 64));
         assert!(!carried.may_carry(1));
         assert!(carried.may_carry(last + 1));
+    }
+
+    #[test]
+    fn replay_memory_of_a_connection_joining_a_long_lived_link_is_bounded() {
+        // A link a billion blocks along: a new connection's first id is far above 0, where an
+        // empty memory starts. Its memory must not grow to cover the gap (it once allocated
+        // id / 8 bytes and slid word by word under the core's lock).
+        let first = 1_000_000_000;
+        let mut r = ReceiveBuffer::new(1 << 20, 10);
+        r.next_id = first;
+        r.next_offset = first;
+        r.consumed = first;
+        let conn = 7;
+        let within_bound = |r: &ReceiveBuffer| {
+            let carried = &r.carried[&conn];
+            assert!(
+                carried.words.capacity() <= REPLAY_MEMORY_WORDS,
+                "{} words allocated",
+                carried.words.capacity()
+            );
+        };
+        for id in [first, first + 10, first + 3, first + 64, first + 700] {
+            assert_eq!(
+                r.on_block(conn, block(id, id, &[0])),
+                Ok(BlockOutcome::Stored)
+            );
+            within_bound(&r);
+        }
+        // Replays are still detected, before and after what was delivered in order.
+        for id in [first, first + 10, first + 3, first + 700] {
+            assert_eq!(
+                r.on_block(conn, block(id, id, &[0])),
+                Err(ProtocolError::Replay { id })
+            );
+        }
+        // Ids not carried yet, below the first one, are still allowed on it (reordering
+        // across its streams); another connection only finds duplicates.
+        let mut other = CarriedIds::default();
+        other.insert(first);
+        assert!(other.may_carry(first - 1000));
+        assert!(other.may_carry(first + 1));
+        assert!(!other.may_carry(first));
+        assert!(other.words.capacity() <= REPLAY_MEMORY_WORDS);
+        // Jumps of any size keep the bound and forget what is too far below.
+        for id in [first + 5 * REPLAY_MEMORY_BLOCKS, u64::MAX / 2, u64::MAX - 1] {
+            other.insert(id);
+            assert!(!other.may_carry(id));
+            assert!(other.may_carry(id - 1));
+            assert!(!other.may_carry(first));
+            assert!(other.words.capacity() <= REPLAY_MEMORY_WORDS);
+            assert!(other.words.len() <= REPLAY_MEMORY_WORDS);
+        }
     }
 
     proptest::proptest! {

@@ -4,10 +4,11 @@
 //! while the other still reads late frames from it (real cross-connection duplicates), every
 //! connection down at once, and either peer restarting.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use proptest::prelude::*;
 
+use super::sender::MESSAGE_PREFIX_LEN;
 use super::*;
 
 const CONNECTIONS: usize = 3;
@@ -46,6 +47,9 @@ struct Sim {
     max_in_flight: usize,
     /// Duplicates that arrived late on connections A had given up.
     late_duplicates: u64,
+    /// B's connections that are alive and carried a block: exactly those whose replay
+    /// memory B may keep.
+    b_carrying: HashSet<ConnId>,
 }
 
 #[derive(Debug, Clone)]
@@ -118,6 +122,7 @@ impl Sim {
             next_payload: 0,
             max_in_flight: usize::MAX,
             late_duplicates: 0,
+            b_carrying: HashSet::new(),
         };
         sim.a.sender_mut().set_zero_copy_min(100);
         for i in 0..CONNECTIONS {
@@ -154,11 +159,11 @@ impl Sim {
         for conn in std::mem::take(&mut self.conns) {
             self.a.connection_lost(conn.a_id);
             if !conn.b_gone {
-                self.b.connection_lost(conn.b_id);
+                self.b_lost(conn.b_id);
             }
         }
         for zombie in std::mem::take(&mut self.zombies) {
-            self.b.connection_lost(zombie.b_id);
+            self.b_lost(zombie.b_id);
         }
     }
 
@@ -205,7 +210,16 @@ impl Sim {
         Ok(())
     }
 
+    /// B sees connection `b_id` end.
+    fn b_lost(&mut self, b_id: ConnId) {
+        self.b.connection_lost(b_id);
+        self.b_carrying.remove(&b_id);
+    }
+
     fn deliver_to_b(&mut self, b_id: ConnId, frame: Frame) -> Result<FrameEffect, TestCaseError> {
+        if matches!(frame, Frame::Data(_)) {
+            self.b_carrying.insert(b_id);
+        }
         let effect = self.b.on_frame(b_id, frame);
         prop_assert!(effect.is_ok(), "B refused an honest frame: {:?}", effect);
         prop_assert!(self.b.receiver().buffered() <= self.b.receiver().capacity());
@@ -247,7 +261,7 @@ impl Sim {
                 // Everything in flight on the connection is lost.
                 self.a.connection_lost(self.conns[c].a_id);
                 if !self.conns[c].b_gone {
-                    self.b.connection_lost(self.conns[c].b_id);
+                    self.b_lost(self.conns[c].b_id);
                 }
                 self.conns[c] = self.connect(c as u32);
             }
@@ -278,16 +292,17 @@ impl Sim {
             Op::ReapZombie(z) => {
                 if !self.zombies.is_empty() {
                     let zombie = self.zombies.remove(z % self.zombies.len());
-                    self.b.connection_lost(zombie.b_id);
+                    self.b_lost(zombie.b_id);
                 }
             }
             Op::ReceiverGivesUp(c) => {
                 let conn = &mut self.conns[c];
                 if !conn.b_gone {
-                    self.b.connection_lost(conn.b_id);
+                    let b_id = conn.b_id;
                     conn.b_gone = true;
                     conn.data = Default::default();
                     conn.acks.clear();
+                    self.b_lost(b_id);
                 }
             }
             Op::AllDown => {
@@ -401,13 +416,17 @@ proptest! {
         let mut sim = Sim::with_in_flight_limit(config, max_in_flight);
         for op in ops {
             sim.apply(op)?;
+            // Replay memory is kept for exactly the live connections that carried blocks:
+            // released when a connection ends, however it ends.
+            prop_assert_eq!(sim.b.receiver().tracked_connections(), sim.b_carrying.len());
         }
         sim.heal()?;
         prop_assert_eq!(sim.delivered, sim.expected.len());
         prop_assert!(sim.a.sender().is_drained());
         prop_assert_eq!(sim.a.sender().unacked_blocks(), 0);
         // Connections that are gone hold no replay memory.
-        prop_assert_eq!(sim.b.receiver().tracked_connections() <= CONNECTIONS, true);
+        prop_assert_eq!(sim.b.receiver().tracked_connections(), sim.b_carrying.len());
+        prop_assert!(sim.b_carrying.len() <= CONNECTIONS);
     }
 }
 
@@ -522,6 +541,69 @@ fn restarts_cost_exactly_what_the_dead_process_held() {
     assert_eq!(&sim.expected[3], &sim.expected.last().unwrap().clone());
 }
 
+impl Sim {
+    /// Lets frames and acknowledgements flow on every connection while B reads nothing.
+    fn flow_without_reading(&mut self) {
+        for _ in 0..50 {
+            for c in 0..CONNECTIONS {
+                self.apply(Op::SendAck(c)).unwrap();
+                self.apply(Op::DeliverAck(c)).unwrap();
+                for s in 0..STREAMS {
+                    self.apply(Op::Transmit(c, s)).unwrap();
+                    self.apply(Op::Deliver(c, s)).unwrap();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn messages_kept_from_restarted_peers_count_against_the_receive_memory() {
+    let mut sim = Sim::new(CoreConfig {
+        block_size: 100,
+        send_memory: 1000,
+        recv_memory: 1000,
+        max_message: 500,
+    });
+    let framed = 200 + MESSAGE_PREFIX_LEN as u64;
+    for _ in 0..3 {
+        sim.push(200, false);
+    }
+    sim.flow_without_reading();
+    assert_eq!(sim.b.ready_messages(), 3);
+    // The sender restarts: its three complete messages stay in B, unread, and the new
+    // incarnation may only fill the rest of B's memory.
+    sim.apply(Op::RestartSender).unwrap();
+    assert_eq!(sim.b.ready_messages(), 3);
+    assert_eq!(sim.b.receiver().buffered() as u64, 3 * framed);
+    assert_eq!(sim.b.ack().credit, 1000 - 3 * framed);
+    for _ in 0..3 {
+        sim.push(200, false);
+    }
+    sim.flow_without_reading();
+    assert_eq!(
+        sim.b.ready_messages(),
+        4,
+        "one new message fits beside the three"
+    );
+    assert!(sim.b.receiver().buffered() <= 1000);
+    // Another restart: what B holds from both dead incarnations still fits in its memory,
+    // and the newest incarnation gets only what is left.
+    sim.apply(Op::RestartSender).unwrap();
+    assert_eq!(sim.b.receiver().buffered() as u64, 4 * framed);
+    assert_eq!(sim.b.ack().credit, 1000 - 4 * framed);
+    sim.push(100, false);
+    sim.push(100, false);
+    sim.flow_without_reading();
+    assert!(sim.b.receiver().buffered() <= 1000);
+    // Reading them hands the memory back to the live incarnation.
+    sim.apply(Op::Pop(4)).unwrap();
+    assert_eq!(sim.b.ack().credit, 1000);
+    sim.heal().unwrap();
+    assert_eq!(sim.delivered, 6);
+    assert_eq!(sim.b.receiver().buffered(), 0);
+}
+
 #[test]
 fn resend_after_disconnect_is_deduplicated() {
     let mut sim = Sim::new(CoreConfig {
@@ -602,6 +684,81 @@ fn restarted_peer_starts_a_new_session_and_old_connections_are_stale() {
     assert_eq!(
         a.on_frame(11, Frame::Hello(b_new.hello(0))),
         Err(ProtocolError::DuplicateHello)
+    );
+}
+
+#[test]
+fn a_late_hello_of_a_previous_incarnation_is_refused_not_taken_for_a_restart() {
+    let config = CoreConfig {
+        block_size: 100,
+        send_memory: 1000,
+        recv_memory: 1000,
+        max_message: 500,
+    };
+    let mut a = Core::new(config, 1);
+    let b_old = Core::new(config, 2);
+    a.connection_opened(10);
+    a.on_frame(10, Frame::Hello(b_old.hello(0))).unwrap();
+    // The old incarnation's second connection is established, its hello still on its way,
+    // when the peer restarts and the new incarnation's first connection joins.
+    a.connection_opened(11);
+    let mut b_new = Core::new(config, 3);
+    a.connection_opened(12);
+    b_new.connection_opened(20);
+    b_new.on_frame(20, Frame::Hello(a.hello(0))).unwrap();
+    let effect = a.on_frame(12, Frame::Hello(b_new.hello(0))).unwrap();
+    assert_eq!(
+        effect,
+        FrameEffect::Handshake(Handshake {
+            peer_restarted: true,
+            stale_connections: vec![10]
+        })
+    );
+    a.on_frame(12, Frame::Ack(b_new.ack())).unwrap();
+    a.push_message(b"for the new incarnation").unwrap();
+    b_new.on_frame(20, Frame::Ack(a.ack())).unwrap();
+    b_new.push_message(b"from the new incarnation").unwrap();
+    let block = b_new.next_block(20, usize::MAX).unwrap();
+    a.on_frame(12, Frame::Data(block)).unwrap();
+    // The late hello: refused, and nothing of the new incarnation is touched.
+    assert_eq!(
+        a.on_frame(11, Frame::Hello(b_old.hello(1))),
+        Err(ProtocolError::StaleSession { session: 2 })
+    );
+    a.connection_lost(11);
+    assert_eq!(a.counters().peer_restarts, 1);
+    assert_eq!(a.peer_session(), Some(3));
+    assert_eq!(a.joined_connections(), 1);
+    assert!(
+        !a.sender().is_drained(),
+        "the new incarnation's message is kept"
+    );
+    assert_eq!(a.counters().bytes_dropped_on_peer_restart, 0);
+    assert_eq!(&a.pop_message().unwrap()[..], b"from the new incarnation");
+    // Real restarts are still restarts; the memory of old sessions is bounded and keeps the
+    // most recent ones.
+    for session in 4..4 + PREVIOUS_SESSIONS as u64 + 5 {
+        let conn = 100 + session;
+        a.connection_opened(conn);
+        let effect = a
+            .on_frame(conn, Frame::Hello(Core::new(config, session).hello(0)))
+            .unwrap();
+        assert!(matches!(
+            effect,
+            FrameEffect::Handshake(Handshake {
+                peer_restarted: true,
+                ..
+            })
+        ));
+    }
+    assert_eq!(a.previous_peer_sessions.len(), PREVIOUS_SESSIONS);
+    let newest_old = 3 + PREVIOUS_SESSIONS as u64 + 4;
+    a.connection_opened(1000);
+    assert_eq!(
+        a.on_frame(1000, Frame::Hello(Core::new(config, newest_old).hello(0))),
+        Err(ProtocolError::StaleSession {
+            session: newest_old
+        })
     );
 }
 

@@ -393,6 +393,17 @@ impl WanemConfig {
             reason,
             file: None,
         };
+        // Only replies from exactly `server` are relayed: an unspecified address never
+        // answers (the server replies from one of its real addresses), nor does port 0.
+        if self.server.ip().is_unspecified() || self.server.port() == 0 {
+            return Err(invalid(
+                "server".into(),
+                format!(
+                    "is {} but must be the address and port the server answers from",
+                    self.server
+                ),
+            ));
+        }
         for (i, o) in self.outages.iter().enumerate() {
             limits::outage(o).map_err(|reason| {
                 invalid(
@@ -447,6 +458,12 @@ loss = 0.005
             .unwrap_err()
             .to_string()
             .contains("server_to_client.loss"));
+        c.server_to_client.loss = 0.0;
+        for server in ["0.0.0.0:7000", "[::]:7000", "127.0.0.1:0"] {
+            c.server = server.parse().unwrap();
+            let err = c.validate().unwrap_err().to_string();
+            assert!(err.contains("`server`"), "{server}: {err}");
+        }
         assert_eq!(
             "30+20".parse::<Outage>().unwrap(),
             "30-50".parse::<Outage>().unwrap()

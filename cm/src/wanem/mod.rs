@@ -10,6 +10,7 @@ pub mod pipe;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,7 @@ use thiserror::Error;
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tracing::debug;
+use tracing::{debug, warn};
 
 pub use config::{DirectionConfig, Outage, WanemConfig, WanemConfigError};
 pub use pipe::{DirectionCounters, Pipe};
@@ -228,6 +229,7 @@ async fn relay_from_clients(
 ) {
     let mut upstreams: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
+    let foreign_warned = Arc::new(AtomicBool::new(false));
     let mut buf = vec![0u8; 65_536];
     loop {
         let (len, client) = match front.recv_from(&mut buf).await {
@@ -263,6 +265,7 @@ async fn relay_from_clients(
                     pipes.clone(),
                     started,
                     to_client.clone(),
+                    foreign_warned.clone(),
                 )));
                 upstreams.insert(client, socket.clone());
                 socket
@@ -286,6 +289,7 @@ async fn relay_from_clients(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn relay_from_server(
     upstream: Arc<UdpSocket>,
     front: Arc<UdpSocket>,
@@ -294,14 +298,25 @@ async fn relay_from_server(
     pipes: Arc<Pipes>,
     started: Instant,
     to_client: mpsc::UnboundedSender<Scheduled>,
+    foreign_warned: Arc<AtomicBool>,
 ) {
     let mut buf = vec![0u8; 65_536];
     loop {
         let len = match upstream.recv_from(&mut buf).await {
             Ok((len, from)) if from == server => len,
             // The upstream socket listens on every interface: only the server is relayed.
+            // A server that answers from another address than the one configured (one given
+            // as 0.0.0.0, a multi-homed host) would lose all its traffic here: said once.
             Ok((_, from)) => {
-                debug!("wanem: datagram from {from} on the upstream socket ignored");
+                if !foreign_warned.swap(true, Ordering::Relaxed) {
+                    warn!(
+                        "wanem: datagrams from {from} dropped: only replies from the configured \
+                         server {server} (exactly that address and port) are relayed; if that is \
+                         the server answering, configure `server` as {from}"
+                    );
+                } else {
+                    debug!("wanem: datagram from {from} on the upstream socket ignored");
+                }
                 continue;
             }
             Err(e) => {
@@ -354,6 +369,79 @@ async fn deliver(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A log written into memory.
+    #[derive(Clone, Default)]
+    struct Log(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A server answering from another address than the configured one loses its replies,
+    /// and the emulator says so once, naming the address, instead of only at debug level.
+    #[tokio::test]
+    async fn replies_from_another_address_are_dropped_with_one_warning() {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        // This runtime has one thread: the relay's tasks log to this subscriber.
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let server = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let elsewhere = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let wanem = Wanem::start(WanemConfig::symmetric(
+            "127.0.0.1:0".parse().unwrap(),
+            server.local_addr().unwrap(),
+            DirectionConfig::default(),
+        ))
+        .await
+        .unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        client
+            .send_to(b"request", wanem.local_addr())
+            .await
+            .unwrap();
+        let mut buf = [0u8; 64];
+        let (_, upstream) =
+            tokio::time::timeout(Duration::from_secs(5), server.recv_from(&mut buf))
+                .await
+                .expect("relayed to the server")
+                .unwrap();
+        for _ in 0..3 {
+            elsewhere.send_to(b"foreign", upstream).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        server.send_to(b"reply", upstream).await.unwrap();
+        let (len, _) = tokio::time::timeout(Duration::from_secs(5), client.recv_from(&mut buf))
+            .await
+            .expect("the server's reply is relayed")
+            .unwrap();
+        assert_eq!(
+            &buf[..len],
+            b"reply",
+            "only the server's reply reaches the client"
+        );
+        let text = String::from_utf8_lossy(&log.0.lock().unwrap()).into_owned();
+        let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 1, "{text}");
+        let foreign = elsewhere.local_addr().unwrap().to_string();
+        assert!(
+            warnings[0].contains(&format!("datagrams from {foreign} dropped")),
+            "{text}"
+        );
+        assert_eq!(wanem.counters().server_to_client.packets_in, 1);
+        wanem.shutdown();
+    }
 
     /// The slowest accepted rate with large datagrams: delivery times minutes ahead, yet the
     /// relay keeps counting every datagram (it once panicked on the first one and left a
