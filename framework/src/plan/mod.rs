@@ -780,13 +780,19 @@ impl Plan {
             selection,
         };
         check_working_range(&input).map_err(|e| {
-            let from_measured = e.cluster.as_deref().is_some_and(|cluster| {
-                measured_value(measured, cluster, e.machine.as_deref(), &e.key)
-            });
-            let source = if from_measured {
-                " (the value comes from the measured system)"
-            } else {
-                ""
+            let source = match e.cluster.as_deref() {
+                Some(cluster)
+                    if measured_value(measured, cluster, e.machine.as_deref(), &e.key) =>
+                {
+                    " (the value comes from the measured system)"
+                }
+                // The best time (6): the sum of every worker's perf, some of them measured.
+                None if e.key == "perf"
+                    && measured.clusters.iter().any(|c| !c.workers.is_empty()) =>
+                {
+                    " (perf values come from the measured system)"
+                }
+                _ => "",
             };
             PlanError::Invalid {
                 cluster: e.cluster,

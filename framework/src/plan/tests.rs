@@ -576,6 +576,30 @@ fn errors_in_the_measured_system_name_the_key() {
 }
 
 #[test]
+fn a_best_time_out_of_range_says_when_perf_values_are_measured() {
+    // One task of 5.5e-150 operations: each worker's time and each cluster's steady time stay
+    // in range, but the best time over every worker, 5.5e-150 / (1.25 + 2.5 + 3) s, does not.
+    let text = SMALL.replace("tasks = 10\n", "tasks = 1\noper = 5.5e-150\n");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let err = plan
+        .model_input(Some(&calibrated()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("key `perf`: the workers' perf values sum to 6.75"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(perf values come from the measured system)"),
+        "{err}"
+    );
+    // Without measured values, nothing is said about them.
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert!(err.starts_with("key `perf`: "), "{err}");
+    assert!(!err.contains("measured"), "{err}");
+}
+
+#[test]
 fn values_that_leave_the_working_range_are_rejected_with_their_key() {
     let err = error_of_input(&SMALL.replace("perf = 3.0", "perf = 1e-320"));
     assert!(
