@@ -9,7 +9,12 @@
 # Last line: dispatch_ratio mpi4py_futures=X handwritten=Y (hmw tasks/s over the peer's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+# Debian's python3 needs python3-venv for `python3 -m venv`.
+if python3 -c "import venv, ensurepip" 2>/dev/null; then
+    scripts/setup.sh
+else
+    scripts/setup.sh python3-venv
+fi
 . scripts/env.sh
 TASKS=${TASKS:-20000}
 RUNS=${RUNS:-7}
@@ -18,12 +23,6 @@ RANKS=5
 cargo build --release -p hmw-dispatch -p hmw-synthetic --quiet
 venv=target/bench-venv
 MPI4PY=${MPI4PY:-mpi4py==4.1.2}
-if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
-    # Debian's python3 needs python3-venv for `python3 -m venv`.
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-fi
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "$MPI4PY"

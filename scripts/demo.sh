@@ -11,9 +11,9 @@
 # true only when every run verified its answer):
 #   demo clusters=N tasks=N verified=true|false makespan_s=T
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 scripts/setup.sh || exit 1
-. scripts/env.sh
+. scripts/env.sh || exit 1
 cargo build --release --workspace --bins --quiet || exit 1
 
 failed=0

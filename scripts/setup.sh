@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks to build and run hmw: OpenMPI (runtime and
 # headers), libclang (the MPI bindings are generated with bindgen), and fontconfig, FreeType
-# and a font for the charts of `hmw report`. Idempotent; silent when everything is already
-# there.
+# and a font for the charts of `hmw report`; and the Debian packages named as arguments, for a
+# script that needs more (`scripts/setup.sh python3-venv`). Idempotent; silent when everything
+# is already there.
 set -euo pipefail
 
-packages=(openmpi-bin libopenmpi-dev libclang-dev pkg-config libfontconfig1-dev libfreetype-dev fonts-dejavu-core)
+packages=(openmpi-bin libopenmpi-dev libclang-dev pkg-config libfontconfig1-dev libfreetype-dev fonts-dejavu-core "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

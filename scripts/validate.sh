@@ -69,7 +69,7 @@ app_value() { sed -n "/^\[application\]/,/^\[/s/^$2 *= *\([0-9.e+-]*\).*/\1/p" "
 # Launch a plan; prints the launcher's last line `launch clusters=... stats=PATH`.
 launch() {
     local plan=$1 name=$2
-    if ! timeout -s INT 300 "$hmw" launch "$plan" --work-dir "$work/runs/$name" \
+    if ! timeout -s INT -k 60 300 "$hmw" launch "$plan" --work-dir "$work/runs/$name" \
         >"$work/$name.launch.log" 2>&1; then
         echo "validate: $name: hmw launch failed; log: $work/$name.launch.log" >&2
         tail -20 "$work/$name.launch.log" >&2

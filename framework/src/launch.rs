@@ -309,20 +309,26 @@ fn host_of(cluster: &ClusterPlan, role: Role) -> Option<&str> {
 }
 
 /// Lay a plan out. `prediction` (when the model could evaluate the plan) selects the workers
-/// and, with `[run] load_balance = true`, bounds each cluster's share; `port` hands out
-/// ports for the links.
+/// and, with `[run] load_balance = true`, bounds each cluster's share; `binary`, when given
+/// (`hmw launch --binary`), replaces `[launch] binary`, so that what depends on the
+/// application (`hmw-synthetic` gets `[application] tasks`) follows the binary that runs;
+/// `port` hands out ports for the links.
 pub fn layout(
     plan: &Plan,
     prediction: Option<&Prediction>,
     target: Target,
+    binary: Option<&str>,
     mut port: impl FnMut() -> u16,
 ) -> Result<Layout, LaunchError> {
-    let launch: LaunchTable = match &plan.launch {
+    let mut launch: LaunchTable = match &plan.launch {
         Some(table) => toml::Value::Table(table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| error("[launch]", e.message().to_owned()))?,
         None => LaunchTable::default(),
     };
+    if let Some(binary) = binary {
+        launch.binary = Some(binary.to_owned());
+    }
     let cluster_launch: Vec<ClusterLaunch> = plan
         .clusters
         .iter()
@@ -683,8 +689,12 @@ mod tests {
     }
 
     fn lay(plan: &Plan) -> Result<Layout, LaunchError> {
+        lay_with(plan, None)
+    }
+
+    fn lay_with(plan: &Plan, binary: Option<&str>) -> Result<Layout, LaunchError> {
         let mut next = 7000;
-        layout(plan, None, Target::Deployment, || {
+        layout(plan, None, Target::Deployment, binary, || {
             next += 1;
             next
         })
@@ -772,6 +782,26 @@ mod tests {
             "{:?}",
             layout.notes
         );
+    }
+
+    #[test]
+    fn a_binary_given_on_the_command_line_is_the_one_laid_out() {
+        let tasks = |layout: &Layout| layout.config["application"].get("tasks").cloned();
+        let synthetic = plan("task_seconds = 0.1", "");
+        // Another application: it gets no task count of the synthetic one's.
+        let other = lay_with(&synthetic, Some("bin/my-app")).unwrap();
+        assert_eq!(other.binary.as_deref(), Some("bin/my-app"));
+        assert_eq!(tasks(&other), None);
+        assert!(other.notes.iter().all(|n| !n.contains("tasks not set")));
+        // And the other way: a plan for another binary run with hmw-synthetic.
+        let mut table = synthetic.launch.clone().unwrap();
+        table.insert("binary".into(), toml::Value::String("my-app".into()));
+        let mut for_other = synthetic.clone();
+        for_other.launch = Some(table);
+        assert_eq!(tasks(&lay(&for_other).unwrap()), None);
+        let layout = lay_with(&for_other, Some("/opt/hmw/hmw-synthetic")).unwrap();
+        assert_eq!(layout.binary.as_deref(), Some("/opt/hmw/hmw-synthetic"));
+        assert_eq!(tasks(&layout).and_then(|t| t.as_integer()), Some(100));
     }
 
     #[test]

@@ -265,7 +265,9 @@ fn killing_an_external_cluster_loses_no_work() {
         ),
     );
     let running = start_launch(&dir, &plan);
-    // Once brazil has worked a little, kill its whole MPI job (by process group id).
+    // Once brazil has worked a little, kill its mpirun's process group (from NAME.pid): it
+    // holds mpirun alone, each rank being in a group of its own; the ranks abort when their
+    // mpirun is gone, and the launcher kills any left at its end.
     wait_started(&dir, &["brazil"], Duration::from_secs(3));
     let pid = std::fs::read_to_string(dir.join("run/brazil.pid")).unwrap();
     let killed = Command::new("kill")
@@ -648,6 +650,227 @@ fn a_failed_main_cluster_stops_the_others_without_a_grace_period() {
         Duration::from_secs(5),
         "the main cluster's failure",
     );
+}
+
+/// The parent of a process, from /proc.
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Processes SIGKILLed by id when dropped, should a failed test leave them behind.
+struct KillOnDrop(Vec<u32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pid in self.0.iter().filter(|&&p| alive(p)) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn ranks_whose_mpirun_died_are_killed_with_the_launcher() {
+    let run = launch_mid_run("orphans");
+    let spain = run.groups[1];
+    let ranks = family(spain);
+    assert!(ranks.len() >= 3, "spain's ranks: {ranks:?}");
+    let _guard = KillOnDrop(ranks.clone());
+    // Stopped, the ranks cannot notice that their mpirun died (OpenMPI's ranks otherwise
+    // abort on their own): like ranks stuck in a computation. Then mpirun alone dies.
+    for signal in [("-STOP", &ranks), ("-KILL", &vec![spain])] {
+        let mut kill = Command::new("kill");
+        kill.arg(signal.0);
+        for pid in signal.1 {
+            kill.arg(pid.to_string());
+        }
+        assert!(kill.status().unwrap().success());
+    }
+    // The launcher reaps mpirun (and reports the cluster failed); its ranks, each in a
+    // process group of its own, are now the launcher's children, not init's.
+    let launcher = run.launcher.pid();
+    let start = Instant::now();
+    while proc_state(spain).is_some() || ranks.iter().any(|&r| parent(r) != Some(launcher)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "mpirun {spain} not reaped, or its ranks {ranks:?} not re-parented to the \
+             launcher {launcher}: parents {:?}",
+            ranks.iter().map(|&r| parent(r)).collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(ranks.iter().all(|&r| alive(r)), "the stopped ranks live on");
+    let sent = Command::new("kill")
+        .args(["-TERM", &launcher.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = Instant::now();
+    let MidRun {
+        launcher,
+        groups,
+        processes,
+    } = run;
+    let finished = launcher.finish(Duration::from_secs(30));
+    assert!(!finished.status.success(), "{finished:#?}");
+    assert!(
+        finished
+            .stdout
+            .contains("== cluster spain: failed while the main cluster runs"),
+        "{}",
+        finished.stdout
+    );
+    assert_all_gone(
+        &groups,
+        &processes,
+        signalled,
+        Duration::from_secs(5),
+        "stopping the launcher",
+    );
+}
+
+/// A plan whose first calibration run (main's worker alone, 0.5 s tasks) outlasts a test.
+fn slow_calibration(dir: &std::path::Path, extra: &[&str]) -> Spawned {
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\n{}",
+        synthetic(1000, 0.5),
+        cluster_table("main", "master", 1, "main = true"),
+    );
+    let plan_path = write(dir, "plan.toml", &plan);
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["calibrate", &plan_path, "--tasks", "1000", "--out"])
+        .arg(dir.join("system.toml"))
+        .args(extra);
+    Spawned::start(command)
+}
+
+/// Wait (a minute at most) until `pid` runs mpirun and its ranks (head and worker); return
+/// them.
+fn calibration_run_of(pid: u32) -> Vec<u32> {
+    let start = Instant::now();
+    loop {
+        let below = family(pid);
+        if below.len() >= 3 {
+            return below;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no calibration run started: {below:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_terminated_calibration_stops_its_run() {
+    let dir = scratch("calibrate-sigterm");
+    let running = slow_calibration(&dir, &[]);
+    let pid = running.pid();
+    let temporary = std::env::temp_dir().join(format!("hmw-calibrate-synthetic-{pid}"));
+    let processes = calibration_run_of(pid);
+    let _guard = KillOnDrop(processes.clone());
+    std::thread::sleep(Duration::from_secs(1));
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = Instant::now();
+    let finished = running.finish(Duration::from_secs(30));
+    assert!(!finished.status.success(), "{finished:#?}");
+    assert!(finished.stderr.contains("interrupted"), "{finished:#?}");
+    assert!(
+        finished.elapsed < Duration::from_secs(5),
+        "hmw calibrate took {:?} to stop",
+        finished.elapsed
+    );
+    assert_all_gone(
+        &[],
+        &processes,
+        signalled,
+        Duration::from_secs(5),
+        "SIGTERM",
+    );
+    assert!(!temporary.exists(), "{} left behind", temporary.display());
+}
+
+#[test]
+fn a_calibration_run_past_its_time_limit_is_killed() {
+    let dir = scratch("calibrate-timeout");
+    let running = slow_calibration(&dir, &["--run-timeout", "3"]);
+    let processes = calibration_run_of(running.pid());
+    let _guard = KillOnDrop(processes.clone());
+    let finished = running.finish(Duration::from_secs(60));
+    assert!(!finished.status.success(), "{finished:#?}");
+    assert!(
+        finished
+            .stderr
+            .contains("still running after 3 s: killed (--run-timeout)"),
+        "{finished:#?}"
+    );
+    assert_all_gone(
+        &[],
+        &processes,
+        Instant::now(),
+        Duration::from_secs(1),
+        "the calibration's end",
+    );
+}
+
+#[test]
+fn launch_print_says_which_certificates_go_to_which_host() {
+    let dir = scratch("launch-print");
+    let plan = format!(
+        "{}{}{}",
+        synthetic(10, 0.01),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            1,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let work = dir.join("run");
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["launch", &plan_path, "--print", "--work-dir"])
+        .arg(&work);
+    let run = Spawned::start(command).finish(Duration::from_secs(30));
+    run.assert_success();
+    let certs = work.canonicalize().unwrap().join("certs");
+    assert!(
+        run.stdout.contains(&format!(
+            "# certificates in {}: copy each host's files",
+            certs.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    for line in [
+        "#   main-cm (cluster main, CM main-spain): ca.pem main-spain.pem main-spain.key.pem",
+        "#   spain-cm (cluster spain, CM spain-main): ca.pem spain-main.pem spain-main.key.pem",
+    ] {
+        assert!(
+            run.stdout.contains(line),
+            "{line:?} missing: {}",
+            run.stdout
+        );
+    }
+    // The files listed are the ones written, of the CA that signed them: not a new one.
+    for file in ["ca.pem", "main-spain.pem", "spain-main.key.pem"] {
+        assert!(certs.join(file).exists(), "{file}");
+    }
+    assert!(!run.stdout.contains("hmw keygen"), "{}", run.stdout);
 }
 
 #[test]

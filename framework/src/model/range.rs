@@ -77,10 +77,10 @@ const RANGE: &str = "the model works with workloads (basic operations) and times
 
 /// Sections 1 and 2: checks that every quantity the methodology derives from `input` — (1),
 /// `oper/perf`, (11)(15)(48), (25)(26)(31)(32)(36), (12)-(21), (37)-(56), (6) — is in the
-/// working range, for
-/// the application and for every candidate grain, on every cluster — with all its workers (the
-/// largest startup, end and performance) and with its slowest worker alone (the smallest steady
-/// performance any selection can have). The first quantity out of range is the error.
+/// working range, for the application and for every candidate grain: on every cluster with all
+/// its workers (the largest startup, end and performance) and with its slowest worker alone
+/// (the smallest steady performance any selection can have), and the best time (6) with every
+/// worker of the plan. The first quantity out of range is the error.
 pub fn check_working_range(input: &ModelInput) -> Result<(), RangeError> {
     let applications = std::iter::once(("application".to_string(), &input.application)).chain(
         input.grains.iter().map(|g| {
@@ -90,36 +90,42 @@ pub fn check_working_range(input: &ModelInput) -> Result<(), RangeError> {
             )
         }),
     );
-    for (prefix, app) in applications {
-        check_workload(&prefix, app)?;
-        for cluster in &input.system.clusters {
-            check_cluster(&prefix, app, cluster, input.options.reassign_last_task)?;
-        }
-    }
     // (6) over every worker of the plan: the shortest best time any selection has
-    let app = &input.application;
     let mcperf: f64 = input
         .system
         .clusters
         .iter()
         .flat_map(|c| c.workers.iter().map(|w| w.perf))
         .sum();
-    let best = app.workload() / mcperf;
-    if !in_range(best) {
-        return Err(RangeError {
-            cluster: None,
-            machine: None,
-            key: "perf".into(),
-            message: format!(
-                "the workers' perf values sum to {} basic operations per second, so the best \
-                 possible time (6) of the workload {} is {} s; {RANGE}",
-                show(mcperf),
-                show(app.workload()),
-                show(best)
-            ),
-        });
+    for (prefix, app) in applications {
+        check_workload(&prefix, app)?;
+        for cluster in &input.system.clusters {
+            check_cluster(&prefix, app, cluster, input.options.reassign_last_task)?;
+        }
+        check_best_time(&prefix, app, mcperf)?;
     }
     Ok(())
+}
+
+/// (6): the best time of the workload with every worker of the plan, `mcperf` basic operations
+/// per second in all.
+fn check_best_time(prefix: &str, app: &ApplicationParams, mcperf: f64) -> Result<(), RangeError> {
+    let best = app.workload() / mcperf;
+    if in_range(best) {
+        return Ok(());
+    }
+    Err(RangeError {
+        cluster: None,
+        machine: None,
+        key: "perf".into(),
+        message: format!(
+            "the workers' perf values sum to {} basic operations per second, so the best \
+             possible time (6) of the workload {} ({prefix}) is {} s; {RANGE}",
+            show(mcperf),
+            show(app.workload()),
+            show(best)
+        ),
+    })
 }
 
 /// (1): `workload = tasks * oper`.
@@ -524,6 +530,36 @@ mod tests {
         assert!(
             err.contains("(application.result_bytes_inter: 1e300 bytes)"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn the_best_time_is_checked_for_every_grain_candidate() {
+        // Four workers of perf 1, two per cluster; a grain of one task of 3e-150 operations:
+        // each cluster alone takes (LAN-bound) seconds, but all four workers together would
+        // take 3e-150 / 4 s, under the range.
+        let mut input = input();
+        for cluster in &mut input.system.clusters {
+            for w in &mut cluster.workers {
+                w.perf = 1.0;
+            }
+        }
+        check_working_range(&input).unwrap();
+        input.grains.push(GrainCandidate {
+            grain: 7,
+            application: ApplicationParams {
+                tasks: 1,
+                oper: 3e-150,
+                ..input.application.clone()
+            },
+        });
+        let err = error_of(&input);
+        assert_eq!(
+            err,
+            "key `perf`: the workers' perf values sum to 4 basic operations per second, so the \
+             best possible time (6) of the workload 3e-150 (application.grain[grain = 7]) is \
+             7.5e-151 s; the model works with workloads (basic operations) and times (seconds) \
+             from 1e-150 to 1e150"
         );
     }
 

@@ -576,6 +576,70 @@ fn errors_in_the_measured_system_name_the_key() {
 }
 
 #[test]
+fn a_best_time_out_of_range_says_when_perf_values_are_measured() {
+    // One task of 5.5e-150 operations: each worker's time and each cluster's steady time stay
+    // in range, but the best time over every worker, 5.5e-150 / (1.25 + 2.5 + 3) s, does not.
+    let text = SMALL.replace("tasks = 10\n", "tasks = 1\noper = 5.5e-150\n");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let err = plan
+        .model_input(Some(&calibrated()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("key `perf`: the workers' perf values sum to 6.75"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(perf values come from the measured system)"),
+        "{err}"
+    );
+    // Without measured values, nothing is said about them.
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert!(err.starts_with("key `perf`: "), "{err}");
+    assert!(!err.contains("measured"), "{err}");
+}
+
+#[test]
+fn the_model_input_from_files_names_the_file_of_each_error() {
+    let plan_file = TempFile::new("small.toml", SMALL);
+    let plan = load_plan(&plan_file.0).unwrap();
+    let system = TempFile::new("fits.toml", &toml::to_string(&calibrated()).unwrap());
+    let (input, measured) =
+        model_input_with_measured(&plan, &plan_file.0, Some(&system.0)).unwrap();
+    assert_eq!(measured, Some(calibrated()));
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.25);
+    let (input, measured) = model_input_with_measured(&plan, &plan_file.0, None).unwrap();
+    assert_eq!(measured, None);
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.0);
+    // A measured file naming a worker the plan does not have: its error names that file.
+    let mut stranger = calibrated();
+    stranger.clusters[0].workers[0].host = "nobody".into();
+    let misfit = TempFile::new("misfit.toml", &toml::to_string(&stranger).unwrap());
+    let err = model_input_with_measured(&plan, &plan_file.0, Some(&misfit.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{}: ", misfit.0.display())),
+        "{err}"
+    );
+    assert!(err.contains("nobody"), "{err}");
+    // A measured value out of the model's range: an error of the input, naming the plan.
+    let mut tiny = calibrated();
+    tiny.clusters[1].workers[0].perf = 1e-320;
+    let tiny_file = TempFile::new("tiny.toml", &toml::to_string(&tiny).unwrap());
+    let err = model_input_with_measured(&plan, &plan_file.0, Some(&tiny_file.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}: cluster `away`, machine `x1`",
+            plan_file.0.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
 fn values_that_leave_the_working_range_are_rejected_with_their_key() {
     let err = error_of_input(&SMALL.replace("perf = 3.0", "perf = 1e-320"));
     assert!(

@@ -1014,6 +1014,24 @@ mod tests {
     }
 
     #[test]
+    fn a_link_recorded_without_outages_has_no_inferred_silence() {
+        // spain's link is recorded (the master's start time is there) and never went down:
+        // its stall is no outage, and nothing says "no outage records".
+        let mut stats = two_cluster_stats();
+        stats.started_unix_s = Some(1.7e9);
+        assert!(stats.clusters[0].link.as_ref().unwrap().outages.is_empty());
+        let observed = super::super::observed::Observed::from_stats(&stats);
+        let report = Report::from_parts("two", observed, Some(two_cluster_prediction()), 80);
+        let svg = report.svg(DEFAULT_SIZE).unwrap();
+        assert!(
+            !svg.contains("(inferred: no outage"),
+            "no inference beside records"
+        );
+        assert!(!svg.contains("spain: link down"), "no outage either");
+        assert!(!svg.contains("fill=\"#DC322F\""), "no silence shading");
+    }
+
+    #[test]
     fn without_a_plan_only_the_measured_lines() {
         let svg = report(false).svg(DEFAULT_SIZE).unwrap();
         assert!(svg.contains("no plan given: measured only"));

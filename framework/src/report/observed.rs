@@ -32,6 +32,9 @@ pub struct ObservedCluster {
     /// When its link was down, in run time (exact: from the link's outage records and the
     /// master's start time); empty when the statistics have no such records.
     pub outages: Vec<Downtime>,
+    /// Whether the statistics record its link's outages (the master's start time and the link
+    /// are there): then `outages` is the whole story, even when empty.
+    pub outages_recorded: bool,
 }
 
 /// A stretch the link of a cluster had no connection, seconds since the master's clock
@@ -182,10 +185,15 @@ impl Observed {
                 }
                 done.push((wall_s, *final_done));
                 let report = stats.clusters.iter().find(|r| &r.name == name);
-                let outages = match (stats.started_unix_s, report.and_then(|r| r.link.as_ref())) {
-                    (Some(started), Some(link)) => downtimes(&link.outages, started, wall_s),
-                    _ => Vec::new(),
-                };
+                // The outage records came with the master's start time: statistics with it
+                // have them for every link (an empty list is a link that never went down).
+                let (outages, outages_recorded) =
+                    match (stats.started_unix_s, report.and_then(|r| r.link.as_ref())) {
+                        (Some(started), Some(link)) => {
+                            (downtimes(&link.outages, started, wall_s), true)
+                        }
+                        _ => (Vec::new(), false),
+                    };
                 ObservedCluster {
                     name: name.clone(),
                     done: strictly_increasing_times(done),
@@ -196,6 +204,7 @@ impl Observed {
                         None => Some(WorkersSummary::of(stats)),
                     },
                     outages,
+                    outages_recorded,
                 }
             })
             .collect();
@@ -271,8 +280,9 @@ impl Observed {
     }
 
     /// The silences of the clusters whose link outages are not recorded (statistics from
-    /// before the records, or a link with none): the chart's fallback for outages. A
-    /// cluster with recorded outages shows those instead.
+    /// before the records, or a cluster without a link summary): the chart's fallback for
+    /// outages. A cluster whose outages are recorded shows those instead — none, when its
+    /// link never went down: a silence then was no outage.
     pub fn inferred_silences(&self) -> Vec<Silence> {
         self.silences()
             .into_iter()
@@ -280,7 +290,7 @@ impl Observed {
                 self.clusters
                     .iter()
                     .find(|c| c.name == s.cluster)
-                    .is_none_or(|c| c.outages.is_empty())
+                    .is_none_or(|c| !c.outages_recorded)
             })
             .collect()
     }
@@ -567,9 +577,18 @@ pub(crate) mod tests {
         assert!((spain.outages[0].from_s - 2.6).abs() < 1e-6, "{spain:?}");
         assert!((spain.outages[0].to_s - 4.6).abs() < 1e-6, "{spain:?}");
         assert!(observed.inferred_silences().is_empty());
-        // Still inferred, for statistics without the master's start time.
+        // Recorded, and none: the link never went down, so the silence is no outage and
+        // nothing is inferred.
+        stats.clusters[0].link.as_mut().unwrap().outages.clear();
+        let observed = Observed::from_stats(&stats);
+        assert!(observed.clusters[1].outages_recorded);
+        assert!(observed.clusters[1].outages.is_empty());
+        assert_eq!(observed.silences().len(), 1);
+        assert!(observed.inferred_silences().is_empty());
+        // Still inferred, for statistics without the master's start time (no records).
         stats.started_unix_s = None;
         let observed = Observed::from_stats(&stats);
+        assert!(!observed.clusters[1].outages_recorded);
         assert!(observed.clusters[1].outages.is_empty());
         assert_eq!(observed.inferred_silences().len(), 1);
     }

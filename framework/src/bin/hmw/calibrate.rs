@@ -9,20 +9,26 @@
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
 //!   run at least `--lan-seconds` long and `--lan-tasks` tasks); throughput `tasks * (task +
 //!   result bytes) / makespan`. The file keeps each count's mean, standard deviation, minimum
-//!   and maximum (as comments: the model reads one value) and gives the model the mean with
-//!   every worker, the load the run puts on its master.
+//!   and maximum in the cluster's `[[clusters.lan_runs]]` tables and gives the model, as
+//!   `lan_bytes_per_s`, the mean with every worker, the load the run puts on its master.
 //! - WAN: a pair of hmw-cm links configured from the plan's `[launch.cm]` exactly as the
 //!   communication managers configure theirs (same machine-file lines, same `[cm]` keys,
 //!   certificates as `hmw launch` writes them), through the link's emulator, both directions
 //!   at once as in a run: inter-cluster tasks one way, inter-cluster results the other;
 //!   `--wan-warmup` seconds of warm-up, then `--wan-seconds` timed. Every link at once (each
 //!   has an emulator of its own).
+//!
+//! Each run is one `mpirun` started and stopped as `hmw launch` does ([`crate::processes`]):
+//! in a process group of its own, SIGTERM from the kernel if `hmw calibrate` dies, ranks
+//! orphaned by their `mpirun` re-parented here and killed; a run still going after
+//! `--run-timeout` is killed and is an error. Ctrl-C, SIGTERM and SIGHUP stop the run under
+//! way (or the WAN measurement) and everything below `hmw calibrate`, which then fails.
 
 use std::{
     fmt::Write as _,
     fs,
     path::{Path, PathBuf},
-    process::Command,
+    process::{Command, Stdio},
     sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
@@ -44,6 +50,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::{
     keygen::write_certificates,
     launch::{find_binary, free_port, local_mpi_environment, relay_config},
+    processes::{
+        become_subreaper, catch_signals, interrupted, kill_every_descendant, Group, Waited,
+    },
 };
 
 #[derive(Debug, clap::Args)]
@@ -60,17 +69,44 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     lan_runs: u32,
     /// LAN: the shortest run counted, seconds (a shorter one is run again, longer).
-    #[arg(long, default_value_t = 1.0)]
-    lan_seconds: f64,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "1",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    lan_seconds: Duration,
     /// LAN: the fewest tasks of a run.
     #[arg(long, default_value_t = 200)]
     lan_tasks: u64,
     /// WAN: seconds each link carries traffic before the timed window.
-    #[arg(long, default_value_t = 1.0)]
-    wan_warmup: f64,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "1",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    wan_warmup: Duration,
     /// WAN: seconds timed, both directions at once.
-    #[arg(long, default_value_t = 3.0)]
-    wan_seconds: f64,
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "3",
+        value_parser = crate::positive_seconds,
+        allow_negative_numbers = true
+    )]
+    wan_seconds: Duration,
+    /// Seconds a calibration run may last before it is killed as hung (an error).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "600",
+        value_parser = crate::positive_seconds,
+        allow_negative_numbers = true
+    )]
+    run_timeout: Duration,
     /// Folder for the calibration runs' files (default: a temporary folder, removed at the
     /// end unless the calibration fails).
     #[arg(long)]
@@ -150,7 +186,9 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     let started = Instant::now();
     let plan = load_plan(&args.plan)?;
     let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
-    let layout = layout(&plan, None, Target::Local, free_port)
+    catch_signals()?;
+    become_subreaper()?;
+    let layout = layout(&plan, None, Target::Local, None, free_port)
         .with_context(|| format!("{}", args.plan.display()))?;
     let mut work = match &args.work_dir {
         Some(dir) => WorkDir {
@@ -172,7 +210,10 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         .with_context(|| format!("cannot create {}", work.path.display()))?;
     work.path = work.path.canonicalize()?;
     let result = calibrate(&args, &plan, &plan_dir, &layout, &work.path);
-    if result.is_err() && work.temporary {
+    // Whatever the way out, nothing started here outlives it.
+    kill_every_descendant(Duration::from_secs(10));
+    // Files of a failed calibration are kept for a look; not those of an interrupted one.
+    if result.is_err() && work.temporary && !interrupted() {
         work.keep = true;
         eprintln!(
             "calibration files kept in {} for a look",
@@ -184,7 +225,7 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     fs::write(&args.out, &text).with_context(|| format!("cannot write {}", args.out.display()))?;
     // What was written must read back as written: the model reads this file.
     let back = load_measured_system(&args.out)?;
-    if back != measured.system {
+    if back != measured {
         bail!(
             "{}: the file written does not read back as measured",
             args.out.display()
@@ -202,19 +243,13 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     Ok(())
 }
 
-/// Everything measured: the system file's values and, per cluster, the LAN runs behind its
-/// value.
-struct Measured {
-    system: MeasuredSystem,
-}
-
 fn calibrate(
     args: &CalibrateArgs,
     plan: &Plan,
     plan_dir: &Path,
     layout: &Layout,
     work: &Path,
-) -> Result<Measured> {
+) -> Result<MeasuredSystem> {
     let binary = find_binary(
         layout
             .binary
@@ -280,7 +315,7 @@ fn calibrate(
             bar.set_message(format!("{}: {} alone", cluster.name, line.host));
             let hosts = format!("{head_line}\n{}\n", rank_line(line));
             let app_config = app_config(&layout.config, None)?;
-            let stats = run_cluster(&binary, work, &hosts, &app_config, Some(args.tasks))
+            let stats = run_cluster(&binary, work, &hosts, &app_config, Some(args.tasks), args)
                 .with_context(|| format!("worker {} of cluster {}", line.host, cluster.name))?;
             let worker = stats.workers.first().with_context(|| {
                 format!(
@@ -344,7 +379,7 @@ fn calibrate(
     bar.finish_and_clear();
     print!("{workers_table}");
     for (name, runs) in &lan_all {
-        print!("{}", lan_table(name, app, runs, ""));
+        print!("{}", lan_table(name, app, runs));
     }
     print!("{wan_table}");
     println!(
@@ -353,7 +388,7 @@ fn calibrate(
         lan_time.as_secs_f64(),
         phase.elapsed().as_secs_f64()
     );
-    Ok(Measured { system })
+    Ok(system)
 }
 
 /// What the LAN measurements of every cluster share.
@@ -413,7 +448,7 @@ impl LanCalibration<'_> {
                 // Long enough at the last rate seen, with a margin.
                 let tasks = self.rates[kind]
                     .map_or(args.lan_tasks, |r| {
-                        (r * args.lan_seconds * 1.25).ceil() as u64
+                        (r * args.lan_seconds.as_secs_f64() * 1.25).ceil() as u64
                     })
                     .clamp(args.lan_tasks, 100_000_000);
                 let probe = format!(
@@ -421,7 +456,7 @@ impl LanCalibration<'_> {
                     app.task_bytes as u64, app.result_bytes as u64
                 );
                 let config = app_config(&self.layout.config, Some(&probe))?;
-                let stats = run_cluster(self.synthetic, self.work, &hosts, &config, None)
+                let stats = run_cluster(self.synthetic, self.work, &hosts, &config, None, args)
                     .with_context(|| {
                         format!("LAN of cluster {} with {count} workers", cluster.name)
                     })?;
@@ -432,7 +467,7 @@ impl LanCalibration<'_> {
                     );
                 }
                 self.rates[kind] = Some(tasks as f64 / stats.wall_s);
-                if stats.wall_s < args.lan_seconds {
+                if stats.wall_s < args.lan_seconds.as_secs_f64() {
                     // Too short to count (the very first, at the fewest tasks, is a warm-up
                     // that sizes the next): again, longer, at most a few times.
                     runs.discarded += 1;
@@ -440,7 +475,7 @@ impl LanCalibration<'_> {
                         bail!(
                             "LAN of cluster {} with {count} workers: runs stay under {} s",
                             cluster.name,
-                            args.lan_seconds
+                            args.lan_seconds.as_secs_f64()
                         );
                     }
                     continue;
@@ -456,31 +491,31 @@ impl LanCalibration<'_> {
     }
 }
 
-/// The LAN runs of one cluster as a table; every line starts with `prefix`.
-fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns], prefix: &str) -> String {
+/// The LAN runs of one cluster as a table.
+fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -> String {
     let mut out = String::new();
     if runs.is_empty() {
         let _ = writeln!(
             out,
-            "{prefix}LAN of {name}: not measured (no workers of its own); the plan's value stays"
+            "LAN of {name}: not measured (no workers of its own); the plan's value stays"
         );
         return out;
     }
     let _ = writeln!(
         out,
-        "{prefix}LAN of {name}: {} B tasks and {} B results, no computation; bytes per second \
+        "LAN of {name}: {} B tasks and {} B results, no computation; bytes per second \
          of tasks and results in each run",
         app.task_bytes, app.result_bytes
     );
     let _ = writeln!(
         out,
-        "{prefix}{:>8} {:>5} {:>10} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "{:>8} {:>5} {:>10} {:>12} {:>12} {:>12} {:>12} {:>10}",
         "workers", "runs", "tasks/run", "mean", "std dev", "min", "max", "too short"
     );
     for r in runs {
         let _ = writeln!(
             out,
-            "{prefix}{:>8} {:>5} {:>10} {:>12.4e} {:>12.4e} {:>12.4e} {:>12.4e} {:>10}",
+            "{:>8} {:>5} {:>10} {:>12.4e} {:>12.4e} {:>12.4e} {:>12.4e} {:>10}",
             r.workers,
             r.values.len(),
             r.tasks_per_run,
@@ -494,7 +529,7 @@ fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns], prefix: &str
     if let Some(all) = runs.last() {
         let _ = writeln!(
             out,
-            "{prefix}value used (lan_bytes_per_s): the mean with all {} workers, the load of a run",
+            "value used (lan_bytes_per_s): the mean with all {} workers, the load of a run",
             all.workers
         );
     }
@@ -502,14 +537,14 @@ fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns], prefix: &str
 }
 
 /// The system file: the measured values as TOML, under a header saying how to read them.
-fn system_file(measured: &Measured) -> Result<String> {
+fn system_file(measured: &MeasuredSystem) -> Result<String> {
     let mut text = String::from(
         "# System parameters measured by hmw calibrate: hmw predict/launch/report --measured \
          FILE\n# lan_bytes_per_s: the mean of the LAN runs with all of the cluster's workers \
          (lan_runs: every\n# number of workers tried, in bytes per second of tasks and \
          results).\n",
     );
-    text.push_str(&toml::to_string(&measured.system)?);
+    text.push_str(&toml::to_string(measured)?);
     Ok(text)
 }
 
@@ -543,22 +578,31 @@ fn app_config(config: &toml::Table, application: Option<&str>) -> Result<toml::T
     Ok(config)
 }
 
-/// Run one cluster under mpirun and read its statistics.
+/// Run one cluster under mpirun and read its statistics: at most `args.run_timeout`, and
+/// stopped at once by Ctrl-C, SIGTERM or SIGHUP. Whatever the way out, the run's processes are
+/// gone when it returns.
 fn run_cluster(
     binary: &Path,
     work: &Path,
     hosts: &str,
     config: &toml::Table,
     max_tasks: Option<u64>,
+    args: &CalibrateArgs,
 ) -> Result<RunStats> {
+    if interrupted() {
+        bail!("interrupted");
+    }
     let hosts_path = work.join("calibrate.hosts");
     let config_path = work.join("calibrate.toml");
     let stats_path = work.join("calibrate.stats.json");
+    let log_path = work.join("calibrate.log");
     fs::write(&hosts_path, hosts)
         .with_context(|| format!("cannot write {}", hosts_path.display()))?;
     fs::write(&config_path, toml::to_string(config)?)
         .with_context(|| format!("cannot write {}", config_path.display()))?;
     let _ = fs::remove_file(&stats_path);
+    let log = fs::File::create(&log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
     let ranks = hosts
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
@@ -572,26 +616,47 @@ fn run_cluster(
         .arg("-c")
         .arg(&config_path)
         .arg("--stats-json")
-        .arg(&stats_path);
+        .arg(&stats_path)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
     if let Some(n) = max_tasks {
         command.args(["--max-tasks", &n.to_string()]);
     }
     local_mpi_environment(&mut command);
-    let output = command
-        .output()
+    let mut group = Group::start(&mut command)
         .with_context(|| format!("cannot run mpirun {}", binary.display()))?;
-    if !output.status.success() {
-        bail!(
-            "calibration run of {} failed ({}):\n{}",
+    let waited = group.wait_until(Instant::now() + args.run_timeout);
+    // Ranks that outlived mpirun too (re-parented here).
+    group.kill();
+    kill_every_descendant(Duration::from_secs(10));
+    match waited {
+        Waited::Exited(status) if status.success() => {}
+        Waited::Exited(status) => bail!(
+            "calibration run of {} failed ({status}):\n{}",
             binary.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
+            log_tail(&log_path)
+        ),
+        Waited::TimedOut => bail!(
+            "calibration run of {} still running after {} s: killed (--run-timeout); its \
+             output:\n{}",
+            binary.display(),
+            args.run_timeout.as_secs_f64(),
+            log_tail(&log_path)
+        ),
+        Waited::Interrupted => bail!("interrupted"),
     }
     let text = fs::read_to_string(&stats_path)
         .with_context(|| format!("cannot read {}", stats_path.display()))?;
     serde_json::from_str(&text)
         .with_context(|| format!("{}: not run statistics", stats_path.display()))
+}
+
+/// The last lines of a run's output, for an error.
+fn log_tail(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
 }
 
 /// Each WAN link of the layout: `(cluster, tasks' goodput parent -> cluster, results'
@@ -678,12 +743,19 @@ fn measure_wans(
         });
     }
     for p in &probes {
-        p.client
-            .wait_connected(Duration::from_secs(20))
-            .map_err(|e| anyhow!("WAN of {}: {e}", p.cluster))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if interrupted() {
+                bail!("interrupted");
+            }
+            match p.client.wait_connected(Duration::from_millis(100)) {
+                Ok(()) => break,
+                Err(hmw_cm::LinkError::Timeout) if Instant::now() < deadline => {}
+                Err(e) => bail!("WAN of {}: {e}", p.cluster),
+            }
+        }
     }
-    let warmup = Duration::from_secs_f64(args.wan_warmup);
-    let window = Duration::from_secs_f64(args.wan_seconds);
+    let (warmup, window) = (args.wan_warmup, args.wan_seconds);
     let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
         let threads: Vec<_> = probes
             .iter()
@@ -767,6 +839,9 @@ fn goodput(
             if Instant::now() >= closes {
                 break Ok(());
             }
+            if interrupted() {
+                break Ok(());
+            }
             match to.recv_timeout(Duration::from_millis(20)) {
                 Ok(Some(m)) => {
                     let at = Instant::now();
@@ -783,6 +858,9 @@ fn goodput(
         let sent = sender
             .join()
             .map_err(|_| anyhow!("the sending thread panicked"))?;
+        if interrupted() {
+            bail!("interrupted");
+        }
         received?;
         sent?;
         if messages == 0 {

@@ -33,11 +33,39 @@ pub(crate) fn write_certificates(
         .with_context(|| format!("cannot write the certificates into {}", dir.display()))
 }
 
+/// Which certificate files go to which host: one line per CM host, in the layout's order (the
+/// main cluster first), `HOST (cluster C, CM A, B): ca.pem A.pem A.key.pem B.pem B.key.pem`.
+pub(crate) fn host_files(layout: &Layout) -> Vec<String> {
+    // Each host with its cluster and its CMs.
+    let mut by_host: Vec<(&str, &str, Vec<&str>)> = Vec::new();
+    for cm in &layout.cms {
+        match by_host.iter_mut().find(|(host, _, _)| *host == cm.host) {
+            Some((_, _, names)) => names.push(&cm.name),
+            None => by_host.push((&cm.host, &cm.cluster, vec![&cm.name])),
+        }
+    }
+    by_host
+        .iter()
+        .map(|(host, cluster, names)| {
+            let mut files = vec!["ca.pem".to_owned()];
+            for name in names {
+                files.push(format!("{name}.pem"));
+                files.push(format!("{name}.key.pem"));
+            }
+            format!(
+                "{host} (cluster {cluster}, CM {}): {}",
+                names.join(", "),
+                files.join(" ")
+            )
+        })
+        .collect()
+}
+
 pub fn run(args: KeygenArgs) -> Result<()> {
     let plan = load_plan(&args.plan)?;
     // Without a prediction every cluster with workers takes part: a certificate for every CM
     // a launch of this plan can use, whichever workers the model selects.
-    let layout = layout(&plan, None, Target::Deployment, free_port)
+    let layout = layout(&plan, None, Target::Deployment, None, free_port)
         .with_context(|| format!("{}", args.plan.display()))?;
     let written = write_certificates(&layout, &args.out, Target::Deployment)?;
     let sans = layout.certificate_sans(Target::Deployment);
@@ -50,32 +78,8 @@ pub fn run(args: KeygenArgs) -> Result<()> {
         written.ca_key.display(),
         sans.join(", ")
     );
-    // Hosts in the layout's order (the main cluster first), each with its CMs.
-    let mut by_host: Vec<(&str, Vec<&str>)> = Vec::new();
-    for cm in &layout.cms {
-        match by_host.iter_mut().find(|(host, _)| *host == cm.host) {
-            Some((_, names)) => names.push(&cm.name),
-            None => by_host.push((&cm.host, vec![&cm.name])),
-        }
-    }
-    for (host, names) in &by_host {
-        let mut files = vec!["ca.pem".to_owned()];
-        for name in names {
-            files.push(format!("{name}.pem"));
-            files.push(format!("{name}.key.pem"));
-        }
-        let clusters: Vec<&str> = layout
-            .cms
-            .iter()
-            .filter(|c| c.host == **host)
-            .map(|c| c.cluster.as_str())
-            .collect();
-        println!(
-            "{host} (cluster {}, CM {}): {}",
-            clusters[0],
-            names.join(", "),
-            files.join(" ")
-        );
+    for line in host_files(&layout) {
+        println!("{line}");
     }
     println!(
         "copy each host's files to it, into the folder its run configuration's [cm] certs \

@@ -2,22 +2,20 @@
 //! cluster, a WAN emulator per link, certificates for the communication managers), wait, and
 //! clean up; or, with `--print`, write the files and print the commands of a real deployment.
 //!
-//! Cleanup: each `mpirun` runs in a process group of its own, whose id is written to
-//! `NAME.pid`. Every group started is killed (by its id, SIGKILL) on every way out of the
-//! launcher: the end of the run, an error starting a later cluster, Ctrl-C, SIGTERM or SIGHUP
-//! (a guard's `Drop` does it), and each `mpirun` gets SIGTERM from the kernel if the launcher
-//! itself is killed outright (`PR_SET_PDEATHSIG`), which `mpirun` passes on to its ranks.
+//! Cleanup ([`crate::processes`]): each `mpirun` runs in a process group of its own, and the
+//! launcher is the parent of every orphan below it (`PR_SET_CHILD_SUBREAPER`), so that ranks
+//! whose `mpirun` died (OpenMPI puts each rank in a process group of its own) come back to it.
+//! At the end of the run, and on an error starting a later cluster, every group whose `mpirun`
+//! is not reaped yet is killed (by its id, SIGKILL), then every process left below the
+//! launcher, by process id. Ctrl-C, SIGTERM and SIGHUP only set a flag: the waiting loop sees
+//! it and cleans up the same way. If the launcher itself is killed outright, the kernel sends
+//! each `mpirun` SIGTERM (`PR_SET_PDEATHSIG`), which `mpirun` passes on to its ranks.
 
 use std::{
     fs,
     net::{SocketAddr, UdpSocket},
-    os::unix::process::CommandExt as _,
     path::{Path, PathBuf},
-    process::{Child, Command, ExitStatus, Stdio},
-    sync::{
-        atomic::{AtomicBool, Ordering},
-        Arc,
-    },
+    process::{Command, Stdio},
     thread,
     time::{Duration, Instant},
 };
@@ -25,13 +23,17 @@ use std::{
 use anyhow::{anyhow, bail, Context as _, Result};
 use hmw::{
     launch::{layout, ClusterLayout, Layout, LinkLayout, Target},
-    model::{methodology::predict, params::ModelInput},
-    plan::{load_measured_system, load_plan, Plan},
+    model::methodology::predict,
+    plan::{load_plan, model_input_with_measured},
     stats::RunStats,
 };
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
 
-use crate::keygen::write_certificates;
+use crate::{
+    keygen::{host_files, write_certificates},
+    predict::MeasuredSource,
+    processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
+};
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
@@ -52,113 +54,45 @@ pub struct LaunchArgs {
     #[arg(long)]
     binary: Option<String>,
     /// Seconds to let the other clusters finish after the main one did, before killing them.
-    #[arg(long, default_value_t = 30.0)]
-    grace_s: f64,
-}
-
-/// The model's input for `plan` (read from `plan_path`), with the values of a measured-system
-/// file in place of the plan's when one is given.
-pub(crate) fn model_input(
-    plan: &Plan,
-    plan_path: &Path,
-    measured: Option<&Path>,
-) -> Result<ModelInput> {
-    let measured = match measured {
-        Some(file) => {
-            let measured = load_measured_system(file)?;
-            plan.check_measured(&measured)
-                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
-            Some(measured)
-        }
-        None => None,
-    };
-    plan.model_input(measured.as_ref())
-        .map_err(|e| anyhow!("{}: {e}", plan_path.display()))
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "30",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    grace_s: Duration,
 }
 
 /// A started cluster: its `mpirun`, leader of a process group of its own.
 struct Running {
     name: String,
-    child: Child,
-    status: Option<ExitStatus>,
+    group: Group,
     /// Said that it ended before the main cluster.
     reported: bool,
 }
 
-impl Running {
-    /// Kill mpirun's process group by its id and every process mpirun started by its id
-    /// (OpenMPI puts each rank in a process group of its own), then reap mpirun. The group
-    /// is signalled also after mpirun ended: anything left in it goes.
-    fn kill(&mut self) {
-        let pid = self.child.id() as i32;
-        let ranks = if self.status.is_none() {
-            descendants(pid)
-        } else {
-            Vec::new()
-        };
-        // SAFETY: kill(2) on processes we started (their ids read while mpirun, their
-        // parent, still runs, so not yet reused), and with a negative pid on the process
-        // group we created, whose id is not reused while a member lives.
-        unsafe {
-            for rank in ranks {
-                libc::kill(rank, libc::SIGKILL);
-            }
-            libc::kill(-pid, libc::SIGKILL);
-        }
-        if self.status.is_none() {
-            self.status = self.child.wait().ok();
-        }
-    }
-
-    fn poll(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().ok().flatten();
-        }
-        self.status
-    }
-}
-
-/// Every process descending from `pid`, from /proc (children before their own children).
-pub(crate) fn descendants(pid: i32) -> Vec<i32> {
-    let parents: Vec<(i32, i32)> = fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let child: i32 = entry.file_name().to_str()?.parse().ok()?;
-            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
-            // The fields after the command name (which may hold spaces): state, ppid, ...
-            let parent = stat
-                .rsplit_once(')')?
-                .1
-                .split_whitespace()
-                .nth(1)?
-                .parse()
-                .ok()?;
-            Some((child, parent))
-        })
-        .collect();
-    let mut found = vec![pid];
-    let mut at = 0;
-    while at < found.len() {
-        let parent = found[at];
-        found.extend(parents.iter().filter(|p| p.1 == parent).map(|p| p.0));
-        at += 1;
-    }
-    found.remove(0);
-    found
-}
-
-/// Every cluster started so far. Dropping it kills each one's process group, whatever the way
-/// out: the end of the run, an error starting a later cluster, a panic.
+/// Every cluster started so far. [`Started::stop`] kills each one's process group that is
+/// not reaped yet, then every process left below the launcher (ranks included); dropping it
+/// does the same, whatever the way out: an error starting a later cluster, a panic.
 #[derive(Default)]
 struct Started(Vec<Running>);
 
+impl Started {
+    fn stop(&mut self) {
+        for r in &mut self.0 {
+            r.group.kill();
+        }
+        let left = kill_every_descendant(Duration::from_secs(10));
+        if !left.is_empty() {
+            eprintln!("warning: processes {left:?} did not end after SIGKILL");
+        }
+    }
+}
+
 impl Drop for Started {
     fn drop(&mut self) {
-        for r in &mut self.0 {
-            r.kill();
-        }
+        self.stop();
     }
 }
 
@@ -193,11 +127,14 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
 pub fn run(args: LaunchArgs) -> Result<()> {
     let plan = load_plan(&args.plan)?;
     let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
-    let prediction = model_input(&plan, &args.plan, args.measured.as_deref())
-        .and_then(|input| predict(&input).map_err(anyhow::Error::from));
+    let (prediction, measured) =
+        match model_input_with_measured(&plan, &args.plan, args.measured.as_deref()) {
+            Ok((input, measured)) => (predict(&input).map_err(anyhow::Error::from), measured),
+            Err(e) => (Err(e.into()), None),
+        };
     match (&prediction, &args.measured) {
-        (Ok(p), measured) => {
-            match measured {
+        (Ok(p), measured_file) => {
+            match measured_file {
                 Some(file) => println!(
                     "== predicted ({}, measured values from {})",
                     args.plan.display(),
@@ -205,7 +142,11 @@ pub fn run(args: LaunchArgs) -> Result<()> {
                 ),
                 None => println!("== predicted ({})", args.plan.display()),
             }
-            print!("{}", crate::predict::to_text(&plan, p));
+            let source = measured_file
+                .as_deref()
+                .zip(measured.as_ref())
+                .map(|(path, system)| MeasuredSource { path, system });
+            print!("{}", crate::predict::to_text(&plan, p, source));
         }
         // A measured file that does not fit the plan is an error, not a reason to run blind.
         (Err(e), Some(_)) => return Err(anyhow!("{e:#}")),
@@ -218,8 +159,14 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     } else {
         Target::Local
     };
-    let layout = layout(&plan, prediction.as_ref().ok(), target, free_port)
-        .with_context(|| format!("{}", args.plan.display()))?;
+    let layout = layout(
+        &plan,
+        prediction.as_ref().ok(),
+        target,
+        args.binary.as_deref(),
+        free_port,
+    )
+    .with_context(|| format!("{}", args.plan.display()))?;
     for note in &layout.notes {
         println!("== note: {note}");
     }
@@ -232,12 +179,11 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     let certs = work.join("certs");
     write_certificates(&layout, &certs, target)?;
     let config_path = write_config(&layout, &work, &certs)?;
-    let binary_name = args
+    let binary_name = layout
         .binary
-        .clone()
-        .or_else(|| layout.binary.clone())
+        .as_deref()
         .context("no application binary: set [launch] binary in the plan or --binary")?;
-    let binary = find_binary(&binary_name, &plan_dir)?;
+    let binary = find_binary(binary_name, &plan_dir)?;
     let commands: Vec<(String, Command, PathBuf)> = layout
         .clusters
         .iter()
@@ -270,9 +216,14 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             println!("{}", shell_line(command));
         }
         println!(
-            "# certificates in {} (hmw keygen prints which files go to which host)",
+            "# certificates in {}: copy each host's files to it, into {} (run.toml's [cm] \
+             certs); keep ca.key.pem off the clusters",
+            certs.display(),
             certs.display()
         );
+        for line in host_files(&layout) {
+            println!("#   {line}");
+        }
         return Ok(());
     }
     let predicted = prediction
@@ -342,53 +293,15 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
-/// Start `command` as the leader of a new process group that the kernel signals (SIGTERM)
-/// when this launcher dies, even by SIGKILL. `mpirun` answers SIGTERM by killing its ranks.
-pub(crate) fn spawn_tied(command: &mut Command) -> std::io::Result<Child> {
-    // SAFETY: getpid has no preconditions.
-    let launcher = unsafe { libc::getpid() };
-    command.process_group(0);
-    // SAFETY: the closure runs in the child between fork and exec and calls only
-    // async-signal-safe functions (prctl, getppid).
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGTERM as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The launcher may have died before prctl: then nobody would signal us.
-            if libc::getppid() != launcher {
-                return Err(std::io::Error::other("the launcher is gone"));
-            }
-            Ok(())
-        });
-    }
-    command.spawn()
-}
-
-/// Catch Ctrl-C, SIGTERM and SIGHUP (ctrlc's `termination` feature) into a flag.
-fn catch_signals() -> Result<Arc<AtomicBool>> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = flag.clone();
-    ctrlc::set_handler(move || set.store(true, Ordering::SeqCst))
-        .context("cannot catch Ctrl-C, SIGTERM and SIGHUP")?;
-    Ok(flag)
-}
-
 fn run_local(
     layout: &Layout,
     commands: Vec<(String, Command, PathBuf)>,
     work: &Path,
-    grace_s: f64,
+    grace: Duration,
     predicted: Option<(f64, f64)>,
 ) -> Result<()> {
-    let interrupted = catch_signals()?;
+    catch_signals()?;
+    become_subreaper()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -411,7 +324,7 @@ fn run_local(
     let main_name = layout.clusters[0].name.clone();
     let mut stats_files = Vec::new();
     for (name, mut command, stats) in commands.into_iter().rev() {
-        if interrupted.load(Ordering::SeqCst) {
+        if interrupted() {
             break;
         }
         let is_main = name == main_name;
@@ -423,22 +336,21 @@ fn run_local(
                 .with_context(|| format!("cannot create {}", path.display()))?;
             command.stdout(log.try_clone()?).stderr(log);
         }
-        let child = spawn_tied(&mut command)
+        let group = Group::start(&mut command)
             .with_context(|| format!("cannot start mpirun for cluster {name}"))?;
-        println!("== cluster {name}: started (pid {})", child.id());
+        let pid = group.id();
+        println!("== cluster {name}: started (pid {pid})");
         started.0.push(Running {
             name: name.clone(),
-            child,
-            status: None,
+            group,
             reported: false,
         });
-        // Its process group id too: tools (and tests) stop a cluster with it.
+        // mpirun's process id, also its process group's. Signalling either stops mpirun
+        // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
+        // after SIGKILL they come back to the launcher, which kills them when it ends.
         let pid_file = work.join(format!("{name}.pid"));
-        fs::write(
-            &pid_file,
-            started.0.last().map_or(0, |r| r.child.id()).to_string(),
-        )
-        .with_context(|| format!("cannot write {}", pid_file.display()))?;
+        fs::write(&pid_file, pid.to_string())
+            .with_context(|| format!("cannot write {}", pid_file.display()))?;
         stats_files.push(stats);
     }
     let running = &mut started.0;
@@ -447,7 +359,7 @@ fn run_local(
         .checked_sub(1)
         .filter(|&m| running[m].name == main_name);
     let outcome = loop {
-        if interrupted.load(Ordering::SeqCst) {
+        if interrupted() {
             break None;
         }
         let Some(main) = main else { break None };
@@ -455,7 +367,7 @@ fn run_local(
         // declares it lost after `lost_after_s`); say so at once. (One that ends well was
         // told to stop: the run is ending.)
         for r in running[..main].iter_mut() {
-            if let (Some(status), false) = (r.poll(), r.reported) {
+            if let (Some(status), false) = (r.group.poll(), r.reported) {
                 r.reported = true;
                 if status.success() {
                     continue;
@@ -467,7 +379,7 @@ fn run_local(
                 );
             }
         }
-        if let Some(status) = running[main].poll() {
+        if let Some(status) = running[main].group.poll() {
             break Some(status);
         }
         thread::sleep(Duration::from_millis(50));
@@ -475,10 +387,10 @@ fn run_local(
     match outcome {
         // Let the other clusters see the end and stop; then stop what is left.
         Some(status) if status.success() => {
-            let deadline = Instant::now() + Duration::from_secs_f64(grace_s);
-            while !interrupted.load(Ordering::SeqCst)
+            let deadline = Instant::now() + grace;
+            while !interrupted()
                 && Instant::now() < deadline
-                && running.iter_mut().any(|r| r.poll().is_none())
+                && running.iter_mut().any(|r| r.group.poll().is_none())
             {
                 thread::sleep(Duration::from_millis(50));
             }
@@ -488,17 +400,23 @@ fn run_local(
         None => println!("== interrupted: stopping every cluster"),
     }
     for r in running.iter_mut() {
-        if r.poll().is_none() {
+        if r.group.poll().is_none() {
             println!("== cluster {}: still running, stopped", r.name);
         }
-        r.kill();
     }
+    // Every group not reaped yet, then whatever is left below the launcher (ranks whose
+    // mpirun died included).
+    started.stop();
+    let running = &started.0;
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());
         relay.shutdown();
     }
     for r in running.iter().rev() {
-        let status = r.status.map_or("killed".to_owned(), |s| s.to_string());
+        let status = r
+            .group
+            .status()
+            .map_or("killed".to_owned(), |s| s.to_string());
         println!("== cluster {}: {status}", r.name);
     }
     let Some(status) = outcome else {

@@ -5,7 +5,10 @@ mod check;
 mod keygen;
 mod launch;
 mod predict;
+mod processes;
 mod report;
+
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
@@ -36,6 +39,24 @@ enum Command {
     Report(report::ReportArgs),
 }
 
+/// A command-line duration: seconds, a finite number of at least zero.
+pub(crate) fn seconds(text: &str) -> Result<Duration, String> {
+    let value: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| format!("`{text}`: seconds must be a finite number of at least 0"))
+}
+
+/// [`seconds`], more than zero.
+pub(crate) fn positive_seconds(text: &str) -> Result<Duration, String> {
+    match seconds(text)? {
+        Duration::ZERO => Err(format!("`{text}`: seconds must be more than 0")),
+        positive => Ok(positive),
+    }
+}
+
 fn main() -> std::process::ExitCode {
     hmw::runner::init_logging();
     let cli = Cli::parse();
@@ -55,5 +76,63 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error_of(args: &[&str]) -> String {
+        match Cli::try_parse_from(args) {
+            Ok(_) => panic!("{args:?} parsed"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn durations_on_the_command_line_are_finite_and_not_negative() {
+        assert_eq!(seconds("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(seconds("0"), Ok(Duration::ZERO));
+        for bad in ["-1", "NaN", "inf", "1e300", "soon"] {
+            assert!(seconds(bad).is_err(), "{bad}");
+        }
+        assert!(positive_seconds("0").is_err());
+        assert_eq!(positive_seconds("2"), Ok(Duration::from_secs(2)));
+        // What used to panic in Duration::from_secs_f64 is a usage error naming the option.
+        for (command, option) in [
+            (["hmw", "launch", "plan.toml", "--grace-s=-1"], "--grace-s"),
+            (["hmw", "launch", "plan.toml", "--grace-s=NaN"], "--grace-s"),
+            (
+                ["hmw", "calibrate", "plan.toml", "--wan-warmup=-0.5"],
+                "--wan-warmup",
+            ),
+            (
+                ["hmw", "calibrate", "plan.toml", "--wan-seconds=inf"],
+                "--wan-seconds",
+            ),
+            (
+                ["hmw", "calibrate", "plan.toml", "--wan-seconds=0"],
+                "--wan-seconds",
+            ),
+            (
+                ["hmw", "calibrate", "plan.toml", "--lan-seconds=NaN"],
+                "--lan-seconds",
+            ),
+            (
+                ["hmw", "calibrate", "plan.toml", "--run-timeout=-3"],
+                "--run-timeout",
+            ),
+        ] {
+            let err = error_of(&command);
+            assert!(err.contains(option), "{err}");
+        }
+        // A negative number as a separate argument is a value too, and said to be wrong.
+        let err = error_of(&["hmw", "launch", "plan.toml", "--grace-s", "-1"]);
+        assert!(
+            err.contains("seconds must be a finite number of at least 0"),
+            "{err}"
+        );
+        assert!(Cli::try_parse_from(["hmw", "launch", "plan.toml", "--grace-s", "2.5"]).is_ok());
     }
 }

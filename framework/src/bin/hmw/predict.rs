@@ -13,7 +13,7 @@ use hmw::model::{
     predict, AdviceEffect, AdviceKind, AdviceValue, Bottleneck, ClusterPrediction, GrainReason,
     LinkNeed, MeasuredSystem, Prediction, Remark, SelectionMethod,
 };
-use hmw::plan::{load_measured_system, load_plan, Plan};
+use hmw::plan::{load_plan, model_input_with_measured, Plan};
 
 /// Arguments of `hmw predict`.
 #[derive(clap::Args)]
@@ -42,18 +42,7 @@ pub struct MeasuredSource<'a> {
 /// Runs `hmw predict`.
 pub fn run(args: PredictArgs) -> Result<()> {
     let plan = load_plan(&args.plan)?;
-    let measured = match &args.measured {
-        Some(path) => {
-            let measured = load_measured_system(path)?;
-            plan.check_measured(&measured)
-                .map_err(|e| anyhow!("{}: {e}", path.display()))?;
-            Some(measured)
-        }
-        None => None,
-    };
-    let input = plan
-        .model_input(measured.as_ref())
-        .map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
+    let (input, measured) = model_input_with_measured(&plan, &args.plan, args.measured.as_deref())?;
     let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
     let source = args
         .measured
@@ -66,7 +55,7 @@ pub fn run(args: PredictArgs) -> Result<()> {
             serde_json::to_string_pretty(&to_json(&plan, &prediction, source))?
         );
     } else {
-        print!("{}", to_text_measured(&plan, &prediction, source));
+        print!("{}", to_text(&plan, &prediction, source));
     }
     Ok(())
 }
@@ -429,13 +418,9 @@ fn min_tasks(m: Option<u64>) -> String {
 /// One row of the clusters table: its label and how to print a cluster's cell.
 type TableRow = (&'static str, fn(&ClusterPrediction) -> String);
 
-/// The prediction as text, in the order of the methodology.
-pub fn to_text(plan: &Plan, p: &Prediction) -> String {
-    to_text_measured(plan, p, None)
-}
-
-/// [`to_text`], with the measured-system file the prediction used in the header.
-pub fn to_text_measured(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) -> String {
+/// The prediction as text, in the order of the methodology; the measured-system file it used,
+/// if any, with its date and conditions in the header.
+pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) -> String {
     let mut out = String::new();
     let app = &plan.application;
     let threshold = plan.efficiency_threshold;
@@ -895,7 +880,7 @@ mod tests {
         let (plan, p) = prediction(include_str!(
             "../../../../configs/srmsd-three-clusters-auto.toml"
         ));
-        let text = to_text(&plan, &p);
+        let text = to_text(&plan, &p, None);
         let sections = [
             "== Local cluster analysis ==",
             "== Clusters ==",
@@ -953,7 +938,7 @@ mod tests {
             json!({"file": "system.toml", "measured_at": "2025-01-31T10:00:00+00:00",
                    "conditions": "hmw calibrate on this machine\n(2 cores)"})
         );
-        let text = to_text_measured(&plan, &p, Some(source));
+        let text = to_text(&plan, &p, Some(source));
         assert!(
             text.lines().nth(1).unwrap()
                 == "measured system: system.toml, measured 2025-01-31T10:00:00+00:00; \
@@ -971,7 +956,7 @@ mod tests {
         ));
         let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
         assert!(value.get("remarks").is_none() && value.get("measured").is_none());
-        assert!(to_text(&plan, &p).contains("\nnone: no cluster taking part"));
+        assert!(to_text(&plan, &p, None).contains("\nnone: no cluster taking part"));
     }
 
     #[test]

@@ -6,7 +6,12 @@
 use std::{fs, path::PathBuf};
 
 use anyhow::{anyhow, Context as _, Result};
-use hmw::{model::predict, plan::load_plan, report::Report, stats::RunStats};
+use hmw::{
+    model::predict,
+    plan::{load_plan, model_input_with_measured},
+    report::Report,
+    stats::RunStats,
+};
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]
@@ -61,7 +66,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
     let report = match &args.plan {
         Some(path) => {
             let plan = load_plan(path)?;
-            let input = crate::launch::model_input(&plan, path, args.measured.as_deref())?;
+            let (input, _) = model_input_with_measured(&plan, path, args.measured.as_deref())?;
             let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", path.display()))?;
             let unknown: Vec<&str> = stats
                 .clusters

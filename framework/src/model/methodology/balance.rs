@@ -3,8 +3,17 @@
 //!
 //! Both steps accept any numbers without panicking: a cluster whose steady performance is not
 //! positive and finite, or whose startup or end time is not finite, takes no part in the
-//! balance; whole tasks are counted without overflow and handed out in a number of steps that
-//! does not grow with the problem's size.
+//! balance; whole tasks are counted without overflow.
+//!
+//! Their cost: [`balance_workload`] evaluates the closed form at most `clusters + 1` times
+//! (each evaluation but the last drops a cluster). [`integer_tasks`] takes an overshoot back
+//! in at most `clusters` steps, then hands out the `r` tasks left after flooring in single
+//! steps of at least one task each, and past 64 of them in bulk rounds whose cost does not
+//! depend on the number of tasks (`O(clusters^2 * 64^2 + clusters^3 * 64)` time evaluations);
+//! at least 8 single steps separate two rounds, so there are at most `r` single steps and
+//! `r / 8 + 1` rounds. With workloads from [`balance_workload`], `r` is below the sum of
+//! the clusters' task units (up to rounding); otherwise it can be every task, and only the
+//! bound above holds.
 
 /// A cluster as the balance sees it: `T_c(w) = T_up + w / perf_ste + T_end`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,8 +141,8 @@ const SINGLE_STEPS: usize = 64;
 /// with its tasks, so the steps up to a threshold time are, together, the units whose time is
 /// at most that threshold, counted per cluster by bisection. The threshold is the largest that
 /// keeps every unit whole and lets no other cluster's (possibly partial) unit end earlier; it
-/// is found by bisection too. A round costs `O(clusters^2 * 64^2)` time evaluations, whatever
-/// the number of tasks. Missing units count as 1 and missing workloads as 0; a workload that is
+/// is found by bisection too. A round costs `O(clusters^2 * 64^2 + clusters^3 * 64)` time
+/// evaluations, whatever the number of tasks. Missing units count as 1 and missing workloads as 0; a workload that is
 /// not a positive number gives no tasks before the hand-out.
 pub fn integer_tasks(
     tasks: u64,
