@@ -109,10 +109,15 @@ fn matmul_across_three_clusters_is_verified() {
         let done = c["tasks_done"].as_u64().unwrap();
         assert!(done > 0, "{name} did nothing: {c:#}");
         assert_eq!(c["lost"], false);
-        // The external clusters split each 128-block task they computed (useful or
-        // discharged) into (128/64)^3 = 8 local tasks.
-        let computed = done + c["discharged"].as_u64().unwrap();
-        assert_eq!(c["stats"]["tasks"].as_u64().unwrap(), 8 * computed, "{c:#}");
+        // The external clusters split each 128-block task into (128/64)^3 = 8 local tasks:
+        // 8 for each useful one, and up to 8 for each discharged one (a copy computed for
+        // nothing, or a task it still held unstarted when the run stopped).
+        let local = c["stats"]["tasks"].as_u64().unwrap();
+        let discharged = c["discharged"].as_u64().unwrap();
+        assert!(
+            8 * done <= local && local <= 8 * (done + discharged),
+            "{local} local tasks for {done} useful and {discharged} discharged: {c:#}"
+        );
         // Operand blocks cross each link once: the tasks that crossed are smaller than those
         // the master produced.
         let (produced, sent) = (
