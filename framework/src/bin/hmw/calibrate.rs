@@ -805,8 +805,8 @@ fn cm_config(machines: &MachineFile, name: &str, cm: &CmConfig) -> Result<LinkCo
     hmw::cm::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
 }
 
-/// Bytes per second `to` receives while `from` keeps sending `size`-byte messages: the bytes
-/// of the messages received during `window`, after `warmup`, over `window`. Deliveries come in
+/// Bytes per second `to` receives while `from` keeps sending `size`-byte messages: the message
+/// bytes that reached it during `window`, after `warmup`, over `window`. Deliveries come in
 /// bursts (a lost packet holds back what follows it until it is repaired), so the window
 /// should span several: a ratio from the first to the last message, or a slope, would swing
 /// with where the bursts fall.
@@ -834,26 +834,31 @@ fn goodput(
         });
         let start = Instant::now();
         let (opens, closes) = (start + warmup, start + warmup + window);
-        let (mut messages, mut bytes) = (0usize, 0usize);
+        // What has reached `to` from the network: read by the application, or waiting in the
+        // link's receive buffer. Counting it at the window's edges leaves this thread's own
+        // pace out (a reader that fell behind and catches up would count bytes twice over).
+        let arrived = || {
+            let stats = to.stats();
+            (
+                Instant::now(),
+                stats.bytes_received + stats.recv_buffer.used as u64,
+            )
+        };
+        let mut window_open = None;
         let received = loop {
-            if Instant::now() >= closes {
-                break Ok(());
+            let now = Instant::now();
+            if window_open.is_none() && now >= opens {
+                window_open = Some(arrived());
             }
-            if interrupted() {
+            if now >= closes || interrupted() {
                 break Ok(());
             }
             match to.recv_timeout(Duration::from_millis(20)) {
-                Ok(Some(m)) => {
-                    let at = Instant::now();
-                    if at >= opens && at < closes {
-                        messages += 1;
-                        bytes += m.len();
-                    }
-                }
-                Ok(None) => {}
+                Ok(_) => {}
                 Err(e) => break Err(e),
             }
         };
+        let window_closed = arrived();
         stop.store(true, Ordering::Relaxed);
         let sent = sender
             .join()
@@ -863,10 +868,12 @@ fn goodput(
         }
         received?;
         sent?;
-        if messages == 0 {
+        let (opened_at, before) = window_open.context("the timed window never opened")?;
+        let (closed_at, after) = window_closed;
+        if after <= before {
             bail!("no message crossed the emulated WAN in the {window:?} timed");
         }
-        Ok(bytes as f64 / window.as_secs_f64())
+        Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
     })
 }
 
