@@ -257,7 +257,7 @@ and compares with `hmw report`, which also draws the charts.
   in separate runs (three, the mean), throughput `tasks * (task_bytes + result_bytes) /
   makespan`. Its regime matters: on two cores shared by five processes the transport moves
   less when workers sleep between transfers than when they ask again at once (on 2026-11-23,
-  three runs each: about 2340 MB/s with 4 ms tasks, 2680 MB/s with none). Calibration and run
+  three runs each: about 2930 MB/s with 4 ms tasks, 3750 MB/s with none). Calibration and run
   share the two cores with whatever else the machine runs, which is what moves this figure
   most: the same calibration is run again just after, to show the drift. Elsewhere messages
   are 1 KiB to 100 KiB and the LAN terms are below a millisecond; those plans carry a value
