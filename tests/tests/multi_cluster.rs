@@ -409,11 +409,6 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
             "4",
             "--lan-seconds",
             "0.3",
-            // As long as calibrate's defaults: shorter windows read a little high.
-            "--wan-warmup",
-            "1",
-            "--wan-seconds",
-            "3",
             "--out",
         ])
         .arg(&out);

@@ -89,11 +89,13 @@ pub struct CalibrateArgs {
         allow_negative_numbers = true
     )]
     wan_warmup: Duration,
-    /// WAN: seconds timed, both directions at once.
+    /// WAN: seconds timed, both directions at once. The relays share this machine's cores
+    /// with the links they relay, so their deliveries can lag and catch up: over 3 s that
+    /// moved a 1 MB/s link's figure by up to 7%, over 6 s by under 5%.
     #[arg(
         long,
         value_name = "SECONDS",
-        default_value = "3",
+        default_value = "6",
         value_parser = crate::positive_seconds,
         allow_negative_numbers = true
     )]
@@ -834,21 +836,21 @@ fn goodput(
         });
         let start = Instant::now();
         let (opens, closes) = (start + warmup, start + warmup + window);
-        // What has reached `to` from the network: read by the application, or waiting in the
-        // link's receive buffer. Counting it at the window's edges leaves this thread's own
-        // pace out (a reader that fell behind and catches up would count bytes twice over).
-        let arrived = || {
-            let stats = to.stats();
-            (
-                Instant::now(),
-                stats.bytes_received + stats.recv_buffer.used as u64,
-            )
+        // Message bytes that reached `to`, at a window's edge: first take every message
+        // already delivered, so that this thread's own pace does not count (a reader that fell
+        // behind and caught up inside the window would count the backlog in it).
+        let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
+            while to.try_recv()?.is_some() {}
+            Ok((Instant::now(), to.stats().bytes_received))
         };
         let mut window_open = None;
         let received = loop {
             let now = Instant::now();
             if window_open.is_none() && now >= opens {
-                window_open = Some(arrived());
+                match arrived() {
+                    Ok(edge) => window_open = Some(edge),
+                    Err(e) => break Err(e),
+                }
             }
             if now >= closes || interrupted() {
                 break Ok(());
@@ -869,7 +871,7 @@ fn goodput(
         received?;
         sent?;
         let (opened_at, before) = window_open.context("the timed window never opened")?;
-        let (closed_at, after) = window_closed;
+        let (closed_at, after) = window_closed?;
         if after <= before {
             bail!("no message crossed the emulated WAN in the {window:?} timed");
         }
