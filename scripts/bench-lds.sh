@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Long-distance service benchmark (hmw-cm): the link against raw quinn on loopback, the link
+# Benchmark of the long-distance link (hmw-cm, tool hmw-link-bench): the link against raw quinn on loopback, the link
 # through hmw-wanem (20 Mbit/s each way, 50 ms one way, 0.5 % loss) for 1..16 connections,
 # and a 20 s outage in the middle of a transfer. JSON reports go to $OUT (default out/lds);
 # the last line is
 #   lds loopback_vs_quinn=X wan_best_fraction=Y wan_gain_vs_1conn=Z outage_lost=N outage_recovery_s=R
 # Needs only bash and cargo. Every duration can be shortened through the environment (a
 # quick check of the script: LOOPBACK_S=0.2 LOOPBACK_ROUNDS=1 WAN_S=1 WAN_WARMUP=0
-# WAN_CONNECTIONS=1 OUTAGE_START=0.5 OUTAGE_S=0.5 OUTAGE_TOTAL_S=2); LDS_BENCH=path uses
-# an lds-bench binary already built instead of building the release one.
+# WAN_CONNECTIONS=1 OUTAGE_START=0.5 OUTAGE_S=0.5 OUTAGE_TOTAL_S=2); LINK_BENCH=path uses
+# an hmw-link-bench binary already built instead of building the release one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/lds}
@@ -21,11 +21,11 @@ OUTAGE_S=${OUTAGE_S:-20}
 OUTAGE_TOTAL_S=${OUTAGE_TOTAL_S:-55}
 mkdir -p "$OUT"
 
-if [ -n "${LDS_BENCH:-}" ]; then
-    bench=$LDS_BENCH
+if [ -n "${LINK_BENCH:-}" ]; then
+    bench=$LINK_BENCH
 else
-    cargo build --release -p hmw-cm --bin lds-bench --quiet
-    bench="${CARGO_TARGET_DIR:-target}/release/lds-bench"
+    cargo build --release -p hmw-link-bench --quiet
+    bench="${CARGO_TARGET_DIR:-target}/release/hmw-link-bench"
 fi
 
 echo "== 1. loopback: link vs raw quinn (1 connection, 1 stream, TLS on) =="

@@ -38,7 +38,7 @@ calibration_runs=3
 scripts/setup.sh
 . scripts/env.sh
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p hmw -p hmw-synthetic --bins
+cargo build --release --quiet -p hmw-cli -p hmw-synthetic --bins
 hmw=$target/release/hmw
 
 # Runs of each scenario: on this shared 2-core machine a single run moves by several percent,

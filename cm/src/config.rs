@@ -10,7 +10,9 @@ use thiserror::Error;
 use crate::proto::frame::MAX_BLOCK_SIZE;
 use crate::proto::sender::MESSAGE_PREFIX_LEN;
 use crate::proto::CoreConfig;
-use crate::tls::without_trailing_dot;
+use crate::names::without_trailing_dot;
+
+pub use hmw_wan::Congestion;
 
 /// Default largest message.
 pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
@@ -26,19 +28,6 @@ pub enum Role {
     Server,
     /// Connects to the peer (and reconnects).
     Client,
-}
-
-/// Congestion controller of every QUIC connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Congestion {
-    /// CUBIC (quinn's default).
-    #[default]
-    Cubic,
-    /// BBR: much better on lossy long paths with one connection (experimental in quinn).
-    Bbr,
-    /// NewReno.
-    NewReno,
 }
 
 /// Certificates and trust.
@@ -129,31 +118,31 @@ pub struct LinkConfig {
 }
 
 mod defaults {
-    pub fn block_size() -> usize {
+    pub(super) fn block_size() -> usize {
         64 * 1024
     }
-    pub fn memory() -> usize {
+    pub(super) fn memory() -> usize {
         64 * 1024 * 1024
     }
-    pub fn connections() -> usize {
+    pub(super) fn connections() -> usize {
         4
     }
-    pub fn streams() -> usize {
+    pub(super) fn streams() -> usize {
         2
     }
-    pub fn inactivity_timeout_ms() -> u64 {
+    pub(super) fn inactivity_timeout_ms() -> u64 {
         5_000
     }
-    pub fn reconnect_initial_ms() -> u64 {
+    pub(super) fn reconnect_initial_ms() -> u64 {
         100
     }
-    pub fn reconnect_max_ms() -> u64 {
+    pub(super) fn reconnect_max_ms() -> u64 {
         2_000
     }
-    pub fn window() -> usize {
+    pub(super) fn window() -> usize {
         16 * 1024 * 1024
     }
-    pub fn threads() -> usize {
+    pub(super) fn threads() -> usize {
         2
     }
 }
@@ -294,19 +283,19 @@ mod sizes {
         d.deserialize_any(Size(key))
     }
 
-    pub fn block_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    pub(super) fn block_size<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         size(d, "block_size")
     }
-    pub fn send_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    pub(super) fn send_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         size(d, "send_memory")
     }
-    pub fn recv_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    pub(super) fn recv_memory<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         size(d, "recv_memory")
     }
-    pub fn window<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    pub(super) fn window<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         size(d, "window")
     }
-    pub fn max_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    pub(super) fn max_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
         size(d, "max_message").map(Some)
     }
 }

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod driver;
 pub mod keygen;
+pub mod names;
 pub mod proto;
 pub mod stats;
 pub mod tls;

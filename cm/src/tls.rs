@@ -17,6 +17,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use thiserror::Error;
 
 use crate::config::TlsConfig;
+use crate::names::without_trailing_dot;
 
 /// Application protocol negotiated by ALPN; a peer speaking anything else is refused.
 pub const ALPN: &[u8] = b"hmw-cm/1";
@@ -172,11 +173,6 @@ impl SubjectAltNames {
             .iter()
             .any(|dns| without_trailing_dot(dns).eq_ignore_ascii_case(name))
     }
-}
-
-/// `name` without the trailing dot of an absolute DNS name (`cm-main.` is `cm-main`).
-pub fn without_trailing_dot(name: &str) -> &str {
-    name.strip_suffix('.').unwrap_or(name)
 }
 
 /// The subject alternative names of a certificate: DNS names, then IP addresses, as text.

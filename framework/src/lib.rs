@@ -1,30 +1,25 @@
-//! `hmw`: a hierarchical multi-cluster master-worker framework.
+//! `hmw`: the runtime of a hierarchical multi-cluster master-worker application.
 //!
 //! Inside a cluster a master hands tasks to workers over MPI; between clusters communication
-//! managers bridge MPI jobs over QUIC (crate `hmw-cm`). An embedded analytical model predicts
-//! the makespan and efficiency of a run and selects the machines to use.
+//! managers bridge MPI jobs over QUIC (crate `hmw-cm`). An application implements the traits
+//! of [`app`] and calls [`run`]; every rank then plays the role its machine-file line gives it
+//! ([`roles`]). The analytical model is the crate `hmw-model`, the `hmw` command the crate
+//! `hmw-cli`.
 //!
 //! See `docs/architecture.md` for the system as built.
 
 pub mod app;
-pub mod cm;
 pub mod config;
 pub mod error;
 pub mod idle;
-pub mod launch;
 pub mod live;
 pub mod machinefile;
-pub mod master;
-pub mod model;
-pub mod plan;
 pub mod protocol;
-pub mod report;
+pub mod roles;
 pub mod runner;
 pub mod scheduler;
 pub mod stats;
 pub mod transport;
-pub mod upstream;
-pub mod worker;
 
 pub use app::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
 pub use error::RunError;

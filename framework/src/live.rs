@@ -5,12 +5,9 @@
 //! balancing the remaining work over the clusters (equations (61)(94), with the clusters
 //! already past their startup: `T_up = 0`), and the run's efficiency (6)(7).
 
-use serde::{Deserialize, Serialize};
+use hmw_model::methodology::balance::{balance_workload, ClusterTiming};
 
-use crate::{
-    model::methodology::balance::{balance_workload, ClusterTiming},
-    protocol::LinkState,
-};
+use crate::protocol::{report::ClusterEstimate, LinkState};
 
 /// Share of busy workers above which a cluster is computation bound.
 pub const COMPUTE_BOUND_SHARE: f64 = 0.9;
@@ -35,37 +32,6 @@ pub struct ClusterWindow {
     pub window_computed_operations: f64,
     /// The link to the cluster, as its communication manager last reported it.
     pub link: Option<LinkState>,
-}
-
-/// One cluster's live figures.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct ClusterEstimate {
-    pub name: String,
-    pub tasks_done: u64,
-    /// Over the last interval.
-    pub tasks_per_s: f64,
-    /// Current steady performance, basic operations per second.
-    pub ops_per_s: f64,
-    /// Mean share of its workers that were busy.
-    pub busy_share: Option<f64>,
-    /// `compute` when its workers are busy; else what starves them: `lan` for the master's
-    /// own workers; for a cluster behind a link, `wan_in` while tasks wait on this side of
-    /// it, `wan_out` otherwise (its results are slow to come back), `down` while it is down.
-    /// Absent without results.
-    pub bottleneck: Option<String>,
-    /// Its workers' available performance (3): basic operations per busy second, summed.
-    #[serde(default)]
-    pub available_ops_per_s: Option<f64>,
-    /// Its balanced share of the remaining tasks (61)(94), and when it would be done.
-    #[serde(default)]
-    pub remaining_tasks: Option<f64>,
-    #[serde(default)]
-    pub remaining_s: Option<f64>,
-    /// The link to it: throughput each way (tasks out, results in), bytes per second.
-    #[serde(default)]
-    pub link_out_bytes_per_s: Option<f64>,
-    #[serde(default)]
-    pub link_in_bytes_per_s: Option<f64>,
 }
 
 /// The live prediction of the whole run.

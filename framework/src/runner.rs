@@ -31,16 +31,18 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     app::{Problem, Splitter, WorkerContext},
-    cm,
     config::ConfigFile,
     error::RunError,
     machinefile::{Facing, MachineFile, Role, MASTER},
-    master::{Master, ProblemSource},
     protocol::{decode, encode, ToMaster, ToWorker},
+    roles::{
+        cm,
+        master::{Master, ProblemSource},
+        submaster::SubMasterSource,
+        worker::Worker,
+    },
     stats::{ClusterReport, RunStats},
-    transport::{local::LocalTransport, mpi::MpiTransport, Transport, TransportError},
-    upstream::Upstream,
-    worker::Worker,
+    transport::{local::LocalTransport, Transport, TransportError},
 };
 
 /// The command line every application binary accepts.
@@ -219,13 +221,47 @@ where
     if args.threads {
         return report(run_threads(&args, make_problem, make_splitter, finish));
     }
+    run_mpi(&args, make_problem, make_splitter, finish)
+}
+
+/// Without MPI only `--threads` runs.
+#[cfg(not(feature = "mpi"))]
+fn run_mpi<P, S>(
+    _args: &RunArgs,
+    _make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
+    _make_splitter: Option<MakeSplitter<P, S>>,
+    _finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
+) -> ExitCode
+where
+    P: Problem,
+    S: DeserializeOwned,
+{
+    eprintln!("error: this build of hmw has no MPI (feature `mpi`): run with --threads");
+    ExitCode::from(2)
+}
+
+/// This rank of an MPI job: every rank checks its configuration, they agree, then each plays
+/// its role.
+#[cfg(feature = "mpi")]
+fn run_mpi<P, S>(
+    args: &RunArgs,
+    make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
+    make_splitter: Option<MakeSplitter<P, S>>,
+    finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
+) -> ExitCode
+where
+    P: Problem,
+    S: DeserializeOwned,
+{
+    use crate::transport::mpi::MpiTransport;
+
     let Some(mut transport) = MpiTransport::init() else {
         eprintln!("error: MPI was already initialised in this process");
         return ExitCode::from(2);
     };
     let rank = transport.rank();
     let prepared = prepare(
-        &args,
+        args,
         rank,
         Some(transport.size()),
         make_problem,
@@ -252,7 +288,7 @@ where
     } = prepared;
     let result = play(&mut transport, &machines, &config, problem, splitter)
         .map_err(anyhow::Error::from)
-        .and_then(|outcome| conclude(outcome, &config, &args, finish));
+        .and_then(|outcome| conclude(outcome, &config, args, finish));
     if let Err(e) = &result {
         eprintln!("error (rank {rank}): {e:#}");
         // A failed rank would leave the others waiting: end the whole job.
@@ -312,7 +348,7 @@ pub fn play<P: Problem>(
                             * cm.nt.unwrap_or(1)
                     })
                     .sum::<usize>();
-            let source = Upstream::<P::Task>::new(upstream, nr, depth, splitter);
+            let source = SubMasterSource::<P::Task>::new(upstream, nr, depth, splitter);
             let master = Master::new(
                 transport,
                 machines,
@@ -432,7 +468,7 @@ pub fn play_in_threads<P: Problem>(
         let ended = rank.join().unwrap_or_else(|payload| {
             Err(RunError::Setup(format!(
                 "a rank thread panicked: {}",
-                crate::worker::panic_text(&*payload)
+                crate::roles::worker::panic_text(&*payload)
             )))
         });
         if let Err(e) = ended {

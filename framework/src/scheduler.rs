@@ -123,7 +123,7 @@ impl Batched {
     }
 
     fn next_batch(&mut self, remaining: u64, workers: usize) -> u64 {
-        use crate::model::chunking::*;
+        use hmw_model::chunking::*;
         let batch = match self.rule {
             BatchRule::FixedSize(f) => {
                 fixed_size_batch(f, *self.total.get_or_insert(remaining), remaining)
@@ -165,7 +165,7 @@ impl Scheduler for Batched {
         };
         if self.chunks.is_empty() {
             let batch = self.next_batch(remaining, demand.workers);
-            self.chunks = crate::model::chunking::split_batch(batch, demand.workers).into();
+            self.chunks = hmw_model::chunking::split_batch(batch, demand.workers).into();
         }
         self.chunks.pop_front().unwrap_or(1).max(1) as usize
     }
@@ -187,7 +187,7 @@ struct AdaptiveMultiRound {
 
 impl Scheduler for AdaptiveMultiRound {
     fn batch_size(&mut self, demand: &Demand) -> usize {
-        use crate::model::chunking::*;
+        use hmw_model::chunking::*;
         let Some(remaining) = demand.remaining.filter(|&r| r > 0) else {
             return 1;
         };

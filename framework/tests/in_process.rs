@@ -6,11 +6,13 @@ use std::{path::Path, thread, time::Duration};
 use hmw::{
     config::{ConfigFile, RunConfig},
     machinefile::MachineFile,
-    master::{Master, ProblemSource},
+    roles::{
+        master::{Master, ProblemSource},
+        worker::Worker,
+    },
     runner::play_in_threads,
     scheduler::{Demand, OnDemand, Scheduler},
     transport::local::LocalTransport,
-    worker::Worker,
     Problem, RunStats, Task, TaskId, TaskResult, WorkerContext,
 };
 use serde::{Deserialize, Serialize};

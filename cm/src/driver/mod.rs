@@ -26,13 +26,13 @@ use crate::tls::TlsError;
 /// QUIC application close codes used by the link.
 pub(crate) mod close_code {
     /// The link was closed deliberately by its owner.
-    pub const LINK_CLOSED: u32 = 0;
+    pub(crate) const LINK_CLOSED: u32 = 0;
     /// The peer violated the protocol.
-    pub const PROTOCOL_ERROR: u32 = 1;
+    pub(crate) const PROTOCOL_ERROR: u32 = 1;
     /// The connection belongs to a previous incarnation of the peer.
-    pub const STALE_SESSION: u32 = 2;
+    pub(crate) const STALE_SESSION: u32 = 2;
     /// The server serves `max_connections` already.
-    pub const TOO_MANY_CONNECTIONS: u32 = 3;
+    pub(crate) const TOO_MANY_CONNECTIONS: u32 = 3;
 }
 
 /// Errors of the link API.
@@ -137,28 +137,28 @@ impl Shared {
     }
 
     /// The protocol core (held briefly, never across an await).
-    pub fn core(&self) -> MutexGuard<'_, Core> {
+    pub(crate) fn core(&self) -> MutexGuard<'_, Core> {
         self.core
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub fn timeline(&self) -> MutexGuard<'_, ConnectionTimeline> {
+    pub(crate) fn timeline(&self) -> MutexGuard<'_, ConnectionTimeline> {
         self.timeline
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub fn new_conn_id(&self) -> ConnId {
+    pub(crate) fn new_conn_id(&self) -> ConnId {
         self.next_conn_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub fn is_closing(&self) -> bool {
+    pub(crate) fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)
     }
 
     /// Wakes every waiter (state changed in a way anyone may care about).
-    pub fn wake_all(&self) {
+    pub(crate) fn wake_all(&self) {
         self.space.notify_waiters();
         self.arrived.notify_waiters();
         self.transmit.notify_waiters();

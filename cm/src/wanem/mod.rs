@@ -6,7 +6,6 @@
 //! delay with jitter). Used by the tests, the benchmark and the multi-cluster launcher.
 
 pub mod config;
-pub mod pipe;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -22,7 +21,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 pub use config::{DirectionConfig, Outage, WanemConfig, WanemConfigError};
-pub use pipe::{DirectionCounters, Pipe};
+pub use hmw_wan::pipe::{self, DirectionCounters, Pipe};
 
 /// Counters of both directions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -8,12 +8,12 @@ use hmw_cm::keygen::{self, KeygenOutput};
 use hmw_cm::{LinkConfig, Role, TlsConfig};
 
 /// A CA and certificates for `server` and `client` in `dir`.
-pub fn certificates(dir: &Path) -> KeygenOutput {
+pub(crate) fn certificates(dir: &Path) -> KeygenOutput {
     certificates_for(dir, &["server", "client"])
 }
 
 /// A CA and certificates for each of `names` in `dir`.
-pub fn certificates_for(dir: &Path, names: &[&str]) -> KeygenOutput {
+pub(crate) fn certificates_for(dir: &Path, names: &[&str]) -> KeygenOutput {
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
     keygen::generate(
         dir,
@@ -47,12 +47,12 @@ fn tune(mut config: LinkConfig) -> LinkConfig {
 }
 
 /// A server on an ephemeral loopback port.
-pub fn server_config(certs: &KeygenOutput) -> LinkConfig {
+pub(crate) fn server_config(certs: &KeygenOutput) -> LinkConfig {
     server_config_as(certs, "server")
 }
 
 /// A server on an ephemeral loopback port with the certificate of `name`.
-pub fn server_config_as(certs: &KeygenOutput, name: &str) -> LinkConfig {
+pub(crate) fn server_config_as(certs: &KeygenOutput, name: &str) -> LinkConfig {
     tune(LinkConfig::new(
         Role::Server,
         "127.0.0.1",
@@ -62,13 +62,13 @@ pub fn server_config_as(certs: &KeygenOutput, name: &str) -> LinkConfig {
 }
 
 /// A client of the server at `port`.
-pub fn client_config(certs: &KeygenOutput, port: u16) -> LinkConfig {
+pub(crate) fn client_config(certs: &KeygenOutput, port: u16) -> LinkConfig {
     client_config_as(certs, "client", port)
 }
 
 /// A client of the server at `port` with the certificate of `name`, expecting the server's
 /// certificate to be `server`'s.
-pub fn client_config_as(certs: &KeygenOutput, name: &str, port: u16) -> LinkConfig {
+pub(crate) fn client_config_as(certs: &KeygenOutput, name: &str, port: u16) -> LinkConfig {
     let mut config = tune(LinkConfig::new(
         Role::Client,
         "127.0.0.1",
@@ -80,7 +80,7 @@ pub fn client_config_as(certs: &KeygenOutput, name: &str, port: u16) -> LinkConf
 }
 
 /// Message number `i` of a test stream: varying sizes, content derived from `i`.
-pub fn message(i: usize) -> Vec<u8> {
+pub(crate) fn message(i: usize) -> Vec<u8> {
     let len = (i * 7919) % 200_000;
     let mut m = (i as u64).to_be_bytes().to_vec();
     m.extend((0..len).map(|j| (i + j) as u8));

@@ -8,6 +8,7 @@
 //! deadlock. Waiting never spins: an idle rank sleeps (see [`crate::idle`]).
 
 pub mod local;
+#[cfg(feature = "mpi")]
 pub mod mpi;
 
 use std::time::Duration;

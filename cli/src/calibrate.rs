@@ -1,0 +1,929 @@
+//! `hmw calibrate PLAN.toml`: measure the system parameters of a plan on this machine, where
+//! `hmw launch` runs it — each worker's available performance with the application's own
+//! tasks, each LAN with task- and result-sized messages, each emulated WAN link both ways —
+//! and write them as a system-parameter file that `hmw predict --measured` (and `hmw launch`,
+//! `hmw report`) take in place of the plan's hand-written values.
+//!
+//! - Workers: each alone with its master, `--tasks` tasks of the application.
+//! - LAN: the synthetic application with the plan's task and result sizes and no
+//!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
+//!   run at least `--lan-seconds` long and `--lan-tasks` tasks); throughput `tasks * (task +
+//!   result bytes) / makespan`. The file keeps each count's mean, standard deviation, minimum
+//!   and maximum in the cluster's `[[clusters.lan_runs]]` tables and gives the model, as
+//!   `lan_bytes_per_s`, the mean with every worker, the load the run puts on its master.
+//! - WAN: a pair of hmw-cm links configured from the plan's `[launch.cm]` exactly as the
+//!   communication managers configure theirs (same machine-file lines, same `[cm]` keys,
+//!   certificates as `hmw launch` writes them), through the link's emulator, both directions
+//!   at once as in a run: inter-cluster tasks one way, inter-cluster results the other;
+//!   `--wan-warmup` seconds of warm-up, then `--wan-seconds` timed. Every link at once (each
+//!   has an emulator of its own).
+//!
+//! Each run is one `mpirun` started and stopped as `hmw launch` does ([`crate::processes`]):
+//! in a process group of its own, SIGTERM from the kernel if `hmw calibrate` dies, ranks
+//! orphaned by their `mpirun` re-parented here and killed; a run still going after
+//! `--run-timeout` is killed and is an error. Ctrl-C, SIGTERM and SIGHUP stop the run under
+//! way (or the WAN measurement) and everything below `hmw calibrate`, which then fails.
+
+use std::{
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+    process::{Command, Stdio},
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use hmw::{
+    config::{CmConfig, ConfigFile},
+    machinefile::MachineFile,
+    stats::RunStats,
+};
+use hmw_model::{
+    params::{
+        ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker,
+    },
+    plan::{load_measured_system, load_plan, Plan},
+};
+use hmw_cm::{wanem::Wanem, BlockingLink, LinkConfig, TrySendError};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::{
+    keygen::write_certificates,
+    launch::{find_binary, local_mpi_environment, relay_config},
+    layout::{cm_name, layout, ClusterLayout, Layout, Target},
+    ports::free_port,
+    processes::{
+        become_subreaper, catch_signals, interrupted, kill_every_descendant, Group, Waited,
+    },
+};
+
+#[derive(Debug, clap::Args)]
+pub struct CalibrateArgs {
+    /// The plan (TOML), as for `hmw launch`.
+    plan: PathBuf,
+    /// The system-parameter file to write (TOML).
+    #[arg(long, default_value = "system.toml")]
+    out: PathBuf,
+    /// Tasks each worker runs alone.
+    #[arg(long, default_value_t = 8)]
+    tasks: u64,
+    /// LAN: runs with each worker count (1, half, all).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    lan_runs: u32,
+    /// LAN: the shortest run counted, seconds (a shorter one is run again, longer).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "1",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    lan_seconds: Duration,
+    /// LAN: the fewest tasks of a run.
+    #[arg(long, default_value_t = 200)]
+    lan_tasks: u64,
+    /// WAN: seconds each link carries traffic before the timed window.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "1",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    wan_warmup: Duration,
+    /// WAN: seconds timed, both directions at once. The relays share this machine's cores
+    /// with the links they relay, so their deliveries can lag and catch up: over 3 s that
+    /// moved a 1 MB/s link's figure by up to 7%, over 6 s by under 5%.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "6",
+        value_parser = crate::positive_seconds,
+        allow_negative_numbers = true
+    )]
+    wan_seconds: Duration,
+    /// Seconds a calibration run may last before it is killed as hung (an error).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "600",
+        value_parser = crate::positive_seconds,
+        allow_negative_numbers = true
+    )]
+    run_timeout: Duration,
+    /// Folder for the calibration runs' files (default: a temporary folder, removed at the
+    /// end unless the calibration fails).
+    #[arg(long)]
+    work_dir: Option<PathBuf>,
+}
+
+/// The LAN runs with one worker count: bytes per second of each run.
+struct LanRuns {
+    workers: usize,
+    tasks_per_run: u64,
+    values: Vec<f64>,
+    /// Runs too short to count (the first of a cluster sizes the others).
+    discarded: u32,
+}
+
+impl LanRuns {
+    /// The runs as the system file records them.
+    fn summary(&self) -> MeasuredLanRuns {
+        MeasuredLanRuns {
+            workers: self.workers,
+            runs: self.values.len(),
+            tasks_per_run: self.tasks_per_run,
+            mean: self.mean(),
+            std_dev: self.std_dev(),
+            min: self.min(),
+            max: self.max(),
+        }
+    }
+
+    fn mean(&self) -> f64 {
+        self.values.iter().sum::<f64>() / self.values.len().max(1) as f64
+    }
+    /// Sample standard deviation (0 with one run).
+    fn std_dev(&self) -> f64 {
+        let n = self.values.len();
+        if n < 2 {
+            return 0.0;
+        }
+        let mean = self.mean();
+        (self.values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    }
+    fn min(&self) -> f64 {
+        self.values.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+    fn max(&self) -> f64 {
+        self.values.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+/// Worker counts the LAN is measured with: 1, half (rounded up) and all, without repeats;
+/// none for a cluster without workers (one that only relays to clusters further down).
+fn lan_worker_counts(workers: usize) -> Vec<usize> {
+    if workers == 0 {
+        return Vec::new();
+    }
+    let mut counts = vec![1, workers.div_ceil(2), workers];
+    counts.dedup();
+    counts
+}
+
+/// Where the calibration writes its runs' files; removed on drop unless kept.
+struct WorkDir {
+    path: PathBuf,
+    temporary: bool,
+    keep: bool,
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if self.temporary && !self.keep {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+pub fn run(args: CalibrateArgs) -> Result<()> {
+    let started = Instant::now();
+    let plan = load_plan(&args.plan)?;
+    let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
+    catch_signals()?;
+    become_subreaper()?;
+    let layout = layout(&plan, None, Target::Local, None, free_port)
+        .with_context(|| format!("{}", args.plan.display()))?;
+    let mut work = match &args.work_dir {
+        Some(dir) => WorkDir {
+            path: dir.clone(),
+            temporary: false,
+            keep: true,
+        },
+        None => WorkDir {
+            path: std::env::temp_dir().join(format!(
+                "hmw-calibrate-{}-{}",
+                plan.name,
+                std::process::id()
+            )),
+            temporary: true,
+            keep: false,
+        },
+    };
+    fs::create_dir_all(&work.path)
+        .with_context(|| format!("cannot create {}", work.path.display()))?;
+    work.path = work.path.canonicalize()?;
+    let result = calibrate(&args, &plan, &plan_dir, &layout, &work.path);
+    // Whatever the way out, nothing started here outlives it.
+    kill_every_descendant(Duration::from_secs(10));
+    // Files of a failed calibration are kept for a look; not those of an interrupted one.
+    if result.is_err() && work.temporary && !interrupted() {
+        work.keep = true;
+        eprintln!(
+            "calibration files kept in {} for a look",
+            work.path.display()
+        );
+    }
+    let measured = result?;
+    let text = system_file(&measured)?;
+    fs::write(&args.out, &text).with_context(|| format!("cannot write {}", args.out.display()))?;
+    // What was written must read back as written: the model reads this file.
+    let back = load_measured_system(&args.out)?;
+    if back != measured {
+        bail!(
+            "{}: the file written does not read back as measured",
+            args.out.display()
+        );
+    }
+    plan.check_measured(&back)
+        .map_err(|e| anyhow!("{}: {e}", args.out.display()))?;
+    println!(
+        "wrote {} in {:.0} s: use it with hmw predict {} --measured {}",
+        args.out.display(),
+        started.elapsed().as_secs_f64(),
+        args.plan.display(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+fn calibrate(
+    args: &CalibrateArgs,
+    plan: &Plan,
+    plan_dir: &Path,
+    layout: &Layout,
+    work: &Path,
+) -> Result<MeasuredSystem> {
+    let binary = find_binary(
+        layout
+            .binary
+            .as_deref()
+            .context("no application binary: set [launch] binary in the plan")?,
+        plan_dir,
+    )?;
+    let synthetic = find_binary("hmw-synthetic", plan_dir)?;
+    let app = &plan.application;
+    let steps: u64 = layout
+        .clusters
+        .iter()
+        .map(|c| {
+            c.workers.len() as u64
+                + lan_worker_counts(c.workers.len()).len() as u64 * u64::from(args.lan_runs)
+        })
+        .sum::<u64>()
+        + u64::from(layout.clusters.iter().any(|c| c.link.is_some()));
+    let bar = ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+            .expect("a valid progress template"),
+    );
+    let mut system = MeasuredSystem {
+        measured_at: Some(now()),
+        conditions: Some(format!(
+            "hmw calibrate {} on this machine ({} cores, load average {} at the start), as hmw \
+             launch runs it: one mpirun per run, workers emulated by their speed= annotation, \
+             WANs by hmw-wanem",
+            args.plan.display(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            load_average()
+        )),
+        clusters: Vec::new(),
+    };
+    let mut lan_all = Vec::new();
+    let mut workers_table = String::new();
+    let _ = writeln!(
+        workers_table,
+        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}",
+        "cluster", "worker", "ops/s", "tasks/s", "read ms", "work ms", "write ms", "join ms"
+    );
+    let (mut workers_time, mut lan_time) = (Duration::ZERO, Duration::ZERO);
+    let mut lan_calibration = LanCalibration {
+        args,
+        layout,
+        plan,
+        synthetic: &synthetic,
+        work,
+        bar: &bar,
+        rates: [None; 3],
+    };
+    for cluster in &layout.clusters {
+        let phase = Instant::now();
+        let machines = MachineFile::parse(
+            Path::new(&format!("{}.hosts", cluster.name)),
+            &cluster.machine_file,
+        )?;
+        let head = &machines.ranks[0];
+        let head_line = format!("{} # cluster={}", head.host, cluster.name);
+        let mut workers = Vec::new();
+        for rank in machines.worker_ranks() {
+            let line = &machines.ranks[rank];
+            bar.set_message(format!("{}: {} alone", cluster.name, line.host));
+            let hosts = format!("{head_line}\n{}\n", rank_line(line));
+            let app_config = app_config(&layout.config, None)?;
+            let stats = run_cluster(&binary, work, &hosts, &app_config, Some(args.tasks), args)
+                .with_context(|| format!("worker {} of cluster {}", line.host, cluster.name))?;
+            let worker = stats.workers.first().with_context(|| {
+                format!(
+                    "the calibration run of worker {} (cluster {}) reported no worker",
+                    line.host, cluster.name
+                )
+            })?;
+            // Per task: reading it (decoding, on the worker), working, writing the result
+            // (encoding), and joining it at the master (decoding and gathering).
+            let per_task = |seconds: f64| 1e3 * seconds / worker.tasks_computed.max(1) as f64;
+            let _ = writeln!(
+                workers_table,
+                "{:<12} {:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                cluster.name,
+                line.host,
+                worker.ops_per_s,
+                worker.tasks_per_s,
+                per_task(worker.decode_s),
+                per_task(worker.busy_s),
+                per_task(worker.encode_s),
+                1e3 * stats.join_s / stats.tasks.max(1) as f64
+            );
+            workers.push(MeasuredWorker {
+                host: line.host.clone(),
+                perf: worker.ops_per_s,
+            });
+            bar.inc(1);
+        }
+        workers_time += phase.elapsed();
+        let phase = Instant::now();
+        let lan = lan_calibration.measure(cluster, &machines, &head_line)?;
+        // No workers, no LAN measured: the plan's value stays.
+        let used = lan.last().map(LanRuns::mean);
+        system.clusters.push(MeasuredCluster {
+            name: cluster.name.clone(),
+            lan_bytes_per_s: used,
+            wan_in_bytes_per_s: None,
+            wan_out_bytes_per_s: None,
+            workers,
+            lan_runs: lan.iter().map(LanRuns::summary).collect(),
+        });
+        lan_all.push((cluster.name.clone(), lan));
+        lan_time += phase.elapsed();
+    }
+    let phase = Instant::now();
+    let mut wan_table = String::new();
+    if layout.clusters.iter().any(|c| c.link.is_some()) {
+        bar.set_message("WANs, both ways".to_owned());
+        for (name, wan_in, wan_out) in measure_wans(args, plan, layout, work)? {
+            let _ = writeln!(
+                wan_table,
+                "{name:<12} WAN in (tasks) {wan_in:>12.4e} B/s, out (results) {wan_out:>12.4e} B/s"
+            );
+            if let Some(entry) = system.clusters.iter_mut().find(|c| c.name == name) {
+                entry.wan_in_bytes_per_s = Some(wan_in);
+                entry.wan_out_bytes_per_s = Some(wan_out);
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    print!("{workers_table}");
+    for (name, runs) in &lan_all {
+        print!("{}", lan_table(name, app, runs));
+    }
+    print!("{wan_table}");
+    println!(
+        "measured in: workers {:.0} s, LANs {:.0} s, WANs {:.0} s",
+        workers_time.as_secs_f64(),
+        lan_time.as_secs_f64(),
+        phase.elapsed().as_secs_f64()
+    );
+    Ok(system)
+}
+
+/// What the LAN measurements of every cluster share.
+struct LanCalibration<'a> {
+    args: &'a CalibrateArgs,
+    layout: &'a Layout,
+    plan: &'a Plan,
+    synthetic: &'a Path,
+    work: &'a Path,
+    bar: &'a ProgressBar,
+    /// Tasks per second of the last run with one, half and all of a cluster's workers: what
+    /// sizes the next such run (every cluster runs on this machine).
+    rates: [Option<f64>; 3],
+}
+
+impl LanCalibration<'_> {
+    /// The LAN of one cluster with 1, half and all of its workers.
+    fn measure(
+        &mut self,
+        cluster: &ClusterLayout,
+        machines: &MachineFile,
+        head_line: &str,
+    ) -> Result<Vec<LanRuns>> {
+        let args = self.args;
+        let app = &self.plan.application;
+        let bytes_per_task = app.task_bytes + app.result_bytes;
+        let worker_ranks = machines.worker_ranks();
+        let mut all = Vec::new();
+        for (index, count) in lan_worker_counts(worker_ranks.len())
+            .into_iter()
+            .enumerate()
+        {
+            // Which of one, half and all (a cluster of two has no separate half).
+            let kind = if count == worker_ranks.len() {
+                2
+            } else {
+                index.min(1)
+            };
+            let mut hosts = format!("{head_line}\n");
+            for &rank in worker_ranks.iter().take(count) {
+                hosts.push_str(&format!("{}\n", machines.ranks[rank].host));
+            }
+            let mut runs = LanRuns {
+                workers: count,
+                tasks_per_run: 0,
+                values: Vec::new(),
+                discarded: 0,
+            };
+            while runs.values.len() < args.lan_runs as usize {
+                self.bar.set_message(format!(
+                    "{}: LAN with {count} worker{}, run {} of {}",
+                    cluster.name,
+                    if count == 1 { "" } else { "s" },
+                    runs.values.len() + 1,
+                    args.lan_runs
+                ));
+                // Long enough at the last rate seen, with a margin.
+                let tasks = self.rates[kind]
+                    .map_or(args.lan_tasks, |r| {
+                        (r * args.lan_seconds.as_secs_f64() * 1.25).ceil() as u64
+                    })
+                    .clamp(args.lan_tasks, 100_000_000);
+                let probe = format!(
+                    "tasks = {tasks}\ntask_seconds = 0.0\ntask_bytes = {}\nresult_bytes = {}\n",
+                    app.task_bytes as u64, app.result_bytes as u64
+                );
+                let config = app_config(&self.layout.config, Some(&probe))?;
+                let stats = run_cluster(self.synthetic, self.work, &hosts, &config, None, args)
+                    .with_context(|| {
+                        format!("LAN of cluster {} with {count} workers", cluster.name)
+                    })?;
+                if stats.wall_s <= 0.0 {
+                    bail!(
+                        "LAN of cluster {} with {count} workers: a run of no duration",
+                        cluster.name
+                    );
+                }
+                self.rates[kind] = Some(tasks as f64 / stats.wall_s);
+                if stats.wall_s < args.lan_seconds.as_secs_f64() {
+                    // Too short to count (the very first, at the fewest tasks, is a warm-up
+                    // that sizes the next): again, longer, at most a few times.
+                    runs.discarded += 1;
+                    if runs.discarded > 5 {
+                        bail!(
+                            "LAN of cluster {} with {count} workers: runs stay under {} s",
+                            cluster.name,
+                            args.lan_seconds.as_secs_f64()
+                        );
+                    }
+                    continue;
+                }
+                runs.tasks_per_run = runs.tasks_per_run.max(tasks);
+                runs.values
+                    .push(tasks as f64 * bytes_per_task / stats.wall_s);
+                self.bar.inc(1);
+            }
+            all.push(runs);
+        }
+        Ok(all)
+    }
+}
+
+/// The LAN runs of one cluster as a table.
+fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -> String {
+    let mut out = String::new();
+    if runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "LAN of {name}: not measured (no workers of its own); the plan's value stays"
+        );
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "LAN of {name}: {} B tasks and {} B results, no computation; bytes per second \
+         of tasks and results in each run",
+        app.task_bytes, app.result_bytes
+    );
+    let _ = writeln!(
+        out,
+        "{:>8} {:>5} {:>10} {:>12} {:>12} {:>12} {:>12} {:>10}",
+        "workers", "runs", "tasks/run", "mean", "std dev", "min", "max", "too short"
+    );
+    for r in runs {
+        let _ = writeln!(
+            out,
+            "{:>8} {:>5} {:>10} {:>12.4e} {:>12.4e} {:>12.4e} {:>12.4e} {:>10}",
+            r.workers,
+            r.values.len(),
+            r.tasks_per_run,
+            r.mean(),
+            r.std_dev(),
+            r.min(),
+            r.max(),
+            r.discarded
+        );
+    }
+    if let Some(all) = runs.last() {
+        let _ = writeln!(
+            out,
+            "value used (lan_bytes_per_s): the mean with all {} workers, the load of a run",
+            all.workers
+        );
+    }
+    out
+}
+
+/// The system file: the measured values as TOML, under a header saying how to read them.
+fn system_file(measured: &MeasuredSystem) -> Result<String> {
+    let mut text = String::from(
+        "# System parameters measured by hmw calibrate: hmw predict/launch/report --measured \
+         FILE\n# lan_bytes_per_s: the mean of the LAN runs with all of the cluster's workers \
+         (lan_runs: every\n# number of workers tried, in bytes per second of tasks and \
+         results).\n",
+    );
+    text.push_str(&toml::to_string(measured)?);
+    Ok(text)
+}
+
+/// A rank line of a machine file written back, annotations included.
+fn rank_line(line: &hmw::machinefile::RankLine) -> String {
+    let annotations = line.annotations.to_string();
+    if annotations.is_empty() {
+        line.host.clone()
+    } else {
+        format!("{} # {annotations}", line.host)
+    }
+}
+
+/// The launch configuration for a calibration run: silent, no tail reassignment, and
+/// `application` replacing the application's settings when given.
+fn app_config(config: &toml::Table, application: Option<&str>) -> Result<toml::Table> {
+    let mut config = config.clone();
+    config.remove("cm");
+    let mut run = config
+        .get("run")
+        .and_then(toml::Value::as_table)
+        .cloned()
+        .unwrap_or_default();
+    run.insert("statistics_interval".into(), toml::Value::Integer(0));
+    run.insert("reassign_last_task".into(), toml::Value::Boolean(false));
+    run.remove("load_balance");
+    config.insert("run".into(), toml::Value::Table(run));
+    if let Some(text) = application {
+        config.insert("application".into(), toml::Value::Table(text.parse()?));
+    }
+    Ok(config)
+}
+
+/// Run one cluster under mpirun and read its statistics: at most `args.run_timeout`, and
+/// stopped at once by Ctrl-C, SIGTERM or SIGHUP. Whatever the way out, the run's processes are
+/// gone when it returns.
+fn run_cluster(
+    binary: &Path,
+    work: &Path,
+    hosts: &str,
+    config: &toml::Table,
+    max_tasks: Option<u64>,
+    args: &CalibrateArgs,
+) -> Result<RunStats> {
+    if interrupted() {
+        bail!("interrupted");
+    }
+    let hosts_path = work.join("calibrate.hosts");
+    let config_path = work.join("calibrate.toml");
+    let stats_path = work.join("calibrate.stats.json");
+    let log_path = work.join("calibrate.log");
+    fs::write(&hosts_path, hosts)
+        .with_context(|| format!("cannot write {}", hosts_path.display()))?;
+    fs::write(&config_path, toml::to_string(config)?)
+        .with_context(|| format!("cannot write {}", config_path.display()))?;
+    let _ = fs::remove_file(&stats_path);
+    let log = fs::File::create(&log_path)
+        .with_context(|| format!("cannot create {}", log_path.display()))?;
+    let ranks = hosts
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .count();
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--oversubscribe", "-np", &ranks.to_string()])
+        .arg(binary)
+        .arg("-m")
+        .arg(&hosts_path)
+        .arg("-c")
+        .arg(&config_path)
+        .arg("--stats-json")
+        .arg(&stats_path)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    if let Some(n) = max_tasks {
+        command.args(["--max-tasks", &n.to_string()]);
+    }
+    local_mpi_environment(&mut command);
+    let mut group = Group::start(&mut command)
+        .with_context(|| format!("cannot run mpirun {}", binary.display()))?;
+    let waited = group.wait_until(Instant::now() + args.run_timeout);
+    // Ranks that outlived mpirun too (re-parented here).
+    group.kill();
+    kill_every_descendant(Duration::from_secs(10));
+    match waited {
+        Waited::Exited(status) if status.success() => {}
+        Waited::Exited(status) => bail!(
+            "calibration run of {} failed ({status}):\n{}",
+            binary.display(),
+            log_tail(&log_path)
+        ),
+        Waited::TimedOut => bail!(
+            "calibration run of {} still running after {} s: killed (--run-timeout); its \
+             output:\n{}",
+            binary.display(),
+            args.run_timeout.as_secs_f64(),
+            log_tail(&log_path)
+        ),
+        Waited::Interrupted => bail!("interrupted"),
+    }
+    let text = fs::read_to_string(&stats_path)
+        .with_context(|| format!("cannot read {}", stats_path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{}: not run statistics", stats_path.display()))
+}
+
+/// The last lines of a run's output, for an error.
+fn log_tail(path: &Path) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+/// Each WAN link of the layout: `(cluster, tasks' goodput parent -> cluster, results'
+/// goodput cluster -> parent)`, bytes per second.
+fn measure_wans(
+    args: &CalibrateArgs,
+    plan: &Plan,
+    layout: &Layout,
+    work: &Path,
+) -> Result<Vec<(String, f64, f64)>> {
+    // Certificates and [cm] settings as hmw launch gives them to the CMs.
+    let certs = work.join("certs");
+    write_certificates(layout, &certs, Target::Local)?;
+    let mut cm_table = layout
+        .config
+        .get("cm")
+        .and_then(toml::Value::as_table)
+        .cloned()
+        .unwrap_or_default();
+    cm_table.insert(
+        "certs".into(),
+        toml::Value::String(certs.to_string_lossy().into_owned()),
+    );
+    let mut document = toml::Table::new();
+    document.insert("cm".into(), toml::Value::Table(cm_table));
+    let cm: CmConfig =
+        ConfigFile::parse(Path::new("[launch.cm]"), &toml::to_string(&document)?)?.cm;
+    let machine_files: Vec<MachineFile> = layout
+        .clusters
+        .iter()
+        .map(|c| MachineFile::parse(Path::new(&format!("{}.hosts", c.name)), &c.machine_file))
+        .collect::<Result<_, _>>()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    // Every link up first, then all measured at once (each has its own emulator).
+    struct Probe<'a> {
+        cluster: &'a str,
+        parent: &'a str,
+        server: BlockingLink,
+        client: BlockingLink,
+        relay: Wanem,
+        task_size: usize,
+        result_size: usize,
+    }
+    let mut probes = Vec::new();
+    for (i, cluster) in layout.clusters.iter().enumerate() {
+        let Some(link) = &cluster.link else { continue };
+        let parent = &layout.clusters[link.parent];
+        let server = cm_config(
+            &machine_files[link.parent],
+            &cm_name(&parent.name, &cluster.name),
+            &cm,
+        )?;
+        let client = cm_config(
+            &machine_files[i],
+            &cm_name(&cluster.name, &parent.name),
+            &cm,
+        )?;
+        let plan_cluster = plan
+            .clusters
+            .iter()
+            .find(|c| c.name == cluster.name)
+            .with_context(|| format!("cluster {} is not in the plan", cluster.name))?;
+        let app = &plan.application;
+        let nt = plan_cluster.tasks_per_inter_task as f64;
+        let nr = plan_cluster.results_per_inter_result as f64;
+        // Steady state only: no outage while measuring.
+        let mut steady = link.clone();
+        steady.outages.clear();
+        let relay = runtime
+            .block_on(Wanem::start(relay_config(&steady)))
+            .with_context(|| format!("cannot start the WAN emulator of {}", cluster.name))?;
+        let link_error = |e: hmw_cm::LinkError| anyhow!("WAN of {}: {e}", cluster.name);
+        probes.push(Probe {
+            cluster: &cluster.name,
+            parent: &parent.name,
+            server: BlockingLink::start(server).map_err(link_error)?,
+            client: BlockingLink::start(client).map_err(link_error)?,
+            relay,
+            task_size: app.task_bytes_inter.unwrap_or(nt * app.task_bytes) as usize,
+            result_size: app.result_bytes_inter.unwrap_or(nr * app.result_bytes) as usize,
+        });
+    }
+    for p in &probes {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if interrupted() {
+                bail!("interrupted");
+            }
+            match p.client.wait_connected(Duration::from_millis(100)) {
+                Ok(()) => break,
+                Err(hmw_cm::LinkError::Timeout) if Instant::now() < deadline => {}
+                Err(e) => bail!("WAN of {}: {e}", p.cluster),
+            }
+        }
+    }
+    let (warmup, window) = (args.wan_warmup, args.wan_seconds);
+    let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = probes
+            .iter()
+            .map(|p| {
+                // Both directions at once, as in a run.
+                let tasks =
+                    scope.spawn(|| goodput(&p.server, &p.client, p.task_size, warmup, window));
+                let results =
+                    scope.spawn(|| goodput(&p.client, &p.server, p.result_size, warmup, window));
+                (tasks, results)
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|(tasks, results)| {
+                let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<f64>>| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err(anyhow!("the measuring thread panicked")))
+                };
+                (joined(tasks), joined(results))
+            })
+            .collect()
+    });
+    let mut out = Vec::new();
+    for (p, (wan_in, wan_out)) in probes.into_iter().zip(measured) {
+        p.server.close();
+        p.client.close();
+        p.relay.shutdown();
+        let wan_in =
+            wan_in.with_context(|| format!("WAN of {}, tasks from {}", p.cluster, p.parent))?;
+        let wan_out =
+            wan_out.with_context(|| format!("WAN of {}, results to {}", p.cluster, p.parent))?;
+        out.push((p.cluster.to_owned(), wan_in, wan_out));
+    }
+    Ok(out)
+}
+
+/// The link configuration of CM `name` from its line of `machines`, as the CM builds it.
+fn cm_config(machines: &MachineFile, name: &str, cm: &CmConfig) -> Result<LinkConfig> {
+    let rank = (0..machines.ranks.len())
+        .find(|&r| {
+            machines.ranks[r].cm.is_some()
+                && machines.ranks[r].annotations.name.as_deref() == Some(name)
+        })
+        .with_context(|| format!("{}: no CM named {name}", machines.path.display()))?;
+    hmw::roles::cm::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
+}
+
+/// Bytes per second `to` receives while `from` keeps sending `size`-byte messages: the message
+/// bytes that reached it during `window`, after `warmup`, over `window`. Deliveries come in
+/// bursts (a lost packet holds back what follows it until it is repaired), so the window
+/// should span several: a ratio from the first to the last message, or a slope, would swing
+/// with where the bursts fall.
+fn goodput(
+    from: &BlockingLink,
+    to: &BlockingLink,
+    size: usize,
+    warmup: Duration,
+    window: Duration,
+) -> Result<f64> {
+    let message = vec![0x5A; size.clamp(1, from.max_message())];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sender = scope.spawn(|| -> Result<()> {
+            while !stop.load(Ordering::Relaxed) {
+                match from.try_send(&message) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full { .. }) => {
+                        from.wait_for_space(message.len(), Duration::from_millis(50))?;
+                    }
+                    Err(TrySendError::Link(e)) => return Err(e.into()),
+                }
+            }
+            Ok(())
+        });
+        let start = Instant::now();
+        let (opens, closes) = (start + warmup, start + warmup + window);
+        // Message bytes that reached `to`, at a window's edge: first take every message
+        // already delivered, so that this thread's own pace does not count (a reader that fell
+        // behind and caught up inside the window would count the backlog in it).
+        let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
+            while to.try_recv()?.is_some() {}
+            Ok((Instant::now(), to.stats().bytes_received))
+        };
+        let mut window_open = None;
+        let received = loop {
+            let now = Instant::now();
+            if window_open.is_none() && now >= opens {
+                match arrived() {
+                    Ok(edge) => window_open = Some(edge),
+                    Err(e) => break Err(e),
+                }
+            }
+            if now >= closes || interrupted() {
+                break Ok(());
+            }
+            match to.recv_timeout(Duration::from_millis(20)) {
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let window_closed = arrived();
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender
+            .join()
+            .map_err(|_| anyhow!("the sending thread panicked"))?;
+        if interrupted() {
+            bail!("interrupted");
+        }
+        received?;
+        sent?;
+        let (opened_at, before) = window_open.context("the timed window never opened")?;
+        let (closed_at, after) = window_closed?;
+        if after <= before {
+            bail!("no message crossed the emulated WAN in the {window:?} timed");
+        }
+        Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
+    })
+}
+
+/// The load average over the last minute, from /proc.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The current time, RFC 3339, from the system's `date`.
+fn now() -> String {
+    Command::new("date")
+        .arg("--iso-8601=seconds")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_counts_one_half_all() {
+        assert!(lan_worker_counts(0).is_empty());
+        assert_eq!(lan_worker_counts(1), [1]);
+        assert_eq!(lan_worker_counts(2), [1, 2]);
+        assert_eq!(lan_worker_counts(3), [1, 2, 3]);
+        assert_eq!(lan_worker_counts(4), [1, 2, 4]);
+        assert_eq!(lan_worker_counts(7), [1, 4, 7]);
+    }
+
+    #[test]
+    fn lan_figures() {
+        let runs = LanRuns {
+            workers: 2,
+            tasks_per_run: 10,
+            values: vec![1.0, 2.0, 3.0],
+            discarded: 0,
+        };
+        assert_eq!(runs.mean(), 2.0);
+        assert_eq!(runs.std_dev(), 1.0);
+        assert_eq!((runs.min(), runs.max()), (1.0, 3.0));
+    }
+}

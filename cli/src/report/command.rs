@@ -1,0 +1,177 @@
+//! `hmw report STATS.json [--plan PLAN.toml] [--svg OUT.svg] [--png OUT.png] [--json]`: a run's
+//! statistics against the model's prediction for its plan — the predicted against measured
+//! table, a `report ...` line for scripts, and a chart of the completion rate per cluster over
+//! time.
+
+use std::{fs, path::PathBuf};
+
+use anyhow::{anyhow, Context as _, Result};
+use hmw::stats::RunStats;
+use hmw_model::{
+    plan::{load_plan, model_input_with_measured},
+    predict,
+};
+
+use super::Report;
+
+/// Arguments of `hmw report`.
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// The statistics of the run (`--stats-json` of the main cluster; `hmw launch` writes
+    /// target/launch/NAME/MAIN.stats.json).
+    stats: PathBuf,
+    /// The plan the run was launched from: adds the model's prediction and the comparison.
+    #[arg(long)]
+    plan: Option<PathBuf>,
+    /// System parameters measured by `hmw calibrate`, as for `hmw predict --measured`: the
+    /// predicted curves and figures use them in place of the plan's.
+    #[arg(long, value_name = "FILE", requires = "plan")]
+    measured: Option<PathBuf>,
+    /// Write the chart as SVG.
+    #[arg(long, value_name = "OUT.svg")]
+    svg: Option<PathBuf>,
+    /// Write the chart as PNG.
+    #[arg(long, value_name = "OUT.png")]
+    png: Option<PathBuf>,
+    /// Print the comparison as JSON instead of the table (needs --plan).
+    #[arg(long, requires = "plan")]
+    json: bool,
+    /// Chart size in pixels, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1500x950", value_parser = parse_size)]
+    size: (u32, u32),
+}
+
+fn parse_size(text: &str) -> Result<(u32, u32), String> {
+    let (w, h) = text
+        .split_once('x')
+        .ok_or_else(|| format!("`{text}`: expected WIDTHxHEIGHT, e.g. 1500x950"))?;
+    let parse = |s: &str| {
+        s.parse::<u32>()
+            .ok()
+            .filter(|&v| (300..=10_000).contains(&v))
+            .ok_or_else(|| format!("`{text}`: each side must be 300 to 10000 pixels"))
+    };
+    Ok((parse(w)?, parse(h)?))
+}
+
+/// Runs `hmw report`.
+pub fn run(args: ReportArgs) -> Result<()> {
+    let text = fs::read_to_string(&args.stats)
+        .with_context(|| format!("cannot read {}", args.stats.display()))?;
+    let stats: RunStats = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{}: not the statistics of a run (--stats-json)",
+            args.stats.display()
+        )
+    })?;
+    let report = match &args.plan {
+        Some(path) => {
+            let plan = load_plan(path)?;
+            let (input, _) = model_input_with_measured(&plan, path, args.measured.as_deref())?;
+            let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let unknown: Vec<&str> = stats
+                .clusters
+                .iter()
+                .map(|c| c.name.as_str())
+                .chain(std::iter::once(stats.name.as_str()))
+                .filter(|name| !plan.clusters.iter().any(|c| &c.name == name))
+                .collect();
+            if !unknown.is_empty() {
+                eprintln!(
+                    "warning: {} has clusters the plan {} does not: {}",
+                    args.stats.display(),
+                    path.display(),
+                    unknown.join(", ")
+                );
+            }
+            Report::new(
+                &plan.name,
+                &stats,
+                Some((&prediction, plan.application.oper, plan.application.tasks)),
+            )
+        }
+        None => Report::new(&stats.name, &stats, None),
+    };
+
+    match (&report.comparison, args.json) {
+        (Some(comparison), true) => println!("{}", serde_json::to_string_pretty(comparison)?),
+        (Some(comparison), false) => {
+            let measured = args.measured.as_ref().map_or(String::new(), |m| {
+                format!(", measured values from {}", m.display())
+            });
+            println!(
+                "== {}: predicted ({}{measured}) against measured ({})",
+                report.title,
+                args.plan
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string()),
+                args.stats.display()
+            );
+            print!("{}", comparison.to_text());
+            print!("{}", report.observed.details_text());
+        }
+        (None, _) => {
+            print!("{}", measured_only(&report));
+            print!("{}", report.observed.details_text());
+        }
+    }
+    if let Some(path) = &args.svg {
+        let svg = report.svg(args.size)?;
+        fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("chart: {}", path.display());
+    }
+    if let Some(path) = &args.png {
+        report.png(path, args.size)?;
+        eprintln!("chart: {}", path.display());
+    }
+    if !args.json {
+        match &report.comparison {
+            Some(comparison) => println!("{}", comparison.summary_line()),
+            None => println!(
+                "report name={} tasks={} makespan_s={:.3}",
+                report.title, report.observed.tasks, report.observed.wall_s
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// The table without a plan: tasks and rates per cluster.
+fn measured_only(report: &Report) -> String {
+    use std::fmt::Write as _;
+    let o = &report.observed;
+    let mut out = format!(
+        "== {}: {} tasks in {:.3} s ({:.2} tasks/s); no plan given, so no prediction\n",
+        report.title,
+        o.tasks,
+        o.wall_s,
+        if o.wall_s > 0.0 {
+            o.tasks as f64 / o.wall_s
+        } else {
+            0.0
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:>8} {:>8} {:>14}",
+        "cluster", "tasks", "share", "steady tasks/s"
+    );
+    for c in &o.clusters {
+        let share = if o.tasks > 0 {
+            c.tasks_done() as f64 / o.tasks as f64
+        } else {
+            0.0
+        };
+        let steady = super::comparison::steady_rate(c)
+            .map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"));
+        let _ = writeln!(
+            out,
+            "{:<12} {:>8} {:>7.1}% {:>14}",
+            c.name,
+            c.tasks_done(),
+            100.0 * share,
+            steady
+        );
+    }
+    out
+}

@@ -1,0 +1,242 @@
+//! The messages between a master and the ranks it feeds (workers and communication managers),
+//! and their encoding (bincode).
+//!
+//! A rank asks for work with *room*: how many more task batches it can hold. A worker with
+//! `worker_buffers = 2` starts with room 2 and gives one back each time it finishes a batch, so
+//! the next batch travels while it computes the current one.
+//!
+//! The same messages cross the WAN: a communication manager forwards the master's
+//! [`ToWorker`] messages to the far cluster, whose sub-master answers with [`ToMaster`]
+//! messages. A batch sent to a communication manager is one inter-cluster task; a result may
+//! join the results of several tasks (`ids`).
+
+pub mod report;
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use crate::app::TaskId;
+use report::ClusterReport;
+
+/// A serialised task, as the master hands it out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireTask {
+    pub id: TaskId,
+    /// Basic operations of the task (`Task::operations`).
+    pub operations: f64,
+    #[serde(with = "serde_bytes")]
+    pub body: Vec<u8>,
+}
+
+/// A serialised result, as a worker returns it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WireResult {
+    /// The tasks this result stands for: one, or several joined by a sub-master.
+    pub ids: Vec<TaskId>,
+    pub operations: f64,
+    /// Seconds spent executing the tasks.
+    pub busy_s: f64,
+    /// Seconds spent decoding the tasks (reading them) and encoding their results (writing
+    /// them) on the worker, beside `busy_s`.
+    pub decode_s: f64,
+    pub encode_s: f64,
+    #[serde(with = "serde_bytes")]
+    pub body: Vec<u8>,
+}
+
+/// Master to worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// A batch of tasks (one task with the on-demand scheduler).
+    Tasks(Vec<WireTask>),
+    /// No more work: answer `Bye` and stop.
+    Stop,
+}
+
+/// [`ToWorker::Tasks`] of tasks kept elsewhere: `task` gives each of `ids` with a borrowed body.
+/// It encodes to the same bytes as `ToWorker::Tasks`, so a master sends the bodies it keeps
+/// without copying them, or collecting them, first.
+pub struct TasksRef<'a, F> {
+    pub ids: &'a [TaskId],
+    pub task: F,
+}
+
+/// [`WireTask`] over a borrowed body.
+#[derive(Serialize)]
+pub struct WireTaskRef<'a> {
+    pub id: TaskId,
+    pub operations: f64,
+    #[serde(with = "serde_bytes")]
+    pub body: &'a [u8],
+}
+
+impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// The batch itself: a sequence, as a `Vec<WireTask>` is.
+        struct Batch<'b, F>(&'b TasksRef<'b, F>);
+        impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for Batch<'_, F> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeSeq;
+                let mut seq = serializer.serialize_seq(Some(self.0.ids.len()))?;
+                for &id in self.0.ids {
+                    seq.serialize_element(&(self.0.task)(id))?;
+                }
+                seq.end()
+            }
+        }
+        // `ToWorker::Tasks` is variant 0 of `ToWorker`.
+        serializer.serialize_newtype_variant("ToWorker", 0, "Tasks", &Batch(self))
+    }
+}
+
+/// Worker to master.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToMaster {
+    /// Room for `room` more batches.
+    Ready { room: u32 },
+    /// One result; `room` batches freed with it (1 when it closes a batch).
+    Result { result: WireResult, room: u32 },
+    /// Acknowledges `Stop`: nothing more will come from this rank. A communication manager
+    /// adds the report of the cluster behind it.
+    Bye { report: Option<Box<ClusterReport>> },
+    /// From a communication manager: the cluster behind it is lost (its link stayed down past
+    /// the deadline, or its sub-master reported it could not go on); the master takes back
+    /// every task outstanding there. From a sub-master to its communication manager: this
+    /// cluster cannot go on.
+    Lost,
+    /// This rank cannot go on (a task panicked): the run fails with this message.
+    Failed { message: String },
+    /// From a communication manager facing a master, every second: its link, for the live
+    /// prediction.
+    Link(LinkState),
+}
+
+/// A link to another cluster as its communication manager sees it now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkState {
+    pub connected: bool,
+    /// Tasks wait on this side of the link (its send buffer is half full or more).
+    pub tasks_waiting: bool,
+    /// Current throughput each way: tasks out, results in, bytes per second.
+    pub send_bytes_per_s: f64,
+    pub recv_bytes_per_s: f64,
+}
+
+/// A message that could not be decoded.
+#[derive(Debug, thiserror::Error)]
+#[error("undecodable {what} ({len} bytes): {source}")]
+pub struct DecodeError {
+    pub what: &'static str,
+    pub len: usize,
+    #[source]
+    pub source: bincode::error::DecodeError,
+}
+
+/// Encode a value with the framework's bincode configuration.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    encode_with_capacity(value, SMALL_MESSAGE)
+}
+
+/// Room a buffer starts with: most control messages and small tasks fit.
+const SMALL_MESSAGE: usize = 128;
+
+/// [`encode`] into a buffer that starts with room for `capacity` bytes: with the size of the
+/// bodies a message carries, it is encoded without growing its buffer again and again (which
+/// costs more than the encoding when tasks are tiny).
+pub fn encode_with_capacity<T: Serialize>(value: &T, capacity: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(capacity);
+    bincode::serde::encode_into_writer(value, Buffer(&mut bytes), bincode::config::standard())
+        .expect("bincode encoding of an in-memory value cannot fail");
+    bytes
+}
+
+/// A `Vec` as bincode's writer.
+struct Buffer<'a>(&'a mut Vec<u8>);
+
+impl bincode::enc::write::Writer for Buffer<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Decode a value encoded by [`encode`]; `what` names it in the error.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
+    bincode::serde::decode_from_slice(bytes, bincode::config::standard())
+        .map(|(value, _)| value)
+        .map_err(|source| DecodeError {
+            what,
+            len: bytes.len(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let task = ToWorker::Tasks(vec![WireTask {
+            id: 7,
+            operations: 2.5,
+            body: vec![1, 2, 3],
+        }]);
+        assert_eq!(decode::<ToWorker>(&encode(&task), "task").unwrap(), task);
+        let result = ToMaster::Result {
+            result: WireResult {
+                ids: vec![7],
+                operations: 2.5,
+                busy_s: 0.25,
+                decode_s: 0.01,
+                encode_s: 0.02,
+                body: vec![9; 1000],
+            },
+            room: 1,
+        };
+        let bytes = encode(&result);
+        assert!(bytes.len() < 1000 + 48, "bodies are encoded as raw bytes");
+        assert_eq!(decode::<ToMaster>(&bytes, "result").unwrap(), result);
+    }
+
+    #[test]
+    fn borrowed_tasks_encode_like_owned_ones() {
+        let tasks = vec![
+            WireTask {
+                id: 3,
+                operations: 1.5,
+                body: vec![4; 300],
+            },
+            WireTask {
+                id: 9,
+                operations: 0.0,
+                body: vec![],
+            },
+        ];
+        let ids = [3, 9];
+        let borrowed = TasksRef {
+            ids: &ids,
+            task: |id| {
+                let t = tasks.iter().find(|t| t.id == id).unwrap();
+                WireTaskRef {
+                    id,
+                    operations: t.operations,
+                    body: &t.body,
+                }
+            },
+        };
+        assert_eq!(encode(&borrowed), encode(&ToWorker::Tasks(tasks.clone())));
+        let none = TasksRef {
+            ids: &[],
+            task: |_| unreachable!(),
+        };
+        assert_eq!(encode(&none), encode(&ToWorker::Tasks(vec![])));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(0u8.., 0..64)) {
+            let _ = decode::<ToMaster>(&bytes, "message");
+            let _ = decode::<ToWorker>(&bytes, "message");
+        }
+    }
+}

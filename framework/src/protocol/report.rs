@@ -1,0 +1,199 @@
+//! The statistics records of a run: what a master measured of its workers, its links and the
+//! clusters behind them, and its progress timeline with the live prediction. A sub-master sends
+//! its [`RunStats`] up the tree when it stops (`ToMaster::Bye`), and `--stats-json` writes the
+//! main master's, so these are wire and file formats: [`crate::stats`] formats them,
+//! [`crate::live`] computes the [`ClusterEstimate`]s.
+
+use serde::{Deserialize, Serialize};
+
+/// What one worker did during a run, as the master saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStats {
+    pub rank: usize,
+    pub host: String,
+    /// Tasks whose result this worker delivered first (the useful ones).
+    pub tasks_done: u64,
+    /// Duplicates of reassigned tasks this worker computed (or was computing) for nothing.
+    pub discharged: u64,
+    /// Results this worker returned, useful or not (the tasks its busy time covers).
+    pub tasks_computed: u64,
+    /// Seconds spent executing tasks, useful or not.
+    pub busy_s: f64,
+    /// Seconds spent decoding tasks (reading them) and encoding results (writing them).
+    #[serde(default)]
+    pub decode_s: f64,
+    #[serde(default)]
+    pub encode_s: f64,
+    /// Basic operations of the tasks it completed, useful or not.
+    pub operations: f64,
+    /// Tasks completed per second of busy time: the worker's measured available performance.
+    pub tasks_per_s: f64,
+    /// Basic operations per second of busy time.
+    pub ops_per_s: f64,
+    /// Busy time over the run's wall time.
+    pub efficiency: f64,
+}
+
+/// A whole cluster's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterStats {
+    pub workers: usize,
+    pub tasks_done: u64,
+    pub discharged: u64,
+    /// Useful tasks per second of wall time.
+    pub tasks_per_s: f64,
+    /// Useful basic operations per second of wall time.
+    pub ops_per_s: f64,
+    /// Sum of the workers' measured performance (the model's `cperf`), tasks/s.
+    pub available_tasks_per_s: f64,
+    /// Mean worker efficiency.
+    pub efficiency: f64,
+}
+
+/// One progress line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressSample {
+    pub t_s: f64,
+    pub tasks_done: u64,
+    /// Useful tasks per second since the start.
+    pub tasks_per_s: f64,
+    /// Estimated seconds to the end: the live prediction's when it has one, else the tasks
+    /// left at the average rate (when the total is known).
+    pub eta_s: Option<f64>,
+    /// The live prediction of the whole run's time (elapsed + predicted remaining).
+    #[serde(default)]
+    pub predicted_total_s: Option<f64>,
+    /// The live prediction of the run's efficiency (7).
+    #[serde(default)]
+    pub predicted_efficiency: Option<f64>,
+    /// This cluster's own workers and each cluster behind it, over the last interval.
+    #[serde(default)]
+    pub clusters: Vec<ClusterEstimate>,
+}
+
+/// A communication manager's link, seen from its side.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkSummary {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Average throughput each way, bytes per second.
+    pub send_bytes_per_s: f64,
+    pub recv_bytes_per_s: f64,
+    pub disconnections: u64,
+    pub disconnected_s: f64,
+    pub blocks_retransmitted: u64,
+    /// Longest outage the link recovered from, seconds.
+    pub max_reconnect_s: Option<f64>,
+    /// Connection attempts refused (no accepted certificate).
+    #[serde(default)]
+    pub refused: u64,
+    /// Connections established over the link's life (0: it never connected).
+    #[serde(default)]
+    pub connections_established: u64,
+    /// Packets QUIC declared lost (and retransmitted) on the link's connections.
+    #[serde(default)]
+    pub packets_lost: u64,
+    /// When the link was down: each outage from the moment it was noticed to the moment a
+    /// connection came back (`end_unix_s` absent while still down), latest last.
+    #[serde(default)]
+    pub outages: Vec<Outage>,
+}
+
+/// A stretch of time a link had no connection, in seconds since the UNIX epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outage {
+    pub start_unix_s: f64,
+    pub end_unix_s: Option<f64>,
+}
+
+/// A cluster behind a communication manager, as its parent master saw it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterReport {
+    pub name: String,
+    /// Rank, in the parent cluster, of the communication manager leading to it.
+    pub cm_rank: usize,
+    /// Tasks whose result came first from this cluster.
+    pub tasks_done: u64,
+    /// Results from it that were not needed any more.
+    pub discharged: u64,
+    /// Fraction of the run's tasks it delivered.
+    pub share: f64,
+    /// Its link stayed down past the deadline and its tasks were handed to others.
+    pub lost: bool,
+    /// Tasks taken back from it when it was lost.
+    pub taken_back: u64,
+    /// The link, from the parent's communication manager.
+    pub link: Option<LinkSummary>,
+    /// Bytes of the task bodies its communication manager received from the master, and as
+    /// they crossed the WAN (less when the application's splitter leaves out what the far
+    /// side already holds).
+    #[serde(default)]
+    pub task_bytes: u64,
+    #[serde(default)]
+    pub task_bytes_sent: u64,
+    /// The cluster's own statistics, from its sub-master (absent when it never reported).
+    pub stats: Option<Box<RunStats>>,
+}
+
+/// Everything the master measured in a run (`--stats-json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Cluster name (`main` for the main cluster unless configured).
+    pub name: String,
+    /// When this master's clock started (the `t_s = 0` of `progress`), seconds since the
+    /// UNIX epoch.
+    #[serde(default)]
+    pub started_unix_s: Option<f64>,
+    pub wall_s: f64,
+    pub tasks: u64,
+    /// This cluster's own workers.
+    pub cluster: ClusterStats,
+    pub workers: Vec<WorkerStats>,
+    /// The clusters behind this cluster's communication managers.
+    pub clusters: Vec<ClusterReport>,
+    /// Tasks handed out again because the rank holding them was lost.
+    pub reassigned: u64,
+    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    #[serde(default)]
+    pub tail_copies: u64,
+    /// Seconds after the start when every link to another cluster was up (runs that feed
+    /// other clusters without `wait_for_links`).
+    #[serde(default)]
+    pub links_up_s: Option<f64>,
+    /// Seconds this master spent joining results: gathering them into the problem (the main
+    /// master), or combining and joining them before they went up (a sub-master).
+    #[serde(default)]
+    pub join_s: f64,
+    pub progress: Vec<ProgressSample>,
+}
+
+/// One cluster's live figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterEstimate {
+    pub name: String,
+    pub tasks_done: u64,
+    /// Over the last interval.
+    pub tasks_per_s: f64,
+    /// Current steady performance, basic operations per second.
+    pub ops_per_s: f64,
+    /// Mean share of its workers that were busy.
+    pub busy_share: Option<f64>,
+    /// `compute` when its workers are busy; else what starves them: `lan` for the master's
+    /// own workers; for a cluster behind a link, `wan_in` while tasks wait on this side of
+    /// it, `wan_out` otherwise (its results are slow to come back), `down` while it is down.
+    /// Absent without results.
+    pub bottleneck: Option<String>,
+    /// Its workers' available performance (3): basic operations per busy second, summed.
+    #[serde(default)]
+    pub available_ops_per_s: Option<f64>,
+    /// Its balanced share of the remaining tasks (61)(94), and when it would be done.
+    #[serde(default)]
+    pub remaining_tasks: Option<f64>,
+    #[serde(default)]
+    pub remaining_s: Option<f64>,
+    /// The link to it: throughput each way (tasks out, results in), bytes per second.
+    #[serde(default)]
+    pub link_out_bytes_per_s: Option<f64>,
+    #[serde(default)]
+    pub link_in_bytes_per_s: Option<f64>,
+}

@@ -1,0 +1,341 @@
+//! The three states of one cluster running a given set of workers: startup, steady state (with
+//! its bottleneck) and end, best and worst (`docs/model.md` section 2).
+
+use super::execution::{cluster_performance, execution_time};
+use super::external::{self, ExternalLimitsInput};
+use super::limits::{Bottleneck, PerformanceLimits};
+use super::local;
+use super::params::{ApplicationParams, ClusterParams, ExternalLink};
+
+/// Which end time a prediction uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Case {
+    /// Best end: results flow out as in the steady state.
+    Best,
+    /// Worst end: the slowest worker (or the reassigned tail, or a saturated link) ends last.
+    Worst,
+}
+
+/// The state times of one cluster with a given set of workers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterModel {
+    /// `W`: number of workers.
+    pub workers: usize,
+    /// `cperf`, equation (3).
+    pub cperf: f64,
+    /// The arguments of the steady-performance `min`, (26)/(32)/(36).
+    pub limits: PerformanceLimits,
+    /// `perf_ste`, the smallest of [`ClusterModel::limits`].
+    pub perf_ste: f64,
+    /// What attains `perf_ste`.
+    pub bottleneck: Bottleneck,
+    /// `T_up`, (12) for the main cluster, (18)/(21) for an external one.
+    pub t_up: f64,
+    /// Best end time, (37) or (47 corrected)/(52)(53).
+    pub t_end_best: f64,
+    /// Worst end time used by the methodology: the computation-bound form ((39)/(43),
+    /// (49)/(50), (54)/(55)); for a communication-bound cluster the larger of that and the
+    /// communication-bound form ((44), (51)/(56)).
+    pub t_end_worst: f64,
+    /// Local tasks per inter-cluster task (`nt`; 1 for the main cluster): the unit in which
+    /// whole tasks are handed to this cluster.
+    pub task_unit: u64,
+}
+
+impl ClusterModel {
+    /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
+    /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
+    /// `None` when `perfs` is empty (the cluster takes no part).
+    pub fn new(
+        application: &ApplicationParams,
+        cluster: &ClusterParams,
+        perfs: &[f64],
+        reassign_last_task: bool,
+    ) -> Option<Self> {
+        match &cluster.external {
+            None => Self::local(
+                application,
+                cluster.lan_bytes_per_s,
+                perfs,
+                reassign_last_task,
+            ),
+            Some(link) => Self::external(
+                application,
+                cluster.lan_bytes_per_s,
+                link,
+                perfs,
+                reassign_last_task,
+            ),
+        }
+    }
+
+    /// The main cluster: equations (11), (12), (26), (37), (39)/(43), (44).
+    pub fn local(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        perfs: &[f64],
+        reassign_last_task: bool,
+    ) -> Option<Self> {
+        if perfs.is_empty() {
+            return None;
+        }
+        let workers = perfs.len();
+        let oper = application.oper;
+        let cperf = cluster_performance(perfs);
+        let limits = PerformanceLimits {
+            compute: cperf,
+            lan: local::lan_performance_limit(oper, application.comm_bytes(), lan_bytes_per_s),
+            wan_in: f64::INFINITY,
+            wan_out: f64::INFINITY,
+        };
+        let tc_task = local::task_transfer_time(application.task_bytes, lan_bytes_per_s);
+        let t_up = local::startup_time(tc_task, workers);
+        let t_end_best = local::best_end_time(application.result_bytes, lan_bytes_per_s, workers);
+        let computation_bound_end = if reassign_last_task {
+            local::worst_end_time_computation_bound_reassigned(
+                oper,
+                perfs,
+                application.result_bytes,
+                lan_bytes_per_s,
+            )
+        } else {
+            local::worst_end_time_computation_bound(
+                oper,
+                perfs,
+                application.result_bytes,
+                lan_bytes_per_s,
+            )
+        };
+        let communication_bound_end = local::worst_end_time_communication_bound(
+            application.result_bytes,
+            lan_bytes_per_s,
+            workers,
+        );
+        Some(Self::assemble(
+            workers,
+            cperf,
+            limits,
+            t_up,
+            t_end_best,
+            computation_bound_end,
+            communication_bound_end,
+            1,
+        ))
+    }
+
+    /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56).
+    pub fn external(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        link: &ExternalLink,
+        perfs: &[f64],
+        reassign_last_task: bool,
+    ) -> Option<Self> {
+        if perfs.is_empty() {
+            return None;
+        }
+        let workers = perfs.len();
+        let oper = application.oper;
+        let nt = link.tasks_per_inter_task;
+        let nr = link.results_per_inter_result;
+        let inter_task_bytes = application.inter_task_bytes(nt);
+        let inter_result_bytes = application.inter_result_bytes(nr);
+        let cperf = cluster_performance(perfs);
+        let limits = external::performance_limits(&ExternalLimitsInput {
+            cluster_performance: cperf,
+            oper,
+            comm_bytes: application.comm_bytes(),
+            inter_task_bytes,
+            inter_result_bytes,
+            lan_bytes_per_s,
+            wan_in_bytes_per_s: link.wan_in_bytes_per_s,
+            wan_out_bytes_per_s: link.wan_out_bytes_per_s,
+            tasks_per_inter_task: nt,
+            results_per_inter_result: nr,
+        });
+        let tc_task_msm =
+            external::inter_task_transfer_time(inter_task_bytes, link.wan_in_bytes_per_s);
+        let tc_task_sc =
+            external::sub_cluster_transfer_time(application.task_bytes, lan_bytes_per_s);
+        let t_up = external::startup_time(workers, nt, tc_task_msm, tc_task_sc);
+        let tc_result_sc =
+            external::sub_cluster_transfer_time(application.result_bytes, lan_bytes_per_s);
+        let tc_result_smm =
+            external::inter_result_transfer_time(inter_result_bytes, link.wan_out_bytes_per_s);
+        let t_end_best = external::best_end_time(tc_result_sc, tc_result_smm, workers, nr);
+        let computation_bound_end = if reassign_last_task {
+            external::worst_end_time_computation_bound_reassigned(
+                oper,
+                perfs,
+                tc_result_sc,
+                tc_result_smm,
+            )
+        } else {
+            external::worst_end_time_computation_bound(oper, perfs, tc_result_sc, tc_result_smm)
+        };
+        let communication_bound_end =
+            external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr);
+        Some(Self::assemble(
+            workers,
+            cperf,
+            limits,
+            t_up,
+            t_end_best,
+            computation_bound_end,
+            communication_bound_end,
+            nt,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        workers: usize,
+        cperf: f64,
+        limits: PerformanceLimits,
+        t_up: f64,
+        t_end_best: f64,
+        computation_bound_end: f64,
+        communication_bound_end: f64,
+        task_unit: u64,
+    ) -> Self {
+        let bottleneck = limits.bottleneck();
+        let t_end_worst = if bottleneck == Bottleneck::Compute {
+            computation_bound_end
+        } else {
+            computation_bound_end.max(communication_bound_end)
+        };
+        ClusterModel {
+            workers,
+            cperf,
+            limits,
+            perf_ste: limits.steady_performance(),
+            bottleneck,
+            t_up,
+            t_end_best,
+            t_end_worst,
+            task_unit,
+        }
+    }
+
+    /// Section 2: whether the cluster is computation bound, `perf_ste == cperf` in (26)/(32)/(36).
+    pub fn is_computation_bound(&self) -> bool {
+        self.bottleneck == Bottleneck::Compute
+    }
+
+    /// The end time of `case`: best (37)/(52)(53) or worst (39)-(56), section 2.
+    pub fn end_time(&self, case: Case) -> f64 {
+        match case {
+            Case::Best => self.t_end_best,
+            Case::Worst => self.t_end_worst,
+        }
+    }
+
+    /// Equation (5) with the steady time (31) (equal to (25) for the main cluster):
+    /// `T_up + workload / perf_ste + T_end`; zero for no workload (the cluster is idle).
+    pub fn execution_time(&self, workload: f64, case: Case) -> f64 {
+        if workload <= 0.0 {
+            return 0.0;
+        }
+        execution_time(self.t_up, workload / self.perf_ste, self.end_time(case))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::WorkerParams;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+    }
+
+    fn srmsd() -> ApplicationParams {
+        ApplicationParams {
+            tasks: 500,
+            oper: 1.0,
+            task_bytes: 4.0,
+            result_bytes: 2_310_244.0,
+            task_bytes_inter: None,
+            result_bytes_inter: None,
+        }
+    }
+
+    fn spain(perfs: &[f64]) -> ClusterParams {
+        ClusterParams {
+            name: "spain".into(),
+            lan_bytes_per_s: 9_599_164.0,
+            workers: perfs
+                .iter()
+                .enumerate()
+                .map(|(i, &perf)| WorkerParams {
+                    host: format!("w{i}"),
+                    perf,
+                })
+                .collect(),
+            external: Some(ExternalLink {
+                wan_in_bytes_per_s: 21_802.0,
+                wan_out_bytes_per_s: 21_206.0,
+                tasks_per_inter_task: 1,
+                results_per_inter_result: 1,
+            }),
+        }
+    }
+
+    const SPAIN_ALL: [f64; 8] = [
+        4.6354e-3, 1.8681e-3, 1.4706e-3, 1.5286e-3, 2.0293e-3, 6.1301e-3, 2.0507e-3, 1.9997e-3,
+    ];
+
+    #[test]
+    fn no_workers_no_model() {
+        assert!(ClusterModel::new(&srmsd(), &spain(&[]), &[], true).is_none());
+    }
+
+    #[test]
+    fn computation_bound_cluster_uses_the_computation_bound_worst_end() {
+        let perfs = [4.6354e-3, 2.0293e-3, 2.0507e-3];
+        let model = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, true).unwrap();
+        assert!(model.is_computation_bound());
+        assert!(close(model.t_up, 3.673_555_159_074_89e-4));
+        assert!(close(model.t_end_best, 218.126_552_729_465_94));
+        assert!(close(model.t_end_worst, 435.989_988_460_900_35));
+        let no_reassign = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, false).unwrap();
+        assert!(close(no_reassign.t_end_worst, 437.704_119_945_004_3));
+    }
+
+    #[test]
+    fn communication_bound_cluster_uses_the_larger_worst_end() {
+        let model = ClusterModel::new(&srmsd(), &spain(&SPAIN_ALL), &SPAIN_ALL, true).unwrap();
+        assert_eq!(model.bottleneck, Bottleneck::WanOut);
+        assert!(close(model.perf_ste, 9.179_117_011_017_018e-3));
+        // (51): 0.2407 + 8 * 108.94 = 871.78 s, larger than the computation-bound (50)
+        assert!(close(model.t_end_worst, 871.784_196_792_467));
+        assert!(close(model.t_end_best, 490.483_904_422_383_03));
+    }
+
+    #[test]
+    fn execution_time_is_startup_steady_end_eq5_eq31() {
+        let perfs = [4.6354e-3, 2.0293e-3, 2.0507e-3];
+        let model = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, true).unwrap();
+        let expected = model.t_up + 330.0 / model.cperf + model.t_end_worst;
+        assert!(close(model.execution_time(330.0, Case::Worst), expected));
+        assert_eq!(model.execution_time(0.0, Case::Worst), 0.0);
+    }
+
+    #[test]
+    fn local_model_matches_local_equations() {
+        let perfs = [0.7909e-3, 0.7951e-3];
+        let main = ClusterParams {
+            name: "argentina".into(),
+            lan_bytes_per_s: 1_068_674.0,
+            workers: vec![],
+            external: None,
+        };
+        let model = ClusterModel::new(&srmsd(), &main, &perfs, false).unwrap();
+        assert!(model.is_computation_bound());
+        assert!(close(model.t_up, 5.614_434_336_383_219e-6));
+        assert!(close(model.t_end_best, 3.242_678_309_755_828_3));
+        assert!(close(model.t_end_worst, 634.352_960_151_039_6));
+        assert_eq!(model.task_unit, 1);
+        assert!(model.limits.wan_in.is_infinite() && model.limits.wan_out.is_infinite());
+    }
+}

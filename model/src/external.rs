@@ -1,0 +1,356 @@
+//! An external cluster: tasks cross the WAN from the master to the sub-master, local tasks the
+//! sub-cluster's LAN (`docs/model.md` section 2, "External cluster").
+//!
+//! The one-to-many forms (`nt` local tasks per inter-cluster task, `nr` local results per
+//! inter-cluster result) reduce to the one-to-one forms when `nt = nr = 1`; both are here, and
+//! the tests check the reduction.
+
+use super::execution::{last_task_tail, reassigned_last_task_tail};
+use super::limits::PerformanceLimits;
+use super::local::link_limit;
+
+/// Equations (15) and (19): `tc_task_msm = s_task_inter / tput_in`, the time to send one
+/// inter-cluster task from the master to the sub-master (simplified to the WAN time).
+pub fn inter_task_transfer_time(inter_task_bytes: f64, wan_in_bytes_per_s: f64) -> f64 {
+    inter_task_bytes / wan_in_bytes_per_s
+}
+
+/// Section 2, after (15): `tc_task_sc = s_task / tput_sc` and `tc_result_sc = s_result /
+/// tput_sc`, the time of one local message on the sub-cluster's LAN.
+pub fn sub_cluster_transfer_time(bytes: f64, lan_bytes_per_s: f64) -> f64 {
+    bytes / lan_bytes_per_s
+}
+
+/// Equation (18): one-to-one startup, `T_up = tc_task_msm * (W + 1)/2 + tc_task_sc`.
+pub fn startup_time_one_to_one(
+    inter_task_transfer_time: f64,
+    sub_cluster_task_time: f64,
+    workers: usize,
+) -> f64 {
+    inter_task_transfer_time * (workers as f64 + 1.0) / 2.0 + sub_cluster_task_time
+}
+
+/// Equation (20): the wait of worker `j` (1-based) for its first task,
+/// `ceil(j/nt) * tc_task_msm + ((j-1) mod nt + 1) * tc_task_sc` (`nt` at least 1, `j` at least
+/// 1).
+pub fn worker_startup_wait(
+    worker: u64,
+    tasks_per_inter_task: u64,
+    inter_task_transfer_time: f64,
+    sub_cluster_task_time: f64,
+) -> f64 {
+    let nt = tasks_per_inter_task.max(1);
+    let worker = worker.max(1);
+    let inter_tasks_before = worker.div_ceil(nt);
+    let position_in_inter_task = (worker - 1) % nt + 1;
+    inter_tasks_before as f64 * inter_task_transfer_time
+        + position_in_inter_task as f64 * sub_cluster_task_time
+}
+
+/// Equations (20)(21): one-to-many startup, the mean over the `W` workers of their wait (20).
+pub fn startup_time(
+    workers: usize,
+    tasks_per_inter_task: u64,
+    inter_task_transfer_time: f64,
+    sub_cluster_task_time: f64,
+) -> f64 {
+    if workers == 0 {
+        return 0.0;
+    }
+    let total: f64 = (1..=workers as u64)
+        .map(|j| {
+            worker_startup_wait(
+                j,
+                tasks_per_inter_task,
+                inter_task_transfer_time,
+                sub_cluster_task_time,
+            )
+        })
+        .sum();
+    total / workers as f64
+}
+
+/// The arguments of the steady-performance `min` of an external cluster.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExternalLimitsInput {
+    /// `cperf`.
+    pub cluster_performance: f64,
+    /// `oper`.
+    pub oper: f64,
+    /// `s_comm = s_task + s_result`.
+    pub comm_bytes: f64,
+    /// `s_task_inter`.
+    pub inter_task_bytes: f64,
+    /// `s_result_inter`.
+    pub inter_result_bytes: f64,
+    /// `tput_sc`.
+    pub lan_bytes_per_s: f64,
+    /// `tput_in`.
+    pub wan_in_bytes_per_s: f64,
+    /// `tput_out`.
+    pub wan_out_bytes_per_s: f64,
+    /// `nt`.
+    pub tasks_per_inter_task: u64,
+    /// `nr`.
+    pub results_per_inter_result: u64,
+}
+
+/// Equations (32) and (36): `perf_ste = min(cperf, oper*tput_sc/s_comm,
+/// oper*nt*tput_in/s_task_inter, oper*nr*tput_out/s_result_inter)`, returned as its four
+/// arguments (with `nt = nr = 1` and inter sizes equal to the local ones this is (32)). A link
+/// nothing crosses (zero bytes) has no limit (infinite).
+pub fn performance_limits(input: &ExternalLimitsInput) -> PerformanceLimits {
+    PerformanceLimits {
+        compute: input.cluster_performance,
+        lan: link_limit(input.oper * input.lan_bytes_per_s, input.comm_bytes),
+        wan_in: link_limit(
+            input.oper * input.tasks_per_inter_task as f64 * input.wan_in_bytes_per_s,
+            input.inter_task_bytes,
+        ),
+        wan_out: link_limit(
+            input.oper * input.results_per_inter_result as f64 * input.wan_out_bytes_per_s,
+            input.inter_result_bytes,
+        ),
+    }
+}
+
+/// Equation (31): `T_ste = tasks * oper / perf_ste`.
+pub fn steady_time(tasks: f64, oper: f64, steady_performance: f64) -> f64 {
+    tasks * oper / steady_performance
+}
+
+/// Equation (48): `tc_result_smm = s_result_inter / tput_out`, the time to send one
+/// inter-cluster result from the sub-master to the master.
+pub fn inter_result_transfer_time(inter_result_bytes: f64, wan_out_bytes_per_s: f64) -> f64 {
+    inter_result_bytes / wan_out_bytes_per_s
+}
+
+/// Best end, one-to-one: `T_best_end = tc_result_sc + (W + 1)/2 * tc_result_smm`.
+///
+/// The source's closed form (47) prints `(W - 1)/2`; its sum (45) and its tables give
+/// `(W + 1)/2`, which is what this implements.
+pub fn best_end_time_one_to_one(
+    sub_cluster_result_time: f64,
+    inter_result_transfer_time: f64,
+    workers: usize,
+) -> f64 {
+    sub_cluster_result_time + (workers as f64 + 1.0) / 2.0 * inter_result_transfer_time
+}
+
+/// Equations (52)(53): best end, one-to-many,
+/// `T_best_end = (nr + 1)/2 * tc_result_sc + (ceil(W/nr) + 1)/2 * tc_result_smm` (`nr` at
+/// least 1).
+pub fn best_end_time(
+    sub_cluster_result_time: f64,
+    inter_result_transfer_time: f64,
+    workers: usize,
+    results_per_inter_result: u64,
+) -> f64 {
+    let nr = results_per_inter_result.max(1);
+    let inter_results = (workers as u64).div_ceil(nr);
+    (nr as f64 + 1.0) / 2.0 * sub_cluster_result_time
+        + (inter_results as f64 + 1.0) / 2.0 * inter_result_transfer_time
+}
+
+/// Equations (49) and (54): worst end of a computation-bound cluster without reassignment,
+/// `(oper / min(perf)) * (W-1)/W + tc_result_sc + tc_result_smm`.
+pub fn worst_end_time_computation_bound(
+    oper: f64,
+    perfs: &[f64],
+    sub_cluster_result_time: f64,
+    inter_result_transfer_time: f64,
+) -> f64 {
+    last_task_tail(oper, perfs) + sub_cluster_result_time + inter_result_transfer_time
+}
+
+/// Equations (50) and (55): worst end of a computation-bound cluster with reassignment,
+/// `tc_result_sc + (1/W) * sum_{i != fastest} oper/perf[i] + tc_result_smm`.
+pub fn worst_end_time_computation_bound_reassigned(
+    oper: f64,
+    perfs: &[f64],
+    sub_cluster_result_time: f64,
+    inter_result_transfer_time: f64,
+) -> f64 {
+    sub_cluster_result_time + reassigned_last_task_tail(oper, perfs) + inter_result_transfer_time
+}
+
+/// Equations (51) and (56): worst end of a communication-bound cluster,
+/// `nr * tc_result_sc + ceil(W/nr) * tc_result_smm` (with `nr = 1`: (51); `nr` at least 1).
+pub fn worst_end_time_communication_bound(
+    sub_cluster_result_time: f64,
+    inter_result_transfer_time: f64,
+    workers: usize,
+    results_per_inter_result: u64,
+) -> f64 {
+    let nr = results_per_inter_result.max(1);
+    let inter_results = (workers as u64).div_ceil(nr);
+    nr as f64 * sub_cluster_result_time + inter_results as f64 * inter_result_transfer_time
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Bottleneck;
+
+    // Test vectors: the Spanish cluster of the first example with the pinned workers aoquir3,
+    // aoquir7, aoquir10 (LAN 9,599,164 B/s, WAN in 21,802 and out 21,206 B/s, task 4 B,
+    // result 2,310,244 B); expected values computed by hand from the equations.
+    const TASK: f64 = 4.0;
+    const RESULT: f64 = 2_310_244.0;
+    const LAN: f64 = 9_599_164.0;
+    const WAN_IN: f64 = 21_802.0;
+    const WAN_OUT: f64 = 21_206.0;
+    const PINNED: [f64; 3] = [4.6354e-3, 2.0293e-3, 2.0507e-3];
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+    }
+
+    fn limits_input(nt: u64, nr: u64, inter_result: f64) -> ExternalLimitsInput {
+        ExternalLimitsInput {
+            cluster_performance: PINNED.iter().sum(),
+            oper: 1.0,
+            comm_bytes: TASK + RESULT,
+            inter_task_bytes: nt as f64 * TASK,
+            inter_result_bytes: inter_result,
+            lan_bytes_per_s: LAN,
+            wan_in_bytes_per_s: WAN_IN,
+            wan_out_bytes_per_s: WAN_OUT,
+            tasks_per_inter_task: nt,
+            results_per_inter_result: nr,
+        }
+    }
+
+    #[test]
+    fn transfer_times_eq15_eq48() {
+        assert!(close(
+            inter_task_transfer_time(TASK, WAN_IN),
+            1.834_694_064_764_700_4e-4
+        ));
+        assert!(close(
+            sub_cluster_transfer_time(TASK, LAN),
+            4.167_029_545_489_586_5e-7
+        ));
+        assert!(close(
+            sub_cluster_transfer_time(RESULT, LAN),
+            0.240_671_375_132_251_1
+        ));
+        assert!(close(
+            inter_result_transfer_time(RESULT, WAN_OUT),
+            108.942_940_677_166_85
+        ));
+    }
+
+    #[test]
+    fn startup_one_to_one_eq18_and_its_one_to_many_generalisation_eq20_eq21() {
+        let tc_msm = inter_task_transfer_time(TASK, WAN_IN);
+        let tc_sc = sub_cluster_transfer_time(TASK, LAN);
+        let one_to_one = startup_time_one_to_one(tc_msm, tc_sc, 3);
+        assert!(close(one_to_one, 3.673_555_159_074_89e-4));
+        assert!(close(startup_time(3, 1, tc_msm, tc_sc), one_to_one));
+        // nt = 2, W = 5: waits 1,1 / 2,2 / 3 inter-cluster tasks plus 1,2,1,2,1 local ones
+        let tc_msm2 = inter_task_transfer_time(2.0 * TASK, WAN_IN);
+        let waits: Vec<f64> = (1..=5)
+            .map(|j| worker_startup_wait(j, 2, tc_msm2, tc_sc))
+            .collect();
+        let expected = [
+            3.673_555_159_074_89e-4,
+            3.677_722_188_620_38e-4,
+            7.342_943_288_604_292e-4,
+            7.347_110_318_149_78e-4,
+            1.101_233_141_813_369_3e-3,
+        ];
+        for (w, e) in waits.iter().zip(expected) {
+            assert!(close(*w, e), "{w} != {e}");
+        }
+        assert!(close(
+            startup_time(5, 2, tc_msm2, tc_sc),
+            6.610_732_474_516_607e-4
+        ));
+        assert_eq!(startup_time(0, 2, tc_msm2, tc_sc), 0.0);
+    }
+
+    #[test]
+    fn zero_units_count_as_one_instead_of_dividing_by_zero() {
+        assert_eq!(
+            worker_startup_wait(3, 0, 2.0, 1.0),
+            worker_startup_wait(3, 1, 2.0, 1.0)
+        );
+        assert_eq!(
+            worker_startup_wait(0, 2, 2.0, 1.0),
+            worker_startup_wait(1, 2, 2.0, 1.0)
+        );
+        assert_eq!(best_end_time(1.0, 2.0, 4, 0), best_end_time(1.0, 2.0, 4, 1));
+        assert_eq!(
+            worst_end_time_communication_bound(1.0, 2.0, 4, 0),
+            worst_end_time_communication_bound(1.0, 2.0, 4, 1)
+        );
+        // nothing crosses a link of zero bytes: no limit, even when oper * tput underflows
+        let mut input = limits_input(1, 1, 0.0);
+        input.oper = 1e-320;
+        input.wan_out_bytes_per_s = 1e-10;
+        assert_eq!(performance_limits(&input).wan_out, f64::INFINITY);
+    }
+
+    #[test]
+    fn steady_performance_and_bottleneck_eq31_eq32_eq36() {
+        let limits = performance_limits(&limits_input(1, 1, RESULT));
+        assert!(close(limits.compute, 8.715_399_999_999_998e-3));
+        assert!(close(limits.lan, 4.155_036_169_277_064));
+        assert!(close(limits.wan_in, 5_450.5));
+        assert!(close(limits.wan_out, 9.179_117_011_017_018e-3));
+        assert_eq!(limits.bottleneck(), Bottleneck::Compute);
+        assert!(close(
+            steady_time(330.0, 1.0, limits.steady_performance()),
+            37_864.010_831_401_894
+        ));
+        // all eight Spanish workers: WAN-out bound
+        let mut all = limits_input(1, 1, RESULT);
+        all.cluster_performance = 21.7125e-3;
+        assert_eq!(performance_limits(&all).bottleneck(), Bottleneck::WanOut);
+        // (36): nt = 2 with default inter sizes leaves the WAN-in limit unchanged...
+        let default_sizes = performance_limits(&limits_input(2, 3, 3.0 * RESULT));
+        assert!(close(default_sizes.wan_in, 5_450.5));
+        assert!(close(default_sizes.wan_out, 9.179_117_011_017_018e-3));
+        // ...while three results summed into one of the same size triple the WAN-out limit
+        let reduced = performance_limits(&limits_input(1, 3, RESULT));
+        assert!(close(reduced.wan_out, 2.753_735_103_305_105_3e-2));
+    }
+
+    #[test]
+    fn best_end_uses_w_plus_one_eq47_corrected_and_eq52_eq53() {
+        let tc_sc = sub_cluster_transfer_time(RESULT, LAN);
+        let tc_smm = inter_result_transfer_time(RESULT, WAN_OUT);
+        let one_to_one = best_end_time_one_to_one(tc_sc, tc_smm, 3);
+        assert!(close(one_to_one, 218.126_552_729_465_94));
+        assert!(close(best_end_time(tc_sc, tc_smm, 3, 1), one_to_one));
+        let tc_smm3 = inter_result_transfer_time(3.0 * RESULT, WAN_OUT);
+        assert!(close(
+            best_end_time(tc_sc, tc_smm3, 5, 3),
+            490.724_575_797_515_3
+        ));
+    }
+
+    #[test]
+    fn worst_ends_eq49_eq50_eq51_eq56() {
+        let tc_sc = sub_cluster_transfer_time(RESULT, LAN);
+        let tc_smm = inter_result_transfer_time(RESULT, WAN_OUT);
+        assert!(close(
+            worst_end_time_computation_bound(1.0, &PINNED, tc_sc, tc_smm),
+            437.704_119_945_004_3
+        ));
+        assert!(close(
+            worst_end_time_computation_bound_reassigned(1.0, &PINNED, tc_sc, tc_smm),
+            435.989_988_460_900_35
+        ));
+        assert!(close(
+            worst_end_time_communication_bound(tc_sc, tc_smm, 3, 1),
+            327.069_493_406_632_8
+        ));
+        let tc_smm3 = inter_result_transfer_time(3.0 * RESULT, WAN_OUT);
+        assert!(close(
+            worst_end_time_communication_bound(tc_sc, tc_smm3, 5, 3),
+            654.379_658_188_397_8
+        ));
+    }
+}

@@ -1,0 +1,284 @@
+//! The model's inputs (`docs/model.md` section 1): application parameters, which depend only
+//! on the application and its granularity, and system parameters, which depend on the machines
+//! and links of one run.
+//!
+//! System parameters come either from a plan's hand-written values or from a calibration run
+//! ([`MeasuredSystem`] overlays measured values on the plan); both end up in the same
+//! [`SystemParams`], which is all the model reads.
+
+use serde::{Deserialize, Serialize};
+
+/// Application parameters for one granularity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplicationParams {
+    /// `tasks(G)`: number of tasks of the workload.
+    pub tasks: u64,
+    /// `oper(G)`: basic operations of one task.
+    pub oper: f64,
+    /// `s_task(G)`: bytes of one task.
+    pub task_bytes: f64,
+    /// `s_result(G)`: bytes of one result.
+    pub result_bytes: f64,
+    /// `s_task_inter`: bytes of one inter-cluster task; `None` means `nt * s_task`.
+    pub task_bytes_inter: Option<f64>,
+    /// `s_result_inter`: bytes of one inter-cluster result; `None` means `nr * s_result`.
+    pub result_bytes_inter: Option<f64>,
+}
+
+impl ApplicationParams {
+    /// Equation (1): `workload = tasks * oper`, in basic operations.
+    pub fn workload(&self) -> f64 {
+        self.tasks as f64 * self.oper
+    }
+
+    /// Equation (2): `s_comm = s_task + s_result`, the bytes one task moves on a LAN.
+    pub fn comm_bytes(&self) -> f64 {
+        self.task_bytes + self.result_bytes
+    }
+
+    /// `s_task_inter` for `nt` local tasks per inter-cluster task (section 1): the given size,
+    /// or `nt * s_task` by default.
+    pub fn inter_task_bytes(&self, tasks_per_inter_task: u64) -> f64 {
+        self.task_bytes_inter
+            .unwrap_or(tasks_per_inter_task as f64 * self.task_bytes)
+    }
+
+    /// `s_result_inter` for `nr` local results per inter-cluster result (section 1): the given
+    /// size, or `nr * s_result` by default.
+    pub fn inter_result_bytes(&self, results_per_inter_result: u64) -> f64 {
+        self.result_bytes_inter
+            .unwrap_or(results_per_inter_result as f64 * self.result_bytes)
+    }
+}
+
+/// One candidate granularity `G` for the tuning advice (section 3.3), with the application
+/// parameters the application would have at that grain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrainCandidate {
+    /// The grain `G`, in the application's own unit (for example a block edge).
+    pub grain: u64,
+    /// `tasks(G)`, `oper(G)`, `s_task(G)`, `s_result(G)` (and optional inter-cluster sizes).
+    pub application: ApplicationParams,
+}
+
+/// A worker machine (a worker process) and its available performance `perf[i]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerParams {
+    /// Host name, as in the plan and the machine file.
+    pub host: String,
+    /// Available performance in basic operations per second.
+    pub perf: f64,
+}
+
+/// The WAN link from the main cluster to an external cluster, and how tasks and results are
+/// grouped to cross it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExternalLink {
+    /// `tput_in`: WAN throughput main -> this cluster (tasks), bytes per second.
+    pub wan_in_bytes_per_s: f64,
+    /// `tput_out`: WAN throughput this cluster -> main (results), bytes per second.
+    pub wan_out_bytes_per_s: f64,
+    /// `nt`: local tasks carried by one inter-cluster task.
+    pub tasks_per_inter_task: u64,
+    /// `nr`: local results joined into one inter-cluster result.
+    pub results_per_inter_result: u64,
+}
+
+/// System parameters of one cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterParams {
+    /// The cluster's name, as in the plan.
+    pub name: String,
+    /// `tput_lan` (`tput_sc` for an external cluster), bytes per second.
+    pub lan_bytes_per_s: f64,
+    /// The cluster's worker processes (only workers count in `W` and `cperf`).
+    pub workers: Vec<WorkerParams>,
+    /// The WAN link to the main cluster; `None` for the main cluster.
+    pub external: Option<ExternalLink>,
+}
+
+impl ClusterParams {
+    /// The `perf[i]` (section 1) of the workers at `indices` (indices into
+    /// [`ClusterParams::workers`]); indices out of range are skipped.
+    pub fn perfs_of(&self, indices: &[usize]) -> Vec<f64> {
+        indices
+            .iter()
+            .filter_map(|&i| self.workers.get(i).map(|w| w.perf))
+            .collect()
+    }
+}
+
+/// System parameters of a run: the main cluster first, then the external clusters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemParams {
+    /// `clusters[0]` is the main cluster (no [`ExternalLink`]); every other one is external.
+    pub clusters: Vec<ClusterParams>,
+}
+
+/// How the workers of a run are chosen (section 3.2 step 2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SelectionRequest {
+    /// Every worker of every cluster.
+    All,
+    /// The given workers: per cluster (same order as [`SystemParams::clusters`]) the indices of
+    /// the chosen workers.
+    Pinned(Vec<Vec<usize>>),
+    /// The selection with the smallest worst-case makespan whose clusters and run all stay at or
+    /// above the efficiency threshold.
+    Auto,
+}
+
+/// Default size limit of the exhaustive selection: the number of worker combinations
+/// (`prod over clusters of 2^workers`) it may evaluate; above it a greedy local search is used.
+pub const DEFAULT_EXHAUSTIVE_LIMIT: u64 = 1 << 16;
+
+/// Largest exhaustive limit accepted (about four million combinations), so that a search always
+/// ends in seconds.
+pub const MAX_EXHAUSTIVE_LIMIT: u64 = 1 << 22;
+
+/// Choices of the user that are not application or system parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelOptions {
+    /// `eff_threshold`: minimum efficiency the user accepts, in `[0, 1)`.
+    pub efficiency_threshold: f64,
+    /// `reassign`: whether the master re-sends the last task to idle workers.
+    pub reassign_last_task: bool,
+    /// Largest number of combinations the automatic selection evaluates exhaustively.
+    pub exhaustive_limit: u64,
+}
+
+/// Everything the model needs to predict a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelInput {
+    /// The application at its current granularity.
+    pub application: ApplicationParams,
+    /// Candidate granularities for the tuning advice (may be empty).
+    pub grains: Vec<GrainCandidate>,
+    /// Machines and links.
+    pub system: SystemParams,
+    /// Threshold, reassignment, search limit.
+    pub options: ModelOptions,
+    /// Which workers to use.
+    pub selection: SelectionRequest,
+}
+
+/// System parameters measured by a calibration run, to use in place of the hand-written values
+/// of a plan. Every value is optional: what is absent keeps the plan's value.
+///
+/// JSON shape:
+/// `{"clusters": [{"name": "spain", "lan_bytes_per_s": 9.6e6, "wan_in_bytes_per_s": 21802,
+///   "wan_out_bytes_per_s": 21206, "workers": [{"host": "aoquir3", "perf": 4.6e-3}]}]}`
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredSystem {
+    /// When it was measured (free text, e.g. RFC 3339).
+    #[serde(default)]
+    pub measured_at: Option<String>,
+    /// What it was measured under: the plan, the machines, the emulation.
+    #[serde(default)]
+    pub conditions: Option<String>,
+    /// Measured values per cluster, matched to the plan by name.
+    #[serde(default)]
+    pub clusters: Vec<MeasuredCluster>,
+}
+
+/// Measured values of one cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredCluster {
+    /// The cluster's name in the plan.
+    pub name: String,
+    /// Measured LAN throughput, bytes per second.
+    #[serde(default)]
+    pub lan_bytes_per_s: Option<f64>,
+    /// Measured WAN throughput main -> this cluster, bytes per second.
+    #[serde(default)]
+    pub wan_in_bytes_per_s: Option<f64>,
+    /// Measured WAN throughput this cluster -> main, bytes per second.
+    #[serde(default)]
+    pub wan_out_bytes_per_s: Option<f64>,
+    /// Measured worker performance, matched to the plan's workers by host.
+    #[serde(default)]
+    pub workers: Vec<MeasuredWorker>,
+    /// The LAN calibration runs behind `lan_bytes_per_s`, one entry per worker count: for
+    /// people and tools (the model reads `lan_bytes_per_s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lan_runs: Vec<MeasuredLanRuns>,
+}
+
+/// LAN calibration runs with one number of workers: bytes per second of tasks and results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredLanRuns {
+    pub workers: usize,
+    pub runs: usize,
+    pub tasks_per_run: u64,
+    pub mean: f64,
+    /// Sample standard deviation (0 with one run).
+    pub std_dev: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+/// Measured available performance of the worker(s) on one host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredWorker {
+    /// Host name in the plan.
+    pub host: String,
+    /// Basic operations per second.
+    pub perf: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn srmsd() -> ApplicationParams {
+        ApplicationParams {
+            tasks: 500,
+            oper: 1.0,
+            task_bytes: 4.0,
+            result_bytes: 2_310_244.0,
+            task_bytes_inter: None,
+            result_bytes_inter: None,
+        }
+    }
+
+    #[test]
+    fn workload_is_tasks_times_oper_eq1() {
+        let mut app = srmsd();
+        assert_eq!(app.workload(), 500.0);
+        app.oper = 2.5;
+        assert_eq!(app.workload(), 1250.0);
+    }
+
+    #[test]
+    fn comm_bytes_is_task_plus_result_eq2() {
+        assert_eq!(srmsd().comm_bytes(), 2_310_248.0);
+    }
+
+    #[test]
+    fn inter_sizes_default_to_multiples_and_respect_given_values() {
+        let mut app = srmsd();
+        assert_eq!(app.inter_task_bytes(3), 12.0);
+        assert_eq!(app.inter_result_bytes(3), 6_930_732.0);
+        app.result_bytes_inter = Some(2_310_244.0);
+        app.task_bytes_inter = Some(8.0);
+        assert_eq!(app.inter_result_bytes(3), 2_310_244.0);
+        assert_eq!(app.inter_task_bytes(3), 8.0);
+    }
+
+    #[test]
+    fn measured_system_reads_partial_json_and_rejects_unknown_keys() {
+        let text = r#"{"clusters": [{"name": "spain", "wan_out_bytes_per_s": 30000,
+            "workers": [{"host": "aoquir3", "perf": 0.005}]}]}"#;
+        let measured: MeasuredSystem = serde_json::from_str(text).unwrap();
+        assert_eq!(measured.clusters[0].wan_out_bytes_per_s, Some(30000.0));
+        assert_eq!(measured.clusters[0].lan_bytes_per_s, None);
+        assert_eq!(measured.clusters[0].workers[0].perf, 0.005);
+        let typo = r#"{"clusters": [{"name": "spain", "wan_ot_bytes_per_s": 1}]}"#;
+        let err = serde_json::from_str::<MeasuredSystem>(typo).unwrap_err();
+        assert!(err.to_string().contains("wan_ot_bytes_per_s"), "{err}");
+    }
+}

@@ -1,0 +1,679 @@
+//! Plan parsing and validation: the shipped examples load, every kind of bad plan gets one error
+//! naming its key and cluster, and no input makes the parser panic.
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::params::{MeasuredCluster, MeasuredWorker};
+
+const ALL: &str = include_str!("../../../configs/srmsd-three-clusters-all.toml");
+const PINNED: &str = include_str!("../../../configs/srmsd-three-clusters-pinned.toml");
+const AUTO: &str = include_str!("../../../configs/srmsd-three-clusters-auto.toml");
+const NR3: &str = include_str!("../../../configs/srmsd-three-clusters-nr3.toml");
+const MATMUL: &str = include_str!("../../../configs/matmul-two-clusters-grain.toml");
+
+/// A small valid plan the error tests edit.
+const SMALL: &str = r#"
+[application]
+name = "small"
+tasks = 10
+task_bytes = 4
+result_bytes = 100
+
+[model]
+selection = "pinned"
+
+[[cluster]]
+name = "home"
+main = true
+lan_bytes_per_s = 1000
+machines = [
+  { host = "m", role = "master" },
+  { host = "w1", role = "worker", perf = 1.0 },
+]
+
+[[cluster]]
+name = "away"
+lan_bytes_per_s = 1000
+wan_in_bytes_per_s = 100
+wan_out_bytes_per_s = 100
+use_workers = ["x1"]
+machines = [
+  { host = "s", role = "submaster" },
+  { host = "c", role = "cm" },
+  { host = "x1", role = "worker", perf = 2.0 },
+  { host = "x2", role = "worker", perf = 3.0 },
+]
+"#;
+
+fn error_of(text: &str) -> String {
+    Plan::from_toml_str(text).unwrap_err().to_string()
+}
+
+#[test]
+fn the_examples_load() {
+    for text in [ALL, PINNED, AUTO, NR3, MATMUL] {
+        let plan = Plan::from_toml_str(text).unwrap();
+        plan.model_input(None).unwrap();
+    }
+    let plan = Plan::from_toml_str(PINNED).unwrap();
+    assert_eq!(plan.name, "srmsd");
+    assert_eq!(plan.selection, SelectionMode::Pinned);
+    assert_eq!(plan.clusters.len(), 3);
+    assert_eq!(plan.clusters[0].name, "argentina");
+    assert_eq!(plan.clusters[2].workers().count(), 8);
+    let input = plan.model_input(None).unwrap();
+    assert_eq!(
+        input.selection,
+        SelectionRequest::Pinned(vec![vec![0, 1], vec![0, 1, 2, 3, 4], vec![0, 4, 6]])
+    );
+    assert_eq!(input.system.clusters[2].workers[5].perf, 6.1301e-3);
+    let nr3 = Plan::from_toml_str(NR3).unwrap().model_input(None).unwrap();
+    let spain = nr3.system.clusters[2].external.as_ref().unwrap();
+    assert_eq!(spain.results_per_inter_result, 3);
+    assert_eq!(nr3.application.result_bytes_inter, Some(2_310_244.0));
+    let matmul = Plan::from_toml_str(MATMUL).unwrap();
+    assert_eq!(
+        matmul.grains.iter().map(|g| g.grain).collect::<Vec<_>>(),
+        [400, 800, 2000, 4000, 4400, 4800]
+    );
+    assert_eq!(matmul.clusters[0].workers().count(), 0);
+}
+
+#[test]
+fn auto_selection_of_the_shipped_example_is_no_worse_than_the_pinned_one() {
+    let predict = |text: &str| {
+        let input = Plan::from_toml_str(text)
+            .unwrap()
+            .model_input(None)
+            .unwrap();
+        crate::predict(&input).unwrap()
+    };
+    let auto = predict(AUTO);
+    let pinned = predict(PINNED);
+    assert!(auto.run.t_ex_worst <= pinned.run.t_ex_worst);
+    assert!(auto.run.efficiency_worst >= 0.8);
+    assert!(auto.clusters.iter().all(|c| c.efficiency_worst >= 0.8));
+    // the matrix product: the advice names G = 4400, the smallest computation-bound grain
+    let matmul = predict(MATMUL);
+    let grain = matmul
+        .advice
+        .iter()
+        .find(|a| a.kind == crate::AdviceKind::Granularity)
+        .unwrap();
+    assert_eq!(grain.value, crate::AdviceValue::Count(4400));
+}
+
+#[test]
+fn the_main_cluster_comes_first_whatever_the_order() {
+    let home_start = SMALL.find("[[cluster]]\nname = \"home\"").unwrap();
+    let away_start = SMALL.find("[[cluster]]\nname = \"away\"").unwrap();
+    let reordered = format!(
+        "{}{}\n{}",
+        &SMALL[..home_start],
+        &SMALL[away_start..],
+        &SMALL[home_start..away_start]
+    );
+    let plan = Plan::from_toml_str(&reordered).unwrap();
+    assert_eq!(plan.clusters[0].name, "home");
+    assert!(plan.clusters[0].main);
+    assert_eq!(plan.clusters[1].name, "away");
+}
+
+#[test]
+fn defaults_and_reserved_tables() {
+    let text = SMALL.replace("[model]\nselection = \"pinned\"\n", "")
+        + "\n[launch]\nanything = 1\n[run]\nmore = \"x\"\n";
+    let text = text.replace(
+        "name = \"home\"\n",
+        "name = \"home\"\nlaunch = { machine_file = \"home.hosts\" }\n",
+    );
+    let plan = Plan::from_toml_str(&text).unwrap();
+    assert_eq!(plan.efficiency_threshold, 0.8);
+    assert!(plan.reassign_last_task);
+    assert_eq!(plan.selection, SelectionMode::All);
+    assert_eq!(plan.exhaustive_limit, DEFAULT_EXHAUSTIVE_LIMIT);
+    assert_eq!(plan.application.oper, 1.0);
+    assert!(plan.launch.is_some() && plan.run.is_some());
+    assert!(plan.clusters[0].launch.is_some());
+}
+
+#[test]
+fn missing_key_names_the_key_and_the_cluster() {
+    let err = error_of(&SMALL.replace("tasks = 10\n", ""));
+    assert!(err.contains("missing key `tasks`"), "{err}");
+    let err = error_of(&SMALL.replace(
+        "  { host = \"s\", role = \"submaster\" },",
+        "  { role = \"submaster\" },",
+    ));
+    assert!(err.contains("cluster `away`: missing key `host`"), "{err}");
+    // a throughput may come from a measured system: it is missing only for the model input
+    let without_lan = SMALL.replace(
+        "name = \"away\"\nlan_bytes_per_s = 1000\n",
+        "name = \"away\"\n",
+    );
+    let plan = Plan::from_toml_str(&without_lan).unwrap();
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "cluster `away`, key `lan_bytes_per_s`: missing: give it in the plan or in a measured \
+         system file"
+    );
+}
+
+#[test]
+fn negative_throughput() {
+    let err = error_of(&SMALL.replace("wan_in_bytes_per_s = 100", "wan_in_bytes_per_s = -100"));
+    assert_eq!(
+        err,
+        "cluster `away`, key `wan_in_bytes_per_s`: must be a positive number of bytes per second, \
+         got -100"
+    );
+    let err = error_of(&SMALL.replace("perf = 3.0", "perf = nan"));
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_workers() {
+    let err = error_of(
+        &SMALL
+            .replace("  { host = \"x1\", role = \"worker\", perf = 2.0 },\n", "")
+            .replace("  { host = \"x2\", role = \"worker\", perf = 3.0 },\n", ""),
+    );
+    assert!(err.starts_with("cluster `away`, key `machines`"), "{err}");
+    assert!(
+        err.contains("at least one machine with role = \"worker\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_role() {
+    let err = error_of(&SMALL.replace("role = \"cm\"", "role = \"comm\""));
+    assert!(err.contains("cluster `away`"), "{err}");
+    assert!(err.contains("unknown variant `comm`"), "{err}");
+    assert!(
+        err.starts_with(
+            "line 28, column 24: cluster `away`, machine `c`, key `role`: unknown variant `comm`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn type_and_enum_errors_name_the_key_cluster_and_machine() {
+    let err = error_of(&SMALL.replace("perf = 3.0", "perf = \"fast\""));
+    assert_eq!(
+        err,
+        "line 30, column 42: cluster `away`, machine `x2`, key `perf`: invalid type: string \
+         \"fast\", expected f64"
+    );
+    let err = error_of(&SMALL.replace("role = \"master\"", "role = \"manager\""));
+    assert!(
+        err.starts_with(
+            "line 16, column 24: cluster `home`, machine `m`, key `role`: unknown variant \
+             `manager`"
+        ),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("tasks = 10", "tasks = -3"));
+    assert_eq!(
+        err,
+        "line 4, column 9: key `application.tasks`: invalid value: integer `-3`, expected u64"
+    );
+    let err = error_of(&SMALL.replace("selection = \"pinned\"", "selection = \"best\""));
+    assert!(
+        err.starts_with("line 9, column 13: key `model.selection`: unknown variant `best`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"x1\", 3]"));
+    assert_eq!(
+        err,
+        "line 25, column 22: cluster `away`, key `use_workers`: invalid type: integer `3`, \
+         expected a string"
+    );
+    let err = error_of(&SMALL.replace(
+        "lan_bytes_per_s = 1000\nwan_in",
+        "lan_bytes_per_s = \"1000\"\nwan_in",
+    ));
+    assert!(
+        err.starts_with("line 22, column 19: cluster `away`, key `lan_bytes_per_s`: invalid type"),
+        "{err}"
+    );
+    let grain = SMALL.replace(
+        "result_bytes = 100\n",
+        "result_bytes = 100\ngrain = [ { grain = 400, tasks = 1, oper = \"big\", task_bytes = 1, \
+         result_bytes = 1 } ]\n",
+    );
+    let err = error_of(&grain);
+    assert!(
+        err.contains("key `application.grain[grain = 400].oper`: invalid type: string \"big\""),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("main = true", "main = \"yes\""));
+    assert!(
+        err.contains(
+            "cluster `home`, key `main`: invalid type: string \"yes\", expected a boolean"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn pinned_host_that_is_not_a_worker() {
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"c\"]"));
+    assert_eq!(
+        err,
+        "cluster `away`, key `use_workers`: host `c` is not a worker of this cluster (its role \
+         here is cm)"
+    );
+    let err = error_of(&SMALL.replace("use_workers = [\"x1\"]", "use_workers = [\"x9\"]"));
+    assert!(err.contains("host `x9` is not a worker"), "{err}");
+    // only read when pinned
+    let text = SMALL
+        .replace("selection = \"pinned\"", "selection = \"auto\"")
+        .replace("use_workers = [\"x1\"]", "use_workers = [\"c\"]");
+    assert!(Plan::from_toml_str(&text).is_ok());
+}
+
+#[test]
+fn typos_are_rejected_with_the_key_and_cluster() {
+    let err = error_of(&SMALL.replace("perf = 3.0", "perff = 3.0"));
+    assert!(err.contains("cluster `away`"), "{err}");
+    assert!(err.contains("unknown key `perff`"), "{err}");
+    let err = error_of(&SMALL.replace("wan_out_bytes_per_s", "wan_ot_bytes_per_s"));
+    assert!(
+        err.contains("cluster `away`: unknown key `wan_ot_bytes_per_s`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("[model]", "[modle]"));
+    assert!(err.contains("unknown key `modle`"), "{err}");
+    let err = error_of(&SMALL.replace("selection = \"pinned\"", "selection = \"best\""));
+    assert!(err.contains("unknown variant `best`"), "{err}");
+}
+
+#[test]
+fn cluster_structure_errors() {
+    let err = error_of(&SMALL.replace("name = \"away\"\n", "name = \"away\"\nmain = true\n"));
+    assert!(
+        err.contains("only one cluster may be the main one"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("main = true\n", ""));
+    assert!(err.contains("no cluster has `main = true`"), "{err}");
+    let err = error_of(&SMALL.replace("name = \"away\"", "name = \"home\""));
+    assert!(err.contains("two clusters have this name"), "{err}");
+    let err = error_of(&SMALL.replace(
+        "lan_bytes_per_s = 1000\nmachines = [\n  { host = \"m\"",
+        "lan_bytes_per_s = 1000\nwan_in_bytes_per_s = 5\nmachines = [\n  { host = \"m\"",
+    ));
+    assert!(
+        err.starts_with("cluster `home`, key `wan_in_bytes_per_s`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("role = \"submaster\"", "role = \"worker\", perf = 1.0"));
+    assert!(
+        err.contains("exactly one machine with role = \"submaster\""),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace(
+        "wan_out_bytes_per_s = 100\n",
+        "wan_out_bytes_per_s = 100\nresults_per_inter_result = 0\n",
+    ));
+    assert!(
+        err.starts_with("cluster `away`, key `results_per_inter_result`"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace("tasks = 10", "tasks = -3"));
+    assert!(err.contains("line 4"), "{err}");
+    let err = error_of(&SMALL.replace("[model]\n", "[model]\nefficiency_threshold = 1.5\n"));
+    assert!(err.starts_with("key `model.efficiency_threshold`"), "{err}");
+}
+
+#[test]
+fn a_measured_system_replaces_the_hand_written_values() {
+    let text = SMALL.replace(", perf = 3.0", "");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`: missing"),
+        "{err}"
+    );
+    let measured = MeasuredSystem {
+        measured_at: None,
+        conditions: None,
+        clusters: vec![MeasuredCluster {
+            lan_runs: Vec::new(),
+            name: "away".into(),
+            lan_bytes_per_s: None,
+            wan_in_bytes_per_s: Some(150.0),
+            wan_out_bytes_per_s: None,
+            workers: vec![
+                MeasuredWorker {
+                    host: "x2".into(),
+                    perf: 2.5,
+                },
+                MeasuredWorker {
+                    host: "x1".into(),
+                    perf: 1.5,
+                },
+            ],
+        }],
+    };
+    let input = plan.model_input(Some(&measured)).unwrap();
+    let away = &input.system.clusters[1];
+    assert_eq!(away.workers[0].perf, 1.5);
+    assert_eq!(away.workers[1].perf, 2.5);
+    let link = away.external.as_ref().unwrap();
+    assert_eq!(link.wan_in_bytes_per_s, 150.0);
+    assert_eq!(link.wan_out_bytes_per_s, 100.0);
+    let mut wrong = measured.clone();
+    wrong.clusters[0].workers[0].host = "c".into();
+    let err = plan.model_input(Some(&wrong)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `c`, key `host`"),
+        "{err}"
+    );
+    let mut wrong = measured;
+    wrong.clusters[0].name = "elsewhere".into();
+    assert!(plan.model_input(Some(&wrong)).is_err());
+}
+
+#[test]
+fn load_plan_names_the_file() {
+    let err = load_plan(Path::new("/nonexistent/plan.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("cannot read `/nonexistent/plan.toml`"),
+        "{err}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC*") {
+        let _ = Plan::from_toml_str(&text);
+    }
+
+    #[test]
+    fn edited_plans_never_panic(
+        edits in prop::collection::vec((0usize..60, "[ -~]{0,12}", any::<bool>()), 1..4),
+    ) {
+        let mut lines: Vec<String> = SMALL.lines().map(str::to_string).collect();
+        for (at, replacement, delete) in edits {
+            let at = at % lines.len();
+            if delete {
+                lines.remove(at);
+            } else {
+                let line = &lines[at];
+                let keep = line.find('=').map(|i| i + 1).unwrap_or(0);
+                lines[at] = format!("{}{}", &line[..keep], replacement);
+            }
+            if lines.is_empty() {
+                break;
+            }
+        }
+        let text = lines.join("\n");
+        if let Ok(plan) = Plan::from_toml_str(&text) {
+            if let Ok(input) = plan.model_input(None) {
+                let _ = crate::predict(&input);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_host_may_appear_twice() {
+    // the sub-master machine s also runs a worker: two entries with the same host
+    let text = SMALL.replace(
+        "  { host = \"c\", role = \"cm\" },\n",
+        "  { host = \"c\", role = \"cm\" },\n  { host = \"s\", role = \"worker\", perf = 0.5 },\n",
+    );
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let away = &plan.clusters[1];
+    let roles: Vec<(&str, Role)> = away
+        .machines
+        .iter()
+        .filter(|m| m.host == "s")
+        .map(|m| (m.host.as_str(), m.role))
+        .collect();
+    assert_eq!(roles, [("s", Role::Submaster), ("s", Role::Worker)]);
+    let input = plan.model_input(None).unwrap();
+    let hosts: Vec<&str> = input.system.clusters[1]
+        .workers
+        .iter()
+        .map(|w| w.host.as_str())
+        .collect();
+    assert_eq!(hosts, ["s", "x1", "x2"]);
+    assert_eq!(input.system.clusters[1].workers[0].perf, 0.5);
+    // use_workers naming it selects its worker entry, not the sub-master
+    let pinned = text.replace("use_workers = [\"x1\"]", "use_workers = [\"s\"]");
+    let input = Plan::from_toml_str(&pinned)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    assert_eq!(
+        input.selection,
+        SelectionRequest::Pinned(vec![vec![0], vec![0]])
+    );
+    crate::predict(&input).unwrap();
+    // a host listed twice with the same role is two workers too
+    let twice = SMALL.replace(
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n",
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n  { host = \"x2\", role = \"worker\", perf = 3.0 },\n",
+    );
+    let input = Plan::from_toml_str(&twice)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    assert_eq!(input.system.clusters[1].workers.len(), 3);
+}
+
+/// A file in the temporary directory, removed when dropped.
+struct TempFile(std::path::PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> TempFile {
+        let path = std::env::temp_dir().join(format!("hmw-plan-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn calibrated() -> MeasuredSystem {
+    MeasuredSystem {
+        measured_at: Some("2025-01-31T10:00:00+00:00".into()),
+        conditions: Some("hmw calibrate small.toml on this machine (2 cores)".into()),
+        clusters: vec![
+            MeasuredCluster {
+                lan_runs: Vec::new(),
+                name: "home".into(),
+                lan_bytes_per_s: Some(1200.0),
+                wan_in_bytes_per_s: None,
+                wan_out_bytes_per_s: None,
+                workers: vec![MeasuredWorker {
+                    host: "w1".into(),
+                    perf: 1.25,
+                }],
+            },
+            MeasuredCluster {
+                lan_runs: Vec::new(),
+                name: "away".into(),
+                lan_bytes_per_s: Some(900.0),
+                wan_in_bytes_per_s: Some(80.0),
+                wan_out_bytes_per_s: Some(70.0),
+                workers: vec![MeasuredWorker {
+                    host: "x1".into(),
+                    perf: 2.5,
+                }],
+            },
+        ],
+    }
+}
+
+#[test]
+fn the_measured_system_is_read_as_calibrate_writes_it() {
+    // hmw calibrate writes `toml::to_string(&MeasuredSystem)` to --out (system.toml by default)
+    let written = toml::to_string(&calibrated()).unwrap();
+    assert!(written.contains("measured_at = "), "{written}");
+    assert!(written.contains("[[clusters.workers]]"), "{written}");
+    for name in ["system.toml", "system.out"] {
+        let file = TempFile::new(name, &written);
+        let measured = load_measured_system(&file.0).unwrap();
+        assert_eq!(measured, calibrated(), "{name}");
+    }
+    let json = TempFile::new(
+        "system.json",
+        &serde_json::to_string(&calibrated()).unwrap(),
+    );
+    assert_eq!(load_measured_system(&json.0).unwrap(), calibrated());
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    let input = plan.model_input(Some(&calibrated())).unwrap();
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.25);
+    assert_eq!(input.system.clusters[1].lan_bytes_per_s, 900.0);
+}
+
+#[test]
+fn errors_in_the_measured_system_name_the_key() {
+    let written = toml::to_string(&calibrated())
+        .unwrap()
+        .replace("perf = 2.5", "perf = \"fast\"");
+    let file = TempFile::new("bad-system.toml", &written);
+    let err = load_measured_system(&file.0).unwrap_err().to_string();
+    assert!(
+        err.contains("cluster `away`, machine `x1`, key `perf`: invalid type: string \"fast\""),
+        "{err}"
+    );
+    assert!(
+        err.starts_with(&format!("{}: line ", file.0.display())),
+        "{err}"
+    );
+    // a measured value out of the model's range is named, and said to be measured
+    let mut tiny = calibrated();
+    tiny.clusters[1].workers[0].perf = 1e-320;
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    let err = plan.model_input(Some(&tiny)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x1`, key `perf`: perf = 1e-320"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(the value comes from the measured system)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_best_time_out_of_range_says_when_perf_values_are_measured() {
+    // One task of 5.5e-150 operations: each worker's time and each cluster's steady time stay
+    // in range, but the best time over every worker, 5.5e-150 / (1.25 + 2.5 + 3) s, does not.
+    let text = SMALL.replace("tasks = 10\n", "tasks = 1\noper = 5.5e-150\n");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let err = plan
+        .model_input(Some(&calibrated()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("key `perf`: the workers' perf values sum to 6.75"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("(perf values come from the measured system)"),
+        "{err}"
+    );
+    // Without measured values, nothing is said about them.
+    let err = plan.model_input(None).unwrap_err().to_string();
+    assert!(err.starts_with("key `perf`: "), "{err}");
+    assert!(!err.contains("measured"), "{err}");
+}
+
+#[test]
+fn the_model_input_from_files_names_the_file_of_each_error() {
+    let plan_file = TempFile::new("small.toml", SMALL);
+    let plan = load_plan(&plan_file.0).unwrap();
+    let system = TempFile::new("fits.toml", &toml::to_string(&calibrated()).unwrap());
+    let (input, measured) =
+        model_input_with_measured(&plan, &plan_file.0, Some(&system.0)).unwrap();
+    assert_eq!(measured, Some(calibrated()));
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.25);
+    let (input, measured) = model_input_with_measured(&plan, &plan_file.0, None).unwrap();
+    assert_eq!(measured, None);
+    assert_eq!(input.system.clusters[0].workers[0].perf, 1.0);
+    // A measured file naming a worker the plan does not have: its error names that file.
+    let mut stranger = calibrated();
+    stranger.clusters[0].workers[0].host = "nobody".into();
+    let misfit = TempFile::new("misfit.toml", &toml::to_string(&stranger).unwrap());
+    let err = model_input_with_measured(&plan, &plan_file.0, Some(&misfit.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!("{}: ", misfit.0.display())),
+        "{err}"
+    );
+    assert!(err.contains("nobody"), "{err}");
+    // A measured value out of the model's range: an error of the input, naming the plan.
+    let mut tiny = calibrated();
+    tiny.clusters[1].workers[0].perf = 1e-320;
+    let tiny_file = TempFile::new("tiny.toml", &toml::to_string(&tiny).unwrap());
+    let err = model_input_with_measured(&plan, &plan_file.0, Some(&tiny_file.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}: cluster `away`, machine `x1`",
+            plan_file.0.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn values_that_leave_the_working_range_are_rejected_with_their_key() {
+    let err = error_of_input(&SMALL.replace("perf = 3.0", "perf = 1e-320"));
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `perf`: perf = 1e-320"),
+        "{err}"
+    );
+    assert!(!err.contains("measured"), "{err}");
+    let err = error_of_input(&SMALL.replace(
+        "name = \"away\"\nlan_bytes_per_s = 1000",
+        "name = \"away\"\nlan_bytes_per_s = 9.56e-320",
+    ));
+    assert!(
+        err.starts_with("cluster `away`, key `lan_bytes_per_s`: lan_bytes_per_s = 9.56e-320"),
+        "{err}"
+    );
+    let err = error_of_input(&SMALL.replace("tasks = 10\n", "tasks = 10\noper = 1e308\n"));
+    assert!(err.starts_with("key `application.oper`"), "{err}");
+    // large real-world values stay valid: 10,000 tasks of 1e15 operations
+    let big = SMALL
+        .replace("tasks = 10\n", "tasks = 10000\noper = 1e15\n")
+        .replace("perf = 1.0", "perf = 1e10")
+        .replace("perf = 2.0", "perf = 2e10")
+        .replace("perf = 3.0", "perf = 3e10");
+    let input = Plan::from_toml_str(&big)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    crate::predict(&input).unwrap();
+}
+
+fn error_of_input(text: &str) -> String {
+    Plan::from_toml_str(text)
+        .unwrap()
+        .model_input(None)
+        .unwrap_err()
+        .to_string()
+}
