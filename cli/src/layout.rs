@@ -39,7 +39,10 @@ use serde::Deserialize;
 
 use hmw_model::{
     methodology::Prediction,
-    plan::{ClusterPlan, Plan, Role},
+    plan::{
+        launch::{ClusterLaunch, LaunchTable},
+        ClusterPlan, Plan, Role,
+    },
 };
 
 /// A plan that cannot be launched.
@@ -55,43 +58,6 @@ fn error(context: impl Into<String>, message: impl Into<String>) -> LaunchError 
     LaunchError {
         context: context.into(),
         message: message.into(),
-    }
-}
-
-/// `[launch]`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LaunchTable {
-    pub binary: Option<String>,
-    pub reference_perf: Option<f64>,
-    #[serde(default)]
-    pub application: toml::Table,
-    #[serde(default)]
-    pub cm: toml::Table,
-}
-
-/// `[cluster.launch]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ClusterLaunch {
-    pub parent: Option<String>,
-    pub wan_delay_ms: f64,
-    pub wan_jitter_ms: f64,
-    pub wan_loss: f64,
-    pub wan_outages: Vec<String>,
-    pub emulate_rates: bool,
-}
-
-impl Default for ClusterLaunch {
-    fn default() -> Self {
-        ClusterLaunch {
-            parent: None,
-            wan_delay_ms: 0.0,
-            wan_jitter_ms: 0.0,
-            wan_loss: 0.0,
-            wan_outages: Vec::new(),
-            emulate_rates: true,
-        }
     }
 }
 
@@ -320,30 +286,18 @@ pub fn layout(
     binary: Option<&str>,
     mut port: impl FnMut() -> u16,
 ) -> Result<Layout, LaunchError> {
-    let mut launch: LaunchTable = match &plan.launch {
-        Some(table) => toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| error("[launch]", e.message().to_owned()))?,
-        None => LaunchTable::default(),
-    };
+    let mut launch = plan
+        .launch_table()
+        .map_err(|e| error("[launch]", e.to_string()))?;
     if let Some(binary) = binary {
         launch.binary = Some(binary.to_owned());
     }
     let cluster_launch: Vec<ClusterLaunch> = plan
         .clusters
         .iter()
-        .map(|c| match &c.launch {
-            Some(table) => {
-                toml::Value::Table(table.clone())
-                    .try_into()
-                    .map_err(|e: toml::de::Error| {
-                        error(
-                            format!("cluster {}: launch", c.name),
-                            e.message().to_owned(),
-                        )
-                    })
-            }
-            None => Ok(ClusterLaunch::default()),
+        .map(|c| {
+            c.launch_settings()
+                .map_err(|e| error(format!("cluster {}: launch", c.name), e.to_string()))
         })
         .collect::<Result<_, _>>()?;
     let index: BTreeMap<&str, usize> = plan

@@ -9,11 +9,11 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use hmw_model::plan::{load_plan, model_input_with_measured, Plan};
 use hmw_model::{
     predict, AdviceEffect, AdviceKind, AdviceValue, Bottleneck, ClusterPrediction, GrainReason,
     LinkNeed, MeasuredSystem, Prediction, Remark, SelectionMethod,
 };
-use hmw_model::plan::{load_plan, model_input_with_measured, Plan};
 
 /// Arguments of `hmw predict`.
 #[derive(clap::Args)]
@@ -811,9 +811,7 @@ mod tests {
 
     #[test]
     fn json_has_the_shape_of_the_issue() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/srmsd-three-clusters-all.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/srmsd-three-clusters-all.toml"));
         let printed = serde_json::to_string_pretty(&to_json(&plan, &p, None)).unwrap();
         let value: Value = serde_json::from_str(&printed).unwrap();
         assert_eq!(
@@ -862,9 +860,7 @@ mod tests {
 
     #[test]
     fn granularity_advice_carries_its_startup_and_end_times() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/matmul-two-clusters-grain.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/matmul-two-clusters-grain.toml"));
         let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
         let grain = &value["advice"][1];
         assert_eq!(grain["kind"], "granularity");
@@ -877,9 +873,7 @@ mod tests {
 
     #[test]
     fn text_follows_the_methodology() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/srmsd-three-clusters-auto.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/srmsd-three-clusters-auto.toml"));
         let text = to_text(&plan, &p, None);
         let sections = [
             "== Local cluster analysis ==",
@@ -896,9 +890,7 @@ mod tests {
 
     #[test]
     fn remarks_and_the_measured_system_are_optional_json_keys() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/validation/local-comm.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/validation/local-comm.toml"));
         let measured = MeasuredSystem {
             measured_at: Some("2025-01-31T10:00:00+00:00".into()),
             conditions: Some("hmw calibrate on this machine\n(2 cores)".into()),

@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::names::without_trailing_dot;
 use crate::proto::frame::MAX_BLOCK_SIZE;
 use crate::proto::sender::MESSAGE_PREFIX_LEN;
 use crate::proto::CoreConfig;
-use crate::names::without_trailing_dot;
 
 pub use hmw_wan::Congestion;
 

@@ -24,8 +24,8 @@ use std::{
 use crate::{
     app::{Split, Splitter, Task, TaskId, TaskResult},
     error::RunError,
-    roles::master::{Next, TaskSource},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
+    roles::master::{Next, TaskSource},
 };
 
 /// An inter-cluster task whose local tasks are not all done.

@@ -7,9 +7,9 @@
 //!
 //! Unknown keys: the tables the model reads (`[application]`, `[[application.grain]]`,
 //! `[model]`, `[[cluster]]` and its `machines`) reject unknown keys, so a typo is an error that
-//! names the key and the cluster. The top level accepts only the tables it knows; `[launch]` and
-//! `[run]`, and a `launch` table inside a `[[cluster]]`, are reserved for the commands that run a
-//! plan and are kept here uninterpreted.
+//! names the key and the cluster. The top level accepts only the tables it knows; `[launch]`,
+//! `[run]` and `[testbed]`, and a `launch` table inside a `[[cluster]]`, are reserved for the
+//! commands that run a plan and are kept here uninterpreted ([`launch`] reads them).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -201,6 +201,8 @@ struct PlanFile {
     launch: Option<toml::Table>,
     #[serde(default)]
     run: Option<toml::Table>,
+    #[serde(default)]
+    testbed: Option<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -317,8 +319,10 @@ pub struct Plan {
     pub exhaustive_limit: u64,
     /// The clusters, the main one first, then the others in plan order.
     pub clusters: Vec<ClusterPlan>,
-    /// `[launch]`, reserved for the command that runs a plan.
+    /// `[launch]`, reserved for the command that runs a plan ([`launch`]).
     pub launch: Option<toml::Table>,
+    /// `[testbed]`, reserved for the testbed that emulates the plan's hosts on one machine.
+    pub testbed: Option<toml::Table>,
     /// `[run]`, reserved for the command that runs a plan.
     pub run: Option<toml::Table>,
 }
@@ -706,6 +710,7 @@ impl Plan {
             exhaustive_limit: m.exhaustive_limit,
             clusters,
             launch: file.launch,
+            testbed: file.testbed,
             run: file.run,
         })
     }
@@ -1142,6 +1147,7 @@ fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanErro
     Ok(())
 }
 
+pub mod launch;
 mod location;
 
 #[cfg(test)]
