@@ -111,6 +111,19 @@ impl CpuCgroups {
         }
     }
 
+    /// Sets the weight of the cgroup at `rel` against its siblings under contention, on v1's
+    /// scale (`cpu.shares`, default 1024; v2's `cpu.weight` gets `weight / 10.24`, default 100).
+    pub fn set_weight(&self, rel: &str, weight: u64) -> anyhow::Result<()> {
+        let dir = self.path(rel);
+        match self {
+            CpuCgroups::V1(_) => write(&dir.join("cpu.shares"), &weight.clamp(2, 262_144).to_string()),
+            CpuCgroups::V2(_) => {
+                let w = ((weight as f64 / 10.24).round() as u64).clamp(1, 10_000);
+                write(&dir.join("cpu.weight"), &w.to_string())
+            }
+        }
+    }
+
     /// The quota of the cgroup at `rel` in cores, `None` for none.
     pub fn quota(&self, rel: &str) -> anyhow::Result<Option<f64>> {
         let dir = self.path(rel);
@@ -203,6 +216,8 @@ mod tests {
         cg.set_quota("tb-x/hosts/h1", None).unwrap();
         assert_eq!(cg.quota("tb-x/hosts/h1").unwrap(), None);
         cg.add("tb-x/hosts/h1", 42).unwrap();
+        cg.set_weight("tb-x/hosts/h1", 154).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("cpu.shares")).unwrap(), "154");
         assert_eq!(cg.procs("tb-x/hosts/h1"), vec![42]);
         fs::remove_dir_all(&root).unwrap();
     }
@@ -229,6 +244,8 @@ mod tests {
             "30000 100000"
         );
         assert_eq!(cg.quota("tb-y/h1").unwrap(), Some(0.3));
+        cg.set_weight("tb-y/h1", 8192).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("cpu.weight")).unwrap(), "800");
         cg.set_quota("tb-y/h1", None).unwrap();
         assert_eq!(
             fs::read_to_string(dir.join("cpu.max")).unwrap(),

@@ -105,7 +105,7 @@ enum Cmd {
 
 #[derive(Subcommand)]
 enum ToolCmd {
-    /// Spins; prints rounds per second.
+    /// Spins; prints rounds per second of wall time and of CPU time.
     Cpu {
         #[arg(long, default_value_t = 3.0)]
         seconds: f64,
@@ -274,7 +274,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             });
         }
         Cmd::Tool(t) => match t {
-            ToolCmd::Cpu { seconds } => println!("{:.0}", tools::cpu_loop(*seconds)),
+            ToolCmd::Cpu { seconds } => {
+                let (wall, cpu) = tools::cpu_loop(*seconds);
+                println!("{wall:.0} {cpu:.0}");
+            }
             ToolCmd::Sink { listen, timeout } => {
                 let (bytes, secs, rate) = tools::sink(listen, *timeout)?;
                 println!("{bytes} {secs:.3} {rate:.0}");

@@ -349,6 +349,9 @@ fn build(st: &mut State, cg: &CpuCgroups, router_bin: Option<&Path>) -> anyhow::
         st.record(Resource::Cgroup { rel: rel.clone() })?;
         cg.create(&rel)?;
     }
+    // The quotas are ceilings; a heavy weight makes them floors too while the machine has the
+    // cores (the workers' quotas leave 0.6 of the 2 cores to everything else).
+    cg.set_weight(&top, TESTBED_WEIGHT)?;
 
     // The fabric: bridges.
     let fabric = st.fabric_netns.clone();
@@ -451,7 +454,7 @@ fn build(st: &mut State, cg: &CpuCgroups, router_bin: Option<&Path>) -> anyhow::
             rel: cgroup.clone(),
         })?;
         cg.create(&cgroup)?;
-        cg.set_quota(&cgroup, layout.cores_of(h.perf))?;
+        apply_quota(cg, &cgroup, layout.cores_of(h.perf))?;
         // LAN
         if let (Some(ci), Some(addr)) = (h.cluster, h.lan_addr) {
             let c = &layout.clusters[ci];
@@ -562,6 +565,17 @@ fn build(st: &mut State, cg: &CpuCgroups, router_bin: Option<&Path>) -> anyhow::
     crate::daemons::wait_sshd(st)?;
     crate::daemons::wait_slurm(st)?;
     Ok(())
+}
+
+/// The weight of a testbed's cgroup against the machine's other processes (v1 scale).
+pub const TESTBED_WEIGHT: u64 = 8192;
+
+/// A host's quota (`cores`, none when `None`) and its weight among the hosts: proportional to
+/// its quota (1024 per core), so that under contention the hosts still share the CPU in the
+/// ratio of their `perf`; hosts without quota keep the default 1024.
+pub fn apply_quota(cg: &CpuCgroups, rel: &str, cores: Option<f64>) -> anyhow::Result<()> {
+    cg.set_quota(rel, cores)?;
+    cg.set_weight(rel, cores.map(|c| (c * 1024.0).round() as u64).unwrap_or(1024))
 }
 
 /// tc tbf at `bytes_per_s` on a link's egress.
@@ -874,7 +888,7 @@ pub fn set_perf(inst: &Instance, host: &str, perf: f64) -> anyhow::Result<Option
         );
     }
     let cores = st.layout.cores_of(Some(perf));
-    cg.set_quota(&st.hosts[idx].cgroup, cores)?;
+    apply_quota(&cg, &st.hosts[idx].cgroup, cores)?;
     st.hosts[idx].perf = Some(perf);
     st.save()?;
     Ok(cores)

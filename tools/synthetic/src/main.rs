@@ -3,6 +3,14 @@
 //! It is what validates the model: its performance and message sizes are known exactly.
 //! A worker's `speed=` machine-file annotation divides its compute time, emulating a
 //! heterogeneous cluster.
+//!
+//! `[application] work` says what a task does for its time:
+//! - `"sleep"` (the default): sleeps `task_seconds / speed` (exact on an oversubscribed host);
+//! - `"compute"`: computes. At its first task a worker measures how many rounds of a small
+//!   floating-point kernel one core does per second of this thread's CPU time (about 0.2 s of
+//!   CPU, so a CPU quota does not bias it); a task is then `task_seconds x rounds_per_s / speed`
+//!   rounds. On an unthrottled core it takes `task_seconds / speed`; on the testbed, where a
+//!   host's cgroup quota is its speed, `speed` stays 1 and the quota makes it slower.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +26,8 @@ struct Settings {
     task_seconds: f64,
     /// Spin the CPU instead of sleeping (sleeping keeps timing exact on an oversubscribed host).
     busy: bool,
+    /// What a task does: sleep, or compute a calibrated amount of work.
+    work: WorkKind,
     /// Serialised size of a task's payload and of a result's payload, in bytes.
     task_bytes: usize,
     result_bytes: usize,
@@ -33,12 +43,56 @@ impl Default for Settings {
             tasks: 100,
             task_seconds: 0.01,
             busy: false,
+            work: WorkKind::Sleep,
             task_bytes: 64,
             result_bytes: 64,
             oper: 1.0,
             fail_at: None,
         }
     }
+}
+
+/// `[application] work`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum WorkKind {
+    /// Sleep for the task's time.
+    Sleep,
+    /// Compute for the task's time on an unthrottled core.
+    Compute,
+}
+
+/// One round of the compute kernel: a chain of dependent floating-point operations.
+fn kernel(mut v: f64, rounds: u64) -> f64 {
+    for _ in 0..rounds {
+        v = v * 1.000_000_1 + 0.000_000_3;
+        v = std::hint::black_box(v);
+    }
+    v
+}
+
+/// This thread's CPU time, seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Kernel rounds per second of CPU time on this machine's core, measured once per process.
+fn rounds_per_cpu_s() -> f64 {
+    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *RATE.get_or_init(|| {
+        let start = thread_cpu_s();
+        let mut rounds = 0u64;
+        let mut v = 1.0;
+        while thread_cpu_s() - start < 0.2 {
+            v = kernel(v, 20_000);
+            rounds += 20_000;
+        }
+        std::hint::black_box(v);
+        rounds as f64 / (thread_cpu_s() - start)
+    })
 }
 
 /// Bounds that keep a run within this machine's memory and a human's patience.
@@ -80,6 +134,7 @@ impl Settings {
 struct Work {
     seconds: f64,
     busy: bool,
+    compute: bool,
     oper: f64,
     result_bytes: usize,
     /// Panic instead of working (`fail_at`).
@@ -102,7 +157,10 @@ impl Task for Work {
     fn execute(self, worker: &WorkerContext) -> Done {
         assert!(!self.fail, "this task was configured to fail (fail_at)");
         let time = Duration::from_secs_f64(self.seconds / worker.speed());
-        if self.busy {
+        if self.compute {
+            let rounds = (self.seconds * rounds_per_cpu_s() / worker.speed()).round() as u64;
+            std::hint::black_box(kernel(1.0, rounds));
+        } else if self.busy {
             let start = Instant::now();
             while start.elapsed() < time {
                 std::hint::spin_loop();
@@ -145,6 +203,7 @@ impl Problem for Synthetic {
                 fail: self.settings.fail_at == Some(self.produced - 1),
                 seconds: self.settings.task_seconds,
                 busy: self.settings.busy,
+                compute: self.settings.work == WorkKind::Compute,
                 oper: self.settings.oper,
                 result_bytes: self.settings.result_bytes,
                 payload: vec![0x5A; self.settings.task_bytes],
