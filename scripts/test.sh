@@ -6,6 +6,10 @@
 # Fails when a test fails or when the validation script fails (a run that fails, or a
 # prediction beyond its error threshold); a validation target missed is only reported. Last
 # two lines: the tests' totals, then the validation's own last line.
+#
+# Then the testbed's check (scripts/testbed-check.sh: emulated hosts, LANs, the WAN emulator,
+# CPU quotas, sshd, MPI over ssh, Slurm; about a minute on this 2-core machine, as root); it
+# fails the suite when it fails. Its last line is printed last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,7 +19,8 @@ scripts/setup.sh
 cargo build --workspace --bins --quiet
 log=$(mktemp)
 validation_log=$(mktemp)
-trap 'rm -f "$log" "$validation_log"' EXIT
+testbed_log=$(mktemp)
+trap 'rm -f "$log" "$validation_log" "$testbed_log"' EXIT
 tests_ok=true
 cargo test --workspace --quiet 2>&1 | tee "$log" || tests_ok=false
 
@@ -27,7 +32,18 @@ if ! $validation_ok; then
     tail -30 "$validation_log" >&2
 fi
 
+testbed_ok=true
+echo "test: scripts/testbed-check.sh"
+testbed_start=$(date +%s)
+scripts/testbed-check.sh >"$testbed_log" 2>&1 || testbed_ok=false
+echo "test: the testbed's check took $(($(date +%s) - testbed_start)) s"
+if ! $testbed_ok; then
+    echo "test: the testbed's check failed; the end of its output:" >&2
+    tail -30 "$testbed_log" >&2
+fi
+
 # cargo test prints one summary line per test binary; add them up for a closing line.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
 tail -1 "$validation_log"
-$tests_ok && $validation_ok
+tail -1 "$testbed_log"
+$tests_ok && $validation_ok && $testbed_ok
