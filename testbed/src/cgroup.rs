@@ -116,7 +116,10 @@ impl CpuCgroups {
     pub fn set_weight(&self, rel: &str, weight: u64) -> anyhow::Result<()> {
         let dir = self.path(rel);
         match self {
-            CpuCgroups::V1(_) => write(&dir.join("cpu.shares"), &weight.clamp(2, 262_144).to_string()),
+            CpuCgroups::V1(_) => write(
+                &dir.join("cpu.shares"),
+                &weight.clamp(2, 262_144).to_string(),
+            ),
             CpuCgroups::V2(_) => {
                 let w = ((weight as f64 / 10.24).round() as u64).clamp(1, 10_000);
                 write(&dir.join("cpu.weight"), &w.to_string())

@@ -575,7 +575,10 @@ pub const TESTBED_WEIGHT: u64 = 8192;
 /// ratio of their `perf`; hosts without quota keep the default 1024.
 pub fn apply_quota(cg: &CpuCgroups, rel: &str, cores: Option<f64>) -> anyhow::Result<()> {
     cg.set_quota(rel, cores)?;
-    cg.set_weight(rel, cores.map(|c| (c * 1024.0).round() as u64).unwrap_or(1024))
+    cg.set_weight(
+        rel,
+        cores.map(|c| (c * 1024.0).round() as u64).unwrap_or(1024),
+    )
 }
 
 /// tc tbf at `bytes_per_s` on a link's egress.
@@ -911,6 +914,10 @@ pub fn down(inst: &Instance) -> anyhow::Result<Vec<String>> {
     let mut done = Vec::new();
     let mut failed = Vec::new();
     let grace = Duration::from_secs(3);
+    // 0. The emulator is asked to stop (it removes its TUN device and routing itself).
+    if st.wan == "emulated" && st.control.exists() {
+        let _ = control(&st, &serde_json::json!({"cmd": "stop"}));
+    }
     // 1. Every recorded daemon, then anything else inside the testbed's cgroups and network
     //    namespaces (commands started by exec, ssh, srun).
     for r in st.resources.iter().rev() {

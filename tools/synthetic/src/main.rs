@@ -73,7 +73,10 @@ fn kernel(mut v: f64, rounds: u64) -> f64 {
 
 /// This thread's CPU time, seconds.
 fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the timespec it is given.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
@@ -248,4 +251,31 @@ fn main() -> std::process::ExitCode {
             Ok(())
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn work_defaults_to_sleep_and_reads_compute() {
+        assert_eq!(Settings::default().work, WorkKind::Sleep);
+        let s: Settings = toml::from_str("work = \"compute\"\ntask_seconds = 0.05").unwrap();
+        assert_eq!(s.work, WorkKind::Compute);
+        assert!(toml::from_str::<Settings>("work = \"nap\"").is_err());
+    }
+
+    #[test]
+    fn compute_takes_its_time_in_cpu() {
+        let rate = rounds_per_cpu_s();
+        assert!(rate > 0.0);
+        let start = thread_cpu_s();
+        std::hint::black_box(kernel(1.0, (0.1 * rate) as u64));
+        let took = thread_cpu_s() - start;
+        // CPU time, so another engineer's load does not change it much; generous bounds.
+        assert!(
+            (0.05..0.2).contains(&took),
+            "0.1 s of work took {took} s of CPU"
+        );
+    }
 }
