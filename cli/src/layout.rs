@@ -35,14 +35,10 @@
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use hmw_wan::Outage;
-use serde::Deserialize;
 
 use hmw_model::{
     methodology::Prediction,
-    plan::{
-        launch::{ClusterLaunch, LaunchTable},
-        ClusterPlan, Plan, Role,
-    },
+    plan::{launch::ClusterLaunch, ClusterPlan, Plan, Role},
 };
 
 /// A plan that cannot be launched.

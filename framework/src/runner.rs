@@ -300,9 +300,17 @@ where
 /// What playing a rank's role gave.
 pub enum Outcome<P> {
     /// The main master: the problem with every result gathered, and the statistics.
-    Master { problem: P, stats: RunStats },
+    Master {
+        /// The problem with every result gathered.
+        problem: P,
+        /// The run's statistics.
+        stats: RunStats,
+    },
     /// A sub-master: its cluster's statistics (also sent upstream).
-    SubMaster { stats: RunStats },
+    SubMaster {
+        /// Its cluster's statistics.
+        stats: RunStats,
+    },
     /// A worker or a communication manager.
     Done,
 }

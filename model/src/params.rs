@@ -210,13 +210,19 @@ pub struct MeasuredCluster {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredLanRuns {
+    /// Workers of the runs.
     pub workers: usize,
+    /// Runs.
     pub runs: usize,
+    /// Tasks of each run.
     pub tasks_per_run: u64,
+    /// Mean of the runs, bytes per second.
     pub mean: f64,
     /// Sample standard deviation (0 with one run).
     pub std_dev: f64,
+    /// Slowest run.
     pub min: f64,
+    /// Fastest run.
     pub max: f64,
 }
 
