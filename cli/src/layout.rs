@@ -61,6 +61,7 @@ fn error(context: impl Into<String>, message: impl Into<String>) -> LaunchError 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// Every cluster on this machine, links on loopback through WAN emulators.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only launch and calibrate
     Local,
     /// Each cluster on its own hosts, links direct between the CM hosts.
     Deployment,

@@ -86,6 +86,8 @@ struct Prepared<P: Problem, S> {
     problem: Option<P>,
     /// This rank's splitter, on a sub-master and a CM facing a master when the application
     /// has one.
+    // Only an MPI rank plays its role with it: in-process clusters make one per rank.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     splitter: Option<SplitterOf<P>>,
 }
 
