@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Largest `nt` or `nr` the model accepts (bounds the whole-task hand-out of step 5).
+pub const MAX_TASKS_PER_UNIT: u64 = 100_000;
+
 /// Application parameters for one granularity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplicationParams {

@@ -9,7 +9,6 @@ use hmw_model::Prediction;
 
 use super::{comparison::Comparison, observed::Observed, predicted::Predicted};
 
-
 /// Why a report could not be drawn.
 #[derive(Debug, Error)]
 pub enum ReportError {
