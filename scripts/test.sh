@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: unit tests, in-process cluster tests, multi-process runs under mpirun,
-# and the reduced validation suite of the model (scripts/validate.sh --quick: three short
-# scenarios, about 20 s once its release build is done). This is what CI runs.
+# The whole test suite: the layout checks (no import cycle between files, the `hmw` command
+# built without MPI predicting as the MPI build does), unit tests, in-process cluster tests,
+# multi-process runs under mpirun, and the reduced validation suite of the model
+# (scripts/validate.sh --quick: three short scenarios, about 20 s once its release build is
+# done). This is what CI runs.
 #
 # Fails when a test fails or when the validation script fails (a run that fails, or a
 # prediction beyond its error threshold); a validation target missed is only reported. Last
@@ -15,8 +17,15 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 . scripts/env.sh
 
+checks_ok=true
+echo "test: scripts/check-imports.py"
+python3 scripts/check-imports.py || checks_ok=false
+
 # Binaries first: the multi-process tests start them.
 cargo build --workspace --bins --quiet
+echo "test: scripts/check-mpi-off.sh"
+scripts/check-mpi-off.sh || checks_ok=false
+
 log=$(mktemp)
 validation_log=$(mktemp)
 testbed_log=$(mktemp)
@@ -46,4 +55,4 @@ fi
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
 tail -1 "$validation_log"
 tail -1 "$testbed_log"
-$tests_ok && $validation_ok && $testbed_ok
+$checks_ok && $tests_ok && $validation_ok && $testbed_ok

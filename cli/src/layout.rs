@@ -35,14 +35,10 @@
 use std::{collections::BTreeMap, fmt::Write as _};
 
 use hmw_wan::Outage;
-use serde::Deserialize;
 
 use hmw_model::{
     methodology::Prediction,
-    plan::{
-        launch::{ClusterLaunch, LaunchTable},
-        ClusterPlan, Plan, Role,
-    },
+    plan::{launch::ClusterLaunch, ClusterPlan, Plan, Role},
 };
 
 /// A plan that cannot be launched.
@@ -65,6 +61,7 @@ fn error(context: impl Into<String>, message: impl Into<String>) -> LaunchError 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// Every cluster on this machine, links on loopback through WAN emulators.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only launch and calibrate
     Local,
     /// Each cluster on its own hosts, links direct between the CM hosts.
     Deployment,

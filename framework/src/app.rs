@@ -121,6 +121,8 @@ pub trait Splitter<T: Task>: Send + 'static {
 
 /// A task divided by a [`Splitter`]: its local tasks, and the empty result they combine into.
 pub struct Split<T: Task> {
+    /// The local tasks, each computed on its own.
     pub parts: Vec<T>,
+    /// The empty result their results are combined into ([`Splitter::combine`]).
     pub whole: T::Output,
 }

@@ -23,9 +23,11 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct ConfigError {
+    /// The configuration file.
     pub path: PathBuf,
     /// 1-based line of the offending key (the TOML parser's own messages carry theirs).
     pub line: Option<usize>,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -146,15 +148,25 @@ impl RunConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CmConfig {
+    /// Folder with `ca.pem`, `NAME.pem` and `NAME.key.pem` (`hmw keygen`).
     pub certs: Option<PathBuf>,
+    /// Inter-cluster tasks a CM sends ahead of the far sub-master's requests.
     pub tasks_window: usize,
+    /// Seconds a link may stay down before its cluster is lost.
     pub lost_after_s: f64,
+    /// QUIC connections the link stripes over (the link's default when absent).
     pub connections: Option<usize>,
+    /// Streams per connection.
     pub streams: Option<usize>,
+    /// Largest block a message is cut into, bytes.
     pub block_size: Option<usize>,
+    /// Memory for messages sent and not yet acknowledged, bytes.
     pub send_memory: Option<usize>,
+    /// Memory for messages received and not yet read, bytes.
     pub recv_memory: Option<usize>,
+    /// Milliseconds without a packet after which a connection is dead.
     pub inactivity_timeout_ms: Option<u64>,
+    /// Congestion controller of every connection.
     pub congestion: Option<hmw_cm::Congestion>,
 }
 
@@ -200,8 +212,11 @@ impl CmConfig {
 /// application's table.
 #[derive(Debug, Clone)]
 pub struct ConfigFile {
+    /// The file read (`defaults` when none was given).
     pub path: PathBuf,
+    /// `[run]`.
     pub run: RunConfig,
+    /// `[cm]`.
     pub cm: CmConfig,
     text: String,
 }

@@ -8,27 +8,43 @@ use crate::{
 /// Why a run could not start or did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    /// A bad run configuration.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A bad machine file.
     #[error(transparent)]
     MachineFile(#[from] MachineFileError),
+    /// Sending or receiving failed.
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
+    /// A message from `rank` did not decode.
     #[error("rank {rank}: {source}")]
     Decode {
+        /// The sender.
         rank: usize,
+        /// Why.
         #[source]
         source: DecodeError,
     },
+    /// A message from `rank` that has no place where it came.
     #[error("rank {rank}: protocol violation: {message}")]
-    Protocol { rank: usize, message: String },
+    Protocol {
+        /// The sender.
+        rank: usize,
+        /// What was wrong with it.
+        message: String,
+    },
     /// A rank reported that it cannot go on (a task panicked there, say).
     #[error("rank {rank} ({host}) failed: {message}")]
     Failed {
+        /// The rank.
         rank: usize,
+        /// Its host.
         host: String,
+        /// What it said.
         message: String,
     },
+    /// The run could not be set up (what is missing, where).
     #[error("{0}")]
     Setup(String),
 }

@@ -15,6 +15,7 @@ pub const COMPUTE_BOUND_SHARE: f64 = 0.9;
 /// What the master measured of one cluster over the last interval.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterWindow {
+    /// The cluster's name.
     pub name: String,
     /// Its own workers (`true`) or a cluster behind a communication manager.
     pub local: bool,
@@ -24,11 +25,14 @@ pub struct ClusterWindow {
     pub tasks_done: u64,
     /// Useful tasks and their basic operations delivered during the interval.
     pub window_tasks: u64,
+    /// Basic operations of those tasks.
     pub window_operations: f64,
     /// Worker busy time of every result received during the interval, how many tasks those
     /// results stand for, and their basic operations (useful or not).
     pub window_busy_s: f64,
+    /// Tasks those results stand for.
     pub window_computed: u64,
+    /// Their basic operations.
     pub window_computed_operations: f64,
     /// The link to the cluster, as its communication manager last reported it.
     pub link: Option<LinkState>,
@@ -37,6 +41,7 @@ pub struct ClusterWindow {
 /// The live prediction of the whole run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Estimate {
+    /// Each cluster: this master's own workers first, then those behind its CMs.
     pub clusters: Vec<ClusterEstimate>,
     /// Predicted seconds to the end, when the rates measured allow a prediction.
     pub remaining_s: Option<f64>,

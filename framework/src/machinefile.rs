@@ -21,9 +21,11 @@ pub const MASTER: usize = 0;
 #[derive(Debug, thiserror::Error)]
 #[error("{}:{line}: {message}", path.display())]
 pub struct MachineFileError {
+    /// The machine file.
     pub path: PathBuf,
     /// 1-based line number (0 when the error is about the whole file).
     pub line: usize,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -40,15 +42,25 @@ pub enum Facing {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Endpoint {
     /// `1`: listens on `port`.
-    Server { port: u16 },
+    Server {
+        /// The port it listens on.
+        port: u16,
+    },
     /// `0`: connects to `host:port`.
-    Client { host: String, port: u16 },
+    Client {
+        /// The server CM's host.
+        host: String,
+        /// The server CM's port.
+        port: u16,
+    },
 }
 
 /// The `M|S 1|0 PORT [HOST]` annotation of a communication-manager line.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CmSpec {
+    /// `M` or `S`.
     pub facing: Facing,
+    /// `1 PORT` or `0 PORT HOST`.
     pub endpoint: Endpoint,
 }
 
@@ -57,7 +69,9 @@ pub struct CmSpec {
 pub struct RankLine {
     /// 1-based line number in the file.
     pub line_no: usize,
+    /// The host the rank runs on.
     pub host: String,
+    /// The communication-manager annotation, on a CM line.
     pub cm: Option<CmSpec>,
     /// `key=value` annotations, parsed and checked.
     pub annotations: Annotations,
@@ -255,7 +269,9 @@ impl fmt::Display for Role {
 /// A parsed machine file.
 #[derive(Debug, Clone)]
 pub struct MachineFile {
+    /// The file read.
     pub path: PathBuf,
+    /// One line per rank, in rank order.
     pub ranks: Vec<RankLine>,
 }
 

@@ -86,6 +86,8 @@ struct Prepared<P: Problem, S> {
     problem: Option<P>,
     /// This rank's splitter, on a sub-master and a CM facing a master when the application
     /// has one.
+    // Only an MPI rank plays its role with it: in-process clusters make one per rank.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     splitter: Option<SplitterOf<P>>,
 }
 
@@ -300,9 +302,17 @@ where
 /// What playing a rank's role gave.
 pub enum Outcome<P> {
     /// The main master: the problem with every result gathered, and the statistics.
-    Master { problem: P, stats: RunStats },
+    Master {
+        /// The problem with every result gathered.
+        problem: P,
+        /// The run's statistics.
+        stats: RunStats,
+    },
     /// A sub-master: its cluster's statistics (also sent upstream).
-    SubMaster { stats: RunStats },
+    SubMaster {
+        /// Its cluster's statistics.
+        stats: RunStats,
+    },
     /// A worker or a communication manager.
     Done,
 }

@@ -20,6 +20,7 @@ pub struct Demand {
 /// A rank that has room for a batch, as the master sees it when it picks whom to serve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Requester {
+    /// Its rank.
     pub rank: usize,
     /// Tasks it holds: handed to it and not returned.
     pub holding: usize,

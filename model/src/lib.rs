@@ -14,6 +14,7 @@
 //! - [`range`]: the working range every derived quantity must stay in;
 //! - [`tuning`] and [`chunking`]: tuning inside a cluster and the scheduler's chunk sizes
 //!   (section 5);
+//! - [`row_column`]: the matrix product's row/column strategy (section 7);
 //! - [`plan`]: the plan file and the measured-system file, read and checked with errors that
 //!   name the file, the cluster, the machine and the key.
 
@@ -27,6 +28,7 @@ pub mod methodology;
 pub mod params;
 pub mod plan;
 pub mod range;
+pub mod row_column;
 pub mod tuning;
 
 pub use cluster::{Case, ClusterModel};

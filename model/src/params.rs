@@ -8,6 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Largest `nt` or `nr` the model accepts (bounds the whole-task hand-out of step 5).
+pub const MAX_TASKS_PER_UNIT: u64 = 100_000;
+
 /// Application parameters for one granularity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplicationParams {
@@ -210,13 +213,19 @@ pub struct MeasuredCluster {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredLanRuns {
+    /// Workers of the runs.
     pub workers: usize,
+    /// Runs.
     pub runs: usize,
+    /// Tasks of each run.
     pub tasks_per_run: u64,
+    /// Mean of the runs, bytes per second.
     pub mean: f64,
     /// Sample standard deviation (0 with one run).
     pub std_dev: f64,
+    /// Slowest run.
     pub min: f64,
+    /// Fastest run.
     pub max: f64,
 }
 

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{limits, InvalidValue, Outage};
+use crate::limits::{self, InvalidValue};
+use crate::outage::Outage;
 
 /// One direction of the link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,7 +106,7 @@ impl DirectionConfig {
             check(
                 &format!("outages[{i}]"),
                 format!("{:?}-{:?}", o.start_s, o.end_s),
-                limits::outage(o),
+                limits::outage(o.start_s, o.end_s),
             )?;
         }
         Ok(())

@@ -15,15 +15,6 @@ pub mod pipe;
 
 pub use congestion::Congestion;
 pub use direction::DirectionConfig;
+pub use limits::InvalidValue;
 pub use outage::Outage;
 pub use pipe::{DirectionCounters, Drop, Pipe};
-
-/// A value outside its limits: its key and why.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{key}` {reason}")]
-pub struct InvalidValue {
-    /// The key, prefixed by its table (`client_to_server.loss`).
-    pub key: String,
-    /// What is wrong, with the value.
-    pub reason: String,
-}

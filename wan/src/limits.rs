@@ -1,8 +1,6 @@
 //! Limits of a WAN link's settings, shared by TOML keys and command-line flags: a value
 //! inside them never makes the emulator panic.
 
-use crate::Outage;
-
 /// Slowest rate limit, Mbit/s (1 kbit/s); 0 means unlimited.
 pub const MIN_RATE_MBIT: f64 = 0.001;
 /// Fastest rate limit, Mbit/s (1 Tbit/s).
@@ -112,15 +110,25 @@ pub fn duration_s(v: f64) -> Result<(), String> {
     }
 }
 
-/// An outage.
-pub fn outage(o: &Outage) -> Result<(), String> {
-    finite(o.start_s)?;
-    finite(o.end_s)?;
-    if o.start_s >= 0.0 && o.end_s > o.start_s && o.end_s <= MAX_TIME_S {
+/// An outage from `start_s` to `end_s`, seconds.
+pub fn outage(start_s: f64, end_s: f64) -> Result<(), String> {
+    finite(start_s)?;
+    finite(end_s)?;
+    if start_s >= 0.0 && end_s > start_s && end_s <= MAX_TIME_S {
         Ok(())
     } else {
         Err(format!(
             "must start at or after 0 and end after it starts, by {MAX_TIME_S} s"
         ))
     }
+}
+
+/// A value outside its limits: its key and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` {reason}")]
+pub struct InvalidValue {
+    /// The key, prefixed by its table (`client_to_server.loss`).
+    pub key: String,
+    /// What is wrong, with the value.
+    pub reason: String,
 }

@@ -40,7 +40,8 @@ impl std::str::FromStr for Outage {
                 "`{text}` is not an outage such as 30-50 or 30+20 (seconds)"
             ));
         };
-        limits::outage(&outage).map_err(|reason| format!("outage `{text}` {reason}"))?;
+        limits::outage(outage.start_s, outage.end_s)
+            .map_err(|reason| format!("outage `{text}` {reason}"))?;
         Ok(outage)
     }
 }

@@ -10,7 +10,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::{DirectionConfig, Outage};
+use crate::direction::DirectionConfig;
+use crate::outage::Outage;
 
 /// Counters of one direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -22,9 +22,9 @@ use plotters::{
 
 use super::{
     comparison::MAKESPAN_SLACK,
+    document::{Report, ReportError},
     observed::{rate_steps, ObservedCluster, SilenceKind},
     predicted::{sample_times, Profile},
-    Report, ReportError,
 };
 
 /// A chart over time.

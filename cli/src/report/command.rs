@@ -12,7 +12,7 @@ use hmw_model::{
     predict,
 };
 
-use super::Report;
+use super::document::Report;
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Link, LinkError, TrySendError};
+use super::error::{LinkError, TrySendError};
+use super::link::Link;
 use crate::config::LinkConfig;
 use crate::stats::{BufferUsage, LinkStats};
 

@@ -12,7 +12,7 @@ use quinn::{ConnectionError, ReadError, RecvStream, SendStream, WriteError};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use super::{close_code, printable, wait_for, Shared};
+use super::shared::{close_code, printable, wait_for, Shared};
 use crate::proto::{
     decode, encode_data_header, BlockOutcome, ConnId, Frame, FrameEffect, ProtocolError,
 };

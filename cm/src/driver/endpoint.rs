@@ -7,7 +7,7 @@ use quinn::{IdleTimeout, TransportConfig, VarInt};
 use socket2::{Domain, Protocol, Socket, Type};
 use tracing::debug;
 
-use super::LinkError;
+use super::error::LinkError;
 use crate::config::{Congestion, LinkConfig};
 use crate::tls::TlsMaterial;
 

@@ -11,7 +11,8 @@ use tracing::{debug, info, warn};
 
 use super::connection::{run_connection, Ended, Side};
 use super::endpoint::{client_endpoint, server_endpoint, Reach};
-use super::{close_code, printable, shared_arc, wait_for, LinkError, Shared, TrySendError};
+use super::error::{LinkError, TrySendError};
+use super::shared::{close_code, printable, shared_arc, wait_for, Shared};
 use crate::config::{ConfigError, LinkConfig, Role};
 use crate::proto::PushError;
 use crate::stats::{BufferUsage, LinkStats};

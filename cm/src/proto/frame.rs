@@ -8,6 +8,9 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
+/// Identity of one transport connection, assigned by the driver, never reused.
+pub type ConnId = u64;
+
 /// Protocol version carried in [`Hello`]; peers with another version are refused.
 pub const PROTOCOL_VERSION: u16 = 1;
 /// Largest block payload any peer may send (a protocol constant, block sizes are validated

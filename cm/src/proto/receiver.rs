@@ -6,9 +6,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use super::error::ProtocolError;
+use super::frame::ConnId;
 use super::frame::{Ack, Block, MAX_ACK_RANGES};
 use super::sender::{MESSAGE_PREFIX_LEN, WINDOW_BLOCKS};
-use super::{ConnId, ProtocolError};
 
 /// What became of a received block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use bytes::{BufMut, Bytes, BytesMut};
 use thiserror::Error;
 
+use super::frame::ConnId;
 use super::frame::{Ack, Block};
-use super::ConnId;
 
 /// Blocks a sender may have outstanding beyond the receiver's cumulative acknowledgement; the
 /// receiver refuses ids beyond this window. It bounds the receiver's bookkeeping when messages

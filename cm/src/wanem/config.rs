@@ -141,7 +141,7 @@ impl WanemConfig {
             ));
         }
         for (i, o) in self.outages.iter().enumerate() {
-            limits::outage(o).map_err(|reason| {
+            limits::outage(o.start_s, o.end_s).map_err(|reason| {
                 invalid(
                     format!("outages[{i}]"),
                     format!("is {:?}-{:?} but {reason}", o.start_s, o.end_s),

@@ -20,9 +20,11 @@ use report::ClusterReport;
 /// A serialised task, as the master hands it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireTask {
+    /// The task's identity, unique in the run.
     pub id: TaskId,
     /// Basic operations of the task (`Task::operations`).
     pub operations: f64,
+    /// The task, bincode-encoded.
     #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
@@ -32,13 +34,16 @@ pub struct WireTask {
 pub struct WireResult {
     /// The tasks this result stands for: one, or several joined by a sub-master.
     pub ids: Vec<TaskId>,
+    /// Basic operations of those tasks.
     pub operations: f64,
     /// Seconds spent executing the tasks.
     pub busy_s: f64,
     /// Seconds spent decoding the tasks (reading them) and encoding their results (writing
     /// them) on the worker, beside `busy_s`.
     pub decode_s: f64,
+    /// See `decode_s`.
     pub encode_s: f64,
+    /// The result, bincode-encoded.
     #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
 }
@@ -56,15 +61,20 @@ pub enum ToWorker {
 /// It encodes to the same bytes as `ToWorker::Tasks`, so a master sends the bodies it keeps
 /// without copying them, or collecting them, first.
 pub struct TasksRef<'a, F> {
+    /// The tasks of the batch.
     pub ids: &'a [TaskId],
+    /// Each task of `ids`, borrowed.
     pub task: F,
 }
 
 /// [`WireTask`] over a borrowed body.
 #[derive(Serialize)]
 pub struct WireTaskRef<'a> {
+    /// As [`WireTask::id`].
     pub id: TaskId,
+    /// As [`WireTask::operations`].
     pub operations: f64,
+    /// As [`WireTask::body`], borrowed.
     #[serde(with = "serde_bytes")]
     pub body: &'a [u8],
 }
@@ -92,19 +102,33 @@ impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ToMaster {
     /// Room for `room` more batches.
-    Ready { room: u32 },
+    Ready {
+        /// Batches.
+        room: u32,
+    },
     /// One result; `room` batches freed with it (1 when it closes a batch).
-    Result { result: WireResult, room: u32 },
+    Result {
+        /// The result.
+        result: WireResult,
+        /// Batches freed.
+        room: u32,
+    },
     /// Acknowledges `Stop`: nothing more will come from this rank. A communication manager
     /// adds the report of the cluster behind it.
-    Bye { report: Option<Box<ClusterReport>> },
+    Bye {
+        /// The cluster behind a communication manager.
+        report: Option<Box<ClusterReport>>,
+    },
     /// From a communication manager: the cluster behind it is lost (its link stayed down past
     /// the deadline, or its sub-master reported it could not go on); the master takes back
     /// every task outstanding there. From a sub-master to its communication manager: this
     /// cluster cannot go on.
     Lost,
     /// This rank cannot go on (a task panicked): the run fails with this message.
-    Failed { message: String },
+    Failed {
+        /// Why, naming the task.
+        message: String,
+    },
     /// From a communication manager facing a master, every second: its link, for the live
     /// prediction.
     Link(LinkState),
@@ -113,11 +137,13 @@ pub enum ToMaster {
 /// A link to another cluster as its communication manager sees it now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkState {
+    /// The link has a connection.
     pub connected: bool,
     /// Tasks wait on this side of the link (its send buffer is half full or more).
     pub tasks_waiting: bool,
     /// Current throughput each way: tasks out, results in, bytes per second.
     pub send_bytes_per_s: f64,
+    /// See `send_bytes_per_s`.
     pub recv_bytes_per_s: f64,
 }
 
@@ -125,8 +151,11 @@ pub struct LinkState {
 #[derive(Debug, thiserror::Error)]
 #[error("undecodable {what} ({len} bytes): {source}")]
 pub struct DecodeError {
+    /// What the message was meant to be.
     pub what: &'static str,
+    /// Its length, bytes.
     pub len: usize,
+    /// bincode's error.
     #[source]
     pub source: bincode::error::DecodeError,
 }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// What one worker did during a run, as the master saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerStats {
+    /// The worker's rank.
     pub rank: usize,
+    /// Its host.
     pub host: String,
     /// Tasks whose result this worker delivered first (the useful ones).
     pub tasks_done: u64,
@@ -23,6 +25,7 @@ pub struct WorkerStats {
     #[serde(default)]
     pub decode_s: f64,
     #[serde(default)]
+    /// See `decode_s`.
     pub encode_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
@@ -37,8 +40,11 @@ pub struct WorkerStats {
 /// A whole cluster's figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterStats {
+    /// Workers.
     pub workers: usize,
+    /// Tasks whose result came first from them.
     pub tasks_done: u64,
+    /// Results of theirs that were not needed any more.
     pub discharged: u64,
     /// Useful tasks per second of wall time.
     pub tasks_per_s: f64,
@@ -53,7 +59,9 @@ pub struct ClusterStats {
 /// One progress line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProgressSample {
+    /// Seconds since the start.
     pub t_s: f64,
+    /// Useful tasks delivered so far.
     pub tasks_done: u64,
     /// Useful tasks per second since the start.
     pub tasks_per_s: f64,
@@ -74,13 +82,19 @@ pub struct ProgressSample {
 /// A communication manager's link, seen from its side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkSummary {
+    /// Bytes sent over the link (tasks).
     pub bytes_sent: u64,
+    /// Bytes received (results).
     pub bytes_received: u64,
     /// Average throughput each way, bytes per second.
     pub send_bytes_per_s: f64,
+    /// See `send_bytes_per_s`.
     pub recv_bytes_per_s: f64,
+    /// Times the link lost every connection.
     pub disconnections: u64,
+    /// Seconds it spent without one.
     pub disconnected_s: f64,
+    /// Blocks sent again after a reconnection.
     pub blocks_retransmitted: u64,
     /// Longest outage the link recovered from, seconds.
     pub max_reconnect_s: Option<f64>,
@@ -102,13 +116,16 @@ pub struct LinkSummary {
 /// A stretch of time a link had no connection, in seconds since the UNIX epoch.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
+    /// When it was noticed.
     pub start_unix_s: f64,
+    /// When a connection came back; absent while still down.
     pub end_unix_s: Option<f64>,
 }
 
 /// A cluster behind a communication manager, as its parent master saw it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterReport {
+    /// The cluster's name.
     pub name: String,
     /// Rank, in the parent cluster, of the communication manager leading to it.
     pub cm_rank: usize,
@@ -130,6 +147,7 @@ pub struct ClusterReport {
     #[serde(default)]
     pub task_bytes: u64,
     #[serde(default)]
+    /// See `task_bytes`.
     pub task_bytes_sent: u64,
     /// The cluster's own statistics, from its sub-master (absent when it never reported).
     pub stats: Option<Box<RunStats>>,
@@ -144,10 +162,13 @@ pub struct RunStats {
     /// UNIX epoch.
     #[serde(default)]
     pub started_unix_s: Option<f64>,
+    /// Seconds from the start to the last result.
     pub wall_s: f64,
+    /// Useful tasks gathered.
     pub tasks: u64,
     /// This cluster's own workers.
     pub cluster: ClusterStats,
+    /// Each worker.
     pub workers: Vec<WorkerStats>,
     /// The clusters behind this cluster's communication managers.
     pub clusters: Vec<ClusterReport>,
@@ -164,13 +185,16 @@ pub struct RunStats {
     /// master), or combining and joining them before they went up (a sub-master).
     #[serde(default)]
     pub join_s: f64,
+    /// The progress timeline, one sample per statistics interval.
     pub progress: Vec<ProgressSample>,
 }
 
 /// One cluster's live figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterEstimate {
+    /// The cluster's name.
     pub name: String,
+    /// Useful tasks it delivered so far.
     pub tasks_done: u64,
     /// Over the last interval.
     pub tasks_per_s: f64,
@@ -190,10 +214,12 @@ pub struct ClusterEstimate {
     #[serde(default)]
     pub remaining_tasks: Option<f64>,
     #[serde(default)]
+    /// See `remaining_tasks`.
     pub remaining_s: Option<f64>,
     /// The link to it: throughput each way (tasks out, results in), bytes per second.
     #[serde(default)]
     pub link_out_bytes_per_s: Option<f64>,
     #[serde(default)]
+    /// See `link_out_bytes_per_s`.
     pub link_in_bytes_per_s: Option<f64>,
 }

@@ -36,7 +36,12 @@ use crate::{
 #[derive(Debug)]
 pub enum Next {
     /// A task: its basic operations and serialised body.
-    Task { operations: f64, body: Vec<u8> },
+    Task {
+        /// Basic operations.
+        operations: f64,
+        /// The task, bincode-encoded.
+        body: Vec<u8>,
+    },
     /// Nothing now; more may come (a sub-master waiting on its upstream).
     Later,
     /// No task will come any more.
@@ -85,6 +90,7 @@ pub struct ProblemSource<P> {
 }
 
 impl<P> ProblemSource<P> {
+    /// The source of `problem`'s tasks.
     pub fn new(problem: P) -> Self {
         ProblemSource {
             problem,

@@ -51,6 +51,7 @@ pub struct Worker<'a, T> {
 }
 
 impl<'a, T: Task> Worker<'a, T> {
+    /// A worker on `transport`, holding up to `buffers` batches (`run.worker_buffers`).
     pub fn new(transport: &'a mut dyn Transport, context: WorkerContext, buffers: u32) -> Self {
         Worker {
             transport,

@@ -16,15 +16,24 @@ use std::time::Duration;
 /// A message and the rank that sent it.
 #[derive(Debug)]
 pub struct Envelope {
+    /// The sender's rank.
     pub from: usize,
+    /// The message.
     pub bytes: Vec<u8>,
 }
 
 /// A transport failure.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
+    /// A send to a rank outside the job.
     #[error("rank {to} does not exist (the job has {size} ranks)")]
-    NoSuchRank { to: usize, size: usize },
+    NoSuchRank {
+        /// The rank addressed.
+        to: usize,
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// The rank's end of the transport is gone.
     #[error("rank {0} has gone away")]
     Disconnected(usize),
     /// Another rank failed and stopped the whole cluster.

@@ -24,9 +24,9 @@
 
 use super::evaluation::{evaluate_case, CaseOutcome};
 use super::threshold::{minimum_tasks, minimum_workload};
-use super::MAX_TASKS_PER_UNIT;
 use crate::cluster::{Case, ClusterModel};
 use crate::limits::Bottleneck;
+use crate::params::MAX_TASKS_PER_UNIT;
 use crate::params::{ApplicationParams, ClusterParams, ModelInput};
 
 /// What an advice changes.

@@ -5,11 +5,13 @@
 
 pub mod advice;
 pub mod balance;
+pub mod error;
 pub mod evaluation;
 pub mod selection;
 pub mod threshold;
 
-use thiserror::Error;
+pub use self::error::ModelError;
+pub use crate::params::MAX_TASKS_PER_UNIT;
 
 use self::advice::{advise, grain_table, link_needs, Advice, GrainRow, LinkNeed, Remark};
 use self::evaluation::{evaluate_case, CaseOutcome};
@@ -21,34 +23,7 @@ use super::limits::{Bottleneck, PerformanceLimits};
 use super::params::{
     ApplicationParams, ClusterParams, ModelInput, SelectionRequest, MAX_EXHAUSTIVE_LIMIT,
 };
-use super::range::{check_working_range, RangeError};
-
-/// Largest `nt` or `nr` the model accepts (bounds the whole-task hand-out of step 5).
-pub const MAX_TASKS_PER_UNIT: u64 = 100_000;
-
-/// Why the model cannot predict.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum ModelError {
-    /// The input breaks an invariant the plan loader guarantees (for callers that build
-    /// [`ModelInput`] themselves).
-    #[error("invalid model input: {0}")]
-    InvalidInput(String),
-    /// `selection = "auto"` found no selection that keeps the threshold.
-    #[error(
-        "no selection of workers keeps every cluster and the whole run at or above efficiency \
-         {threshold} in the worst case (the closest reaches {best_efficiency:.3}); lower \
-         [model] efficiency_threshold, or use selection = \"all\" to see the whole prediction"
-    )]
-    NoSelectionReachesThreshold {
-        /// The threshold in force.
-        threshold: f64,
-        /// The smallest worst-case efficiency of the selection that comes closest.
-        best_efficiency: f64,
-    },
-    /// A derived quantity is outside the model's working range ([`crate::range`]).
-    #[error("{0}")]
-    OutOfRange(#[from] RangeError),
-}
+use super::range::check_working_range;
 
 /// The prediction for one cluster taking part (the `clusters` entries of `hmw predict --json`).
 #[derive(Debug, Clone, PartialEq)]

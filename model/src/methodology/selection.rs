@@ -15,8 +15,8 @@
 //! in clusters of at most 64 workers) until no change improves the selection, at most four moves
 //! per worker. The outcome says which search ran.
 
+use super::error::ModelError;
 use super::evaluation::evaluate_case;
-use super::ModelError;
 use crate::cluster::{Case, ClusterModel};
 use crate::params::{ModelInput, SelectionRequest};
 

@@ -1,0 +1,29 @@
+//! Why the model cannot predict.
+
+use thiserror::Error;
+
+use crate::range::RangeError;
+
+/// Why the model cannot predict.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ModelError {
+    /// The input breaks an invariant the plan loader guarantees (for callers that build
+    /// [`ModelInput`] themselves).
+    #[error("invalid model input: {0}")]
+    InvalidInput(String),
+    /// `selection = "auto"` found no selection that keeps the threshold.
+    #[error(
+        "no selection of workers keeps every cluster and the whole run at or above efficiency \
+         {threshold} in the worst case (the closest reaches {best_efficiency:.3}); lower \
+         [model] efficiency_threshold, or use selection = \"all\" to see the whole prediction"
+    )]
+    NoSelectionReachesThreshold {
+        /// The threshold in force.
+        threshold: f64,
+        /// The smallest worst-case efficiency of the selection that comes closest.
+        best_efficiency: f64,
+    },
+    /// A derived quantity is outside the model's working range ([`crate::range`]).
+    #[error("{0}")]
+    OutOfRange(#[from] RangeError),
+}

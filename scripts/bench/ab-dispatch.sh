@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# A/B of two builds of the dispatch workload (hmw-dispatch): tiny tasks, 1 master + WORKERS
+# workers under mpirun, RUNS runs of each, interleaved (A, B, A, B, ...) so that a change of
+# the machine's load hits both alike. Prints every run, then
+#   ab_dispatch a_median=X b_median=Y b_over_a=R
+# Usage: scripts/bench/ab-dispatch.sh A_BINARY B_BINARY   (environment: RUNS, TASKS, WORKERS)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. scripts/env.sh
+a=$1
+b=$2
+RUNS=${RUNS:-7}
+TASKS=${TASKS:-20000}
+WORKERS=${WORKERS:-4}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for _ in $(seq $((WORKERS + 1))); do echo localhost; done >"$work/hosts"
+printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" >"$work/run.toml"
+rate() {
+    timeout 600 mpirun --oversubscribe -np $((WORKERS + 1)) "$1" -m "$work/hosts" -c "$work/run.toml" \
+        2>/dev/null | sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'; }
+: >"$work/a"
+: >"$work/b"
+for i in $(seq "$RUNS"); do
+    ra=$(rate "$a")
+    rb=$(rate "$b")
+    echo "run $i: A $ra tasks/s, B $rb tasks/s"
+    echo "$ra" >>"$work/a"
+    echo "$rb" >>"$work/b"
+done
+ma=$(median <"$work/a")
+mb=$(median <"$work/b")
+awk -v a="$ma" -v b="$mb" 'BEGIN { printf "ab_dispatch a_median=%.0f b_median=%.0f b_over_a=%.3f\n", a, b, b / a }'
