@@ -1,5 +1,31 @@
 //! The router's configuration file (TOML): the TUN device, the seed and one `[[cluster]]`
 //! table per cluster, validated with errors that name the key and the cluster.
+//!
+//! ```toml
+//! tun = "wan0"              # TUN device name (<= 15 bytes), created by the router
+//! seed = 1                  # random loss and jitter (default 0)
+//! [[cluster]]               # one per cluster (at least two); the main one has no conditions
+//! name = "lyon"
+//! subnet = "10.213.1.0/24"  # the cluster's LAN addresses (no host bits, no overlap)
+//! dev = "rt-c1"             # the router's interface on that LAN (must exist, with its address)
+//! [[cluster]]
+//! name = "spain"
+//! subnet = "10.213.2.0/24"
+//! dev = "rt-c2"
+//! [cluster.to_cluster]      # hmw_wan::DirectionConfig towards the cluster
+//! rate_mbit = 16.0
+//! delay_ms = 20.0
+//! [cluster.from_cluster]    # from the cluster towards the others
+//! rate_mbit = 16.0
+//! delay_ms = 20.0
+//! loss = 0.0
+//! outages = [{ start_s = 30.0, end_s = 50.0 }]  # seconds from the `start` command
+//! ```
+//!
+//! A missing `to_cluster` or `from_cluster` is an unconditioned direction (no delay, no rate
+//! limit, no loss). Every key of a direction is optional (see [`DirectionConfig`]: `rate_mbit`
+//! 0 = unlimited, `delay_ms`, `jitter_ms`, `loss`, `queue_ms` 100, `burst_bytes` 16384,
+//! `outages`).
 
 use std::path::Path;
 
@@ -107,7 +133,9 @@ pub fn check_dev_name(name: &str) -> Result<(), String> {
         .chars()
         .find(|c| *c == '/' || *c == ':' || c.is_whitespace() || c.is_control() || *c == '%')
     {
-        return Err(format!("`{name}` contains {c:?}, not allowed in a device name"));
+        return Err(format!(
+            "`{name}` contains {c:?}, not allowed in a device name"
+        ));
     }
     Ok(())
 }
@@ -254,12 +282,24 @@ outages = [{ start_s = 5.0, end_s = 7.0 }]
 
     #[test]
     fn bad_values_name_the_key_and_the_cluster() {
-        let e = error(&GOOD.replace("rate_mbit = 16.0\ndelay_ms = 20.0\n[", "rate_mbit = -1.0\ndelay_ms = 20.0\n["));
-        assert!(e.contains("`spain`") && e.contains("to_cluster.rate_mbit"), "{e}");
+        let e = error(&GOOD.replace(
+            "rate_mbit = 16.0\ndelay_ms = 20.0\n[",
+            "rate_mbit = -1.0\ndelay_ms = 20.0\n[",
+        ));
+        assert!(
+            e.contains("`spain`") && e.contains("to_cluster.rate_mbit"),
+            "{e}"
+        );
         let e = error(&GOOD.replace("loss = 0.0", "loss = 1.5"));
-        assert!(e.contains("`spain`") && e.contains("from_cluster.loss"), "{e}");
+        assert!(
+            e.contains("`spain`") && e.contains("from_cluster.loss"),
+            "{e}"
+        );
         let e = error(&GOOD.replace("10.213.2.0/24", "10.213.2.7/24"));
-        assert!(e.contains("`spain`") && e.contains("`subnet`") && e.contains("10.213.2.0/24"), "{e}");
+        assert!(
+            e.contains("`spain`") && e.contains("`subnet`") && e.contains("10.213.2.0/24"),
+            "{e}"
+        );
         let e = error(&GOOD.replace("10.213.2.0/24", "10.213.0.0/16"));
         assert!(e.contains("overlaps") && e.contains("`lyon`"), "{e}");
         let e = error(&GOOD.replace("10.213.2.0/24", "10.213.2.0/33"));
@@ -275,8 +315,14 @@ outages = [{ start_s = 5.0, end_s = 7.0 }]
         let e = error(&GOOD.replace("\"rt-c2\"", "\"rt c2\""));
         assert!(e.contains("`dev`") && e.contains("`spain`"), "{e}");
         let e = error(&GOOD.replace("start_s = 5.0, end_s = 7.0", "start_s = 5.0, end_s = 1.0"));
-        assert!(e.contains("from_cluster.outages[0]") && e.contains("`spain`"), "{e}");
-        let e = error(&GOOD.replace("delay_ms = 20.0\nloss", "delay_ms = 20.0\njitter_ms = 30.0\nloss"));
+        assert!(
+            e.contains("from_cluster.outages[0]") && e.contains("`spain`"),
+            "{e}"
+        );
+        let e = error(&GOOD.replace(
+            "delay_ms = 20.0\nloss",
+            "delay_ms = 20.0\njitter_ms = 30.0\nloss",
+        ));
         assert!(e.contains("from_cluster.jitter_ms"), "{e}");
     }
 

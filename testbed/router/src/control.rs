@@ -208,7 +208,10 @@ mod tests {
     fn requests_parse() {
         assert_eq!(parse_request(r#"{"cmd":"start"}"#), Ok(Request::Start {}));
         assert_eq!(parse_request(r#"{"cmd":"stop"}"#), Ok(Request::Stop {}));
-        assert_eq!(parse_request(r#"{"cmd":"counters"}"#), Ok(Request::Counters {}));
+        assert_eq!(
+            parse_request(r#"{"cmd":"counters"}"#),
+            Ok(Request::Counters {})
+        );
         assert_eq!(
             parse_request(r#"{"cmd":"outage","cluster":"spain","seconds":2.5}"#),
             Ok(Request::Outage {
@@ -233,17 +236,28 @@ mod tests {
 
     #[test]
     fn bad_requests_say_why() {
-        let error = |line: &str| parse_request(line).unwrap_err()["error"].as_str().unwrap().to_string();
+        let error = |line: &str| {
+            parse_request(line).unwrap_err()["error"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
         assert!(error(r#"{"cmd":"reboot"}"#).contains("reboot"));
         assert!(error(r#"{"cmd":"outage","cluster":"spain"}"#).contains("seconds"));
-        assert!(error(r#"{"cmd":"set","cluster":"spain","direction":"up","rate_mbit":1}"#)
-            .contains("up"));
-        assert!(error(r#"{"cmd":"set","cluster":"spain","direction":"both","rate":1}"#)
-            .contains("rate"));
+        assert!(
+            error(r#"{"cmd":"set","cluster":"spain","direction":"up","rate_mbit":1}"#)
+                .contains("up")
+        );
+        assert!(
+            error(r#"{"cmd":"set","cluster":"spain","direction":"both","rate":1}"#)
+                .contains("rate")
+        );
         assert!(error(r#"{"cmd":"start","now":true}"#).contains("now"));
         assert!(error(r#"{"cluster":"spain"}"#).contains("cmd"));
         assert!(error("not json").contains("bad request"));
-        assert!(error(r#"{"cmd":"set","cluster":"spain","direction":"both","rate_mbit":"x"}"#)
-            .contains("bad request"));
+        assert!(
+            error(r#"{"cmd":"set","cluster":"spain","direction":"both","rate_mbit":"x"}"#)
+                .contains("bad request")
+        );
     }
 }

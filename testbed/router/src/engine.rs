@@ -85,7 +85,9 @@ pub struct Engine {
 
 /// The seed of one pipe, from the configuration's seed.
 fn pipe_seed(seed: u64, cluster: usize, direction: usize) -> u64 {
-    seed.wrapping_add(((cluster as u64) * 2 + direction as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    seed.wrapping_add(
+        ((cluster as u64) * 2 + direction as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    )
 }
 
 impl Engine {
@@ -115,7 +117,9 @@ impl Engine {
             names: config.clusters.iter().map(|c| c.name.clone()).collect(),
             subnets: config.clusters.iter().map(|c| c.subnet).collect(),
             links,
-            fifos: (0..config.clusters.len() * 2).map(|_| VecDeque::new()).collect(),
+            fifos: (0..config.clusters.len() * 2)
+                .map(|_| VecDeque::new())
+                .collect(),
             pool: Vec::new(),
             slot,
             in_flight: 0,
@@ -196,7 +200,10 @@ impl Engine {
     /// When the next packet is due, if any is waiting.
     #[inline]
     pub fn next_due(&self) -> Option<Duration> {
-        self.fifos.iter().filter_map(|f| f.front().map(|p| p.at)).min()
+        self.fifos
+            .iter()
+            .filter_map(|f| f.front().map(|p| p.at))
+            .min()
     }
 
     /// The FIFO whose head is due first, if by `now`.
@@ -507,10 +514,20 @@ from_cluster = { delay_ms = 30.0 }
         send(&mut e, MS(500), &packet(2, 1, 40));
         send(&mut e, MS(1100), &packet(1, 2, 40));
         let out = drain(&mut e);
-        assert_eq!(out.len(), 1, "in flight into the outage, then one during it, are lost");
+        assert_eq!(
+            out.len(),
+            1,
+            "in flight into the outage, then one during it, are lost"
+        );
         assert_eq!(out[0].0, MS(1120));
-        assert!(e.outage(MS(0), "mars", 1.0).unwrap_err().contains("unknown cluster `mars`"));
-        assert!(e.outage(MS(0), "spain", -1.0).unwrap_err().contains("`seconds`"));
+        assert!(e
+            .outage(MS(0), "mars", 1.0)
+            .unwrap_err()
+            .contains("unknown cluster `mars`"));
+        assert!(e
+            .outage(MS(0), "spain", -1.0)
+            .unwrap_err()
+            .contains("`seconds`"));
         assert!(e.outage(MS(0), "spain", f64::NAN).is_err());
     }
 
@@ -537,8 +554,13 @@ from_cluster = { delay_ms = 30.0 }
         e.set(&set(Direction::ToCluster, Some(16.0), None)).unwrap();
         assert!((spacing(&mut e, 1000) - 0.5).abs() < 1e-6);
         let err = e.set(&set(Direction::Both, Some(-3.0), None)).unwrap_err();
-        assert!(err.contains("`france`") && err.contains("rate_mbit"), "{err}");
-        let err = e.set(&set(Direction::FromCluster, None, Some(2.0))).unwrap_err();
+        assert!(
+            err.contains("`france`") && err.contains("rate_mbit"),
+            "{err}"
+        );
+        let err = e
+            .set(&set(Direction::FromCluster, None, Some(2.0)))
+            .unwrap_err();
         assert!(err.contains("from_cluster.loss"), "{err}");
         let err = e.set(&set(Direction::Both, None, None)).unwrap_err();
         assert!(err.contains("at least one"), "{err}");

@@ -70,8 +70,10 @@
 //!
 //! One thread owns the pipes: it reads the TUN device in batches (non-blocking, up to 64
 //! packets between looks at the clock), offers each packet to its pipes stamped with a
-//! monotonic clock, and sleeps in `ppoll` (nanosecond timeout) until the earliest delivery
-//! time, a packet, a control request or a signal.
+//! monotonic clock, and sleeps in `ppoll` (nanosecond timeout, timer slack 1 ns) until the
+//! earliest delivery time, a packet, a control request or a signal. Measured on an idle link,
+//! round trips come out 0.3 to 0.7 ms above the configured delays on a loaded 2-core machine
+//! (the wake-ups of the router and of the hosts' stacks), more when the router runs niced.
 
 pub mod config;
 pub mod control;
@@ -104,9 +106,13 @@ pub const READ_BATCH: usize = 64;
 
 /// The command line.
 #[derive(Debug, Clone, clap::Parser)]
-#[command(name = "hmw-wan-router", version, about = "The testbed's WAN at packet level: run inside the router network namespace")]
+#[command(
+    name = "hmw-wan-router",
+    version,
+    about = "The testbed's WAN at packet level: run inside the router network namespace"
+)]
 pub struct Args {
-    /// The configuration (TOML: tun, seed, [[cluster]] tables).
+    /// The configuration (TOML: `tun`, `seed`, `[[cluster]]` tables).
     #[arg(long)]
     pub config: PathBuf,
     /// Path of the control socket (Unix stream, one JSON request per line).
@@ -122,10 +128,7 @@ static LOG: OnceLock<Mutex<Option<File>>> = OnceLock::new();
 
 /// Writes a line to the log (the `--log` file, or standard error).
 pub fn log(message: &str) {
-    let line = format!(
-        "hmw-wan-router[{}] {message}\n",
-        std::process::id()
-    );
+    let line = format!("hmw-wan-router[{}] {message}\n", std::process::id());
     let sink = LOG.get_or_init(|| Mutex::new(None));
     let mut guard = sink.lock().unwrap_or_else(|p| p.into_inner());
     match guard.as_mut() {
@@ -153,10 +156,15 @@ fn bind_control(path: &Path) -> anyhow::Result<UnixListener> {
                 path.display()
             );
         }
-        std::fs::remove_file(path)
-            .with_context(|| format!("control socket {}: cannot remove the stale one", path.display()))?;
+        std::fs::remove_file(path).with_context(|| {
+            format!(
+                "control socket {}: cannot remove the stale one",
+                path.display()
+            )
+        })?;
     }
-    UnixListener::bind(path).with_context(|| format!("control socket {}: cannot bind", path.display()))
+    UnixListener::bind(path)
+        .with_context(|| format!("control socket {}: cannot bind", path.display()))
 }
 
 /// Why the packet loop ended.
@@ -191,17 +199,27 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     result
 }
 
-fn serve(config: &Config, listener: UnixListener, signals: &std::os::fd::OwnedFd) -> anyhow::Result<()> {
+fn serve(
+    config: &Config,
+    listener: UnixListener,
+    signals: &std::os::fd::OwnedFd,
+) -> anyhow::Result<()> {
     let stale = routing::remove_stale();
     if stale > 0 {
-        log(&format!("removed {stale} stale rules of a previous router in this namespace"));
+        log(&format!(
+            "removed {stale} stale rules of a previous router in this namespace"
+        ));
     }
     let mtu = config
         .clusters
         .iter()
         .map(|c| {
-            sys::dev_mtu(&c.dev)
-                .with_context(|| format!("cluster `{}`: cannot read the MTU of dev `{}`", c.name, c.dev))
+            sys::dev_mtu(&c.dev).with_context(|| {
+                format!(
+                    "cluster `{}`: cannot read the MTU of dev `{}`",
+                    c.name, c.dev
+                )
+            })
         })
         .collect::<anyhow::Result<Vec<usize>>>()?
         .into_iter()
@@ -224,6 +242,7 @@ fn serve(config: &Config, listener: UnixListener, signals: &std::os::fd::OwnedFd
         .spawn(move || control::serve(listener, to_engine, waker))
         .context("cannot start the control thread")?;
     let mut engine = Engine::new(config, mtu);
+    sys::precise_timers();
     let origin = Instant::now();
     log(&format!(
         "ready: tun `{}` mtu {mtu}, clusters {}",
@@ -325,6 +344,8 @@ fn packet_loop(
             }
             more = read == READ_BATCH;
         }
-        engine.run_due(origin.elapsed(), &mut |packet| sys::write_packet(tun, packet));
+        engine.run_due(origin.elapsed(), &mut |packet| {
+            sys::write_packet(tun, packet)
+        });
     }
 }

@@ -82,11 +82,7 @@ impl FromStr for Subnet {
             .filter(|p| *p <= 32)
             .ok_or_else(|| format!("`{text}`: the prefix length must be 0 to 32"))?;
         Subnet::new(addr, prefix).ok_or_else(|| {
-            let mask = Subnet {
-                network: 0,
-                prefix,
-            }
-            .mask();
+            let mask = Subnet { network: 0, prefix }.mask();
             format!(
                 "`{text}` has host bits set: did you mean {}/{prefix}?",
                 Ipv4Addr::from(u32::from(addr) & mask)
@@ -122,7 +118,9 @@ pub fn ipv4_addresses(packet: &[u8]) -> Result<(u32, u32), Reject> {
     if total != packet.len() {
         return Err(Reject::Malformed);
     }
-    let word = |at: usize| u32::from_be_bytes([packet[at], packet[at + 1], packet[at + 2], packet[at + 3]]);
+    let word = |at: usize| {
+        u32::from_be_bytes([packet[at], packet[at + 1], packet[at + 2], packet[at + 3]])
+    };
     Ok((word(12), word(16)))
 }
 
@@ -164,7 +162,14 @@ mod tests {
         assert!(!s.overlaps(&"10.213.3.0/24".parse().unwrap()));
         let e = "10.213.2.1/24".parse::<Subnet>().unwrap_err();
         assert!(e.contains("10.213.2.0/24"), "{e}");
-        for bad in ["10.213.2.0", "10.213.2.0/", "10.213.2/24", "10.213.2.0/33", "x/8", "::1/128"] {
+        for bad in [
+            "10.213.2.0",
+            "10.213.2.0/",
+            "10.213.2/24",
+            "10.213.2.0/33",
+            "x/8",
+            "::1/128",
+        ] {
             assert!(bad.parse::<Subnet>().is_err(), "{bad}");
         }
     }
@@ -172,10 +177,7 @@ mod tests {
     #[test]
     fn ipv4_headers_are_parsed_and_checked() {
         let p = packet([10, 213, 1, 2], [10, 213, 2, 2], 8);
-        assert_eq!(
-            ipv4_addresses(&p),
-            Ok((0x0AD5_0102, 0x0AD5_0202))
-        );
+        assert_eq!(ipv4_addresses(&p), Ok((0x0AD5_0102, 0x0AD5_0202)));
         let mut options = p.clone();
         options[0] = 0x46;
         options.extend_from_slice(&[0; 4]);
@@ -186,7 +188,11 @@ mod tests {
         assert_eq!(ipv4_addresses(&v6), Err(Reject::NotIpv4));
         assert_eq!(ipv4_addresses(&[]), Err(Reject::Malformed));
         assert_eq!(ipv4_addresses(&p[..19]), Err(Reject::Malformed));
-        assert_eq!(ipv4_addresses(&p[..27]), Err(Reject::Malformed), "truncated");
+        assert_eq!(
+            ipv4_addresses(&p[..27]),
+            Err(Reject::Malformed),
+            "truncated"
+        );
         let mut short_ihl = p.clone();
         short_ihl[0] = 0x44;
         assert_eq!(ipv4_addresses(&short_ihl), Err(Reject::Malformed));

@@ -87,7 +87,8 @@ impl Routing {
     }
 
     fn set_sysctl(&mut self, key: String, value: &str) -> Result<(), String> {
-        let before = sys::read_sysctl(&key).map_err(|e| format!("cannot read sysctl {key}: {e}"))?;
+        let before =
+            sys::read_sysctl(&key).map_err(|e| format!("cannot read sysctl {key}: {e}"))?;
         sys::write_sysctl(&key, value)
             .map_err(|e| format!("cannot set sysctl {key} to {value}: {e}"))?;
         self.sysctls.push((key, before));
@@ -98,7 +99,8 @@ impl Routing {
         let mut full = vec!["-4", "rule", "add"];
         full.extend_from_slice(args);
         sys::ip(&full)?;
-        self.rules.push(args.iter().map(|s| s.to_string()).collect());
+        self.rules
+            .push(args.iter().map(|s| s.to_string()).collect());
         Ok(())
     }
 
@@ -116,16 +118,38 @@ impl Routing {
             self.set_sysctl(format!("net/ipv4/conf/{dev}/rp_filter"), "0")?;
         }
         let mtu = mtu.to_string();
-        sys::ip(&["link", "set", "dev", tun, "mtu", &mtu, "txqueuelen", "1000", "up"])?;
+        sys::ip(&[
+            "link",
+            "set",
+            "dev",
+            tun,
+            "mtu",
+            &mtu,
+            "txqueuelen",
+            "1000",
+            "up",
+        ])?;
         self.tables = true;
         let to_tun = TABLE_TO_TUN.to_string();
         let from_tun = TABLE_FROM_TUN.to_string();
-        sys::ip(&["-4", "route", "add", "default", "dev", tun, "table", &to_tun])?;
+        sys::ip(&[
+            "-4", "route", "add", "default", "dev", tun, "table", &to_tun,
+        ])?;
         for c in &config.clusters {
             let subnet = c.subnet.to_string();
-            sys::ip(&["-4", "route", "add", &subnet, "dev", &c.dev, "table", &from_tun])?;
+            sys::ip(&[
+                "-4", "route", "add", &subnet, "dev", &c.dev, "table", &from_tun,
+            ])?;
         }
-        sys::ip(&["-4", "route", "add", "blackhole", "default", "table", &from_tun])?;
+        sys::ip(&[
+            "-4",
+            "route",
+            "add",
+            "blackhole",
+            "default",
+            "table",
+            &from_tun,
+        ])?;
         let pref = PREF_FROM_TUN.to_string();
         self.add_rule(&["pref", &pref, "iif", tun, "lookup", &from_tun])?;
         let pref = PREF_TO_TUN.to_string();
@@ -241,7 +265,8 @@ mod tests {
     fn route_get_output_is_read() {
         let out = "10.213.2.2 from 10.213.1.2 dev wan0 table 2131 \n    cache iif rt-c1 \n";
         assert_eq!(route_dev(out), (Some("wan0"), false));
-        let out = "local 10.213.2.1 from 10.213.1.2 dev lo table local \n    cache <local> iif rt-c1\n";
+        let out =
+            "local 10.213.2.1 from 10.213.1.2 dev lo table local \n    cache <local> iif rt-c1\n";
         assert_eq!(route_dev(out), (Some("lo"), true));
         let out = "blackhole 8.8.8.8 from 10.213.1.2 table 2130 \n";
         assert_eq!(route_dev(out), (None, false));

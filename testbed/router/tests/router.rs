@@ -42,8 +42,25 @@ fn round_trips_add_the_delays_of_both_access_links() {
     eprintln!("median RTT main-spain {main_spain:.2} ms (40), spain-france {spain_france:.2} ms (100), france-main {main_france:.2} ms (60)");
     let c = bed.counters("spain", "to_cluster");
     assert!(c["packets_out"].as_u64().unwrap() >= 10, "{c}");
+    // The ends of the range: 1 ms and 300 ms round trips.
+    for (one_way, rtt) in [(0.5, 1.0), (150.0, 300.0)] {
+        let set =
+            format!(r#"{{"cmd":"set","cluster":"spain","direction":"both","delay_ms":{one_way}}}"#);
+        assert_eq!(bed.control(&set)["ok"], true);
+        let rtts = ping(&bed.host(0), host_ip(1), 10, MS(30), MS(1000));
+        assert!(rtts.iter().all(Option::is_some), "{rtts:?}");
+        let median = median_ms(&rtts);
+        eprintln!("median RTT main-spain {median:.2} ms ({rtt})");
+        assert_close(median, rtt, "main -> spain median RTT (ms)");
+    }
     // A destination outside every cluster is dropped and counted, nothing comes back.
-    let lost = ping(&bed.host(0), "10.213.99.2".parse().unwrap(), 2, MS(20), MS(200));
+    let lost = ping(
+        &bed.host(0),
+        "10.213.99.2".parse().unwrap(),
+        2,
+        MS(20),
+        MS(200),
+    );
     assert!(lost.iter().all(Option::is_none));
     let all = bed.control(r#"{"cmd":"counters"}"#);
     assert_eq!(all["dropped"]["no_cluster"], 2, "{all}");
@@ -57,14 +74,24 @@ fn a_rate_limit_is_what_a_tcp_transfer_gets_and_the_counters_show_it() {
         "to_cluster = { rate_mbit = 20.0, delay_ms = 5.0 }\nfrom_cluster = { delay_ms = 5.0 }",
         "",
     ]));
-    let before = bed.counters("spain", "to_cluster")["bytes_out"].as_u64().unwrap();
+    let before = bed.counters("spain", "to_cluster")["bytes_out"]
+        .as_u64()
+        .unwrap();
     let (mbit, payload) = transfer(&bed, 0, 1, 3.0, 0.5);
-    let after = bed.counters("spain", "to_cluster")["bytes_out"].as_u64().unwrap();
-    eprintln!("20 Mbit/s link: TCP goodput {mbit:.2} Mbit/s, {payload} payload bytes, {} IP bytes out", after - before);
+    let after = bed.counters("spain", "to_cluster")["bytes_out"]
+        .as_u64()
+        .unwrap();
+    eprintln!(
+        "20 Mbit/s link: TCP goodput {mbit:.2} Mbit/s, {payload} payload bytes, {} IP bytes out",
+        after - before
+    );
     assert_close(mbit, 20.0, "TCP goodput over a 20 Mbit/s link (Mbit/s)");
     // Every payload byte crossed the pipe, plus headers (about 3.5 % with 1500-byte packets).
     let ip_bytes = after - before;
-    assert!(ip_bytes >= payload, "pipe delivered {ip_bytes} bytes < {payload} received");
+    assert!(
+        ip_bytes >= payload,
+        "pipe delivered {ip_bytes} bytes < {payload} received"
+    );
     assert!(
         (ip_bytes as f64) < payload as f64 * 1.10 + 200_000.0,
         "pipe delivered {ip_bytes} bytes for {payload} received"
@@ -87,10 +114,16 @@ fn outages_and_loss_take_pings_away() {
     let reply = bed.control(r#"{"cmd":"outage","cluster":"spain","seconds":1.0}"#);
     assert_eq!(reply["ok"], true, "{reply}");
     let during = ping(&bed.host(0), host_ip(1), 5, MS(100), MS(300));
-    assert!(during.iter().all(Option::is_none), "during the outage: {during:?}");
+    assert!(
+        during.iter().all(Option::is_none),
+        "during the outage: {during:?}"
+    );
     std::thread::sleep(MS(300));
     let after = ping(&bed.host(0), host_ip(1), 3, MS(20), MS(500));
-    assert!(after.iter().all(Option::is_some), "after the outage: {after:?}");
+    assert!(
+        after.iter().all(Option::is_some),
+        "after the outage: {after:?}"
+    );
     let c = bed.counters("spain", "to_cluster");
     assert!(c["dropped_outage"].as_u64().unwrap() >= 5, "{c}");
 
@@ -100,16 +133,23 @@ fn outages_and_loss_take_pings_away() {
     assert_eq!(second["ok"], false, "{second}");
     std::thread::sleep(MS(300));
     let scheduled = ping(&bed.host(0), host_ip(2), 3, MS(50), MS(200));
-    assert!(scheduled.iter().all(Option::is_none), "in the scheduled outage: {scheduled:?}");
+    assert!(
+        scheduled.iter().all(Option::is_none),
+        "in the scheduled outage: {scheduled:?}"
+    );
     std::thread::sleep(MS(400));
     let back = ping(&bed.host(0), host_ip(2), 3, MS(20), MS(500));
-    assert!(back.iter().all(Option::is_some), "after the scheduled outage: {back:?}");
+    assert!(
+        back.iter().all(Option::is_some),
+        "after the scheduled outage: {back:?}"
+    );
     let counters = bed.control(r#"{"cmd":"counters"}"#);
     assert_eq!(counters["started"], true);
     assert!(counters["elapsed_s"].as_f64().unwrap() > 0.7, "{counters}");
 
     // Half the echo requests lost on the way to spain.
-    let reply = bed.control(r#"{"cmd":"set","cluster":"spain","direction":"to_cluster","loss":0.5}"#);
+    let reply =
+        bed.control(r#"{"cmd":"set","cluster":"spain","direction":"to_cluster","loss":0.5}"#);
     assert_eq!(reply["ok"], true, "{reply}");
     let lossy = ping(&bed.host(0), host_ip(1), 40, MS(10), MS(300));
     let lost = lossy.iter().filter(|r| r.is_none()).count();
@@ -128,7 +168,8 @@ fn set_changes_the_rate_of_a_running_link() {
         "",
     ]));
     let (first, _) = transfer(&bed, 0, 1, 2.0, 0.5);
-    let reply = bed.control(r#"{"cmd":"set","cluster":"spain","direction":"both","rate_mbit":8.0}"#);
+    let reply =
+        bed.control(r#"{"cmd":"set","cluster":"spain","direction":"both","rate_mbit":8.0}"#);
     assert_eq!(reply["ok"], true, "{reply}");
     let (second, _) = transfer(&bed, 0, 1, 2.0, 0.5);
     eprintln!("set: {first:.2} Mbit/s at 20, then {second:.2} Mbit/s at 8");
@@ -138,7 +179,10 @@ fn set_changes_the_rate_of_a_running_link() {
     let bad = bed.control(r#"{"cmd":"set","cluster":"spain","direction":"both","rate_mbit":-1}"#);
     assert_eq!(bad["ok"], false);
     let error = bad["error"].as_str().unwrap();
-    assert!(error.contains("spain") && error.contains("rate_mbit"), "{error}");
+    assert!(
+        error.contains("spain") && error.contains("rate_mbit"),
+        "{error}"
+    );
     let bad = bed.control(r#"{"cmd":"set","cluster":"mars","direction":"both","loss":0.1}"#);
     assert!(bad["error"].as_str().unwrap().contains("mars"), "{bad}");
     let bad = bed.control(r#"{"cmd":"fly"}"#);
@@ -177,10 +221,20 @@ fn stop_and_sigterm_remove_the_tun_device_and_the_routing() {
     let r = bed.router_ns();
     // While it runs: nothing between clusters bypasses the TUN device.
     let (rules, tables, link) = router_state(&bed);
-    assert!(rules.contains("2130:") && rules.contains("2131:"), "{rules}");
-    assert!(tables.contains("wan0") && tables.contains("blackhole"), "{tables}");
+    assert!(
+        rules.contains("2130:") && rules.contains("2131:"),
+        "{rules}"
+    );
+    assert!(
+        tables.contains("wan0") && tables.contains("blackhole"),
+        "{tables}"
+    );
     assert!(link.contains("wan0") && link.contains("UP"), "{link}");
-    for (from, dev) in [("10.213.1.2", "rt-c1"), ("10.213.2.2", "rt-c2"), ("10.213.3.2", "rt-c3")] {
+    for (from, dev) in [
+        ("10.213.1.2", "rt-c1"),
+        ("10.213.2.2", "rt-c2"),
+        ("10.213.3.2", "rt-c3"),
+    ] {
         for to in ["10.213.1.2", "10.213.2.2", "10.213.3.2"] {
             if from == to {
                 continue;
@@ -192,9 +246,16 @@ fn stop_and_sigterm_remove_the_tun_device_and_the_routing() {
     assert_eq!(sysctl_in(&bed, "net/ipv4/ip_forward"), "1");
     let reply = bed.control(r#"{"cmd":"stop"}"#);
     assert_eq!(reply["ok"], true, "{reply}");
-    assert_eq!(bed.wait_router(Duration::from_secs(5)), Some(0), "exit code after stop");
+    assert_eq!(
+        bed.wait_router(Duration::from_secs(5)),
+        Some(0),
+        "exit code after stop"
+    );
     let (rules, tables, link) = router_state(&bed);
-    assert!(!rules.contains("2130:") && !rules.contains("2131:"), "{rules}");
+    assert!(
+        !rules.contains("2130:") && !rules.contains("2131:"),
+        "{rules}"
+    );
     assert!(tables.trim().is_empty(), "{tables}");
     assert!(link.contains("does not exist"), "{link}");
     assert_eq!(sysctl_in(&bed, "net/ipv4/ip_forward"), forward_before);
@@ -204,9 +265,16 @@ fn stop_and_sigterm_remove_the_tun_device_and_the_routing() {
     bed.start_router(&config);
     assert!(ping(&bed.host(0), host_ip(1), 1, MS(10), MS(500))[0].is_some());
     bed.terminate_router();
-    assert_eq!(bed.wait_router(Duration::from_secs(5)), Some(0), "exit code after SIGTERM");
+    assert_eq!(
+        bed.wait_router(Duration::from_secs(5)),
+        Some(0),
+        "exit code after SIGTERM"
+    );
     let (rules, tables, link) = router_state(&bed);
-    assert!(!rules.contains("2130:") && !rules.contains("2131:"), "{rules}");
+    assert!(
+        !rules.contains("2130:") && !rules.contains("2131:"),
+        "{rules}"
+    );
     assert!(tables.trim().is_empty(), "{tables}");
     assert!(link.contains("does not exist"), "{link}");
     // And without the router, clusters cannot reach each other (no silent bypass either).
@@ -221,15 +289,109 @@ fn bad_configurations_fail_with_a_message_and_leave_nothing() {
     std::fs::write(&path, bad).unwrap();
     let (ready, status) = bed.spawn_router(&path);
     assert!(!ready);
-    assert!(status.contains("Some(1)") && status.contains("spain") && status.contains("to_cluster.rate_mbit"), "{status}");
+    assert!(
+        status.contains("Some(1)")
+            && status.contains("spain")
+            && status.contains("to_cluster.rate_mbit"),
+        "{status}"
+    );
     let missing = Testbed::config_text(["", "", ""]).replace("rt-c3", "rt-zz");
     std::fs::write(&path, missing).unwrap();
     let (ready, status) = bed.spawn_router(&path);
     assert!(!ready);
-    assert!(status.contains("france") && status.contains("rt-zz"), "{status}");
+    assert!(
+        status.contains("france") && status.contains("rt-zz"),
+        "{status}"
+    );
     let (rules, tables, link) = router_state(&bed);
     assert!(
         !rules.contains("2130:") && tables.trim().is_empty() && link.contains("does not exist"),
         "{rules}\n{tables}\n{link}"
     );
+}
+
+/// CPU time (user + system) of a process so far, seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let (user, system) = cpu_split(pid);
+    user + system
+}
+
+/// User and system CPU time of a process so far, seconds.
+fn cpu_split(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are 12 and 13 after the command name.
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (tick(11) / hz, tick(12) / hz)
+}
+
+/// The ceiling: TCP through an unlimited link and through one shaped at 1 Gbit/s, with the
+/// router's CPU use. A few seconds of full load: run by hand, in release
+/// (`cargo test --release -p hmw-wan-router --test router -- --ignored --nocapture`).
+#[test]
+#[ignore = "a CPU load of several seconds; run by hand in release to measure the ceiling"]
+fn throughput_ceiling() {
+    // The same transfer with the kernel forwarding alone (no emulator): what the machine
+    // gives right now, to compare with.
+    {
+        let bed = Testbed::new();
+        let r = bed.router_ns();
+        let on = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &r,
+                "sh",
+                "-c",
+                "echo 1 > /proc/sys/net/ipv4/ip_forward",
+            ])
+            .status()
+            .unwrap();
+        assert!(on.success());
+        let (mbit, payload) = transfer(&bed, 0, 1, 4.0, 1.0);
+        eprintln!("kernel forwarding only: TCP goodput {mbit:.0} Mbit/s ({payload} bytes)");
+    }
+    for (what, spain) in [
+        ("unlimited", ""),
+        (
+            "shaped at 1000 Mbit/s",
+            "to_cluster = { rate_mbit = 1000.0 }",
+        ),
+    ] {
+        let mut bed = Testbed::new();
+        bed.start_router(&Testbed::config_text(["", spain, ""]));
+        let pid = bed.router_pid().unwrap();
+        let split0 = cpu_split(pid);
+        let cpu0 = split0.0 + split0.1;
+        let t0 = std::time::Instant::now();
+        let (mbit, payload) = transfer(&bed, 0, 1, 4.0, 1.0);
+        let cpu = (cpu_seconds(pid) - cpu0) / t0.elapsed().as_secs_f64();
+        let split = cpu_split(pid);
+        eprintln!(
+            "router CPU: user {:.2} s, system {:.2} s (of which softirq work charged to it)",
+            split.0 - split0.0,
+            split.1 - split0.1
+        );
+        let c = bed.counters("spain", "to_cluster");
+        let all = bed.control(r#"{"cmd":"counters"}"#);
+        eprintln!(
+            "{what}: TCP goodput {mbit:.0} Mbit/s ({payload} bytes), router CPU {:.0} % of a core, \
+             to spain: {c}, router drops {}",
+            cpu * 100.0,
+            all["dropped"]
+        );
+        let r = bed.router_ns();
+        eprintln!(
+            "{}",
+            try_ip(&["-n", &r, "-s", "link", "show", "dev", "wan0"]).1
+        );
+    }
 }

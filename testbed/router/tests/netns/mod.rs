@@ -70,7 +70,10 @@ pub(crate) fn require_root_and_tun() {
         "/dev/net/tun is missing: the router's tests need the tun module"
     );
     assert!(
-        Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success()),
+        Command::new("ip")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success()),
         "`ip` (iproute2) is needed"
     );
 }
@@ -133,13 +136,39 @@ impl Testbed {
             bed.namespaces.push(h.clone());
             let k = i + 1;
             let dev = format!("rt-c{k}");
-            ip(&["-n", &r, "link", "add", &dev, "type", "veth", "peer", "name", "eth0", "netns", &h]);
-            ip(&["-n", &r, "addr", "add", &format!("10.213.{k}.1/24"), "dev", &dev]);
+            ip(&[
+                "-n", &r, "link", "add", &dev, "type", "veth", "peer", "name", "eth0", "netns", &h,
+            ]);
+            ip(&[
+                "-n",
+                &r,
+                "addr",
+                "add",
+                &format!("10.213.{k}.1/24"),
+                "dev",
+                &dev,
+            ]);
             ip(&["-n", &r, "link", "set", &dev, "up"]);
-            ip(&["-n", &h, "addr", "add", &format!("10.213.{k}.2/24"), "dev", "eth0"]);
+            ip(&[
+                "-n",
+                &h,
+                "addr",
+                "add",
+                &format!("10.213.{k}.2/24"),
+                "dev",
+                "eth0",
+            ]);
             ip(&["-n", &h, "link", "set", "eth0", "up"]);
             ip(&["-n", &h, "link", "set", "lo", "up"]);
-            ip(&["-n", &h, "route", "add", "default", "via", &format!("10.213.{k}.1")]);
+            ip(&[
+                "-n",
+                &h,
+                "route",
+                "add",
+                "default",
+                "via",
+                &format!("10.213.{k}.1"),
+            ]);
         }
         bed
     }
@@ -162,7 +191,11 @@ impl Testbed {
         let path = self.dir.join("router.toml");
         std::fs::write(&path, config).unwrap();
         let (ready, status) = self.spawn_router(&path);
-        assert!(ready, "the router did not print `ready`: {status}\nlog:\n{}", self.log());
+        assert!(
+            ready,
+            "the router did not print `ready`: {status}\nlog:\n{}",
+            self.log()
+        );
     }
 
     /// Spawns the router with the configuration file `path`: whether it printed `ready`
@@ -233,6 +266,11 @@ impl Testbed {
         }
     }
 
+    /// The router's pid, while it runs.
+    pub(crate) fn router_pid(&self) -> Option<u32> {
+        self.router.as_ref().map(Child::id)
+    }
+
     /// Sends SIGTERM to the router.
     pub(crate) fn terminate_router(&mut self) {
         if let Some(child) = &self.router {
@@ -246,7 +284,9 @@ impl Testbed {
     /// One control request, its reply.
     pub(crate) fn control(&self, request: &str) -> Value {
         let mut stream = UnixStream::connect(self.socket()).expect("connect the control socket");
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         stream.write_all(format!("{request}\n").as_bytes()).unwrap();
         let mut line = String::new();
         BufReader::new(&stream).read_line(&mut line).unwrap();
@@ -275,7 +315,10 @@ impl Drop for Testbed {
 }
 
 /// Runs `f` in a new thread inside the network namespace `ns`.
-pub(crate) fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> std::thread::JoinHandle<T> {
+pub(crate) fn in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
     let path = format!("/var/run/netns/{ns}");
     std::thread::spawn(move || {
         let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -300,8 +343,15 @@ fn checksum(data: &[u8]) -> u16 {
 
 /// `count` ICMP echo requests from namespace `ns` to `dst`, one every `interval`, each
 /// waited for up to `timeout`: the round-trip time of each, `None` if lost.
-pub(crate) fn ping(ns: &str, dst: Ipv4Addr, count: usize, interval: Duration, timeout: Duration) -> Vec<Option<Duration>> {
-    let id = (std::process::id() as u16) ^ (NEXT.fetch_add(1, Ordering::Relaxed) as u16).rotate_left(8);
+pub(crate) fn ping(
+    ns: &str,
+    dst: Ipv4Addr,
+    count: usize,
+    interval: Duration,
+    timeout: Duration,
+) -> Vec<Option<Duration>> {
+    let id =
+        (std::process::id() as u16) ^ (NEXT.fetch_add(1, Ordering::Relaxed) as u16).rotate_left(8);
     in_netns(ns, move || {
         // SAFETY: raw ICMP socket (root), owned below.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
@@ -359,7 +409,10 @@ pub(crate) fn ping(ns: &str, dst: Ipv4Addr, count: usize, interval: Duration, ti
                 events: libc::POLLIN,
                 revents: 0,
             };
-            let ms = wake.saturating_duration_since(now).as_micros().div_ceil(1000) as i32;
+            let ms = wake
+                .saturating_duration_since(now)
+                .as_micros()
+                .div_ceil(1000) as i32;
             // SAFETY: one live pollfd.
             let r = unsafe { libc::poll(&mut pfd, 1, ms) };
             if r <= 0 {
@@ -395,7 +448,11 @@ pub(crate) fn ping(ns: &str, dst: Ipv4Addr, count: usize, interval: Duration, ti
 
 /// The median of the round trips that came back, in ms.
 pub(crate) fn median_ms(rtts: &[Option<Duration>]) -> f64 {
-    let mut ms: Vec<f64> = rtts.iter().flatten().map(|d| d.as_secs_f64() * 1e3).collect();
+    let mut ms: Vec<f64> = rtts
+        .iter()
+        .flatten()
+        .map(|d| d.as_secs_f64() * 1e3)
+        .collect();
     assert!(!ms.is_empty(), "no reply at all");
     ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
     ms[ms.len() / 2]
@@ -403,14 +460,23 @@ pub(crate) fn median_ms(rtts: &[Option<Duration>]) -> f64 {
 
 /// A bulk TCP transfer from host `from` to host `to` for `seconds`: the receiver's goodput
 /// in Mbit/s measured after a `warmup` (from its first byte), and the payload bytes it read.
-pub(crate) fn transfer(bed: &Testbed, from: usize, to: usize, seconds: f64, warmup: f64) -> (f64, u64) {
+pub(crate) fn transfer(
+    bed: &Testbed,
+    from: usize,
+    to: usize,
+    seconds: f64,
+    warmup: f64,
+) -> (f64, u64) {
     let port = PORT.fetch_add(1, Ordering::Relaxed);
     let (bound_tx, bound_rx) = mpsc::channel();
     let receiver = in_netns(&bed.host(to), move || {
-        let listener = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).expect("bind");
+        let listener =
+            TcpListener::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port)).expect("bind");
         bound_tx.send(()).unwrap();
         let (mut stream, _) = listener.accept().expect("accept");
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let mut buf = vec![0u8; 256 * 1024];
         let mut total: u64 = 0;
         let mut first: Option<Instant> = None;
@@ -432,16 +498,24 @@ pub(crate) fn transfer(bed: &Testbed, from: usize, to: usize, seconds: f64, warm
             }
         }
         let (t0, b0) = mark.expect("the transfer lasted less than its warm-up");
-        let mbit = (total - b0) as f64 * 8.0 / Instant::now().duration_since(t0).as_secs_f64() / 1e6;
+        let mbit =
+            (total - b0) as f64 * 8.0 / Instant::now().duration_since(t0).as_secs_f64() / 1e6;
         (mbit, total)
     });
-    bound_rx.recv_timeout(Duration::from_secs(5)).expect("receiver bound");
+    bound_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("receiver bound");
     let dst = host_ip(to);
     let limit = Duration::from_secs_f64(seconds + 5.0);
     let sender = in_netns(&bed.host(from), move || {
-        let mut stream = TcpStream::connect_timeout(&SocketAddrV4::new(dst, port).into(), Duration::from_secs(5))
-            .expect("connect");
-        stream.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut stream = TcpStream::connect_timeout(
+            &SocketAddrV4::new(dst, port).into(),
+            Duration::from_secs(5),
+        )
+        .expect("connect");
+        stream
+            .set_write_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
         let chunk = vec![0x5au8; 64 * 1024];
         let start = Instant::now();
         while start.elapsed() < limit {
