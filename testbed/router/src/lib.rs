@@ -104,6 +104,14 @@ use crate::routing::Routing;
 /// again.
 pub const READ_BATCH: usize = 64;
 
+/// Packets read in one pass from which the router counts as busy and naps instead of waking
+/// up for every packet.
+pub const BUSY_READS: usize = 4;
+
+/// Longest nap while busy: packets wait at most this long in the TUN device's queue before
+/// being read (and stamped).
+pub const COALESCE: Duration = Duration::from_micros(50);
+
 /// The command line.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(
@@ -298,14 +306,22 @@ fn packet_loop(
         events: libc::POLLIN,
         revents: 0,
     });
+    // `more`: the last pass filled a batch, read again at once. `busy`: it read several
+    // packets; then the next wait ignores the TUN descriptor and naps [`COALESCE`] at most, so
+    // that a stream of packets costs one wake-up per nap instead of one per packet.
     let mut more = false;
+    let mut busy = false;
     loop {
         let now = origin.elapsed();
+        let due = engine.next_due().map(|at| at.saturating_sub(now));
         let timeout = if more {
             Some(Duration::ZERO)
+        } else if busy {
+            Some(due.map_or(COALESCE, |d| d.min(COALESCE)))
         } else {
-            engine.next_due().map(|at| at.saturating_sub(now))
+            due
         };
+        fds[0].fd = if busy && !more { -1 } else { tun };
         sys::poll(&mut fds, timeout).context("ppoll")?;
         if fds[1].revents != 0 {
             if let Some(signal) = sys::read_signal(signals) {
@@ -325,7 +341,7 @@ fn packet_loop(
         if fds[0].revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
             bail!("the TUN device reported an error (was it deleted?)");
         }
-        if more || fds[0].revents & libc::POLLIN != 0 {
+        if more || busy || fds[0].revents & libc::POLLIN != 0 {
             let mut read = 0;
             while read < READ_BATCH {
                 let mut buf = engine.buffer();
@@ -343,6 +359,7 @@ fn packet_loop(
                 read += 1;
             }
             more = read == READ_BATCH;
+            busy = read >= BUSY_READS;
         }
         engine.run_due(origin.elapsed(), &mut |packet| {
             sys::write_packet(tun, packet)
