@@ -62,7 +62,28 @@ pub fn preflight(config: &Config) -> Result<(), String> {
             config.tun
         ));
     }
+    // A rule `iif TUN lookup 2130` whose TUN device still exists belongs to a router that
+    // runs (its device goes away with its process): removing it as stale would break it.
+    let rules = sys::ip(&["-4", "rule", "show", "pref", &PREF_FROM_TUN.to_string()])?;
+    if let Some(other) = rule_iifs(&rules).into_iter().find(|d| sys::dev_exists(d)) {
+        return Err(format!(
+            "another hmw-wan-router seems to run in this network namespace: the rule at \
+             priority {PREF_FROM_TUN} reads from `{other}`, which exists"
+        ));
+    }
     Ok(())
+}
+
+/// The `iif` devices of the rules `ip rule show` printed.
+fn rule_iifs(rules: &str) -> Vec<String> {
+    rules
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            words.by_ref().find(|w| *w == "iif")?;
+            Some(words.next()?.to_string())
+        })
+        .collect()
 }
 
 /// The device `ip route get` reports on the first line of its output, and whether the
@@ -260,6 +281,13 @@ pub fn verify(config: &Config) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rule_devices_are_read() {
+        let rules = "2130:\tfrom all iif wan0 lookup 2130 \n2130:\tfrom all iif tun9 [detached] lookup 2130\n";
+        assert_eq!(rule_iifs(rules), vec!["wan0", "tun9"]);
+        assert!(rule_iifs("").is_empty());
+    }
 
     #[test]
     fn route_get_output_is_read() {

@@ -244,6 +244,28 @@ fn stop_and_sigterm_remove_the_tun_device_and_the_routing() {
         }
     }
     assert_eq!(sysctl_in(&bed, "net/ipv4/ip_forward"), "1");
+    // A second router in the same namespace refuses to start and leaves the first alone.
+    {
+        let other = bed.dir.join("other.toml");
+        std::fs::write(&other, config.replace("wan0", "wan1")).unwrap();
+        let out = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &r,
+                env!("CARGO_BIN_EXE_hmw-wan-router"),
+                "--config",
+            ])
+            .arg(&other)
+            .arg("--control")
+            .arg(bed.dir.join("other.sock"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("another hmw-wan-router"), "{stderr}");
+        assert!(ping(&bed.host(0), host_ip(1), 1, MS(10), MS(500))[0].is_some());
+    }
     let reply = bed.control(r#"{"cmd":"stop"}"#);
     assert_eq!(reply["ok"], true, "{reply}");
     assert_eq!(
