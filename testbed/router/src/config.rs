@@ -22,6 +22,10 @@
 //! outages = [{ start_s = 30.0, end_s = 50.0 }]  # seconds from the `start` command
 //! ```
 //!
+//! An optional `realtime_priority` (default 10, 0 = none, up to 99) makes the packet thread
+//! a SCHED_FIFO thread: on a machine whose cores are busy with other work, a normal thread
+//! can wait tens of milliseconds for a core, which would add to every emulated delay.
+//!
 //! A missing `to_cluster` or `from_cluster` is an unconditioned direction (no delay, no rate
 //! limit, no loss). Every key of a direction is optional (see [`DirectionConfig`]: `rate_mbit`
 //! 0 = unlimited, `delay_ms`, `jitter_ms`, `loss`, `queue_ms` 100, `burst_bytes` 16384,
@@ -46,9 +50,21 @@ pub struct RawConfig {
     /// Seed of random loss and jitter.
     #[serde(default)]
     pub seed: u64,
+    /// Real-time (SCHED_FIFO) priority of the packet thread, 1 to 99; 0 leaves it a normal
+    /// thread.
+    #[serde(default = "default_realtime_priority")]
+    pub realtime_priority: u8,
     /// The clusters, `[[cluster]]`.
     #[serde(rename = "cluster", default)]
     pub clusters: Vec<RawCluster>,
+}
+
+/// The packet thread's default real-time priority: above every normal thread, below the
+/// kernel's own real-time threads (50 and up).
+pub const DEFAULT_REALTIME_PRIORITY: u8 = 10;
+
+fn default_realtime_priority() -> u8 {
+    DEFAULT_REALTIME_PRIORITY
 }
 
 /// One `[[cluster]]` table as written.
@@ -74,6 +90,8 @@ pub struct Config {
     pub tun: String,
     /// Seed of random loss and jitter.
     pub seed: u64,
+    /// Real-time priority of the packet thread (0: none).
+    pub realtime_priority: u8,
     /// The clusters, in file order.
     pub clusters: Vec<Cluster>,
 }
@@ -170,6 +188,12 @@ impl RawConfig {
     /// Checks every value; the error names the key and the cluster.
     pub fn validate(self) -> Result<Config, String> {
         check_dev_name(&self.tun).map_err(|e| format!("`tun`: {e}"))?;
+        if self.realtime_priority > 99 {
+            return Err(format!(
+                "`realtime_priority` is {} but must be 0 (none) or 1..=99",
+                self.realtime_priority
+            ));
+        }
         if self.clusters.len() < 2 {
             return Err(format!(
                 "at least two [[cluster]] tables are needed (found {}): the router joins clusters",
@@ -233,6 +257,7 @@ impl RawConfig {
         Ok(Config {
             tun: self.tun,
             seed: self.seed,
+            realtime_priority: self.realtime_priority,
             clusters,
         })
     }
@@ -272,6 +297,12 @@ outages = [{ start_s = 5.0, end_s = 7.0 }]
         let c = Config::parse(GOOD).unwrap();
         assert_eq!(c.tun, "wan0");
         assert_eq!(c.seed, 1);
+        assert_eq!(c.realtime_priority, DEFAULT_REALTIME_PRIORITY);
+        let none =
+            Config::parse(&GOOD.replace("seed = 1", "seed = 1\nrealtime_priority = 0")).unwrap();
+        assert_eq!(none.realtime_priority, 0);
+        let e = error(&GOOD.replace("seed = 1", "seed = 1\nrealtime_priority = 100"));
+        assert!(e.contains("`realtime_priority`"), "{e}");
         assert_eq!(c.clusters.len(), 2);
         assert_eq!(c.clusters[0].to_cluster, DirectionConfig::default());
         assert_eq!(c.clusters[1].subnet.to_string(), "10.213.2.0/24");

@@ -71,9 +71,14 @@
 //! One thread owns the pipes: it reads the TUN device in batches (non-blocking, up to 64
 //! packets between looks at the clock), offers each packet to its pipes stamped with a
 //! monotonic clock, and sleeps in `ppoll` (nanosecond timeout, timer slack 1 ns) until the
-//! earliest delivery time, a packet, a control request or a signal. Measured on an idle link,
-//! round trips come out 0.3 to 0.7 ms above the configured delays on a loaded 2-core machine
-//! (the wake-ups of the router and of the hosts' stacks), more when the router runs niced.
+//! earliest delivery time, a packet, a control request or a signal. While it reads several
+//! packets per pass it naps up to [`COALESCE`] instead of waking for each packet.
+//!
+//! The packet thread runs SCHED_FIFO (`realtime_priority`, default 10; the control thread and
+//! the `ip` commands stay normal): it is the network, and on cores kept busy by other work a
+//! normal thread was seen waiting tens to hundreds of milliseconds for a core, adding that to
+//! the emulated delays. A real-time thread that forwards at full speed can take one core;
+//! the kernel's real-time throttling leaves 5 % of it to others.
 
 pub mod config;
 pub mod control;
@@ -251,6 +256,16 @@ fn serve(
         .context("cannot start the control thread")?;
     let mut engine = Engine::new(config, mtu);
     sys::precise_timers();
+    // After the control thread started: only the packet thread is real-time.
+    if config.realtime_priority > 0 {
+        if let Err(e) = sys::realtime(config.realtime_priority) {
+            log(&format!(
+                "cannot make the packet thread real-time (SCHED_FIFO {}): {e}; delays will \
+                 suffer when the cores are busy",
+                config.realtime_priority
+            ));
+        }
+    }
     let origin = Instant::now();
     log(&format!(
         "ready: tun `{}` mtu {mtu}, clusters {}",

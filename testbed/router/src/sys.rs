@@ -201,6 +201,19 @@ pub fn precise_timers() {
     }
 }
 
+/// Makes the calling thread a SCHED_FIFO thread of `priority` (1..=99); the processes it
+/// starts (`ip`) go back to the normal policy (SCHED_RESET_ON_FORK).
+pub fn realtime(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: libc::c_int::from(priority),
+    };
+    // SAFETY: pid 0 is the calling thread; param is a live sched_param.
+    check(unsafe {
+        libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &param)
+    })
+    .map(|_| ())
+}
+
 /// Reads a sysctl under /proc/sys (of the current network namespace for `net/...`).
 pub fn read_sysctl(key: &str) -> io::Result<String> {
     Ok(std::fs::read_to_string(format!("/proc/sys/{key}"))?

@@ -30,15 +30,24 @@ fn round_trips_add_the_delays_of_both_access_links() {
     let rtts = ping(&bed.host(0), host_ip(1), 10, MS(60), MS(1000));
     assert!(rtts.iter().all(Option::is_some), "{rtts:?}");
     let main_spain = median_ms(&rtts);
-    assert_close(main_spain, 40.0, "main -> spain median RTT (ms)");
+    assert_close(
+        main_spain,
+        40.0,
+        &format!("main -> spain median RTT (ms) of {rtts:?}"),
+    );
     // spain <-> france: 20 + 30 each way.
     let rtts = ping(&bed.host(1), host_ip(2), 10, MS(60), MS(1000));
     assert!(rtts.iter().all(Option::is_some), "{rtts:?}");
     let spain_france = median_ms(&rtts);
     assert_close(spain_france, 100.0, "spain -> france median RTT (ms)");
     // france <-> main: 30 ms each way.
-    let main_france = median_ms(&ping(&bed.host(2), host_ip(0), 5, MS(40), MS(1000)));
-    assert_close(main_france, 60.0, "france -> main median RTT (ms)");
+    let rtts = ping(&bed.host(2), host_ip(0), 5, MS(40), MS(1000));
+    let main_france = median_ms(&rtts);
+    assert_close(
+        main_france,
+        60.0,
+        &format!("france -> main median RTT (ms) of {rtts:?}"),
+    );
     eprintln!("median RTT main-spain {main_spain:.2} ms (40), spain-france {spain_france:.2} ms (100), france-main {main_france:.2} ms (60)");
     let c = bed.counters("spain", "to_cluster");
     assert!(c["packets_out"].as_u64().unwrap() >= 10, "{c}");
@@ -53,6 +62,29 @@ fn round_trips_add_the_delays_of_both_access_links() {
         eprintln!("median RTT main-spain {median:.2} ms ({rtt})");
         assert_close(median, rtt, "main -> spain median RTT (ms)");
     }
+    // Jitter varies the round trips but keeps the order: pings 2 ms apart, each way 20 ± 10 ms.
+    let set = r#"{"cmd":"set","cluster":"spain","direction":"both","delay_ms":20,"jitter_ms":10}"#;
+    assert_eq!(bed.control(set)["ok"], true);
+    let replies = netns::ping_arrivals(&bed.host(0), host_ip(1), 40, MS(2), MS(1000));
+    assert!(replies.iter().all(Option::is_some), "{replies:?}");
+    let ms: Vec<f64> = replies
+        .iter()
+        .flatten()
+        .map(|(rtt, _)| rtt.as_secs_f64() * 1e3)
+        .collect();
+    let (lo, hi) = ms
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    assert!(
+        hi - lo > 5.0 && lo > 19.0 && hi < 62.0,
+        "jittered RTTs {ms:?}"
+    );
+    // Replies come back in the order of the requests.
+    let arrivals: Vec<Duration> = replies.iter().flatten().map(|(_, at)| *at).collect();
+    assert!(
+        arrivals.windows(2).all(|w| w[1] >= w[0]),
+        "replies out of order: {arrivals:?}"
+    );
     // A destination outside every cluster is dropped and counted, nothing comes back.
     let lost = ping(
         &bed.host(0),

@@ -350,6 +350,20 @@ pub(crate) fn ping(
     interval: Duration,
     timeout: Duration,
 ) -> Vec<Option<Duration>> {
+    ping_arrivals(ns, dst, count, interval, timeout)
+        .into_iter()
+        .map(|r| r.map(|(rtt, _)| rtt))
+        .collect()
+}
+
+/// Like [`ping`], with the time of each reply's arrival since the first request.
+pub(crate) fn ping_arrivals(
+    ns: &str,
+    dst: Ipv4Addr,
+    count: usize,
+    interval: Duration,
+    timeout: Duration,
+) -> Vec<Option<(Duration, Duration)>> {
     let id =
         (std::process::id() as u16) ^ (NEXT.fetch_add(1, Ordering::Relaxed) as u16).rotate_left(8);
     in_netns(ns, move || {
@@ -365,8 +379,23 @@ pub(crate) fn ping(
             },
             sin_zero: [0; 8],
         };
-        let mut sent: Vec<Option<Instant>> = vec![None; count];
-        let mut rtts: Vec<Option<Duration>> = vec![None; count];
+        // Replies are stamped by the kernel when they arrive (as ping does): the time this
+        // thread takes to wake up under load is not part of the round trip.
+        let on: libc::c_int = 1;
+        // SAFETY: sets an int option on our socket.
+        let r = unsafe {
+            libc::setsockopt(
+                owned.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_TIMESTAMPNS,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0, "SO_TIMESTAMPNS: {}", std::io::Error::last_os_error());
+        let mut sent: Vec<Option<i128>> = vec![None; count];
+        let start_ns = realtime_ns();
+        let mut rtts: Vec<Option<(Duration, Duration)>> = vec![None; count];
         let start = Instant::now();
         let mut next = 0usize;
         let end = start + interval * count as u32 + timeout;
@@ -392,7 +421,7 @@ pub(crate) fn ping(
                     )
                 };
                 assert_eq!(n, 64, "sendto: {}", std::io::Error::last_os_error());
-                sent[next] = Some(Instant::now());
+                sent[next] = Some(realtime_ns());
                 next += 1;
                 continue;
             }
@@ -418,9 +447,7 @@ pub(crate) fn ping(
             if r <= 0 {
                 continue;
             }
-            // SAFETY: receives into a live buffer.
-            let n = unsafe { libc::recv(owned.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-            let at = Instant::now();
+            let (n, at) = recv_stamped(owned.as_raw_fd(), &mut buf);
             if n < 20 {
                 continue;
             }
@@ -436,7 +463,8 @@ pub(crate) fn ping(
             let seq = usize::from(u16::from_be_bytes([icmp[6], icmp[7]]));
             if let (Some(Some(t)), Some(slot)) = (sent.get(seq), rtts.get_mut(seq)) {
                 if slot.is_none() {
-                    *slot = Some(at - *t);
+                    let ns = |v: i128| Duration::from_nanos(v.max(0) as u64);
+                    *slot = Some((ns(at - *t), ns(at - start_ns)));
                 }
             }
         }
@@ -444,6 +472,53 @@ pub(crate) fn ping(
     })
     .join()
     .expect("ping thread")
+}
+
+/// CLOCK_REALTIME in nanoseconds (the clock of SO_TIMESTAMPNS).
+fn realtime_ns() -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: fills a live timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+}
+
+/// Receives one datagram: its length (negative on error) and the kernel's arrival stamp
+/// (now, if the kernel gave none).
+fn recv_stamped(fd: i32, buf: &mut [u8]) -> (isize, i128) {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut control = [0u64; 16];
+    // SAFETY: msghdr is plain data; zeroes are valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: msg points to live buffers.
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    let mut at = None;
+    if n >= 0 {
+        // SAFETY: walking the control messages the kernel wrote into `control`.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts =
+                        std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                    at = Some(i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec));
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+        }
+    }
+    (n as isize, at.unwrap_or_else(realtime_ns))
 }
 
 /// The median of the round trips that came back, in ms.
