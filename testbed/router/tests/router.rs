@@ -41,7 +41,7 @@ fn round_trips_add_the_delays_of_both_access_links() {
     let spain_france = median_ms(&rtts);
     assert_close(spain_france, 100.0, "spain -> france median RTT (ms)");
     // france <-> main: 30 ms each way.
-    let rtts = ping(&bed.host(2), host_ip(0), 5, MS(40), MS(1000));
+    let rtts = ping(&bed.host(2), host_ip(0), 10, MS(40), MS(1000));
     let main_france = median_ms(&rtts);
     assert_close(
         main_france,
@@ -450,4 +450,58 @@ fn throughput_ceiling() {
             try_ip(&["-n", &r, "-s", "link", "show", "dev", "wan0"]).1
         );
     }
+}
+
+/// Percentiles of round trips, ms: (p50, p90, p99, max).
+fn percentiles(rtts: &[Option<Duration>]) -> (f64, f64, f64, f64) {
+    let mut ms: Vec<f64> = rtts
+        .iter()
+        .flatten()
+        .map(|d| d.as_secs_f64() * 1e3)
+        .collect();
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.9), at(0.99), at(1.0))
+}
+
+/// What the router adds to a round trip, against the kernel's forwarding alone: 200 pings
+/// 10 ms apart, no configured delay (run by hand: `-- --ignored --nocapture added_latency`).
+#[test]
+#[ignore = "a diagnostic: prints the latency the router adds"]
+fn added_latency() {
+    {
+        let bed = Testbed::new();
+        let r = bed.router_ns();
+        let on = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &r,
+                "sh",
+                "-c",
+                "echo 1 > /proc/sys/net/ipv4/ip_forward",
+            ])
+            .status()
+            .unwrap();
+        assert!(on.success());
+        let rtts = ping(&bed.host(2), host_ip(0), 200, MS(10), MS(1000));
+        eprintln!(
+            "kernel forwarding only: RTT p50/p90/p99/max {:?} ms",
+            percentiles(&rtts)
+        );
+    }
+    let mut bed = Testbed::new();
+    bed.start_router(&Testbed::config_text(["", "", ""]));
+    let rtts = ping(&bed.host(2), host_ip(0), 200, MS(10), MS(1000));
+    eprintln!(
+        "through the router: RTT p50/p90/p99/max {:?} ms",
+        percentiles(&rtts)
+    );
+    let set = r#"{"cmd":"set","cluster":"france","direction":"both","delay_ms":30}"#;
+    assert_eq!(bed.control(set)["ok"], true);
+    let rtts = ping(&bed.host(2), host_ip(0), 200, MS(10), MS(1000));
+    eprintln!(
+        "through the router, 30 ms each way: RTT p50/p90/p99/max {:?} ms",
+        percentiles(&rtts)
+    );
 }

@@ -367,6 +367,11 @@ pub(crate) fn ping_arrivals(
     let id =
         (std::process::id() as u16) ^ (NEXT.fetch_add(1, Ordering::Relaxed) as u16).rotate_left(8);
     in_netns(ns, move || {
+        // Like the router's packet thread, real-time (below it): a request stamped and then
+        // preempted before it leaves would count the wait in its round trip. Best effort.
+        let param = libc::sched_param { sched_priority: 5 };
+        // SAFETY: this thread only; a live sched_param.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
         // SAFETY: raw ICMP socket (root), owned below.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_RAW, libc::IPPROTO_ICMP) };
         assert!(fd >= 0, "raw socket: {}", std::io::Error::last_os_error());
@@ -409,6 +414,9 @@ pub(crate) fn ping_arrivals(
                 packet[6..8].copy_from_slice(&(next as u16).to_be_bytes());
                 let c = checksum(&packet);
                 packet[2..4].copy_from_slice(&c.to_be_bytes());
+                // Stamped before sending: the whole round trip can happen inside sendto (the
+                // real-time router preempts this thread).
+                let stamp = realtime_ns();
                 // SAFETY: sends from a live buffer to a live sockaddr_in.
                 let n = unsafe {
                     libc::sendto(
@@ -421,7 +429,7 @@ pub(crate) fn ping_arrivals(
                     )
                 };
                 assert_eq!(n, 64, "sendto: {}", std::io::Error::last_os_error());
-                sent[next] = Some(realtime_ns());
+                sent[next] = Some(stamp);
                 next += 1;
                 continue;
             }
