@@ -73,18 +73,22 @@ fn millis(ms: f64) -> Duration {
     Duration::try_from_secs_f64(ms / 1e3).unwrap_or(Duration::ZERO)
 }
 
+/// The rate in bytes per second of `config`, clamped to the slowest accepted one.
+fn rate_of(config: &DirectionConfig) -> Option<f64> {
+    config
+        .bytes_per_second()
+        .filter(|r| r.is_finite())
+        .map(|r| r.max(crate::limits::MIN_RATE_MBIT * 1e6 / 8.0))
+}
+
 impl Pipe {
     /// A pipe with `config`, the link's `outages` (both directions; the direction's own
     /// `config.outages` add to them) and a random seed. Validate the configuration first
     /// ([`WanemConfig::validate`](super::WanemConfig::validate)); values outside its limits do
     /// not panic but are clamped.
     pub fn new(config: &DirectionConfig, outages: &[Outage], seed: u64) -> Self {
-        let rate = config
-            .bytes_per_second()
-            .filter(|r| r.is_finite())
-            .map(|r| r.max(crate::limits::MIN_RATE_MBIT * 1e6 / 8.0));
         Self {
-            rate,
+            rate: rate_of(config),
             burst: config.burst_bytes as f64,
             queue_limit: config.queue_bytes(),
             delay: millis(config.delay_ms),
@@ -101,6 +105,27 @@ impl Pipe {
             queued_bytes: 0,
             counters: DirectionCounters::default(),
         }
+    }
+
+    /// Changes the rate, burst, queue, delay, jitter and loss to those of `config` while the
+    /// pipe runs: packets already accepted keep their times, later ones queue behind them at
+    /// the new rate, and the order is still kept (a shorter delay never overtakes). The outage
+    /// schedule and the random streams are unchanged (`config.outages` is ignored: see
+    /// [`Pipe::add_outage`]).
+    pub fn reconfigure(&mut self, config: &DirectionConfig) {
+        self.rate = rate_of(config);
+        self.burst = config.burst_bytes as f64;
+        self.tokens = self.tokens.min(self.burst);
+        self.queue_limit = config.queue_bytes();
+        self.delay = millis(config.delay_ms);
+        self.jitter = millis(config.jitter_ms);
+        self.loss = config.loss;
+    }
+
+    /// Adds a period when this direction is down, in the pipe's time (the `now` of
+    /// [`Pipe::offer`]): an outage that starts "now" or a schedule shifted to a start signal.
+    pub fn add_outage(&mut self, outage: Outage) {
+        self.outages.push(outage);
     }
 
     /// Whether the link is down at time `t` (since the emulator started).
@@ -312,6 +337,53 @@ mod tests {
         let mut pipe = Pipe::new(&c, &[], 1);
         let _ = pipe.offer(Duration::MAX, 1);
         let _ = pipe.offer(Duration::ZERO, 1);
+    }
+
+    #[test]
+    fn reconfigure_changes_later_packets_and_keeps_the_order() {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+        // 8 Mbit/s: 1000 bytes take 1 ms; the burst of 1500 lets the first one go at once.
+        let mut pipe = Pipe::new(&config(8.0, 50.0, 0.0), &[], 1);
+        assert_eq!(ms(pipe.offer(Duration::ZERO, 1000).unwrap()), 50.0);
+        assert_eq!(ms(pipe.offer(Duration::ZERO, 1000).unwrap()), 50.5);
+        // Twice the rate, a shorter delay: the next packet waits for the one queued (it
+        // leaves at 0.5 ms), then takes 0.5 ms at the new rate; it may not overtake.
+        pipe.reconfigure(&config(16.0, 10.0, 0.0));
+        let third = pipe.offer(Duration::ZERO, 1000).unwrap();
+        assert_eq!(ms(third), 50.5, "kept behind the packet before it");
+        let later = pipe.offer(Duration::from_millis(100), 1000).unwrap();
+        assert_eq!(ms(later), 110.0, "the new delay once the queue is empty");
+        // Unlimited and lossy: packets no longer queue; loss applies.
+        let mut lossy = config(0.0, 0.0, 1.0);
+        lossy.queue_ms = 50.0;
+        pipe.reconfigure(&lossy);
+        assert_eq!(
+            pipe.offer(Duration::from_millis(200), 1000),
+            Err(Drop::Loss)
+        );
+        pipe.reconfigure(&config(0.0, 0.0, 0.0));
+        let at = pipe.offer(Duration::from_millis(300), 1000).unwrap();
+        assert_eq!(ms(at), 300.0);
+        let c = pipe.counters();
+        assert_eq!((c.packets_in, c.dropped_loss), (6, 1));
+    }
+
+    #[test]
+    fn an_outage_added_while_running_drops_arrivals_and_packets_in_flight() {
+        let mut pipe = Pipe::new(&config(0.0, 100.0, 0.0), &[], 1);
+        let in_flight = pipe.offer(Duration::from_millis(950), 10).unwrap();
+        pipe.add_outage(Outage {
+            start_s: 1.0,
+            end_s: 1.5,
+        });
+        assert!(!pipe.deliver(in_flight, 10));
+        assert_eq!(
+            pipe.offer(Duration::from_millis(1200), 10),
+            Err(Drop::Outage)
+        );
+        let after = pipe.offer(Duration::from_millis(1500), 10).unwrap();
+        assert!(pipe.deliver(after, 10));
+        assert!(!pipe.is_down(Duration::from_millis(999)));
     }
 
     #[test]
