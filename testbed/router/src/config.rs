@@ -176,12 +176,43 @@ impl Config {
 
     /// Parses and validates TOML text.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: "<text>".into(),
-            message: e.to_string().trim_end().to_string(),
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let message = e.to_string().trim_end().to_string();
+            let message = match e.span().and_then(|span| cluster_at(text, span.start)) {
+                Some(cluster) => format!("{cluster}: {message}"),
+                None => message,
+            };
+            ConfigError::Parse {
+                path: "<text>".into(),
+                message,
+            }
         })?;
         raw.validate().map_err(ConfigError::Invalid)
     }
+}
+
+/// The `[[cluster]]` table that holds byte `offset` of `text`, as `cluster[i] \`name\``
+/// (the name when the text parses as TOML at all), for errors of the TOML parser.
+fn cluster_at(text: &str, offset: usize) -> Option<String> {
+    let before = text.get(..offset)?;
+    let index = before
+        .lines()
+        .filter(|line| line.trim_start().starts_with("[[cluster]]"))
+        .count()
+        .checked_sub(1)?;
+    let name = toml::from_str::<toml::Table>(text).ok().and_then(|table| {
+        table
+            .get("cluster")?
+            .as_array()?
+            .get(index)?
+            .get("name")?
+            .as_str()
+            .map(str::to_string)
+    });
+    Some(match name {
+        Some(name) => format!("cluster[{index}] `{name}`"),
+        None => format!("cluster[{index}]"),
+    })
 }
 
 impl RawConfig {
@@ -361,6 +392,15 @@ outages = [{ start_s = 5.0, end_s = 7.0 }]
     fn unknown_keys_and_wrong_types_are_errors_with_their_line() {
         let e = error(&GOOD.replace("loss = 0.0", "los = 0.0"));
         assert!(e.contains("los") && e.contains("line"), "{e}");
+        assert!(e.contains("cluster[1] `spain`"), "{e}");
+        let e = error(&GOOD.replace(
+            "rate_mbit = 16.0\ndelay_ms = 20.0\nloss",
+            "rate_mbit = \"fast\"\ndelay_ms = 20.0\nloss",
+        ));
+        assert!(
+            e.contains("cluster[1] `spain`") && e.contains("rate_mbit"),
+            "{e}"
+        );
         let e = error(&GOOD.replace("dev = \"rt-c1\"", "dev = \"rt-c1\"\nmtu = 9000"));
         assert!(e.contains("mtu"), "{e}");
         let e = error(&GOOD.replace("seed = 1", "seed = \"one\""));

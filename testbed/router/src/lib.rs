@@ -48,13 +48,15 @@
 //! - The local table (priority 0) still comes first: packets to the router's own addresses
 //!   are delivered to the router namespace without crossing the emulator, and the router
 //!   namespace's own traffic (from `lo`) uses the main table. Only traffic between clusters is
-//!   emulated.
+//!   emulated; ICMP errors the router itself sends (host unreachable when a destination does
+//!   not answer ARP, TTL exceeded) are the router's own traffic and are not delayed.
 //! - Forwarded packets cross the router's IP layer twice (into the TUN device, out of it):
 //!   their TTL drops by 2 and traceroute shows the router twice.
 //!
 //! Rules at priorities 2130/2131 and routes in tables 2130/2131 left by a router that was
 //! killed (SIGKILL) in the same namespace are removed at startup; its TUN device went away
-//! with its process.
+//! with its process (its sysctls stay as it set them). A rule whose TUN device still exists
+//! belongs to a live router: the second one refuses to start.
 //!
 //! # What is dropped
 //!
@@ -68,9 +70,9 @@
 //!
 //! # Timing
 //!
-//! One thread owns the pipes: it reads the TUN device in batches (non-blocking, up to 64
-//! packets between looks at the clock), offers each packet to its pipes stamped with a
-//! monotonic clock, and sleeps in `ppoll` (nanosecond timeout, timer slack 1 ns) until the
+//! One thread owns the pipes: it reads the TUN device in passes of up to 64 packets
+//! (non-blocking, into pooled buffers: no allocation per packet once warm), offers each packet
+//! to its pipes stamped with a monotonic clock, writes those due, and sleeps in `ppoll` (nanosecond timeout, timer slack 1 ns) until the
 //! earliest delivery time, a packet, a control request or a signal. While it reads several
 //! packets per pass it naps up to [`COALESCE`] instead of waking for each packet.
 //!
