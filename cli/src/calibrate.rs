@@ -39,13 +39,11 @@ use hmw::{
     machinefile::MachineFile,
     stats::RunStats,
 };
+use hmw_cm::{wanem::Wanem, BlockingLink, LinkConfig, TrySendError};
 use hmw_model::{
-    params::{
-        ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker,
-    },
+    params::{ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker},
     plan::{load_measured_system, load_plan, Plan},
 };
-use hmw_cm::{wanem::Wanem, BlockingLink, LinkConfig, TrySendError};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::{

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use hmw_model::plan::load_plan;
 use hmw_cm::keygen::{generate, KeygenOutput};
+use hmw_model::plan::load_plan;
 
 use crate::{
     layout::{layout, Layout, Target},

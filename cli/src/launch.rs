@@ -22,15 +22,15 @@ use std::{
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use hmw::stats::RunStats;
+use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
 use hmw_model::{
     methodology::predict,
     plan::{load_plan, model_input_with_measured},
 };
-use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
 
 use crate::{
-    layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     keygen::{host_files, write_certificates},
+    layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},

@@ -9,11 +9,11 @@ use anyhow::{anyhow, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use hmw_model::plan::{load_plan, model_input_with_measured, Plan};
 use hmw_model::{
     predict, AdviceEffect, AdviceKind, AdviceValue, Bottleneck, ClusterPrediction, GrainReason,
     LinkNeed, MeasuredSystem, Prediction, Remark, SelectionMethod,
 };
-use hmw_model::plan::{load_plan, model_input_with_measured, Plan};
 
 /// Arguments of `hmw predict`.
 #[derive(clap::Args)]
@@ -177,6 +177,12 @@ struct SelectionJson<'a> {
     method: &'static str,
     evaluated: Option<u64>,
     limit: Option<u64>,
+    /// Branch and bound only: whether the selection is proved optimal, and the remaining gap
+    /// `(best - bound) / best` (0 when proved; `null` when stopped before any feasible one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proved_optimal: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<Option<f64>>,
     left_out: &'a [String],
 }
 
@@ -277,9 +283,17 @@ fn to_json<'a>(
         SelectionMethod::Exhaustive { evaluated, limit } => {
             ("exhaustive", Some(*evaluated), Some(*limit))
         }
-        SelectionMethod::Greedy {
+        SelectionMethod::BranchAndBound {
             evaluated, limit, ..
-        } => ("greedy", Some(*evaluated), Some(*limit)),
+        } => ("branch_and_bound", Some(*evaluated), Some(*limit)),
+    };
+    let (proved_optimal, gap) = match &p.selection.method {
+        SelectionMethod::BranchAndBound {
+            proved_optimal,
+            gap,
+            ..
+        } => (Some(*proved_optimal), Some(*gap)),
+        _ => (None, None),
     };
     PredictionJson {
         clusters: p.clusters.iter().map(ClusterJson::from).collect(),
@@ -296,6 +310,8 @@ fn to_json<'a>(
             method,
             evaluated,
             limit,
+            proved_optimal,
+            gap,
             left_out: &p.left_out,
         },
         local: p.local.as_ref().map(ClusterJson::from),
@@ -453,15 +469,36 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
         SelectionMethod::Exhaustive { evaluated, limit } => {
             format!("auto, exhaustive search over {evaluated} combinations (limit {limit})")
         }
-        SelectionMethod::Greedy {
+        SelectionMethod::BranchAndBound {
             combinations,
             limit,
             evaluated,
-        } => format!(
-            "auto, greedy local search ({evaluated} selections evaluated): the {} combinations \
-             exceed the exhaustive limit {limit}",
-            combinations.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string())
-        ),
+            nodes,
+            proved_optimal,
+            gap,
+            budget_s,
+        } => {
+            let combinations =
+                combinations.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string());
+            let result = if *proved_optimal {
+                "proved optimal".to_string()
+            } else {
+                match gap {
+                    Some(g) => format!(
+                        "stopped by its {budget_s} s budget, gap {:.4}% to its lower bound",
+                        100.0 * g
+                    ),
+                    None => format!(
+                        "stopped by its {budget_s} s budget before any selection reached the \
+                         threshold"
+                    ),
+                }
+            };
+            format!(
+                "auto, branch and bound ({nodes} nodes, {evaluated} selections evaluated), \
+                 {result}: the {combinations} combinations exceed the exhaustive limit {limit}"
+            )
+        }
     };
     let _ = writeln!(
         w,
@@ -811,9 +848,7 @@ mod tests {
 
     #[test]
     fn json_has_the_shape_of_the_issue() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/srmsd-three-clusters-all.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/srmsd-three-clusters-all.toml"));
         let printed = serde_json::to_string_pretty(&to_json(&plan, &p, None)).unwrap();
         let value: Value = serde_json::from_str(&printed).unwrap();
         assert_eq!(
@@ -862,9 +897,7 @@ mod tests {
 
     #[test]
     fn granularity_advice_carries_its_startup_and_end_times() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/matmul-two-clusters-grain.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/matmul-two-clusters-grain.toml"));
         let value = serde_json::to_value(to_json(&plan, &p, None)).unwrap();
         let grain = &value["advice"][1];
         assert_eq!(grain["kind"], "granularity");
@@ -877,9 +910,7 @@ mod tests {
 
     #[test]
     fn text_follows_the_methodology() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/srmsd-three-clusters-auto.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/srmsd-three-clusters-auto.toml"));
         let text = to_text(&plan, &p, None);
         let sections = [
             "== Local cluster analysis ==",
@@ -896,9 +927,7 @@ mod tests {
 
     #[test]
     fn remarks_and_the_measured_system_are_optional_json_keys() {
-        let (plan, p) = prediction(include_str!(
-            "../../configs/validation/local-comm.toml"
-        ));
+        let (plan, p) = prediction(include_str!("../../configs/validation/local-comm.toml"));
         let measured = MeasuredSystem {
             measured_at: Some("2025-01-31T10:00:00+00:00".into()),
             conditions: Some("hmw calibrate on this machine\n(2 cores)".into()),

@@ -162,8 +162,8 @@ fn measured_only(report: &Report) -> String {
         } else {
             0.0
         };
-        let steady = super::comparison::steady_rate(c)
-            .map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"));
+        let steady =
+            super::comparison::steady_rate(c).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}"));
         let _ = writeln!(
             out,
             "{:<12} {:>8} {:>7.1}% {:>14}",

@@ -328,11 +328,9 @@ pub(crate) mod tests {
     use super::*;
     use hmw_model::Bottleneck;
 
-    use crate::{
-        report::{
-            observed::tests::two_cluster_stats,
-            predicted::{PredictedCluster, Profile},
-        },
+    use crate::report::{
+        observed::tests::two_cluster_stats,
+        predicted::{PredictedCluster, Profile},
     };
 
     pub(crate) fn two_cluster_prediction() -> Predicted {

@@ -87,6 +87,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             efficiency_threshold: 0.8,
             reassign_last_task: true,
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+            selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
         },
         selection,
     }
@@ -340,6 +341,7 @@ fn single_cluster(
             efficiency_threshold: threshold,
             reassign_last_task: true,
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+            selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
         },
         selection: SelectionRequest::All,
     }
@@ -695,6 +697,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         efficiency_threshold: threshold,
                         reassign_last_task: reassign,
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                        selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                     },
                     selection,
                 }
@@ -794,6 +797,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         efficiency_threshold: threshold,
                         reassign_last_task: reassign,
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                        selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                     },
                     selection,
                 }

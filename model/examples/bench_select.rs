@@ -1,0 +1,219 @@
+//! Benchmark of the automatic selection (`scripts/bench-select.sh`, `docs/benchmarks.md`,
+//! "Selection"): the branch and bound on 3 clusters x 64 workers of distinct speeds (time to
+//! prove the optimum), on 8 x 128 (stopped by its budget: the remaining gap), and its result
+//! against the exhaustive search on random plans small enough for it.
+//!
+//! Plans come from a fixed seed: per cluster a LAN and WAN throughput, so that some external
+//! clusters are WAN bound with all their workers; worker speeds spread over an order of
+//! magnitude; thresholds 0.7 to 0.9.
+//!
+//! Usage: `bench_select [--checks N] [--budget-s S]`; the last line is
+//! `select c3x64_s=T1 c3x64_gap=G1 c8x128_s=T2 c8x128_gap=G2 optimal_checked=N/M`.
+
+use std::time::Instant;
+
+use hmw_model::methodology::selection::select_workers;
+use hmw_model::{
+    predict, ApplicationParams, ClusterParams, ExternalLink, ModelError, ModelInput, ModelOptions,
+    SelectionMethod, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
+};
+
+/// SplitMix64: a small deterministic generator (no dependency).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn log_uniform(&mut self, low: f64, high: f64) -> f64 {
+        self.uniform(low.ln(), high.ln()).exp()
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random heterogeneous plan with `sizes[c]` workers in cluster `c` (cluster 0 is the main
+/// one). Tasks of 1 to 10 s on the slowest workers, results of 0.1 to 5 MB, a LAN that does
+/// not limit the cluster; each external
+/// cluster's WAN-out limit is 0.3 to 3 times its full `cperf` (below 1: WAN bound with all its
+/// workers), its WAN-in limit well above.
+fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
+    let result_bytes = rng.log_uniform(1e5, 5e6);
+    let task_bytes = rng.log_uniform(1e3, 1e6);
+    let clusters = sizes
+        .iter()
+        .enumerate()
+        .map(|(c, &n)| {
+            let base = rng.log_uniform(0.1, 1.0);
+            let workers: Vec<WorkerParams> = (0..n)
+                .map(|i| WorkerParams {
+                    host: format!("c{c}w{i}"),
+                    // an order of magnitude between the slowest and the fastest, all distinct
+                    perf: base * rng.log_uniform(1.0, 10.0),
+                })
+                .collect();
+            let cperf: f64 = workers.iter().map(|w| w.perf).sum();
+            // a LAN 2 to 20 times what all the workers need: it does not bind
+            let lan = cperf * (task_bytes + result_bytes) * rng.log_uniform(2.0, 20.0);
+            let external = (c > 0).then(|| {
+                let nr = 1 + rng.below(2);
+                let wan_out_limit = cperf * rng.log_uniform(0.3, 3.0);
+                ExternalLink {
+                    wan_in_bytes_per_s: cperf * task_bytes * rng.log_uniform(3.0, 30.0),
+                    wan_out_bytes_per_s: wan_out_limit * nr as f64 * result_bytes / nr as f64,
+                    tasks_per_inter_task: 1,
+                    results_per_inter_result: nr,
+                }
+            });
+            ClusterParams {
+                name: format!("c{c}"),
+                lan_bytes_per_s: lan,
+                workers,
+                external,
+            }
+        })
+        .collect();
+    ModelInput {
+        application: ApplicationParams {
+            tasks,
+            oper: 1.0,
+            task_bytes,
+            result_bytes,
+            task_bytes_inter: None,
+            result_bytes_inter: None,
+        },
+        grains: vec![],
+        system: SystemParams { clusters },
+        options: ModelOptions {
+            efficiency_threshold: rng.uniform(0.7, 0.9),
+            reassign_last_task: rng.below(5) != 0,
+            exhaustive_limit: 1,
+            selection_budget_s: 5.0,
+        },
+        selection: SelectionRequest::Auto,
+    }
+}
+
+fn machines(p: &hmw_model::Prediction) -> usize {
+    p.clusters.iter().map(|c| c.workers.len()).sum()
+}
+
+/// Whether the branch and bound and the exhaustive search agree on `input`.
+fn agrees(input: &ModelInput) -> Result<(), String> {
+    let mut exhaustive = input.clone();
+    exhaustive.options.exhaustive_limit = DEFAULT_EXHAUSTIVE_LIMIT;
+    let mut bnb = input.clone();
+    bnb.options.exhaustive_limit = 1;
+    match (predict(&exhaustive), predict(&bnb)) {
+        (Ok(e), Ok(b)) => {
+            assert!(matches!(
+                e.selection.method,
+                SelectionMethod::Exhaustive { .. }
+            ));
+            let proved = matches!(
+                b.selection.method,
+                SelectionMethod::BranchAndBound {
+                    proved_optimal: true,
+                    ..
+                }
+            );
+            let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
+            if proved && (te - tb).abs() <= 1e-9 * te.max(tb) && machines(&e) == machines(&b) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "exhaustive {te} s with {} machines, branch and bound {tb} s with {} (proved {proved})",
+                    machines(&e),
+                    machines(&b)
+                ))
+            }
+        }
+        (
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+        ) => Ok(()),
+        (e, b) => Err(format!("exhaustive {e:?}\nbranch and bound {b:?}")),
+    }
+}
+
+/// Seconds and gap of the branch and bound on `input`.
+fn timed(input: &ModelInput) -> (f64, Option<f64>, bool, u64) {
+    let started = Instant::now();
+    let outcome = select_workers(input);
+    let seconds = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(o) => match o.method {
+            SelectionMethod::BranchAndBound {
+                gap,
+                proved_optimal,
+                nodes,
+                ..
+            } => (seconds, gap, proved_optimal, nodes),
+            other => panic!("expected branch and bound, got {other:?}"),
+        },
+        Err(e) => {
+            eprintln!("{e}");
+            (seconds, None, false, 0)
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |key: &str, default: f64| {
+        args.iter()
+            .position(|a| a == key)
+            .and_then(|i| args.get(i + 1))
+            .map_or(default, |v| v.parse().expect("a number"))
+    };
+    let checks = value("--checks", 100.0) as usize;
+    let budget = value("--budget-s", 5.0);
+    let seed = value("--seed", 2026.0) as u64;
+
+    let mut rng = Rng(seed);
+    let mut big3 = random_plan(&mut rng, &[64, 64, 64], 20_000);
+    big3.options.selection_budget_s = budget;
+    let (t1, g1, p1, n1) = timed(&big3);
+    eprintln!("3 x 64: {t1:.3} s, {n1} nodes, proved {p1}, gap {g1:?}");
+
+    let mut rng = Rng(seed + 1);
+    let mut big8 = random_plan(&mut rng, &[128; 8], 100_000);
+    big8.options.selection_budget_s = budget;
+    let (t2, g2, p2, n2) = timed(&big8);
+    eprintln!("8 x 128: {t2:.3} s, {n2} nodes, proved {p2}, gap {g2:?}");
+
+    let mut rng = Rng(seed + 2);
+    let mut agreed = 0;
+    for k in 0..checks {
+        let clusters = 2 + rng.below(3) as usize;
+        let total = 12 + rng.below(5) as usize; // 12 to 16 workers: up to 65,536 combinations
+        let mut sizes = vec![1; clusters];
+        for _ in clusters..total {
+            sizes[rng.below(clusters as u64) as usize] += 1;
+        }
+        let tasks = 200 + rng.below(5_000);
+        let input = random_plan(&mut rng, &sizes, tasks);
+        match agrees(&input) {
+            Ok(()) => agreed += 1,
+            Err(e) => eprintln!("plan {k} ({sizes:?}, {tasks} tasks): {e}"),
+        }
+    }
+    let gap = |g: Option<f64>, proved: bool| match (g, proved) {
+        (_, true) => "0".to_string(),
+        (Some(g), false) => format!("{g:.4}"),
+        (None, false) => "inf".to_string(),
+    };
+    println!(
+        "select c3x64_s={t1:.3} c3x64_gap={} c8x128_s={t2:.3} c8x128_gap={} optimal_checked={agreed}/{checks}",
+        gap(g1, p1),
+        gap(g2, p2)
+    );
+}
