@@ -61,8 +61,8 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                 })
                 .collect();
             let cperf: f64 = workers.iter().map(|w| w.perf).sum();
-            // a LAN 2 to 20 times what all the workers need: it does not bind
-            let lan = cperf * (task_bytes + result_bytes) * rng.log_uniform(2.0, 20.0);
+            // a LAN from 0.5 to 20 times what all the workers need: sometimes it binds too
+            let lan = cperf * (task_bytes + result_bytes) * rng.log_uniform(0.5, 20.0);
             let external = (c > 0).then(|| {
                 let nr = 1 + rng.below(2);
                 let wan_out_limit = cperf * rng.log_uniform(0.3, 3.0);
@@ -182,6 +182,19 @@ fn main() {
     let mut big3 = random_plan(&mut rng, &[64, 64, 64], 20_000);
     big3.options.selection_budget_s = budget;
     let (t1, g1, p1, n1) = timed(&big3);
+    if std::env::var_os("BENCH_DEBUG").is_some() {
+        let p = predict(&big3).expect("a selection");
+        for c in &p.clusters {
+            eprintln!(
+                "{}: {} workers, cperf {:.3} perf_ste {:.3} {} t_up {:.3} t_end {:.3} eff {:.4} tasks {}",
+                c.name, c.workers.len(), c.cperf, c.perf_ste, c.bottleneck, c.t_up, c.t_end_worst, c.efficiency_worst, c.tasks_worst
+            );
+        }
+        eprintln!(
+            "run {:.4} eff {:.4} threshold {:.4}",
+            p.run.t_ex_worst, p.run.efficiency_worst, big3.options.efficiency_threshold
+        );
+    }
     eprintln!("3 x 64: {t1:.3} s, {n1} nodes, proved {p1}, gap {g1:?}");
 
     let mut rng = Rng(seed + 1);

@@ -251,23 +251,49 @@ fn tasks_by(q: &Point, t: f64, oper: f64) -> f64 {
         .max(0.0)
 }
 
-/// Keeps the points no other point dominates (`p` at least, `T_up + T_end` at most): the
-/// bound below takes, per cluster, the best point at each time, so dominated ones never count.
+/// Keeps the points whose line `p * (t - T_up - T_end)` reaches the upper envelope of all the
+/// points' lines (the convex hull trick): the bound below only reads, per cluster, the largest
+/// of these lines at each time, which the other lines never are. (In floating point a line
+/// kept or dropped at a crossing changes that largest value by a rounding error, far below
+/// the bound's slack.)
 fn frontier(mut points: Vec<Point>) -> Vec<Point> {
+    let intercept = |q: &Point| -q.p * (q.t_up + q.t_end);
+    points.retain(|q| q.p > 0.0 && q.p.is_finite() && intercept(q).is_finite());
     points.sort_by(|a, b| {
-        b.p.total_cmp(&a.p)
-            .then((a.t_up + a.t_end).total_cmp(&(b.t_up + b.t_end)))
+        a.p.total_cmp(&b.p)
+            .then(intercept(b).total_cmp(&intercept(a)))
     });
-    let mut kept: Vec<Point> = Vec::with_capacity(points.len());
-    let mut best_overhead = f64::INFINITY;
+    points.dedup_by(|later, earlier| later.p == earlier.p);
+    let mut hull: Vec<Point> = Vec::with_capacity(points.len());
     for q in points {
-        let overhead = q.t_up + q.t_end;
-        if overhead < best_overhead {
-            best_overhead = overhead;
-            kept.push(q);
+        while hull.len() >= 2 {
+            let (l1, l2) = (&hull[hull.len() - 2], &hull[hull.len() - 1]);
+            let (b1, b2, b3) = (intercept(l1), intercept(l2), intercept(&q));
+            // l2 never above both: the crossing of l1 and q is left of that of l1 and l2
+            if (b1 - b3) * (l2.p - l1.p) <= (b1 - b2) * (q.p - l1.p) {
+                hull.pop();
+            } else {
+                break;
+            }
         }
+        hull.push(q);
     }
-    kept
+    hull
+}
+
+/// The capacity of B1 at time `t`: `sum_c max_{points q of c} floor(q.p * (t - q.t_up -
+/// q.t_end) / oper)^+`.
+fn capacity(oper: f64, groups: &[&[Point]], t: f64) -> f64 {
+    let mut total = 0.0;
+    for g in groups {
+        // the floor of the largest is the largest floor
+        let most = g
+            .iter()
+            .map(|q| q.p * (t - q.t_up - q.t_end))
+            .fold(0.0, f64::max);
+        total += (most / oper).floor();
+    }
+    total
 }
 
 /// B1: the smallest `M` with `sum_c max_{points q of c} floor(q.p * (M - q.t_up - q.t_end) /
@@ -284,21 +310,7 @@ fn frontier(mut points: Vec<Point>) -> Vec<Point> {
 /// Without the floor it is the balanced time (61)(94) of the points, which the floor only
 /// raises.
 fn envelope_time(tasks: f64, oper: f64, groups: &[&[Point]]) -> f64 {
-    let capacity = |t: f64| -> f64 {
-        let mut total = 0.0;
-        for g in groups {
-            let mut most: f64 = 0.0;
-            for q in g.iter() {
-                let n = (q.p * (t - q.t_up - q.t_end) / oper).floor();
-                most = most.max(n);
-            }
-            total += most;
-            if total >= tasks {
-                break;
-            }
-        }
-        total
-    };
+    let capacity = |t: f64| capacity(oper, groups, t);
     // An upper end: any single point's time to do it all.
     let mut high = f64::INFINITY;
     for g in groups {
@@ -370,7 +382,12 @@ impl Search<'_> {
 
     /// A lower bound on the worst-case makespan of every feasible completion of `partial`
     /// (infinite when none is feasible).
-    fn lower_bound(&self, partial: &Partial) -> f64 {
+    ///
+    /// With `exact` false and a best found, B1 is only probed at the two makespans the cut
+    /// tests (a tie with the best and strictly above it, [`Search::cut`]): the value returned
+    /// is then the largest probe below B1 (0 when none), still a lower bound, and enough to
+    /// decide the cut.
+    fn lower_bound(&self, partial: &Partial, exact: bool) -> f64 {
         let current = &self.clusters[partial.c];
         let m = self.chosen[partial.c].len();
         let current_points = current.points(
@@ -424,24 +441,40 @@ impl Search<'_> {
             groups.push(&later.free_points);
         }
         let app = &self.input.application;
-        let b1 = envelope_time(app.tasks as f64, app.oper, &groups) * (1.0 - SLACK);
+        let (tasks, oper) = (app.tasks as f64, app.oper);
+        let b1 = match &self.best {
+            Some((_, best)) if !exact => {
+                // B1 > x when the capacity at x / (1 - SLACK) falls short of the tasks
+                let above = |x: f64| capacity(oper, &groups, x / (1.0 - SLACK)) < tasks;
+                let tie = best.makespan * (1.0 - 1e-12);
+                let strict = best.makespan * (1.0 + 2e-12);
+                if bound >= strict || !above(tie) {
+                    0.0
+                } else if above(strict) {
+                    strict
+                } else {
+                    tie
+                }
+            }
+            _ => envelope_time(tasks, oper, &groups) * (1.0 - SLACK),
+        };
         bound.max(b1)
     }
 
     /// Whether no completion with makespan at least `bound` and at least `machines` machines
     /// can beat the best found (`Score::better_than`: makespan lower by more than a relative
     /// 1e-12, or within it and fewer machines).
-    fn cut(&self, bound: f64, partial: &Partial) -> bool {
+    fn cut(&mut self, bound: f64, partial: &Partial) -> bool {
         let Some((_, best)) = &self.best else {
             return bound.is_infinite();
         };
-        let tolerance = 1e-12 * best.makespan;
-        if bound > best.makespan + 1e-12 * bound.max(best.makespan) {
+        let (makespan, machines) = (best.makespan, best.machines);
+        if bound > makespan + 1e-12 * bound.max(makespan) {
             return true;
         }
-        bound >= best.makespan - tolerance
-            && (self.machines_so_far(partial) >= best.machines
-                || self.machines_needed(partial) >= best.machines)
+        bound >= makespan - 1e-12 * makespan
+            && (self.machines_so_far(partial) >= machines
+                || self.machines_needed(partial) >= machines)
     }
 
     /// The best selection changed: `M* = best * (1 + 2e-12)` (a selection that beats it ends
@@ -449,7 +482,15 @@ impl Search<'_> {
     fn set_best(&mut self, workers: Vec<Vec<usize>>, s: Score) {
         self.best = Some((workers, s));
         self.star = s.makespan * (1.0 + 2e-12);
-        let most = s.machines;
+        self.suffix.clear();
+    }
+
+    /// The suffix tables of B4 for the best in force (computed when first needed).
+    fn fill_suffix(&mut self) {
+        let Some((_, best)) = &self.best else {
+            return;
+        };
+        let most = best.machines;
         let n = self.clusters.len();
         let mut suffix = vec![vec![0.0; most + 1]; n + 1];
         for c in (0..n).rev() {
@@ -479,7 +520,10 @@ impl Search<'_> {
     /// number of workers). The `n_c` sum to `tasks`, so the workers used must be among the
     /// counts whose capacities reach `tasks`; the suffix table is the largest capacity of the
     /// later clusters for each number of workers.
-    fn machines_needed(&self, partial: &Partial) -> usize {
+    fn machines_needed(&mut self, partial: &Partial) -> usize {
+        if self.suffix.is_empty() {
+            self.fill_suffix();
+        }
         let oper = self.input.application.oper;
         let tasks = self.input.application.tasks as f64;
         let decided: f64 = self
@@ -550,12 +594,13 @@ impl Search<'_> {
 
     fn visit(&mut self, partial: Partial) {
         self.nodes += 1;
-        let bound = self.lower_bound(&partial);
+        let bound = self.lower_bound(&partial, false);
         if self.cut(bound, &partial) {
             return;
         }
         if self.out_of_budget() {
-            self.open_bound = self.open_bound.min(bound);
+            let exact = self.lower_bound(&partial, true);
+            self.open_bound = self.open_bound.min(exact);
             return;
         }
         let cluster = &self.clusters[partial.c];
