@@ -179,7 +179,7 @@ fn main() {
     let seed = value("--seed", 2026.0) as u64;
 
     let mut rng = Rng(seed);
-    let mut big3 = random_plan(&mut rng, &[64, 64, 64], 20_000);
+    let mut big3 = random_plan(&mut rng, &[64, 64, 64], value("--tasks3", 20_000.0) as u64);
     big3.options.selection_budget_s = budget;
     let (t1, g1, p1, n1) = timed(&big3);
     if std::env::var_os("BENCH_DEBUG").is_some() {
@@ -198,7 +198,7 @@ fn main() {
     eprintln!("3 x 64: {t1:.3} s, {n1} nodes, proved {p1}, gap {g1:?}");
 
     let mut rng = Rng(seed + 1);
-    let mut big8 = random_plan(&mut rng, &[128; 8], 100_000);
+    let mut big8 = random_plan(&mut rng, &[128; 8], value("--tasks8", 100_000.0) as u64);
     big8.options.selection_budget_s = budget;
     let (t2, g2, p2, n2) = timed(&big8);
     eprintln!("8 x 128: {t2:.3} s, {n2} nodes, proved {p2}, gap {g2:?}");

@@ -66,12 +66,35 @@ pub(super) struct Outcome {
 }
 
 /// One optimistic point of a cluster: `perf_ste` at most `p`, `T_up` at least `t_up`, `T_end`
-/// at least `t_end`.
+/// at least `t_end`, and, taking part in a feasible selection, a makespan at least `m_min`
+/// (B3).
 #[derive(Debug, Clone, Copy)]
 struct Point {
     p: f64,
     t_up: f64,
     t_end: f64,
+    m_min: f64,
+}
+
+/// B3 for a cluster with overhead `T_up + T_end >= overhead` and `cperf / perf_ste >= ratio`:
+/// taking part with efficiency at least `threshold`, its makespan is at least
+/// `overhead / (1 - threshold * ratio)`, and it cannot take part once `threshold * ratio >= 1`.
+///
+/// Proof: efficiency `(w_c / cperf_c) / M >= E > 0` needs `w_c >= E * M * cperf_c > 0`, and a
+/// cluster with `w_c > 0` ends by the makespan: `T_up + w_c / perf_ste + T_end <= M` ((5),
+/// (31)), so `w_c <= perf_ste * (M - T_up - T_end)`. Together: `M * (1 - E * cperf /
+/// perf_ste) >= T_up + T_end` — the minimum workload (58) as a time; with `E * cperf >=
+/// perf_ste` (the steady bound (60) below `E`) no `M` qualifies.
+fn threshold_time(threshold: f64, overhead: f64, ratio: f64) -> f64 {
+    if threshold <= 0.0 {
+        return 0.0;
+    }
+    let share = threshold * ratio * (1.0 - SLACK);
+    if share >= 1.0 {
+        f64::INFINITY
+    } else {
+        overhead / (1.0 - threshold * ratio) * (1.0 - SLACK)
+    }
 }
 
 /// A cluster's data, workers sorted from the fastest.
@@ -95,9 +118,9 @@ struct Cluster {
     tc_smm: f64,
     reassign: bool,
     oper: f64,
-    /// Optimistic points of the cluster before any decision (the frontier).
-    free_points: Vec<Point>,
-    /// The same for each number of workers: `free_by_count[k - 1]` for `k` workers.
+    threshold: f64,
+    /// Optimistic points of the cluster before any decision: `free_by_count[k - 1]` for `k`
+    /// workers.
     free_by_count: Vec<Point>,
 }
 
@@ -160,10 +183,13 @@ impl Cluster {
             if least * (1.0 - SLACK) > self.limit {
                 t_end = t_end.max(self.comm_end[k]);
             }
+            // every completion here has cperf >= least and perf_ste <= min(cperf, limit)
+            let ratio = (least * (1.0 - SLACK) / self.limit).max(1.0);
             points.push(Point {
                 p,
                 t_up: self.t_up[k],
                 t_end,
+                m_min: threshold_time(self.threshold, self.t_up[k] + t_end, ratio),
             });
         }
         points
@@ -234,11 +260,10 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         tc_smm,
         reassign: input.options.reassign_last_task,
         oper,
-        free_points: Vec::new(),
+        threshold: input.options.efficiency_threshold,
         free_by_count: Vec::new(),
     };
     cluster.free_by_count = cluster.points(0, 0, 0.0, 0.0, f64::INFINITY);
-    cluster.free_points = frontier(cluster.free_by_count.clone());
     cluster
 }
 
@@ -246,39 +271,12 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
 /// oper)`, and none when that is negative ((5), (31)); a relative 1e-13 more time covers the
 /// rounding of the model's own sums.
 fn tasks_by(q: &Point, t: f64, oper: f64) -> f64 {
+    if q.m_min > t * (1.0 + SLACK) {
+        return 0.0;
+    }
     (q.p * (t * (1.0 + SLACK) - q.t_up - q.t_end) / oper)
         .floor()
         .max(0.0)
-}
-
-/// Keeps the points whose line `p * (t - T_up - T_end)` reaches the upper envelope of all the
-/// points' lines (the convex hull trick): the bound below only reads, per cluster, the largest
-/// of these lines at each time, which the other lines never are. (In floating point a line
-/// kept or dropped at a crossing changes that largest value by a rounding error, far below
-/// the bound's slack.)
-fn frontier(mut points: Vec<Point>) -> Vec<Point> {
-    let intercept = |q: &Point| -q.p * (q.t_up + q.t_end);
-    points.retain(|q| q.p > 0.0 && q.p.is_finite() && intercept(q).is_finite());
-    points.sort_by(|a, b| {
-        a.p.total_cmp(&b.p)
-            .then(intercept(b).total_cmp(&intercept(a)))
-    });
-    points.dedup_by(|later, earlier| later.p == earlier.p);
-    let mut hull: Vec<Point> = Vec::with_capacity(points.len());
-    for q in points {
-        while hull.len() >= 2 {
-            let (l1, l2) = (&hull[hull.len() - 2], &hull[hull.len() - 1]);
-            let (b1, b2, b3) = (intercept(l1), intercept(l2), intercept(&q));
-            // l2 never above both: the crossing of l1 and q is left of that of l1 and l2
-            if (b1 - b3) * (l2.p - l1.p) <= (b1 - b2) * (q.p - l1.p) {
-                hull.pop();
-            } else {
-                break;
-            }
-        }
-        hull.push(q);
-    }
-    hull
 }
 
 /// The capacity of B1 at time `t`: `sum_c max_{points q of c} floor(q.p * (t - q.t_up -
@@ -289,6 +287,7 @@ fn capacity(oper: f64, groups: &[&[Point]], t: f64) -> f64 {
         // the floor of the largest is the largest floor
         let most = g
             .iter()
+            .filter(|q| q.m_min <= t)
             .map(|q| q.p * (t - q.t_up - q.t_end))
             .fold(0.0, f64::max);
         total += (most / oper).floor();
@@ -431,14 +430,18 @@ impl Search<'_> {
                     p: m.perf_ste,
                     t_up: m.t_up,
                     t_end: m.t_end_worst,
+                    m_min: threshold_time(
+                        self.threshold,
+                        m.t_up + m.t_end_worst,
+                        m.cperf / m.perf_ste,
+                    ),
                 }]
             })
             .collect();
-        let current_points = frontier(current_points);
         let mut groups: Vec<&[Point]> = decided.iter().map(|d| &d[..]).collect();
         groups.push(&current_points);
         for later in &self.clusters[partial.c + 1..] {
-            groups.push(&later.free_points);
+            groups.push(&later.free_by_count);
         }
         let app = &self.input.application;
         let (tasks, oper) = (app.tasks as f64, app.oper);
@@ -536,6 +539,11 @@ impl Search<'_> {
                         p: m.perf_ste,
                         t_up: m.t_up,
                         t_end: m.t_end_worst,
+                        m_min: threshold_time(
+                            self.threshold,
+                            m.t_up + m.t_end_worst,
+                            m.cperf / m.perf_ste,
+                        ),
                     },
                     self.star,
                     oper,
@@ -662,7 +670,8 @@ impl Search<'_> {
     /// A first incumbent, so that the tree is cut from the start: per cluster the `k_c` fastest
     /// workers, improving one `k_c` at a time (every value from 0 to all, the others fixed)
     /// while the score improves, from every worker and from the fastest workers whose `cperf`
-    /// stays within `limit / E` (the steady bound (60) at the threshold).
+    /// stays within `limit / E` (the steady bound (60) at the threshold), each also with one
+    /// cluster left out.
     fn start_from_prefixes(&mut self) {
         let n = self.clusters.len();
         let within_bound: Vec<usize> = self
@@ -677,7 +686,20 @@ impl Search<'_> {
             })
             .collect();
         let all: Vec<usize> = self.clusters.iter().map(|cl| cl.perf.len()).collect();
-        for start in [all, within_bound] {
+        // also each start with one cluster left out: leaving a cluster out and growing
+        // another are two moves, which one move at a time cannot make when either alone
+        // loses (a faster run lowers the other clusters' efficiency)
+        let mut starts = vec![all.clone(), within_bound.clone()];
+        for c in 0..n {
+            for start in [&all, &within_bound] {
+                let mut s = start.clone();
+                s[c] = 0;
+                if s.iter().any(|&k| k > 0) {
+                    starts.push(s);
+                }
+            }
+        }
+        for start in starts {
             let mut counts = start;
             let mut models: Vec<Option<ClusterModel>> =
                 (0..n).map(|c| self.prefix_model(c, counts[c])).collect();
