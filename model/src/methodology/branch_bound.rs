@@ -618,6 +618,21 @@ impl Search<'_> {
         }
         let perf = cluster.perf[partial.j];
         let inv = self.input.application.oper / perf;
+        // Workers of equal perf are interchangeable (the model reads a cluster's perfs only
+        // through their sum, their sum of oper/perf, their minimum and maximum, and their
+        // count: (3), (39)/(43), (49)/(50)), so of a run of equal ones only the selections
+        // keeping a prefix of the run are searched: worker j is kept only if its equal
+        // predecessor is.
+        let equal_to_skipped = partial.j > 0
+            && cluster.perf[partial.j - 1] == perf
+            && self.chosen[partial.c].last() != Some(&(partial.j - 1));
+        if equal_to_skipped {
+            self.visit(Partial {
+                j: partial.j + 1,
+                ..partial
+            });
+            return;
+        }
         // keep worker j
         let first = self.chosen[partial.c].is_empty();
         self.chosen[partial.c].push(partial.j);
