@@ -1,13 +1,15 @@
 //! Benchmark of the automatic selection (`scripts/bench-select.sh`, `docs/benchmarks.md`,
-//! "Selection"): the branch and bound on 3 clusters x 64 workers of distinct speeds (time to
-//! prove the optimum), on 8 x 128 (stopped by its budget: the remaining gap), and its result
-//! against the exhaustive search on random plans small enough for it.
+//! "Selection"): the branch and bound on five plans of 3 clusters x 64 workers of distinct
+//! speeds (the longest time to prove the optimum), on two plans of 8 x 128 (the longest time,
+//! the largest gap left when the budget stops it), and its result against the exhaustive
+//! search on random plans small enough for it.
 //!
 //! Plans come from a fixed seed: per cluster a LAN and WAN throughput, so that some external
 //! clusters are WAN bound with all their workers; worker speeds spread over an order of
 //! magnitude; thresholds 0.7 to 0.9.
 //!
-//! Usage: `bench_select [--checks N] [--budget-s S]`; the last line is
+//! Usage: `bench_select [--checks N] [--budget-s S] [--seed N]` (`BENCH_DEBUG=1`: the
+//! selections on stderr); the last line is
 //! `select c3x64_s=T1 c3x64_gap=G1 c8x128_s=T2 c8x128_gap=G2 optimal_checked=N/M`.
 
 use std::time::Instant;
@@ -166,6 +168,42 @@ fn timed(input: &ModelInput) -> (f64, Option<f64>, bool, u64) {
     }
 }
 
+/// The longest time, the largest gap (`None`: no feasible selection found in the budget) and
+/// whether all were proved.
+fn combine(a: (f64, Option<f64>, bool), b: (f64, Option<f64>, bool)) -> (f64, Option<f64>, bool) {
+    let gap = match (a.1, b.1) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        _ => None,
+    };
+    (a.0.max(b.0), gap, a.2 && b.2)
+}
+
+/// With `BENCH_DEBUG` set, the selection per cluster on stderr.
+fn debug(plan: &ModelInput) {
+    if std::env::var_os("BENCH_DEBUG").is_none() {
+        return;
+    }
+    let Ok(p) = predict(plan) else {
+        return;
+    };
+    for c in &p.clusters {
+        eprintln!(
+            "  {}: {} workers, cperf {:.3}, perf_ste {:.3} ({}), efficiency {:.4}, tasks {}",
+            c.name,
+            c.workers.len(),
+            c.cperf,
+            c.perf_ste,
+            c.bottleneck,
+            c.efficiency_worst,
+            c.tasks_worst
+        );
+    }
+    eprintln!(
+        "  run {:.4} s, efficiency {:.4}, threshold {:.4}",
+        p.run.t_ex_worst, p.run.efficiency_worst, plan.options.efficiency_threshold
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let value = |key: &str, default: f64| {
@@ -178,30 +216,34 @@ fn main() {
     let budget = value("--budget-s", 5.0);
     let seed = value("--seed", 2026.0) as u64;
 
-    let mut rng = Rng(seed);
-    let mut big3 = random_plan(&mut rng, &[64, 64, 64], value("--tasks3", 20_000.0) as u64);
-    big3.options.selection_budget_s = budget;
-    let (t1, g1, p1, n1) = timed(&big3);
-    if std::env::var_os("BENCH_DEBUG").is_some() {
-        let p = predict(&big3).expect("a selection");
-        for c in &p.clusters {
-            eprintln!(
-                "{}: {} workers, cperf {:.3} perf_ste {:.3} {} t_up {:.3} t_end {:.3} eff {:.4} tasks {}",
-                c.name, c.workers.len(), c.cperf, c.perf_ste, c.bottleneck, c.t_up, c.t_end_worst, c.efficiency_worst, c.tasks_worst
-            );
-        }
-        eprintln!(
-            "run {:.4} eff {:.4} threshold {:.4}",
-            p.run.t_ex_worst, p.run.efficiency_worst, big3.options.efficiency_threshold
-        );
+    // 3 x 64: five plans from 5,000 to 100,000 tasks; the time is the longest, the gap the
+    // largest ("0" only when every one is proved optimal)
+    let mut worst3 = (0.0f64, Some(0.0f64), true);
+    for (i, tasks) in [5_000u64, 10_000, 20_000, 50_000, 100_000]
+        .into_iter()
+        .enumerate()
+    {
+        let mut rng = Rng(seed + 100 + i as u64);
+        let mut plan = random_plan(&mut rng, &[64, 64, 64], tasks);
+        plan.options.selection_budget_s = budget;
+        let (t, g, proved, nodes) = timed(&plan);
+        debug(&plan);
+        eprintln!("3 x 64, {tasks} tasks: {t:.3} s, {nodes} nodes, proved {proved}, gap {g:?}");
+        worst3 = combine(worst3, (t, g, proved));
     }
-    eprintln!("3 x 64: {t1:.3} s, {n1} nodes, proved {p1}, gap {g1:?}");
-
-    let mut rng = Rng(seed + 1);
-    let mut big8 = random_plan(&mut rng, &[128; 8], value("--tasks8", 100_000.0) as u64);
-    big8.options.selection_budget_s = budget;
-    let (t2, g2, p2, n2) = timed(&big8);
-    eprintln!("8 x 128: {t2:.3} s, {n2} nodes, proved {p2}, gap {g2:?}");
+    // 8 x 128: two plans, 20,000 and 100,000 tasks
+    let mut worst8 = (0.0f64, Some(0.0f64), true);
+    for (i, tasks) in [20_000u64, 100_000].into_iter().enumerate() {
+        let mut rng = Rng(seed + 200 + i as u64);
+        let mut plan = random_plan(&mut rng, &[128; 8], tasks);
+        plan.options.selection_budget_s = budget;
+        let (t, g, proved, nodes) = timed(&plan);
+        debug(&plan);
+        eprintln!("8 x 128, {tasks} tasks: {t:.3} s, {nodes} nodes, proved {proved}, gap {g:?}");
+        worst8 = combine(worst8, (t, g, proved));
+    }
+    let (t1, g1, p1) = worst3;
+    let (t2, g2, p2) = worst8;
 
     let mut rng = Rng(seed + 2);
     let mut agreed = 0;
