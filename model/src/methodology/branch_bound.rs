@@ -591,7 +591,7 @@ impl Search<'_> {
         if !self.aborted {
             let nodes_over = self.budget.nodes.is_some_and(|n| self.nodes >= n);
             if nodes_over
-                || (self.nodes % 64 == 0
+                || (self.nodes % 64 == 1
                     && self.started.elapsed().as_secs_f64() >= self.budget.seconds)
             {
                 self.aborted = true;

@@ -211,6 +211,20 @@ pub fn select_workers(input: &ModelInput) -> Result<SelectionOutcome, ModelError
             let (workers, score) = best.ok_or_else(|| {
                 ModelError::InvalidInput("the plan has no worker to select".into())
             })?;
+            let stopped = matches!(
+                method,
+                SelectionMethod::BranchAndBound {
+                    proved_optimal: false,
+                    ..
+                }
+            );
+            if !score.feasible() && stopped {
+                return Err(ModelError::SelectionBudgetExhausted {
+                    threshold: input.options.efficiency_threshold,
+                    budget_s: input.options.selection_budget_s,
+                    best_efficiency: score.min_efficiency,
+                });
+            }
             if !score.feasible() {
                 return Err(ModelError::NoSelectionReachesThreshold {
                     threshold: input.options.efficiency_threshold,
