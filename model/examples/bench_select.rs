@@ -8,7 +8,8 @@
 //! clusters are WAN bound with all their workers; worker speeds spread over an order of
 //! magnitude; thresholds 0.7 to 0.9.
 //!
-//! Usage: `bench_select [--checks N] [--budget-s S] [--seed N]` (`BENCH_DEBUG=1`: the
+//! Usage: `bench_select [--checks N] [--budget-s S] [--seed N] [--tasks N]` (`--tasks`: every
+//! large plan with N tasks, to explore other regimes; `BENCH_DEBUG=1`: the
 //! selections on stderr); the last line is
 //! `select c3x64_s=T1 c3x64_gap=G1 c8x128_s=T2 c8x128_gap=G2 optimal_checked=N/M`.
 
@@ -218,8 +219,17 @@ fn main() {
 
     // 3 x 64: five plans from 5,000 to 100,000 tasks; the time is the longest, the gap the
     // largest ("0" only when every one is proved optimal)
+    let override_tasks = value("--tasks", 0.0) as u64;
+    let pick = |t: u64| {
+        if override_tasks > 0 {
+            override_tasks
+        } else {
+            t
+        }
+    };
     let mut worst3 = (0.0f64, Some(0.0f64), true);
     for (i, tasks) in [5_000u64, 10_000, 20_000, 50_000, 100_000]
+        .map(pick)
         .into_iter()
         .enumerate()
     {
@@ -233,7 +243,7 @@ fn main() {
     }
     // 8 x 128: two plans, 20,000 and 100,000 tasks
     let mut worst8 = (0.0f64, Some(0.0f64), true);
-    for (i, tasks) in [20_000u64, 100_000].into_iter().enumerate() {
+    for (i, tasks) in [20_000u64, 100_000].map(pick).into_iter().enumerate() {
         let mut rng = Rng(seed + 200 + i as u64);
         let mut plan = random_plan(&mut rng, &[128; 8], tasks);
         plan.options.selection_budget_s = budget;
