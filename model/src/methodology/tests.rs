@@ -982,7 +982,7 @@ proptest! {
 
 /// A heterogeneous plan small enough for the exhaustive search: 2 to 4 clusters, 10 to 14
 /// workers in all, speeds over an order of magnitude, LANs that sometimes bind, WAN-out limits
-/// from 0.3 to 3 times an external cluster's full `cperf`, `nr` 1 or 2, thresholds 0.7 to 0.9,
+/// from 0.3 to 3 times an external cluster's full `cperf`, `nr` and `nt` 1 or 2, thresholds 0.7 to 0.9,
 /// 50 to 5,000 tasks.
 fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
     let cluster = (
@@ -992,6 +992,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
         0.5f64..20.0,
         0.3f64..3.0,
         3.0f64..30.0,
+        1u64..=2,
         1u64..=2,
     );
     (
@@ -1020,7 +1021,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                     clusters: clusters
                         .iter()
                         .enumerate()
-                        .map(|(c, (n, spread, base, lan, wan_out, wan_in, nr))| {
+                        .map(|(c, (n, spread, base, lan, wan_out, wan_in, nr, nt))| {
                             let workers: Vec<WorkerParams> = (0..*n)
                                 .map(|i| WorkerParams {
                                     host: format!("c{c}w{i}"),
@@ -1035,7 +1036,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                 external: (c > 0).then(|| ExternalLink {
                                     wan_in_bytes_per_s: cperf * task_bytes * wan_in,
                                     wan_out_bytes_per_s: cperf * result_bytes * wan_out,
-                                    tasks_per_inter_task: 1,
+                                    tasks_per_inter_task: *nt,
                                     results_per_inter_result: *nr,
                                 }),
                             }
