@@ -11,21 +11,25 @@
 //! (makespan lower by more than a relative 1e-12, or within it with fewer machines), or when
 //! one of its clusters can no longer reach the threshold.
 //!
-//! The bounds (each proved next to its code):
-//! - **B1, continuous balance.** The whole-task makespan is at least the balanced time `T` of
-//!   (61)(94), the root of `sum_c perf_ste_c * (T - T_up_c - T_end_c)^+ = workload`, and that
-//!   root only falls when any cluster's `perf_ste` rises or its `T_up + T_end` falls. Per
-//!   cluster and per final number of workers `k`, the node bounds `perf_ste` from above and
-//!   `T_up + T_end` from below (an envelope of `k` points), which bounds `T` from below.
-//! - **B2, whole tasks.** With every task unit 1, the hand-out of step 5 (floors, then one task
-//!   at a time to the cluster that ends earliest) gives the smallest makespan over all
-//!   whole-task assignments, so it too only falls when a cluster's times fall; it is evaluated
-//!   on one optimistic point per cluster. It makes ties exact (a cluster whose optimistic point
-//!   is its actual one gives the actual makespan), so equal selections are not enumerated.
-//! - **B3, threshold.** A cluster taking part with efficiency at least `E` needs
-//!   `w_c >= E * M * cperf_c` while `w_c <= perf_ste_c * (M - T_up_c - T_end_c)`, so
-//!   `M >= (T_up + T_end) / (1 - E * cperf / perf_ste)` (the minimum workload (58) in time), and
-//!   no completion is feasible once `E * cperf >= perf_ste` (the steady bound (60)).
+//! The bounds (each proved next to its code). At a node, each cluster's completions are grouped
+//! by their final number of workers `k`, one optimistic point per `k`: `perf_ste` at most, `T_up`
+//! exactly, `T_end` at least, `cperf / perf_ste` at least what any completion has.
+//! - **B3, threshold as a time** ([`threshold_time`]). A cluster taking part with efficiency at
+//!   least `E` needs `w_c >= E * M * cperf_c` while `w_c <= perf_ste_c * (M - T_up_c -
+//!   T_end_c)`, so `M >= (T_up + T_end) / (1 - E * cperf / perf_ste)` (the minimum workload
+//!   (58) as a time), and no completion is feasible once `E * cperf >= perf_ste` (60).
+//! - **B1, whole tasks by a makespan** ([`envelope_time`]). A cluster given `n_c` tasks that
+//!   ends by `M` has `n_c <= floor(perf_ste * (M - T_up - T_end) / oper)` ((5), (31)); the `n_c`
+//!   sum to `tasks`, so `M` is at least the smallest `M` at which the clusters' best points
+//!   (those whose B3 time is at most `M`) can finish every task. Without the floor it is the
+//!   balanced time (61)(94) of the points; with exact points it is the smallest whole-task
+//!   makespan, so equal selections give equal bounds (ties are exact).
+//! - **B4, machines for a tie** ([`Search::machines_needed`]). A selection that beats the best
+//!   ends by `M* = best * (1 + 2e-12)`; the fewest workers whose capacities at `M*` reach
+//!   `tasks` bound its machines, so a node tying the best with no fewer machines is cut.
+//!
+//! Workers of equal perf are interchangeable, so only prefixes of each run of equal workers
+//! are searched.
 
 use std::time::Instant;
 
