@@ -6,7 +6,7 @@
 //!
 //! The tree: clusters one after the other; inside a cluster the workers from the fastest to the
 //! slowest, each kept (first) or left out. A leaf is evaluated exactly as the exhaustive search
-//! does ([`evaluate_case`], worst case). A node is cut when a lower bound on the worst-case
+//! does (`evaluate_case`, worst case). A node is cut when a lower bound on the worst-case
 //! makespan of every selection below it shows none can beat the best feasible one found
 //! (makespan lower by more than a relative 1e-12, or within it with fewer machines), or when
 //! one of its clusters can no longer reach the threshold.

@@ -10,7 +10,7 @@
 //! Exhaustive search evaluates all `prod_c 2^W_c` combinations when that number is at most
 //! [`ModelOptions::exhaustive_limit`](crate::params::ModelOptions) (default 65,536, that is
 //! 16 workers in all). Beyond it a branch and bound over the same selections
-//! ([`super::branch_bound`]) finds the same optimum and proves it, or, when its time budget
+//! (`methodology::branch_bound`) finds the same optimum and proves it, or, when its time budget
 //! ([`ModelOptions::selection_budget_s`](crate::params::ModelOptions)) runs out first, reports
 //! the best selection found and the remaining gap to its lower bound. The outcome says which
 //! search ran.
