@@ -177,6 +177,12 @@ struct SelectionJson<'a> {
     method: &'static str,
     evaluated: Option<u64>,
     limit: Option<u64>,
+    /// Branch and bound only: whether the selection is proved optimal, and the remaining gap
+    /// `(best - bound) / best` (0 when proved; `null` when stopped before any feasible one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    proved_optimal: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<Option<f64>>,
     left_out: &'a [String],
 }
 
@@ -277,9 +283,17 @@ fn to_json<'a>(
         SelectionMethod::Exhaustive { evaluated, limit } => {
             ("exhaustive", Some(*evaluated), Some(*limit))
         }
-        SelectionMethod::Greedy {
+        SelectionMethod::BranchAndBound {
             evaluated, limit, ..
-        } => ("greedy", Some(*evaluated), Some(*limit)),
+        } => ("branch_and_bound", Some(*evaluated), Some(*limit)),
+    };
+    let (proved_optimal, gap) = match &p.selection.method {
+        SelectionMethod::BranchAndBound {
+            proved_optimal,
+            gap,
+            ..
+        } => (Some(*proved_optimal), Some(*gap)),
+        _ => (None, None),
     };
     PredictionJson {
         clusters: p.clusters.iter().map(ClusterJson::from).collect(),
@@ -296,6 +310,8 @@ fn to_json<'a>(
             method,
             evaluated,
             limit,
+            proved_optimal,
+            gap,
             left_out: &p.left_out,
         },
         local: p.local.as_ref().map(ClusterJson::from),
@@ -453,15 +469,36 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
         SelectionMethod::Exhaustive { evaluated, limit } => {
             format!("auto, exhaustive search over {evaluated} combinations (limit {limit})")
         }
-        SelectionMethod::Greedy {
+        SelectionMethod::BranchAndBound {
             combinations,
             limit,
             evaluated,
-        } => format!(
-            "auto, greedy local search ({evaluated} selections evaluated): the {} combinations \
-             exceed the exhaustive limit {limit}",
-            combinations.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string())
-        ),
+            nodes,
+            proved_optimal,
+            gap,
+            budget_s,
+        } => {
+            let combinations =
+                combinations.map_or_else(|| "more than 2^64".to_string(), |c| c.to_string());
+            let result = if *proved_optimal {
+                "proved optimal".to_string()
+            } else {
+                match gap {
+                    Some(g) => format!(
+                        "stopped by its {budget_s} s budget, gap {:.4}% to its lower bound",
+                        100.0 * g
+                    ),
+                    None => format!(
+                        "stopped by its {budget_s} s budget before any selection reached the \
+                         threshold"
+                    ),
+                }
+            };
+            format!(
+                "auto, branch and bound ({nodes} nodes, {evaluated} selections evaluated), \
+                 {result}: the {combinations} combinations exceed the exhaustive limit {limit}"
+            )
+        }
     };
     let _ = writeln!(
         w,

@@ -41,6 +41,6 @@ pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPre
 pub use params::{
     ApplicationParams, ClusterParams, ExternalLink, GrainCandidate, MeasuredCluster,
     MeasuredSystem, MeasuredWorker, ModelInput, ModelOptions, SelectionRequest, SystemParams,
-    WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, MAX_EXHAUSTIVE_LIMIT,
+    WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
 };
 pub use range::{check_working_range, RangeError};

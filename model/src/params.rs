@@ -139,6 +139,10 @@ pub const DEFAULT_EXHAUSTIVE_LIMIT: u64 = 1 << 16;
 /// ends in seconds.
 pub const MAX_EXHAUSTIVE_LIMIT: u64 = 1 << 22;
 
+/// Default time budget of the branch-and-bound selection, seconds: beyond it the search stops
+/// and reports the best selection found and its gap to the lower bound.
+pub const DEFAULT_SELECTION_BUDGET_S: f64 = 5.0;
+
 /// Choices of the user that are not application or system parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelOptions {
@@ -148,6 +152,13 @@ pub struct ModelOptions {
     pub reassign_last_task: bool,
     /// Largest number of combinations the automatic selection evaluates exhaustively.
     pub exhaustive_limit: u64,
+    /// Wall-clock budget of the branch-and-bound selection beyond the exhaustive limit, seconds.
+    #[serde(default = "default_selection_budget_s")]
+    pub selection_budget_s: f64,
+}
+
+fn default_selection_budget_s() -> f64 {
+    DEFAULT_SELECTION_BUDGET_S
 }
 
 /// Everything the model needs to predict a run.

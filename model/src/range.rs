@@ -414,6 +414,7 @@ mod tests {
                 efficiency_threshold: 0.8,
                 reassign_last_task: true,
                 exhaustive_limit: 65_536,
+                selection_budget_s: 5.0,
             },
             selection: SelectionRequest::All,
         }

@@ -23,6 +23,22 @@ pub enum ModelError {
         /// The smallest worst-case efficiency of the selection that comes closest.
         best_efficiency: f64,
     },
+    /// `selection = "auto"`: the branch and bound ran out of its budget before finding a
+    /// selection that keeps the threshold (one may exist).
+    #[error(
+        "the selection search stopped after its budget of {budget_s} s without finding a \
+         selection that keeps every cluster and the whole run at or above efficiency \
+         {threshold} in the worst case (the closest seen reaches {best_efficiency:.3}); raise \
+         [model] selection_budget_s, lower [model] efficiency_threshold, or pin the selection"
+    )]
+    SelectionBudgetExhausted {
+        /// The threshold in force.
+        threshold: f64,
+        /// The budget in force, seconds.
+        budget_s: f64,
+        /// The smallest worst-case efficiency of the closest selection seen.
+        best_efficiency: f64,
+    },
     /// A derived quantity is outside the model's working range ([`crate::range`]).
     #[error("{0}")]
     OutOfRange(#[from] RangeError),

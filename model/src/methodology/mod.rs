@@ -5,6 +5,7 @@
 
 pub mod advice;
 pub mod balance;
+mod branch_bound;
 pub mod error;
 pub mod evaluation;
 pub mod selection;
@@ -263,6 +264,12 @@ fn validate(input: &ModelInput) -> Result<(), ModelError> {
         return invalid(format!(
             "exhaustive limit {} is not between 1 and {MAX_EXHAUSTIVE_LIMIT}",
             input.options.exhaustive_limit
+        ));
+    }
+    let budget = input.options.selection_budget_s;
+    if !(budget.is_finite() && budget > 0.0) {
+        return invalid(format!(
+            "selection budget {budget} s is not positive and finite"
         ));
     }
     let applications = std::iter::once(("the application".to_string(), &input.application)).chain(

@@ -9,19 +9,20 @@
 //!
 //! Exhaustive search evaluates all `prod_c 2^W_c` combinations when that number is at most
 //! [`ModelOptions::exhaustive_limit`](crate::params::ModelOptions) (default 65,536, that is
-//! 16 workers in all). Beyond it a greedy local search runs from two starting points (every
-//! worker; per cluster the fastest workers whose sum stays within the steady efficiency bound
-//! (60)) and repeatedly takes the best single change (add, remove or swap one worker; swaps only
-//! in clusters of at most 64 workers) until no change improves the selection, at most four moves
-//! per worker. The outcome says which search ran.
+//! 16 workers in all). Beyond it a branch and bound over the same selections
+//! (`methodology::branch_bound`) finds the same optimum and proves it, or, when its time budget
+//! ([`ModelOptions::selection_budget_s`](crate::params::ModelOptions)) runs out first, reports
+//! the best selection found and the remaining gap to its lower bound. The outcome says which
+//! search ran.
 
+use super::branch_bound::{branch_and_bound, Budget};
 use super::error::ModelError;
 use super::evaluation::evaluate_case;
 use crate::cluster::{Case, ClusterModel};
 use crate::params::{ModelInput, SelectionRequest};
 
 /// How the selection was made.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SelectionMethod {
     /// `selection = "all"`: every worker.
     All,
@@ -34,14 +35,24 @@ pub enum SelectionMethod {
         /// The size limit in force.
         limit: u64,
     },
-    /// Greedy local search, because the combinations exceed the limit.
-    Greedy {
+    /// Branch and bound, because the combinations exceed the limit.
+    BranchAndBound {
         /// Combinations an exhaustive search would have needed (`None` beyond `u64`).
         combinations: Option<u64>,
         /// The size limit in force.
         limit: u64,
-        /// Selections evaluated by the local search.
+        /// Selections evaluated exactly (leaves of the tree).
         evaluated: u64,
+        /// Nodes of the tree visited.
+        nodes: u64,
+        /// Whether the whole tree was searched: the selection is optimal.
+        proved_optimal: bool,
+        /// `(best - bound) / best`, with `best` the worst-case makespan of the selection and
+        /// `bound` a lower bound on that of every feasible selection: 0 when proved optimal;
+        /// `None` when the budget ran out before any feasible selection was found.
+        gap: Option<f64>,
+        /// The budget in force, seconds.
+        budget_s: f64,
     },
 }
 
@@ -58,23 +69,23 @@ pub struct SelectionOutcome {
 /// How good a selection is, in the order that decides: threshold shortfall, worst-case
 /// makespan, number of machines.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct Score {
+pub(super) struct Score {
     /// `sum over clusters and run of max(0, E - efficiency_worst)`; zero when feasible.
-    shortfall: f64,
+    pub(super) shortfall: f64,
     /// Worst-case multi-cluster execution time.
-    makespan: f64,
+    pub(super) makespan: f64,
     /// Workers used.
-    machines: usize,
+    pub(super) machines: usize,
     /// The smallest worst-case efficiency (clusters and run).
-    min_efficiency: f64,
+    pub(super) min_efficiency: f64,
 }
 
 impl Score {
-    fn feasible(&self) -> bool {
+    pub(super) fn feasible(&self) -> bool {
         self.shortfall == 0.0
     }
 
-    fn better_than(&self, other: &Score) -> bool {
+    pub(super) fn better_than(&self, other: &Score) -> bool {
         if self.shortfall != other.shortfall {
             return self.shortfall < other.shortfall;
         }
@@ -90,7 +101,7 @@ impl Score {
 /// The best selection a search found (per-cluster worker indices) and its score.
 type Found = Option<(Vec<Vec<usize>>, Score)>;
 
-fn score(input: &ModelInput, models: &[Option<&ClusterModel>]) -> Option<Score> {
+pub(super) fn score(input: &ModelInput, models: &[Option<&ClusterModel>]) -> Option<Score> {
     let active: Vec<&ClusterModel> = models.iter().flatten().copied().collect();
     if active.is_empty() {
         return None;
@@ -114,7 +125,11 @@ fn score(input: &ModelInput, models: &[Option<&ClusterModel>]) -> Option<Score> 
     })
 }
 
-fn model_of(input: &ModelInput, cluster: usize, workers: &[usize]) -> Option<ClusterModel> {
+pub(super) fn model_of(
+    input: &ModelInput,
+    cluster: usize,
+    workers: &[usize],
+) -> Option<ClusterModel> {
     let params = &input.system.clusters[cluster];
     ClusterModel::new(
         &input.application,
@@ -160,13 +175,35 @@ pub fn select_workers(input: &ModelInput) -> Result<SelectionOutcome, ModelError
                     (best, SelectionMethod::Exhaustive { evaluated, limit })
                 }
                 _ => {
-                    let (best, evaluated) = greedy_search(input);
+                    let budget_s = input.options.selection_budget_s;
+                    let outcome = branch_and_bound(
+                        input,
+                        Budget {
+                            seconds: budget_s,
+                            nodes: None,
+                        },
+                    );
+                    let gap = outcome
+                        .best
+                        .as_ref()
+                        .filter(|(_, s)| s.feasible())
+                        .map(|(_, s)| {
+                            if outcome.complete {
+                                0.0
+                            } else {
+                                ((s.makespan - outcome.bound) / s.makespan).max(0.0)
+                            }
+                        });
                     (
-                        best,
-                        SelectionMethod::Greedy {
+                        outcome.best,
+                        SelectionMethod::BranchAndBound {
                             combinations,
                             limit,
-                            evaluated,
+                            evaluated: outcome.evaluated,
+                            nodes: outcome.nodes,
+                            proved_optimal: outcome.complete,
+                            gap,
+                            budget_s,
                         },
                     )
                 }
@@ -174,6 +211,20 @@ pub fn select_workers(input: &ModelInput) -> Result<SelectionOutcome, ModelError
             let (workers, score) = best.ok_or_else(|| {
                 ModelError::InvalidInput("the plan has no worker to select".into())
             })?;
+            let stopped = matches!(
+                method,
+                SelectionMethod::BranchAndBound {
+                    proved_optimal: false,
+                    ..
+                }
+            );
+            if !score.feasible() && stopped {
+                return Err(ModelError::SelectionBudgetExhausted {
+                    threshold: input.options.efficiency_threshold,
+                    budget_s: input.options.selection_budget_s,
+                    best_efficiency: score.min_efficiency,
+                });
+            }
             if !score.feasible() {
                 return Err(ModelError::NoSelectionReachesThreshold {
                     threshold: input.options.efficiency_threshold,
@@ -239,138 +290,4 @@ fn exhaustive_search(input: &ModelInput) -> (Found, u64) {
             digit += 1;
         }
     }
-}
-
-/// Greedy local search from two starting points; see the module documentation.
-fn greedy_search(input: &ModelInput) -> (Found, u64) {
-    let clusters = &input.system.clusters;
-    let all: Vec<Vec<usize>> = clusters
-        .iter()
-        .map(|c| (0..c.workers.len()).collect())
-        .collect();
-    let mut evaluated = 0;
-    let mut best: Found = None;
-    for start in [all.clone(), steady_bound_start(input)] {
-        if let Some((workers, s)) = local_search(input, start, &mut evaluated) {
-            if best.as_ref().is_none_or(|(_, b)| s.better_than(b)) {
-                best = Some((workers, s));
-            }
-        }
-    }
-    (best, evaluated)
-}
-
-/// Per cluster, the fastest workers whose `cperf` stays within `limit / E`, where `limit` is the
-/// smallest communication limit: the largest steady efficiency bound (60) reachable by keeping
-/// fast machines. A cluster where even one worker exceeds it keeps its slowest worker.
-fn steady_bound_start(input: &ModelInput) -> Vec<Vec<usize>> {
-    let threshold = input.options.efficiency_threshold;
-    input
-        .system
-        .clusters
-        .iter()
-        .enumerate()
-        .map(|(c, params)| {
-            let all: Vec<usize> = (0..params.workers.len()).collect();
-            let Some(model) = model_of(input, c, &all) else {
-                return Vec::new();
-            };
-            let l = model.limits;
-            let ceiling = l.lan.min(l.wan_in).min(l.wan_out) / threshold;
-            let mut by_speed = all;
-            by_speed.sort_by(|&a, &b| params.workers[b].perf.total_cmp(&params.workers[a].perf));
-            let mut chosen = Vec::new();
-            let mut cperf = 0.0;
-            for &i in &by_speed {
-                if cperf + params.workers[i].perf <= ceiling {
-                    cperf += params.workers[i].perf;
-                    chosen.push(i);
-                }
-            }
-            if chosen.is_empty() {
-                chosen.extend(by_speed.last());
-            }
-            chosen.sort_unstable();
-            chosen
-        })
-        .collect()
-}
-
-fn local_search(input: &ModelInput, start: Vec<Vec<usize>>, evaluated: &mut u64) -> Found {
-    let clusters = &input.system.clusters;
-    let mut current = start;
-    let mut models: Vec<Option<ClusterModel>> = current
-        .iter()
-        .enumerate()
-        .map(|(c, w)| model_of(input, c, w))
-        .collect();
-    let mut current_score = score(
-        input,
-        &models.iter().map(Option::as_ref).collect::<Vec<_>>(),
-    );
-    *evaluated += 1;
-    let total_workers: usize = clusters.iter().map(|c| c.workers.len()).sum();
-    // Each move strictly improves (shortfall, makespan, machines); the cap only bounds the time.
-    for _ in 0..4 * total_workers.max(1) {
-        let mut best_move: Option<(usize, Vec<usize>, Option<ClusterModel>, Score)> = None;
-        for (c, params) in clusters.iter().enumerate() {
-            for workers in neighbours(&current[c], params.workers.len()) {
-                let model = model_of(input, c, &workers);
-                let candidate: Vec<Option<&ClusterModel>> = models
-                    .iter()
-                    .enumerate()
-                    .map(|(k, m)| if k == c { model.as_ref() } else { m.as_ref() })
-                    .collect();
-                let Some(s) = score(input, &candidate) else {
-                    continue;
-                };
-                *evaluated += 1;
-                let beats_current = current_score.is_none_or(|cs| s.better_than(&cs));
-                let beats_best_move = best_move
-                    .as_ref()
-                    .is_none_or(|(_, _, _, b)| s.better_than(b));
-                if beats_current && beats_best_move {
-                    best_move = Some((c, workers, model, s));
-                }
-            }
-        }
-        let Some((c, workers, model, s)) = best_move else {
-            break;
-        };
-        current[c] = workers;
-        models[c] = model;
-        current_score = Some(s);
-    }
-    current_score.map(|s| (current, s))
-}
-
-/// Largest cluster whose swaps the greedy search tries (swaps grow with the square of the
-/// cluster's size); larger clusters get additions and removals only.
-const MAX_SWAP_CLUSTER: usize = 64;
-
-/// The selections one change away from `selected` (indices into `0..workers`): one worker
-/// removed, one added, or (in clusters of at most [`MAX_SWAP_CLUSTER`] workers) one swapped for
-/// an unselected one.
-fn neighbours(selected: &[usize], workers: usize) -> Vec<Vec<usize>> {
-    let unselected: Vec<usize> = (0..workers).filter(|i| !selected.contains(i)).collect();
-    let without = |out: usize| selected.iter().copied().filter(move |&j| j != out);
-    let sorted = |mut v: Vec<usize>| {
-        v.sort_unstable();
-        v
-    };
-    let removals = selected.iter().map(|&out| without(out).collect());
-    let additions = unselected
-        .iter()
-        .map(|&inn| sorted(selected.iter().copied().chain([inn]).collect()));
-    let swap_candidates = if workers <= MAX_SWAP_CLUSTER {
-        &unselected[..]
-    } else {
-        &[]
-    };
-    let swaps = selected.iter().flat_map(|&out| {
-        swap_candidates
-            .iter()
-            .map(move |&inn| sorted(without(out).chain([inn]).collect()))
-    });
-    removals.chain(additions).chain(swaps).collect()
 }

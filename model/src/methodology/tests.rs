@@ -87,6 +87,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             efficiency_threshold: 0.8,
             reassign_last_task: true,
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+            selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
         },
         selection,
     }
@@ -186,32 +187,65 @@ fn auto_selection_of_the_first_example_beats_the_pinned_one() {
 }
 
 #[test]
-fn greedy_selection_beyond_the_limit_is_feasible_and_no_better_than_exhaustive() {
+fn branch_and_bound_beyond_the_limit_proves_the_exhaustive_optimum() {
     let mut input = three_clusters(SelectionRequest::Auto);
     input.options.exhaustive_limit = 1000;
-    let greedy = predict(&input).unwrap();
-    match greedy.selection.method {
-        SelectionMethod::Greedy {
+    let bnb = predict(&input).unwrap();
+    match bnb.selection.method {
+        SelectionMethod::BranchAndBound {
             combinations,
             limit,
             evaluated,
+            proved_optimal,
+            gap,
+            ..
         } => {
             assert_eq!(combinations, Some(1 << 15));
             assert_eq!(limit, 1000);
             assert!(evaluated > 0 && evaluated < 1 << 15, "{evaluated}");
+            assert!(proved_optimal);
+            assert_eq!(gap, Some(0.0));
         }
-        other => panic!("expected a greedy search, got {other:?}"),
+        other => panic!("expected a branch and bound, got {other:?}"),
     }
-    for c in &greedy.clusters {
-        assert!(c.efficiency_worst >= 0.8);
-    }
-    assert!(greedy.run.efficiency_worst >= 0.8);
     let exhaustive = predict(&three_clusters(SelectionRequest::Auto)).unwrap();
-    assert!(greedy.run.t_ex_worst >= exhaustive.run.t_ex_worst * (1.0 - 1e-12));
+    assert!(close(bnb.run.t_ex_worst, exhaustive.run.t_ex_worst));
+    assert!(close(bnb.run.t_ex_worst, 36_931.897_836_555_51));
+    assert_eq!(bnb.clusters[2].workers, ["aoquir3", "aoquir8"]);
 }
 
 #[test]
-fn greedy_search_handles_a_plan_far_beyond_the_exhaustive_limit() {
+fn branch_and_bound_stopped_by_its_budget_reports_a_gap() {
+    // the first example with every worker listed four times, and a budget of one node
+    let mut input = three_clusters(SelectionRequest::Auto);
+    for cluster in &mut input.system.clusters {
+        let originals = cluster.workers.clone();
+        for copy in 1..4 {
+            cluster
+                .workers
+                .extend(originals.iter().map(|w| WorkerParams {
+                    host: format!("{}-{copy}", w.host),
+                    perf: w.perf * (1.0 + 1e-3 * copy as f64),
+                }));
+        }
+    }
+    input.options.selection_budget_s = 1e-9;
+    let p = predict(&input).unwrap();
+    match p.selection.method {
+        SelectionMethod::BranchAndBound {
+            proved_optimal,
+            gap: Some(gap),
+            ..
+        } => assert!(proved_optimal || (0.0..1.0).contains(&gap), "{gap}"),
+        other => panic!("expected a branch and bound with a gap, got {other:?}"),
+    }
+    for c in &p.clusters {
+        assert!(c.efficiency_worst >= 0.8);
+    }
+}
+
+#[test]
+fn branch_and_bound_handles_a_plan_far_beyond_the_exhaustive_limit() {
     // the first example with every worker listed four times: 60 workers, 2^60 combinations
     let mut input = three_clusters(SelectionRequest::Auto);
     for cluster in &mut input.system.clusters {
@@ -228,7 +262,8 @@ fn greedy_search_handles_a_plan_far_beyond_the_exhaustive_limit() {
     let p = predict(&input).unwrap();
     assert!(matches!(
         p.selection.method,
-        SelectionMethod::Greedy { combinations: Some(c), .. } if c == 1 << 60
+        SelectionMethod::BranchAndBound { combinations: Some(c), proved_optimal: true, .. }
+            if c == 1 << 60
     ));
     for c in &p.clusters {
         assert!(c.efficiency_worst >= 0.8);
@@ -340,6 +375,7 @@ fn single_cluster(
             efficiency_threshold: threshold,
             reassign_last_task: true,
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+            selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
         },
         selection: SelectionRequest::All,
     }
@@ -695,6 +731,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         efficiency_threshold: threshold,
                         reassign_last_task: reassign,
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                        selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                     },
                     selection,
                 }
@@ -794,6 +831,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         efficiency_threshold: threshold,
                         reassign_last_task: reassign,
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                        selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                     },
                     selection,
                 }
@@ -908,14 +946,14 @@ proptest! {
     }
 
     #[test]
-    fn greedy_selection_never_reports_below_the_threshold(input in random_input()) {
+    fn branch_and_bound_selection_never_reports_below_the_threshold(input in random_input()) {
         let mut input = input;
         input.selection = SelectionRequest::Auto;
         input.options.exhaustive_limit = 1;
         if let Ok(p) = predict(&input) {
             let threshold = input.options.efficiency_threshold;
-            let greedy = matches!(p.selection.method, SelectionMethod::Greedy { .. });
-            prop_assert!(greedy);
+            let bnb = matches!(p.selection.method, SelectionMethod::BranchAndBound { .. });
+            prop_assert!(bnb);
             for c in &p.clusters {
                 prop_assert!(c.efficiency_worst >= threshold);
             }
@@ -938,6 +976,113 @@ proptest! {
             let after = ClusterModel::new(&input.application, params, &more, true).unwrap();
             prop_assert!(after.cperf >= before.cperf);
             prop_assert!(after.perf_ste >= before.perf_ste);
+        }
+    }
+}
+
+/// A heterogeneous plan small enough for the exhaustive search: 2 to 4 clusters, 10 to 14
+/// workers in all, speeds over an order of magnitude, LANs that sometimes bind, WAN-out limits
+/// from 0.3 to 3 times an external cluster's full `cperf`, `nr` and `nt` 1 or 2, thresholds 0.7 to 0.9,
+/// 50 to 5,000 tasks.
+fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
+    let cluster = (
+        1usize..=5,
+        prop::collection::vec(1.0f64..10.0, 5),
+        0.1f64..1.0,
+        0.5f64..20.0,
+        0.3f64..3.0,
+        3.0f64..30.0,
+        1u64..=2,
+        1u64..=2,
+    );
+    (
+        prop::collection::vec(cluster, 2..=4),
+        50u64..5_000,
+        1e5f64..5e6,
+        1e3f64..1e6,
+        0.7f64..0.9,
+        prop::bool::weighted(0.8),
+    )
+        .prop_filter("10 to 14 workers", |(clusters, ..)| {
+            (10..=14).contains(&clusters.iter().map(|c| c.0).sum::<usize>())
+        })
+        .prop_map(
+            |(clusters, tasks, result_bytes, task_bytes, threshold, reassign)| ModelInput {
+                application: ApplicationParams {
+                    tasks,
+                    oper: 1.0,
+                    task_bytes,
+                    result_bytes,
+                    task_bytes_inter: None,
+                    result_bytes_inter: None,
+                },
+                grains: vec![],
+                system: SystemParams {
+                    clusters: clusters
+                        .iter()
+                        .enumerate()
+                        .map(|(c, (n, spread, base, lan, wan_out, wan_in, nr, nt))| {
+                            let workers: Vec<WorkerParams> = (0..*n)
+                                .map(|i| WorkerParams {
+                                    host: format!("c{c}w{i}"),
+                                    perf: base * spread[i],
+                                })
+                                .collect();
+                            let cperf: f64 = workers.iter().map(|w| w.perf).sum();
+                            ClusterParams {
+                                name: format!("c{c}"),
+                                lan_bytes_per_s: cperf * (task_bytes + result_bytes) * lan,
+                                workers,
+                                external: (c > 0).then(|| ExternalLink {
+                                    wan_in_bytes_per_s: cperf * task_bytes * wan_in,
+                                    wan_out_bytes_per_s: cperf * result_bytes * wan_out,
+                                    tasks_per_inter_task: *nt,
+                                    results_per_inter_result: *nr,
+                                }),
+                            }
+                        })
+                        .collect(),
+                },
+                options: ModelOptions {
+                    efficiency_threshold: threshold,
+                    reassign_last_task: reassign,
+                    exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                    selection_budget_s: 60.0,
+                },
+                selection: SelectionRequest::Auto,
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    /// The branch and bound proves the exhaustive search's optimum: the same worst-case
+    /// makespan (relative 1e-9) and the same number of machines, or no selection for both.
+    #[test]
+    fn branch_and_bound_equals_the_exhaustive_search(input in small_heterogeneous_plan()) {
+        let exhaustive = predict(&input);
+        let mut forced = input.clone();
+        forced.options.exhaustive_limit = 1;
+        let bnb = predict(&forced);
+        match (exhaustive, bnb) {
+            (Ok(e), Ok(b)) => {
+                let proved = matches!(
+                    b.selection.method,
+                    SelectionMethod::BranchAndBound { proved_optimal: true, gap: Some(g), .. }
+                        if g == 0.0
+                );
+                prop_assert!(proved, "{:?}", b.selection.method);
+                let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
+                prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
+                let machines = |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
+                prop_assert_eq!(machines(&e), machines(&b));
+            }
+            (
+                Err(ModelError::NoSelectionReachesThreshold { .. }),
+                Err(ModelError::NoSelectionReachesThreshold { .. }),
+            ) => {}
+            (e, b) => prop_assert!(false, "exhaustive {e:?}, branch and bound {b:?}"),
         }
     }
 }

@@ -22,7 +22,7 @@ use crate::methodology::MAX_TASKS_PER_UNIT;
 use crate::params::{
     ApplicationParams, ClusterParams, ExternalLink, GrainCandidate, MeasuredSystem, ModelInput,
     ModelOptions, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
-    MAX_EXHAUSTIVE_LIMIT,
+    DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
 };
 use crate::range::check_working_range;
 
@@ -248,6 +248,8 @@ struct ModelTable {
     selection: SelectionMode,
     #[serde(default = "default_exhaustive_limit")]
     exhaustive_limit: u64,
+    #[serde(default = "default_selection_budget_s")]
+    selection_budget_s: f64,
 }
 
 impl Default for ModelTable {
@@ -257,6 +259,7 @@ impl Default for ModelTable {
             reassign_last_task: true,
             selection: default_selection(),
             exhaustive_limit: default_exhaustive_limit(),
+            selection_budget_s: default_selection_budget_s(),
         }
     }
 }
@@ -272,6 +275,9 @@ fn default_selection() -> SelectionMode {
 }
 fn default_exhaustive_limit() -> u64 {
     DEFAULT_EXHAUSTIVE_LIMIT
+}
+fn default_selection_budget_s() -> f64 {
+    DEFAULT_SELECTION_BUDGET_S
 }
 
 #[derive(Deserialize)]
@@ -317,6 +323,8 @@ pub struct Plan {
     pub selection: SelectionMode,
     /// `[model] exhaustive_limit`.
     pub exhaustive_limit: u64,
+    /// `[model] selection_budget_s`: seconds the branch-and-bound selection may take.
+    pub selection_budget_s: f64,
     /// The clusters, the main one first, then the others in plan order.
     pub clusters: Vec<ClusterPlan>,
     /// `[launch]`, reserved for the command that runs a plan ([`launch`]).
@@ -699,6 +707,17 @@ impl Plan {
             ));
         }
 
+        if !(m.selection_budget_s.is_finite() && m.selection_budget_s > 0.0) {
+            return Err(invalid(
+                None,
+                "model.selection_budget_s",
+                format!(
+                    "must be a positive number of seconds, got {}",
+                    m.selection_budget_s
+                ),
+            ));
+        }
+
         let clusters = validate_clusters(file.cluster, m.selection)?;
         Ok(Plan {
             name: a.name,
@@ -708,6 +727,7 @@ impl Plan {
             reassign_last_task: m.reassign_last_task,
             selection: m.selection,
             exhaustive_limit: m.exhaustive_limit,
+            selection_budget_s: m.selection_budget_s,
             clusters,
             launch: file.launch,
             testbed: file.testbed,
@@ -812,6 +832,7 @@ impl Plan {
                 efficiency_threshold: self.efficiency_threshold,
                 reassign_last_task: self.reassign_last_task,
                 exhaustive_limit: self.exhaustive_limit,
+                selection_budget_s: self.selection_budget_s,
             },
             selection,
         };
