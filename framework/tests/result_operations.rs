@@ -74,8 +74,7 @@ impl Problem for Searches {
 }
 
 fn run(report: bool) -> RunStats {
-    let machines =
-        MachineFile::parse(Path::new("test.hosts"), "master\nworker\nworker\n").unwrap();
+    let machines = MachineFile::parse(Path::new("test.hosts"), "master\nworker\nworker\n").unwrap();
     let mut transports = LocalTransport::cluster(machines.rank_count()).into_iter();
     let mut master_transport = transports.next().unwrap();
     let workers: Vec<_> = transports
