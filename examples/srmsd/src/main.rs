@@ -118,8 +118,11 @@ impl Default for Settings {
     }
 }
 
-/// The most of anything we accept: keeps every derived count in range.
-const MAX_STEPS: usize = 1 << 32;
+/// The most steps we accept: keeps every derived count in range (a run keeps one window of
+/// samples, not the whole run).
+const MAX_STEPS: usize = 1 << 40;
+/// The most oscillator states the delay's ring buffer may hold (8 bytes each).
+const MAX_HISTORY: f64 = 1e8;
 
 impl Settings {
     fn model(&self) -> Model {
@@ -170,8 +173,15 @@ impl Settings {
             m.dt
         );
         anyhow::ensure!(
-            m.window >= 4,
-            "[application] window = {} must be at least 4 samples",
+            (delay.round() + 1.0) * m.n as f64 <= MAX_HISTORY,
+            "[application] tau = {}: the delay's history, (tau / dt + 1) * n = {} states, must \
+             be at most {MAX_HISTORY:e} (memory)",
+            m.tau,
+            (delay.round() + 1.0) * m.n as f64
+        );
+        anyhow::ensure!(
+            m.window >= 4 && m.window <= 1 << 24,
+            "[application] window = {} must be between 4 and 2^24 samples",
             m.window
         );
         anyhow::ensure!(
@@ -286,11 +296,12 @@ fn euler_step(model: &Model, x: &mut [f64], delayed: &[f64], stimulus: f64, nois
     }
 }
 
-/// Simulate member `k`: x_0 after each step, at t = (m + 1) * dt for step m = 0..steps-1.
+/// Simulate member `k`, handing `sample` x_0 after each step, at t = (m + 1) * dt for step
+/// m = 0..steps-1 (one window at a time is kept by the caller, not the whole run).
 ///
 /// The ring buffer holds the last `delay + 1` states; the state `delay` steps back is at the
 /// slot the step is about to overwrite. Before t = 0 every slot is the initial condition.
-fn simulate(model: &Model, seed: u64, k: u64) -> Vec<f64> {
+fn simulate(model: &Model, seed: u64, k: u64, mut sample: impl FnMut(f64)) {
     let mut rng = member_rng(seed, k);
     let n = model.n;
     let mut x: Vec<f64> = (0..n).map(|_| rng.gen_range(-1.5..1.5)).collect();
@@ -300,7 +311,6 @@ fn simulate(model: &Model, seed: u64, k: u64) -> Vec<f64> {
     let mut history: Vec<f64> = x.iter().copied().cycle().take(slots * n).collect();
     let mut noise = vec![0.0; n];
     let mut delayed = vec![0.0; n];
-    let mut samples = Vec::with_capacity(model.steps);
     for step in 0..model.steps {
         // The state at step - delay: the slot this step overwrites, (step - delay) mod
         // (delay + 1); before t = 0 it still holds the initial condition.
@@ -317,9 +327,8 @@ fn simulate(model: &Model, seed: u64, k: u64) -> Vec<f64> {
         euler_step(model, &mut x, &delayed, stimulus, &noise);
         let store = (step + 1) % slots;
         history[store * n..(store + 1) * n].copy_from_slice(&x);
-        samples.push(x[0]);
+        sample(x[0]);
     }
-    samples
 }
 
 /// One-sided power spectral density of `samples` (one window) under a Hann window:
@@ -412,21 +421,32 @@ impl Spectra {
 /// The spectra of member `k`: each whole window's PSD, into `on` or `off` (see
 /// [`Model::window_kind`]; the samples after the last whole window are left out).
 fn member_spectra(model: &Model, seed: u64, k: u64) -> Spectra {
-    let samples = simulate(model, seed, k);
     let mut planner = FftPlanner::new();
     let mut spectra = Spectra::empty(model.window / 2 + 1);
     spectra.members = 1;
-    for (j, chunk) in samples.chunks_exact(model.window).enumerate() {
-        let (sum, count) = match model.window_kind(j) {
+    let mut window = Vec::with_capacity(model.window);
+    let mut j = 0;
+    simulate(model, seed, k, |x0| {
+        window.push(x0);
+        if window.len() < model.window {
+            return;
+        }
+        let kind = model.window_kind(j);
+        j += 1;
+        let (sum, count) = match kind {
             Some(true) => (&mut spectra.on, &mut spectra.windows_on),
             Some(false) => (&mut spectra.off, &mut spectra.windows_off),
-            None => continue,
+            None => {
+                window.clear();
+                return;
+            }
         };
-        for (a, p) in sum.iter_mut().zip(psd(&mut planner, chunk, model.dt)) {
+        for (a, p) in sum.iter_mut().zip(psd(&mut planner, &window, model.dt)) {
             *a += p;
         }
         *count += 1;
-    }
+        window.clear();
+    });
     spectra
 }
 
@@ -631,7 +651,8 @@ mod tests {
         // D = 0: the run is the deterministic Euler scheme; its history before t = 0 is the
         // initial condition, so the first step's delayed term is x(0) (tau > 0).
         let model = Model { tau: 0.2, ..tiny() };
-        let samples = simulate(&model, 3, 0);
+        let mut samples = Vec::new();
+        simulate(&model, 3, 0, |x0| samples.push(x0));
         let mut rng = member_rng(3, 0);
         let x0: Vec<f64> = (0..2).map(|_| rng.gen_range(-1.5..1.5)).collect();
         let expected = x0[0] + 0.1 * (x0[0] - x0[0].powi(3) + 0.5 * x0[1] + 0.25);
