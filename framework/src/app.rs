@@ -60,6 +60,15 @@ pub trait TaskResult: Serialize + DeserializeOwned + Send + 'static {
     /// products of different matrix blocks, say). A sub-master joins up to `nr` results of one
     /// inter-cluster task with it before they cross the WAN.
     fn join(&mut self, other: Self) -> Result<(), Self>;
+
+    /// Basic operations the task actually did, when the result knows it and it differs from
+    /// the task's [`Task::operations`] (an estimate fixed when the task was sent: a search
+    /// that prunes does less than its bound). The worker reports it in place of the estimate,
+    /// so the statistics (basic operations per second) count work done. A result that joins
+    /// others should add theirs. Default: `None`, the task's estimate stands.
+    fn operations(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The whole job, owned by the master: it divides itself into tasks and gathers their results.

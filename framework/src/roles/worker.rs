@@ -17,7 +17,7 @@ use std::{
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::{
-    app::{Task, WorkerContext},
+    app::{Task, TaskResult, WorkerContext},
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
@@ -279,7 +279,8 @@ fn execute<T: Task>(context: &WorkerContext, queued: Queued) -> Computed {
         let body = encode(&output);
         Ok(WireResult {
             ids: vec![task.id],
-            operations: task.operations,
+            // The work the result says was done, else the task's estimate.
+            operations: output.operations().unwrap_or(task.operations),
             busy_s: (encoding - executing).as_secs_f64(),
             decode_s: (executing - start).as_secs_f64(),
             encode_s: encoding.elapsed().as_secs_f64(),

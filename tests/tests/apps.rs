@@ -1,0 +1,309 @@
+//! The example applications `hmw-srmsd` and `hmw-tsp`: correctness in one process
+//! (`--threads`), under `mpirun`, and across three clusters (`hmw launch` of the plans in
+//! `configs/`, at smaller sizes).
+
+use std::{
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use hmw_tests::{bin, json, mpirun, repo, scratch, write, Finished, Spawned};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// A master and `workers` workers on this machine.
+fn hosts(workers: usize) -> String {
+    "localhost\n".repeat(workers + 1)
+}
+
+/// Run `binary --threads` on a cluster of `workers` workers with the configuration `config`.
+fn threads(dir: &std::path::Path, binary: &str, workers: usize, config: &str) -> Finished {
+    let hosts = write(dir, "hosts", &hosts(workers));
+    let config = write(dir, "run.toml", config);
+    let stats = dir.join("stats.json");
+    let mut command = Command::new(bin(binary));
+    command.args(["--threads", "-m", &hosts, "-c", &config, "--stats-json"]);
+    command.arg(&stats);
+    Spawned::start(command).finish(LIMIT)
+}
+
+/// The last line of a run's output.
+fn last_line(run: &Finished) -> &str {
+    run.stdout.lines().last().unwrap_or("")
+}
+
+/// The value of `key=` in `line`.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
+}
+
+const SRMSD_SMALL: &str = "steps = 10000\nt_off = 50.0\n";
+
+#[test]
+fn srmsd_in_one_process_is_verified() {
+    let dir = scratch("srmsd-threads");
+    let run = threads(
+        &dir,
+        "hmw-srmsd",
+        3,
+        &format!("[run]\nstatistics_interval = 0\n[application]\n{SRMSD_SMALL}members = 12\n"),
+    );
+    run.assert_success();
+    assert_eq!(
+        last_line(&run),
+        "srmsd members=12 verified=true peak_hz=0.500000",
+        "{}",
+        run.stdout
+    );
+    let stats = json(&dir.join("stats.json"));
+    assert_eq!(stats["tasks"], 12);
+}
+
+#[test]
+fn srmsd_under_mpirun_is_verified() {
+    let dir = scratch("srmsd-mpi");
+    let hosts = write(&dir, "hosts", &hosts(3));
+    let config = write(
+        &dir,
+        "run.toml",
+        &format!("[run]\nstatistics_interval = 0\n[application]\n{SRMSD_SMALL}members = 8\n"),
+    );
+    let run = mpirun(4, "hmw-srmsd", &["-m", &hosts, "-c", &config]).finish(LIMIT);
+    run.assert_success();
+    assert!(
+        run.stdout
+            .contains("srmsd members=8 verified=true peak_hz=0.500000"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn srmsd_bad_settings_name_the_key() {
+    let dir = scratch("srmsd-bad");
+    let run = threads(
+        &dir,
+        "hmw-srmsd",
+        1,
+        "[application]\ntau = 0.005\n", // half a step of dt = 0.01
+    );
+    assert!(!run.status.success());
+    assert!(run.stderr.contains("tau = 0.005"), "{}", run.stderr);
+}
+
+/// Run each variant on the same cities; returns (length, nodes) per variant, checked.
+fn tsp_variants(n: usize, level: usize) -> Vec<(String, i64, u64)> {
+    let mut found = Vec::new();
+    for variant in ["exhaustive", "task-pruning", "global-pruning"] {
+        let dir = scratch(&format!("tsp-{variant}"));
+        let run = threads(
+            &dir,
+            "hmw-tsp",
+            3,
+            &format!(
+                "[run]\nstatistics_interval = 0\nreassign_last_task = false\n\
+                 [application]\nvariant = \"{variant}\"\nn = {n}\nseed = 4\nlevel = {level}\n"
+            ),
+        );
+        run.assert_success();
+        let line = last_line(&run);
+        assert_eq!(field(line, "variant"), variant, "{line}");
+        assert_eq!(field(line, "verified"), "true", "{line}");
+        let nodes: u64 = field(line, "nodes").parse().unwrap();
+        // The workers' statistics count the nodes the results report (TaskResult::operations),
+        // not the tasks' estimates; nothing is computed twice without reassignment.
+        let stats = json(&dir.join("stats.json"));
+        let counted: f64 = stats["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["operations"].as_f64().unwrap())
+            .sum();
+        assert_eq!(counted, nodes as f64, "{line}");
+        found.push((
+            variant.to_string(),
+            field(line, "length").parse().unwrap(),
+            nodes,
+        ));
+    }
+    found
+}
+
+#[test]
+fn tsp_variants_in_one_process_find_the_optimum() {
+    let found = tsp_variants(10, 3);
+    // Same optimum; pruning with the master's bound visits no more than within each task,
+    // which visits no more than the exhaustive search (9! / 7! * sum_j 7!/(7-j)! nodes).
+    assert!(found.iter().all(|f| f.1 == found[0].1), "{found:?}");
+    assert_eq!(found[0].2, 72 * 13700, "{found:?}");
+    assert!(
+        found[0].2 > found[1].2 && found[1].2 >= found[2].2,
+        "{found:?}"
+    );
+}
+
+#[test]
+fn tsp_reads_a_tsplib_file() {
+    let dir = scratch("tsplib");
+    // 6 cities, LOWER_DIAG_ROW; the optimum 0-1-2-3-4-5-0 is 6 x 1 = 6, every other edge 5.
+    let file = write(
+        &dir,
+        "six.tsp",
+        "NAME: six\nTYPE: TSP\nDIMENSION: 6\nEDGE_WEIGHT_TYPE: EXPLICIT\n\
+         EDGE_WEIGHT_FORMAT: LOWER_DIAG_ROW\nEDGE_WEIGHT_SECTION\n\
+         0\n1 0\n5 1 0\n5 5 1 0\n5 5 5 1 0\n1 5 5 5 1 0\nEOF\n",
+    );
+    let run = threads(
+        &dir,
+        "hmw-tsp",
+        2,
+        &format!(
+            "[run]\nstatistics_interval = 0\n[application]\nvariant = \"task-pruning\"\n\
+             file = \"{file}\"\nlevel = 2\n"
+        ),
+    );
+    run.assert_success();
+    let line = last_line(&run);
+    assert!(
+        line.starts_with("tsp variant=task-pruning n=6 length=6 verified=true"),
+        "{line}"
+    );
+    // A bad weight: the error names the file and the line.
+    std::fs::write(
+        &file,
+        "DIMENSION: 3\nEDGE_WEIGHT_TYPE: EXPLICIT\nEDGE_WEIGHT_FORMAT: UPPER_ROW\n\
+         EDGE_WEIGHT_SECTION\n1 x\n3\n",
+    )
+    .unwrap();
+    let run = threads(
+        &dir,
+        "hmw-tsp",
+        1,
+        &format!("[application]\nfile = \"{file}\"\nlevel = 1\n"),
+    );
+    assert!(!run.status.success());
+    assert!(
+        run.stderr.contains(&format!("{file}:5:")) && run.stderr.contains("\"x\""),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `hmw launch` of `plan` (written to DIR/plan.toml), its files in DIR/run; the run and the
+/// main cluster's (`lyon`) statistics.
+fn launch(dir: &std::path::Path, plan: &str) -> (Finished, Value) {
+    let plan_path = write(dir, "plan.toml", plan);
+    let mut command = Command::new(bin("hmw"));
+    command
+        .args(["launch", &plan_path, "--work-dir"])
+        .arg(dir.join("run"));
+    let start = Instant::now();
+    let run = Spawned::start(command).finish(Duration::from_secs(180));
+    eprintln!("launch took {:.1} s", start.elapsed().as_secs_f64());
+    run.assert_success();
+    let stats = json(&dir.join("run/lyon.stats.json"));
+    (run, stats)
+}
+
+/// A plan of `configs/` with some of its values replaced (each must be there).
+fn plan(name: &str, changes: &[(&str, &str)]) -> String {
+    let mut text = std::fs::read_to_string(repo().join("configs").join(name)).unwrap();
+    for (from, to) in changes {
+        assert!(text.contains(from), "{name} has no {from:?}");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+/// Every external cluster of a launch delivered some of the tasks.
+fn every_cluster_took_part(stats: &Value) {
+    for name in ["spain", "brazil"] {
+        let cluster = stats["clusters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"));
+        assert!(
+            cluster["tasks_done"].as_u64().unwrap() > 0,
+            "{name} did nothing: {cluster:#}"
+        );
+        assert_eq!(cluster["lost"], false);
+    }
+}
+
+#[test]
+fn srmsd_across_three_clusters_is_verified() {
+    let dir = scratch("srmsd-launch");
+    let plan = plan(
+        "srmsd-ring-three-clusters.toml",
+        &[
+            ("tasks = 120", "tasks = 24"),
+            ("members = 120", "members = 24"),
+            ("steps = 200000", "steps = 10000"),
+            ("t_off = 1000.0", "t_off = 50.0"),
+            ("oper = 1600000", "oper = 80000"),
+        ],
+    );
+    let (run, stats) = launch(&dir, &plan);
+    assert!(
+        run.stdout
+            .contains("srmsd members=24 verified=true peak_hz=0.500000"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(stats["tasks"], 24);
+    every_cluster_took_part(&stats);
+}
+
+/// The tsp plan at n = 10 with `variant`; `reassign` leaves idle workers recomputing the
+/// tasks still out at the end (or not).
+fn tsp_across_three_clusters(variant: &str, reassign: bool) -> String {
+    let dir = scratch(&format!("tsp-launch-{variant}"));
+    let plan = plan(
+        "tsp-three-clusters.toml",
+        &[
+            (
+                "reassign_last_task = true",
+                &format!("reassign_last_task = {reassign}"),
+            ),
+            ("tasks = 110", "tasks = 72"),
+            ("n = 12", "n = 10"),
+            ("oper = 986410", "oper = 13700"),
+            (
+                "variant = \"exhaustive\"",
+                &format!("variant = \"{variant}\""),
+            ),
+        ],
+    );
+    let (run, stats) = launch(&dir, &plan);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("tsp variant="))
+        .unwrap_or_else(|| panic!("no result line: {}", run.stdout))
+        .to_string();
+    assert_eq!(field(&line, "verified"), "true", "{line}");
+    assert_eq!(stats["tasks"], 72);
+    every_cluster_took_part(&stats);
+    line
+}
+
+#[test]
+fn tsp_global_pruning_across_three_clusters_is_verified() {
+    // Pruned tasks take microseconds: with reassignment the main cluster would recompute every
+    // task still out in the external clusters before their results came back over the WAN.
+    let line = tsp_across_three_clusters("global-pruning", false);
+    let nodes: u64 = field(&line, "nodes").parse().unwrap();
+    assert!(nodes < 72 * 13700, "{line}");
+}
+
+#[test]
+fn tsp_exhaustive_across_three_clusters_counts_every_node() {
+    // Brazil's sub-master joins 4 results into one: the nodes add up all the same.
+    let line = tsp_across_three_clusters("exhaustive", true);
+    assert_eq!(field(&line, "nodes"), (72 * 13700).to_string(), "{line}");
+}
