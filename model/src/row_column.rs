@@ -126,7 +126,10 @@ mod tests {
         let shape = thesis();
         assert_eq!(shape.inter_task_bytes(), 2.0 * 8.0 * 10_000.0 * 400.0);
         assert_eq!(shape.result_bytes(), 8.0 * 400.0 * 400.0);
-        assert_eq!(shape.result_operations(), 10_000.0 * (2.0 * 400.0 * 400.0 - 400.0));
+        assert_eq!(
+            shape.result_operations(),
+            10_000.0 * (2.0 * 400.0 * 400.0 - 400.0)
+        );
         // (74) over (75) is (78)'s WAN-in argument per byte per second.
         assert_eq!(shape.inter_task_operations(1), 0.0);
         let per_byte = shape.inter_task_operations(4) / shape.inter_task_bytes();

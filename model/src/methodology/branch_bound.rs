@@ -33,7 +33,7 @@
 
 use std::time::Instant;
 
-use super::selection::{model_of, score, Score};
+use super::score::{model_of, score, Score};
 use crate::cluster::ClusterModel;
 use crate::external;
 use crate::local;

@@ -8,6 +8,7 @@ pub mod balance;
 mod branch_bound;
 pub mod error;
 pub mod evaluation;
+mod score;
 pub mod selection;
 pub mod threshold;
 
