@@ -158,6 +158,9 @@ pub struct MasterCore<S> {
     progress: Vec<ProgressSample>,
     /// Ranks told to stop that have not said `Bye`.
     stopping: BTreeSet<usize>,
+    /// Workers and CMs that have not spoken yet (kept as counts, so no message costs a scan).
+    unheard_workers: usize,
+    unheard_cms: usize,
 }
 
 impl<S: TaskSource> MasterCore<S> {
@@ -212,8 +215,8 @@ impl<S: TaskSource> MasterCore<S> {
             .values()
             .filter(|t| matches!(t.kind, Kind::Worker))
             .count();
-        let feeds_clusters =
-            !config.wait_for_links && tallies.values().any(|t| matches!(t.kind, Kind::Cm { .. }));
+        let cms = tallies.len() - workers;
+        let feeds_clusters = !config.wait_for_links && cms > 0;
         MasterCore {
             source,
             scheduler,
@@ -244,6 +247,8 @@ impl<S: TaskSource> MasterCore<S> {
             next_report: Duration::MAX,
             progress: Vec::new(),
             stopping: BTreeSet::new(),
+            unheard_workers: workers,
+            unheard_cms: cms,
         }
     }
 
@@ -326,11 +331,8 @@ impl<S: TaskSource> MasterCore<S> {
     /// After each input: start the run, hand tasks out, end the run, as due.
     fn step(&mut self, now: Duration, out: &mut Vec<Output>) -> Result<(), RunError> {
         if self.phase == Phase::Gathering {
-            let wait_for_links = self.config.wait_for_links;
-            let waiting_for_someone = self
-                .tallies
-                .values()
-                .any(|t| !t.heard && (wait_for_links || matches!(t.kind, Kind::Worker)));
+            let waiting_for_someone =
+                self.unheard_workers > 0 || (self.config.wait_for_links && self.unheard_cms > 0);
             if self.source.stopped() || !waiting_for_someone {
                 self.phase = Phase::Running;
                 self.started_at = now;
@@ -344,7 +346,7 @@ impl<S: TaskSource> MasterCore<S> {
             Phase::Running => {
                 if self.feeds_clusters
                     && self.links_up.is_none()
-                    && self.tallies.values().all(|t| t.heard)
+                    && self.unheard_workers + self.unheard_cms == 0
                 {
                     self.links_up = Some(now.saturating_sub(self.started_at));
                 }
@@ -533,7 +535,13 @@ impl<S: TaskSource> MasterCore<S> {
             });
         };
         // A CM has spoken once its link is up or given up; its link reports do not count.
-        tally.heard |= !matches!(message, ToMaster::Link(_));
+        if !tally.heard && !matches!(message, ToMaster::Link(_)) {
+            tally.heard = true;
+            match tally.kind {
+                Kind::Worker => self.unheard_workers -= 1,
+                Kind::Cm { .. } => self.unheard_cms -= 1,
+            }
+        }
         match message {
             ToMaster::Link(state) => tally.link = Some(state),
             ToMaster::Ready { room } => self.request(from, room),
