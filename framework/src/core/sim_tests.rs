@@ -128,6 +128,8 @@ enum Op {
     Tick(u64),
     LinkDown,
     LinkUp,
+    /// The link goes down for good: the far cluster never returns.
+    LinkGone,
 }
 
 const LOST_AFTER: Duration = Duration::from_secs(10);
@@ -149,6 +151,7 @@ struct Sim {
     to_far: VecDeque<Vec<u8>>,
     to_main: VecDeque<Vec<u8>>,
     link_up: bool,
+    link_gone: bool,
     out: Vec<Output>,
     cm_out: Vec<CmOutput>,
 }
@@ -226,6 +229,7 @@ impl Sim {
             to_far: VecDeque::new(),
             to_main: VecDeque::new(),
             link_up: true,
+            link_gone: false,
             out: Vec::new(),
             cm_out: Vec::new(),
         };
@@ -476,13 +480,18 @@ impl Sim {
                 self.tick(millis);
             }
             Op::LinkDown => self.link_up = false,
-            Op::LinkUp => self.link_up = true,
+            Op::LinkUp => self.link_up = !self.link_gone,
+            Op::LinkGone => {
+                self.link_up = false;
+                self.link_gone = true;
+            }
         }
     }
 
-    /// Bring the link up and let everything flow until the master is done.
+    /// Bring the link up (unless it is gone) and let everything flow until the master is
+    /// done.
     fn settle(&mut self) {
-        self.link_up = true;
+        self.link_up = !self.link_gone;
         for _ in 0..10_000 {
             if self.master.is_done() {
                 return;
@@ -540,11 +549,12 @@ fn shapes() -> impl Strategy<Value = Shape> {
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
-        8 => any::<usize>().prop_map(Op::Deliver),
+        10 => any::<usize>().prop_map(Op::Deliver),
         4 => any::<usize>().prop_map(Op::Compute),
-        2 => (0u64..4000).prop_map(Op::Tick),
+        2 => (0u64..12_000).prop_map(Op::Tick),
         1 => Just(Op::LinkDown),
         1 => Just(Op::LinkUp),
+        1 => Just(Op::LinkGone),
     ];
     proptest::collection::vec(op, 0..400)
 }
