@@ -3,13 +3,15 @@
 //! Inside a cluster a master hands tasks to workers over MPI; between clusters communication
 //! managers bridge MPI jobs over QUIC (crate `hmw-cm`). An application implements the traits
 //! of [`app`] and calls [`run`]; every rank then plays the role its machine-file line gives it
-//! ([`roles`]). The analytical model is the crate `hmw-model`, the `hmw` command the crate
+//! ([`roles`], each a driver around a core of [`core`]). The analytical model is the crate `hmw-model`, the `hmw` command the crate
 //! `hmw-cli`.
 //!
 //! See `docs/architecture.md` for the system as built.
 
 pub mod app;
+mod builder;
 pub mod config;
+pub mod core;
 pub mod error;
 pub mod idle;
 pub mod live;
@@ -22,6 +24,7 @@ pub mod stats;
 pub mod transport;
 
 pub use app::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
+pub use builder::App;
 pub use error::RunError;
 pub use runner::{run, run_split};
 pub use stats::RunStats;

@@ -23,7 +23,7 @@
 //! which are workers. All ranks check the configuration before any starts working: if one
 //! finds it bad, none runs.
 
-use std::{path::PathBuf, process::ExitCode, thread};
+use std::{path::PathBuf, process::ExitCode, sync::Arc, thread};
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -31,17 +31,18 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     app::{Problem, Splitter, WorkerContext},
-    config::ConfigFile,
+    config::{ConfigFile, RunConfig},
     error::RunError,
     machinefile::{Facing, MachineFile, Role, MASTER},
-    protocol::{decode, encode, ToMaster, ToWorker},
+    protocol::{decode, encode},
     roles::{
         cm,
         master::{Master, ProblemSource},
-        submaster::SubMasterSource,
+        submaster,
         worker::Worker,
     },
-    stats::{ClusterReport, RunStats},
+    scheduler::Scheduler,
+    stats::RunStats,
     transport::{local::LocalTransport, Transport, TransportError},
 };
 
@@ -72,10 +73,10 @@ pub struct RunArgs {
 }
 
 /// A splitter for one rank, made from the application's settings.
-type SplitterOf<P> = Box<dyn Splitter<<P as Problem>::Task>>;
+pub(crate) type SplitterOf<P> = Box<dyn Splitter<<P as Problem>::Task>>;
 
 /// How an application makes its splitter from its settings.
-type MakeSplitter<'a, P, S> = &'a dyn Fn(&S) -> anyhow::Result<SplitterOf<P>>;
+pub(crate) type MakeSplitter<'a, P, S> = &'a dyn Fn(&S) -> anyhow::Result<SplitterOf<P>>;
 
 /// Everything a rank needs before its role starts; built and checked on every rank.
 struct Prepared<P: Problem, S> {
@@ -188,7 +189,7 @@ where
     P: Problem,
     S: DeserializeOwned,
 {
-    run_app(make_problem, None, finish)
+    run_app(make_problem, None, None, finish)
 }
 
 /// [`run`] for an application with a [`Splitter`]: `make_splitter` makes one, from the
@@ -206,12 +207,15 @@ where
 {
     let make =
         |settings: &S| -> anyhow::Result<SplitterOf<P>> { Ok(Box::new(make_splitter(settings)?)) };
-    run_app(make_problem, Some(&make), finish)
+    run_app(make_problem, Some(&make), None, finish)
 }
 
-fn run_app<P, S>(
+/// [`run`] and [`run_split`] with an optional scheduler factory: the entry of
+/// [`crate::App`].
+pub(crate) fn run_app<P, S>(
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
     make_splitter: Option<MakeSplitter<P, S>>,
+    make_scheduler: Option<MakeScheduler>,
     finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
 ) -> ExitCode
 where
@@ -221,9 +225,15 @@ where
     init_logging();
     let args = RunArgs::parse();
     if args.threads {
-        return report(run_threads(&args, make_problem, make_splitter, finish));
+        return report(run_threads(
+            &args,
+            make_problem,
+            make_splitter,
+            make_scheduler,
+            finish,
+        ));
     }
-    run_mpi(&args, make_problem, make_splitter, finish)
+    run_mpi(&args, make_problem, make_splitter, make_scheduler, finish)
 }
 
 /// Without MPI only `--threads` runs.
@@ -232,6 +242,7 @@ fn run_mpi<P, S>(
     _args: &RunArgs,
     _make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
     _make_splitter: Option<MakeSplitter<P, S>>,
+    _make_scheduler: Option<MakeScheduler>,
     _finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
 ) -> ExitCode
 where
@@ -249,6 +260,7 @@ fn run_mpi<P, S>(
     args: &RunArgs,
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
     make_splitter: Option<MakeSplitter<P, S>>,
+    make_scheduler: Option<MakeScheduler>,
     finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
 ) -> ExitCode
 where
@@ -288,9 +300,16 @@ where
         splitter,
         ..
     } = prepared;
-    let result = play(&mut transport, &machines, &config, problem, splitter)
-        .map_err(anyhow::Error::from)
-        .and_then(|outcome| conclude(outcome, &config, args, finish));
+    let result = play_with(
+        &mut transport,
+        &machines,
+        &config,
+        problem,
+        splitter,
+        make_scheduler.as_ref(),
+    )
+    .map_err(anyhow::Error::from)
+    .and_then(|outcome| conclude(outcome, &config, args, finish));
     if let Err(e) = &result {
         eprintln!("error (rank {rank}): {e:#}");
         // A failed rank would leave the others waiting: end the whole job.
@@ -319,7 +338,8 @@ pub enum Outcome<P> {
 
 /// Play this rank's role in one cluster: `problem` is given to the main master only (rank 0
 /// of a cluster without upstream communication manager), `splitter` to the ranks that use
-/// the application's splitter (a sub-master, a CM facing a master).
+/// the application's splitter (a sub-master, a CM facing a master). Masters and sub-masters
+/// schedule by the configuration's `[run] scheduler`.
 pub fn play<P: Problem>(
     transport: &mut dyn Transport,
     machines: &MachineFile,
@@ -327,14 +347,39 @@ pub fn play<P: Problem>(
     problem: Option<P>,
     splitter: Option<SplitterOf<P>>,
 ) -> Result<Outcome<P>, RunError> {
+    play_with(transport, machines, config, problem, splitter, None)
+}
+
+/// Makes the scheduler of a master or sub-master, from the run's configuration.
+pub type MakeScheduler = Arc<dyn Fn(&RunConfig) -> Box<dyn Scheduler> + Send + Sync>;
+
+/// The scheduler of the configuration's `[run] scheduler` policy.
+pub fn configured_scheduler(config: &RunConfig) -> Box<dyn Scheduler> {
+    config.scheduler.scheduler(config.chunk_fraction)
+}
+
+/// [`play`], masters and sub-masters scheduling with `make_scheduler`'s schedulers (the
+/// configured policy when `None`).
+pub fn play_with<P: Problem>(
+    transport: &mut dyn Transport,
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: Option<P>,
+    splitter: Option<SplitterOf<P>>,
+    make_scheduler: Option<&MakeScheduler>,
+) -> Result<Outcome<P>, RunError> {
     let rank = transport.rank();
+    let scheduler = match make_scheduler {
+        Some(make) => make(&config.run),
+        None => configured_scheduler(&config.run),
+    };
     match (machines.role(rank), problem) {
         (Role::Master, Some(problem)) => {
             let master = Master::new(
                 transport,
                 machines,
                 config.run.clone(),
-                config.run.scheduler.scheduler(config.run.chunk_fraction),
+                scheduler,
                 ProblemSource::new(problem),
             )?;
             let (stats, source) = master.run()?;
@@ -342,47 +387,8 @@ pub fn play<P: Problem>(
             Ok(Outcome::Master { problem, stats })
         }
         (Role::Master, None) => {
-            let upstream = machines.upstream().ok_or_else(|| {
-                RunError::Setup("the master of a cluster without upstream has no problem".into())
-            })?;
-            let nr = machines.ranks[upstream].annotations.nr.unwrap_or(1);
-            // Tasks to keep queued: a batch per buffer of each worker, and what each CM to a
-            // further cluster sends ahead (its window of batches of nt tasks).
-            let depth = machines.worker_ranks().len() * config.run.worker_buffers as usize
-                + machines
-                    .master_facing_cms()
-                    .into_iter()
-                    .map(|rank| {
-                        let cm = &machines.ranks[rank].annotations;
-                        cm.window.map_or(config.cm.tasks_window, |w| w as usize)
-                            * cm.nt.unwrap_or(1)
-                    })
-                    .sum::<usize>();
-            let source = SubMasterSource::<P::Task>::new(upstream, nr, depth, splitter);
-            let master = Master::new(
-                transport,
-                machines,
-                config.run.clone(),
-                config.run.scheduler.scheduler(config.run.chunk_fraction),
-                source,
-            )?;
-            let (stats, _) = match master.run() {
-                Ok(ran) => ran,
-                Err(error) => {
-                    report_lost(transport, upstream);
-                    return Err(error);
-                }
-            };
-            let report = ClusterReport {
-                name: stats.name.clone(),
-                stats: Some(Box::new(stats.clone())),
-                ..Default::default()
-            };
-            let bye = ToMaster::Bye {
-                report: Some(Box::new(report)),
-            };
-            transport.send(upstream, encode(&bye))?;
-            transport.flush()?;
+            let stats =
+                submaster::run::<P::Task>(transport, machines, config, scheduler, splitter)?;
             Ok(Outcome::SubMaster { stats })
         }
         (Role::Worker, _) => {
@@ -406,28 +412,6 @@ pub fn play<P: Problem>(
     }
 }
 
-/// A sub-master that cannot go on tells its parent cluster at once, through its CM, so the
-/// parent takes its tasks back now rather than after the link's deadline; it waits (a little)
-/// for the CM to have passed it on.
-fn report_lost(transport: &mut dyn Transport, upstream: usize) {
-    if transport.send(upstream, encode(&ToMaster::Lost)).is_err() {
-        return;
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut idle = crate::idle::Idle::default();
-    while std::time::Instant::now() < deadline {
-        match transport.wait(idle.next_pause()) {
-            Ok(Some(envelope)) if envelope.from == upstream => {
-                if matches!(decode(&envelope.bytes, "message"), Ok(ToWorker::Stop)) {
-                    return; // the CM's answer: passed on
-                }
-            }
-            Ok(_) => {}
-            Err(_) => return,
-        }
-    }
-}
-
 /// Play a whole cluster in this process: rank 0 on this thread, every other rank on a thread
 /// of its own, over the in-process transport. `make_splitter` gives a splitter to each rank
 /// that uses one (see [`play`]). When a rank fails, the whole cluster stops, and the error
@@ -437,6 +421,18 @@ pub fn play_in_threads<P: Problem>(
     config: &ConfigFile,
     problem: Option<P>,
     make_splitter: Option<&dyn Fn() -> anyhow::Result<SplitterOf<P>>>,
+) -> Result<Outcome<P>, RunError> {
+    play_in_threads_with(machines, config, problem, make_splitter, None)
+}
+
+/// [`play_in_threads`], masters and sub-masters scheduling with `make_scheduler`'s
+/// schedulers (the configured policy when `None`).
+pub fn play_in_threads_with<P: Problem>(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: Option<P>,
+    make_splitter: Option<&dyn Fn() -> anyhow::Result<SplitterOf<P>>>,
+    make_scheduler: Option<MakeScheduler>,
 ) -> Result<Outcome<P>, RunError> {
     let mut splitters = Vec::with_capacity(machines.rank_count());
     for rank in 0..machines.rank_count() {
@@ -456,10 +452,18 @@ pub fn play_in_threads<P: Problem>(
         .zip(splitters)
         .map(|(mut transport, splitter)| {
             let (machines, config) = (machines.clone(), config.clone());
+            let make_scheduler = make_scheduler.clone();
             thread::Builder::new()
                 .name(format!("rank-{}", transport.rank()))
                 .spawn(move || {
-                    let played = play::<P>(&mut transport, &machines, &config, None, splitter);
+                    let played = play_with::<P>(
+                        &mut transport,
+                        &machines,
+                        &config,
+                        None,
+                        splitter,
+                        make_scheduler.as_ref(),
+                    );
                     if played.is_err() {
                         transport.abort_cluster();
                     }
@@ -468,7 +472,14 @@ pub fn play_in_threads<P: Problem>(
                 .map_err(|e| RunError::Setup(format!("cannot start a rank thread: {e}")))
         })
         .collect::<Result<_, _>>()?;
-    let outcome = play(&mut first, machines, config, problem, first_splitter);
+    let outcome = play_with(
+        &mut first,
+        machines,
+        config,
+        problem,
+        first_splitter,
+        make_scheduler.as_ref(),
+    );
     if outcome.is_err() {
         first.abort_cluster();
     }
@@ -532,6 +543,7 @@ fn run_threads<P, S>(
     args: &RunArgs,
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
     make_splitter: Option<MakeSplitter<P, S>>,
+    make_scheduler: Option<MakeScheduler>,
     finish: impl FnOnce(P, &RunStats) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
@@ -546,12 +558,13 @@ where
         ..
     } = prepare(args, 0, None, make_problem, make_splitter)?;
     let make = make_splitter.map(|make| move || make(&settings));
-    let outcome = play_in_threads(
+    let outcome = play_in_threads_with(
         &machines,
         &config,
         problem,
         make.as_ref()
             .map(|m| m as &dyn Fn() -> anyhow::Result<SplitterOf<P>>),
+        make_scheduler,
     )?;
     conclude(outcome, &config, args, finish)
 }

@@ -1,17 +1,18 @@
 //! Master and workers on the in-process transport: dispatch, gathering, reassignment and
 //! batching, without `mpirun`.
 
-use std::{path::Path, thread, time::Duration};
+use std::{path::Path, sync::Arc, thread, time::Duration};
 
 use hmw::{
     config::{ConfigFile, RunConfig},
+    core::MasterCore,
     machinefile::MachineFile,
     roles::{
         master::{Master, ProblemSource},
         worker::Worker,
     },
-    runner::play_in_threads,
-    scheduler::{Demand, OnDemand, Scheduler},
+    runner::{play_in_threads, play_in_threads_with, MakeScheduler, Outcome},
+    scheduler::{Demand, OnDemand, Scheduler, Waiting},
     transport::local::LocalTransport,
     Problem, RunStats, Task, TaskId, TaskResult, WorkerContext,
 };
@@ -370,4 +371,75 @@ fn a_result_for_no_task_is_a_protocol_error_not_a_panic() {
         error.contains("protocol violation") && error.contains("rank 1"),
         "{error}"
     );
+}
+
+/// An application's own scheduler: never serves rank 1, prefers the highest rank, and gives
+/// rank 3 batches of three.
+struct NotRankOne;
+
+impl Scheduler for NotRankOne {
+    fn pick(&mut self, waiting: &Waiting) -> Option<usize> {
+        waiting.highest_rank().filter(|&rank| rank != 1)
+    }
+
+    fn batch_size(&mut self, demand: &Demand) -> usize {
+        if demand.worker == 3 {
+            3
+        } else {
+            1
+        }
+    }
+}
+
+#[test]
+fn an_application_scheduler_decides_who_gets_work() {
+    let machines = MachineFile::parse(Path::new("test.hosts"), "master\nw1\nw2\nw3\n").unwrap();
+    let config =
+        ConfigFile::parse(Path::new("run.toml"), "[run]\nstatistics_interval = 0\n").unwrap();
+    let make: MakeScheduler = Arc::new(|_run: &RunConfig| Box::new(NotRankOne) as Box<_>);
+    let outcome =
+        play_in_threads_with(&machines, &config, Some(Naps::new(30, 2)), None, Some(make)).unwrap();
+    let Outcome::Master { problem, stats } = outcome else {
+        panic!("rank 0 is the master");
+    };
+    assert!(problem.gathered.iter().all(|&n| n == 1));
+    let done: Vec<u64> = stats.workers.iter().map(|w| w.tasks_done).collect();
+    // The default would have given every worker some: this one gives rank 1 none.
+    assert_eq!(done[0], 0, "{done:?}");
+    assert_eq!(done.iter().sum::<u64>(), 30);
+    assert!(done[2] > 0 && done[1] > 0, "{done:?}");
+}
+
+#[test]
+fn the_driver_runs_the_core_a_simulator_builds() {
+    // The core is built alone, as the property tests and a simulator build it, then handed
+    // to the driver that runs under MPI (here over the in-process transport).
+    let machines = MachineFile::parse(Path::new("test.hosts"), "master\nw1\nw2\n").unwrap();
+    let config = quiet(2, true);
+    let core: MasterCore<ProblemSource<Naps>> = MasterCore::new(
+        &machines,
+        config.clone(),
+        Box::new(OnDemand),
+        ProblemSource::new(Naps::new(10, 1)),
+    );
+    let mut transports = LocalTransport::cluster(3).into_iter();
+    let mut master_transport = transports.next().unwrap();
+    let workers: Vec<_> = transports
+        .map(|mut transport| {
+            let rank = hmw::transport::Transport::rank(&transport);
+            let context = WorkerContext {
+                rank,
+                line: machines.ranks[rank].clone(),
+            };
+            thread::spawn(move || Worker::<Nap>::new(&mut transport, context, 2).run())
+        })
+        .collect();
+    let master = Master::with_core(&mut master_transport, core);
+    let _: &MasterCore<ProblemSource<Naps>> = master.core();
+    let (stats, source) = master.run().unwrap();
+    for worker in workers {
+        worker.join().unwrap().unwrap();
+    }
+    assert_eq!(stats.tasks, 10);
+    assert!(source.into_problem().gathered.iter().all(|&n| n == 1));
 }

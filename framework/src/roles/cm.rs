@@ -1,21 +1,10 @@
-//! The communication-manager role: the bridge between MPI inside a cluster and the WAN link
-//! (crate `hmw-cm`) to the peer CM of another cluster.
+//! The communication manager's driver: the bridge between MPI inside a cluster and the WAN
+//! link (crate `hmw-cm`) to the peer CM of another cluster, around a CM core
+//! ([`CmMasterSide`] facing a master, [`CmSubMasterSide`] facing a sub-master).
 //!
-//! - Facing a master (`# M ...`): to its master it is a worker with a deep window. The far
-//!   sub-master's requests for work (its room) come back over the link as credit; the CM asks
-//!   its master for as many batches as that credit plus `tasks_window` more (the batches on
-//!   their way across the WAN while the next credit travels back), while its link's send
-//!   buffer is less than half full. It forwards each batch over the link, and passes the
-//!   results that come back to the master. The far cluster thus never hoards more than it
-//!   asked for plus the window. The master never waits on the WAN: a slow or
-//!   broken link only delays the tasks already handed to this CM. If the link stays down past
-//!   `lost_after_s`, it tells the master the cluster is lost, and the master hands that
-//!   cluster's tasks to others.
-//! - Facing a sub-master (`# S ...`): the sub-master's input and output. Tasks from the link
-//!   go to the sub-master as it offers room; its results go back over the link.
-//!
-//! Both sides poll MPI and the link and sleep in between (on the link's receive, so a WAN
-//! message wakes them at once).
+//! The loop polls MPI and the link, passes what arrives to the core, tells it how the link is
+//! doing ([`LinkView`]) and performs its outputs; it sleeps in between on the link's receive,
+//! so a WAN message wakes it at once.
 
 use std::{
     collections::VecDeque,
@@ -25,33 +14,19 @@ use std::{
 
 use hmw_cm::{BlockingLink, LinkConfig, LinkError, LinkStats, TlsConfig, TrySendError};
 
+pub use crate::core::Outbound;
 use crate::{
     config::CmConfig,
+    core::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView},
     error::RunError,
     idle::Idle,
     machinefile::{Endpoint, Facing, MachineFile, MASTER},
-    protocol::{decode, encode, LinkState, ToMaster, ToWorker},
-    stats::{ClusterReport, LinkSummary, Outage},
+    stats::{LinkSummary, Outage},
     transport::Transport,
 };
 
 /// Messages a CM takes from its link before it looks at MPI again.
 const MESSAGES_PER_TURN: usize = 64;
-
-/// The most room a CM offers its master at once (a far side asking for more gets it over
-/// several offers).
-const MAX_ROOM: u64 = 1 << 16;
-
-/// How often a CM facing a master tells its master how its link is doing.
-const LINK_REPORT_EVERY: Duration = Duration::from_secs(1);
-
-/// How long a CM facing a master waits, once the run is stopping, for a link that is down to
-/// bring the far cluster's statistics.
-const STOP_PATIENCE: Duration = Duration::from_secs(5);
-
-/// The application's shaping of a task's body before it crosses the WAN
-/// ([`crate::app::Splitter::outbound`]), on a CM facing a master.
-pub type Outbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, RunError>>;
 
 /// Build the link configuration of CM `rank` from its machine-file line and `[cm]`.
 pub fn link_config(
@@ -161,8 +136,6 @@ pub fn summarize(stats: &LinkStats) -> LinkSummary {
 struct Wan {
     link: BlockingLink,
     backlog: VecDeque<Vec<u8>>,
-    /// Since when no connection is up (the link starts down).
-    down_since: Option<Instant>,
 }
 
 impl Wan {
@@ -200,13 +173,16 @@ impl Wan {
         }
     }
 
-    /// How long the link has been down (zero while connected).
-    fn down_for(&mut self) -> Duration {
-        if self.link.is_connected() {
-            self.down_since = None;
-            Duration::ZERO
-        } else {
-            self.down_since.get_or_insert_with(Instant::now).elapsed()
+    /// The link as the core sees it.
+    fn view(&self) -> LinkView {
+        let stats = self.link.stats();
+        LinkView {
+            connected: self.link.is_connected(),
+            ever_connected: stats.connections_established > 0,
+            backlog: !self.backlog.is_empty(),
+            send_fill: self.link.send_buffer().fill(),
+            send_bytes_per_s: stats.send_rate_current,
+            recv_bytes_per_s: stats.recv_rate_current,
         }
     }
 
@@ -242,345 +218,156 @@ pub fn run(
     let wan = Wan {
         link,
         backlog: VecDeque::new(),
-        down_since: None,
     };
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
     let line = &machines.ranks[rank];
     let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
     match line.cm.as_ref().map(|c| c.facing) {
-        Some(Facing::Master) => MasterSide::new(transport, wan, window, lost_after, outbound).run(),
-        _ => SubMasterSide::new(transport, wan, lost_after).run(),
+        Some(Facing::Master) => {
+            let core = CmMasterSide::new(rank, window, lost_after, outbound);
+            run_master_side(transport, wan, core)
+        }
+        _ => run_submaster_side(transport, wan, CmSubMasterSide::new(rank, lost_after)),
+    }
+}
+
+/// The sleep before the next poll of the link: none after activity.
+fn pause(active: bool, idle: &mut Idle) -> Duration {
+    if active {
+        Duration::ZERO
+    } else {
+        idle.next_pause()
     }
 }
 
 /// A CM in the master's cluster.
-struct MasterSide<'a> {
-    transport: &'a mut dyn Transport,
-    wan: Wan,
-    /// Batches sent ahead of the far side's credit.
-    window: u64,
-    lost_after: Duration,
-    /// Room offered to the master and not used yet (in batches).
-    offered: u64,
-    /// Batches forwarded over the link.
-    forwarded: u64,
-    /// Room the far sub-master has asked for in all (batches).
-    far_room: u64,
-    lost: bool,
-    stopping: bool,
-    report: Option<Box<ClusterReport>>,
-    far_bye: bool,
-    outbound: Option<Outbound>,
-    /// Bytes of the task bodies the master handed over, and as they crossed the WAN.
-    task_bytes: u64,
-    task_bytes_sent: u64,
-}
-
-impl<'a> MasterSide<'a> {
-    fn new(
-        transport: &'a mut dyn Transport,
-        wan: Wan,
-        window: u64,
-        lost_after: Duration,
-        outbound: Option<Outbound>,
-    ) -> Self {
-        MasterSide {
-            transport,
-            wan,
-            window,
-            lost_after,
-            offered: 0,
-            forwarded: 0,
-            far_room: 0,
-            lost: false,
-            stopping: false,
-            report: None,
-            far_bye: false,
-            outbound,
-            task_bytes: 0,
-            task_bytes_sent: 0,
+fn run_master_side(
+    transport: &mut dyn Transport,
+    mut wan: Wan,
+    mut core: CmMasterSide,
+) -> Result<(), RunError> {
+    let clock = Instant::now();
+    let mut idle = Idle::default();
+    let mut out = Vec::new();
+    loop {
+        let mut active = false;
+        while let Some(envelope) = transport.try_recv()? {
+            active = true;
+            core.on_cluster(&envelope.bytes, &mut out)?;
+            perform_master_side(transport, &mut wan, &mut core, &mut out)?;
         }
-    }
-
-    fn run(mut self) -> Result<(), RunError> {
-        let mut idle = Idle::default();
-        let mut last_report = Instant::now();
-        loop {
-            let mut active = false;
-            while let Some(envelope) = self.transport.try_recv()? {
-                active = true;
-                let message = decode(&envelope.bytes, "message to a CM")
-                    .map_err(RunError::decoding(envelope.from))?;
-                self.on_master_message(message)?;
-            }
-            let pause = if active {
-                Duration::ZERO
-            } else {
-                idle.next_pause()
+        let mut wait = pause(active, &mut idle);
+        for _ in 0..MESSAGES_PER_TURN {
+            let Some(bytes) = wan.recv(wait)? else {
+                break;
             };
-            let mut wait = pause;
-            for _ in 0..MESSAGES_PER_TURN {
-                let Some(bytes) = self.wan.recv(wait)? else {
-                    break;
-                };
-                wait = Duration::ZERO;
-                active = true;
-                self.on_far_message(&bytes)?;
-                if self.far_bye {
-                    break;
-                }
-            }
-            self.wan.push()?;
-            // Once stopping, the master has every result it needs: only the far cluster's
-            // statistics are awaited, and not for long over a link that is down.
-            let deadline = if self.stopping {
-                self.lost_after.min(STOP_PATIENCE)
-            } else {
-                self.lost_after
-            };
-            if !self.lost && self.wan.down_for() > deadline {
-                self.lost = true;
-                if !self.stopping {
-                    tracing::warn!(
-                        after_s = self.lost_after.as_secs_f64(),
-                        "WAN link down past the deadline: the cluster behind it is lost"
-                    );
-                    self.transport.send(MASTER, encode(&ToMaster::Lost))?;
-                }
-            }
-            let never_connected = self.wan.link.stats().connections_established == 0;
-            if self.stopping && (self.far_bye || self.lost || never_connected) {
+            wait = Duration::ZERO;
+            active = true;
+            core.on_link(&bytes, &mut out)?;
+            perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+            if core.far_bye() {
                 break;
             }
-            if last_report.elapsed() >= LINK_REPORT_EVERY {
-                last_report = Instant::now();
-                self.report_link()?;
-            }
-            self.offer_room()?;
-            if active {
-                idle.reset();
-            }
         }
-        let mut report = self.report.take().unwrap_or_default();
-        if report.link.is_none() {
-            report.link = Some(summarize(&self.wan.link.stats()));
+        wan.push()?;
+        core.on_tick(clock.elapsed(), &wan.view(), &mut out);
+        perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+        if core.is_done() {
+            break;
         }
-        report.task_bytes = self.task_bytes;
-        report.task_bytes_sent = self.task_bytes_sent;
-        self.transport.send(
-            MASTER,
-            encode(&ToMaster::Bye {
-                report: Some(report),
-            }),
-        )?;
-        self.transport.flush()?;
-        self.wan.close(Duration::from_secs(2));
-        Ok(())
+        if active {
+            idle.reset();
+        }
     }
+    let bye = core.bye(summarize(&wan.link.stats()));
+    transport.send(MASTER, bye)?;
+    transport.flush()?;
+    wan.close(Duration::from_secs(2));
+    Ok(())
+}
 
-    fn on_master_message(&mut self, message: ToWorker) -> Result<(), RunError> {
-        match message {
-            ToWorker::Tasks(mut batch) => {
-                self.offered = self.offered.saturating_sub(1);
-                self.forwarded += 1;
-                for task in &mut batch {
-                    self.task_bytes += task.body.len() as u64;
-                    if let Some(outbound) = &mut self.outbound {
-                        task.body = outbound(&task.body)?;
-                    }
-                    self.task_bytes_sent += task.body.len() as u64;
-                }
-                self.wan.send(encode(&ToWorker::Tasks(batch)))
-            }
-            ToWorker::Stop => {
-                self.stopping = true;
-                self.wan.send(encode(&ToWorker::Stop))
-            }
+fn perform_master_side(
+    transport: &mut dyn Transport,
+    wan: &mut Wan,
+    core: &mut CmMasterSide,
+    out: &mut Vec<CmOutput>,
+) -> Result<(), RunError> {
+    for output in out.drain(..) {
+        match output {
+            CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
+            CmOutput::ToLink(bytes) => wan.send(bytes)?,
+            CmOutput::SnapshotLink => core.set_far_link(summarize(&wan.link.stats())),
+            // A CM facing a master closes its link after its `Bye` (see the end of the loop).
+            CmOutput::CloseLink(_) => {}
         }
     }
-
-    fn on_far_message(&mut self, bytes: &[u8]) -> Result<(), RunError> {
-        let message: ToMaster = decode(bytes, "message from the far cluster")
-            .map_err(RunError::decoding(self.transport.rank()))?;
-        match message {
-            ToMaster::Result { result, .. } => {
-                self.transport
-                    .send(MASTER, encode(&ToMaster::Result { result, room: 0 }))?;
-            }
-            ToMaster::Bye { report } => {
-                // The far side closes once this is acknowledged: take the link's figures now.
-                let mut report = report.unwrap_or_default();
-                report.link = Some(summarize(&self.wan.link.stats()));
-                self.report = Some(report);
-                self.far_bye = true;
-            }
-            ToMaster::Ready { room } => self.far_room += u64::from(room),
-            // The far side's own link reports are not for this master.
-            ToMaster::Link(_) => {}
-            // The far cluster reports it cannot go on: it is lost now, not after the deadline.
-            ToMaster::Lost | ToMaster::Failed { .. } => {
-                if !self.lost {
-                    self.lost = true;
-                    tracing::warn!("the far cluster reports it cannot go on: it is lost");
-                    self.transport.send(MASTER, encode(&ToMaster::Lost))?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Tell the master how the link is doing, for its live prediction.
-    fn report_link(&mut self) -> Result<(), RunError> {
-        let stats = self.wan.link.stats();
-        let state = LinkState {
-            connected: self.wan.link.is_connected(),
-            tasks_waiting: !self.wan.backlog.is_empty()
-                || self.wan.link.send_buffer().fill() >= 0.5,
-            send_bytes_per_s: stats.send_rate_current,
-            recv_bytes_per_s: stats.recv_rate_current,
-        };
-        self.transport
-            .send(MASTER, encode(&ToMaster::Link(state)))?;
-        Ok(())
-    }
-
-    /// Ask the master for more while the window and the send buffer allow.
-    fn offer_room(&mut self) -> Result<(), RunError> {
-        // Tasks handed over while the link is down would only wait here.
-        if self.lost
-            || self.stopping
-            || !self.wan.backlog.is_empty()
-            || !self.wan.link.is_connected()
-        {
-            return Ok(());
-        }
-        if self.wan.link.send_buffer().fill() >= 0.5 {
-            return Ok(());
-        }
-        let wanted = (self.far_room + self.window).saturating_sub(self.offered + self.forwarded);
-        let room = wanted.min(MAX_ROOM);
-        if room > 0 {
-            self.offered += room;
-            self.transport
-                .send(MASTER, encode(&ToMaster::Ready { room: room as u32 }))?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 /// A CM in an external cluster, in front of its sub-master.
-struct SubMasterSide<'a> {
-    transport: &'a mut dyn Transport,
+fn run_submaster_side(
+    transport: &mut dyn Transport,
     wan: Wan,
-    lost_after: Duration,
-    /// Room the sub-master offered and that no batch used yet.
-    room: u32,
-    queue: VecDeque<ToWorker>,
-    stop_sent: bool,
+    mut core: CmSubMasterSide,
+) -> Result<(), RunError> {
+    let clock = Instant::now();
+    let mut idle = Idle::default();
+    let mut out = Vec::new();
+    let mut wan = Some(wan);
+    loop {
+        let mut active = false;
+        while let Some(envelope) = transport.try_recv()? {
+            active = true;
+            core.on_cluster(&envelope.bytes, &mut out)?;
+            perform_submaster_side(transport, &mut wan, &mut out)?;
+            if core.is_done() {
+                transport.flush()?;
+                return Ok(());
+            }
+        }
+        let Some(link) = wan.as_mut() else {
+            return Ok(());
+        };
+        let mut wait = pause(active, &mut idle);
+        for _ in 0..MESSAGES_PER_TURN {
+            let Some(bytes) = link.recv(wait)? else {
+                break;
+            };
+            wait = Duration::ZERO;
+            active = true;
+            core.on_link(bytes)?;
+        }
+        link.push()?;
+        let view = link.view();
+        core.on_tick(clock.elapsed(), &view, &mut out);
+        perform_submaster_side(transport, &mut wan, &mut out)?;
+        if active {
+            idle.reset();
+        }
+    }
 }
 
-impl<'a> SubMasterSide<'a> {
-    fn new(transport: &'a mut dyn Transport, wan: Wan, lost_after: Duration) -> Self {
-        SubMasterSide {
-            transport,
-            wan,
-            lost_after,
-            room: 0,
-            queue: VecDeque::new(),
-            stop_sent: false,
-        }
-    }
-
-    fn run(mut self) -> Result<(), RunError> {
-        let mut idle = Idle::default();
-        loop {
-            let mut active = false;
-            while let Some(envelope) = self.transport.try_recv()? {
-                active = true;
-                let message: ToMaster = decode(&envelope.bytes, "message to a CM")
-                    .map_err(RunError::decoding(envelope.from))?;
-                match message {
-                    ToMaster::Ready { room } => {
-                        // Credit for the master's side, which sends no more than asked for.
-                        self.room += room;
-                        self.wan.send(encode(&ToMaster::Ready { room }))?;
-                    }
-                    ToMaster::Bye { report } => {
-                        self.wan.send(encode(&ToMaster::Bye { report }))?;
-                        self.wan.push()?;
-                        // The far side needs the results and the report: wait (bounded).
-                        self.wan.close(self.lost_after);
-                        return Ok(());
-                    }
-                    ToMaster::Lost => {
-                        // The sub-master cannot go on: tell the far side, then let it know
-                        // that the message is on its way (it is waiting to end its cluster).
-                        self.wan.send(encode(&ToMaster::Lost))?;
-                        self.wan.push()?;
-                        self.wan.close(STOP_PATIENCE);
-                        self.transport.send(MASTER, encode(&ToWorker::Stop))?;
-                        self.transport.flush()?;
-                        return Ok(());
-                    }
-                    other => self.wan.send(encode(&other))?,
+fn perform_submaster_side(
+    transport: &mut dyn Transport,
+    wan: &mut Option<Wan>,
+    out: &mut Vec<CmOutput>,
+) -> Result<(), RunError> {
+    for output in out.drain(..) {
+        match output {
+            CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
+            CmOutput::ToLink(bytes) => {
+                if let Some(wan) = wan.as_mut() {
+                    wan.send(bytes)?;
                 }
             }
-            let pause = if active {
-                Duration::ZERO
-            } else {
-                idle.next_pause()
-            };
-            let mut wait = pause;
-            for _ in 0..MESSAGES_PER_TURN {
-                let Some(bytes) = self.wan.recv(wait)? else {
-                    break;
-                };
-                wait = Duration::ZERO;
-                active = true;
-                match decode(&bytes, "message from the master's cluster")
-                    .map_err(RunError::decoding(self.transport.rank()))?
-                {
-                    ToWorker::Stop => {
-                        // Tasks still queued are not needed any more.
-                        self.queue.clear();
-                        self.queue.push_back(ToWorker::Stop);
-                    }
-                    // Once this cluster is stopping, tasks that still come are not for it.
-                    tasks if !self.stop_sent => self.queue.push_back(tasks),
-                    _ => {}
+            CmOutput::CloseLink(patience) => {
+                if let Some(mut wan) = wan.take() {
+                    wan.push()?;
+                    wan.close(patience);
                 }
             }
-            self.wan.push()?;
-            if !self.stop_sent && self.wan.down_for() > self.lost_after {
-                tracing::warn!("WAN link down past the deadline: stopping this cluster");
-                self.queue.clear();
-                self.queue.push_back(ToWorker::Stop);
-            }
-            self.forward()?;
-            if active {
-                idle.reset();
-            }
+            CmOutput::SnapshotLink => {}
         }
     }
-
-    /// Hand queued batches to the sub-master as its room allows; `Stop` goes at once.
-    fn forward(&mut self) -> Result<(), RunError> {
-        while let Some(front) = self.queue.front() {
-            let is_stop = matches!(front, ToWorker::Stop);
-            if !is_stop && self.room == 0 {
-                break;
-            }
-            let message = self.queue.pop_front().expect("front exists");
-            if is_stop {
-                if self.stop_sent {
-                    continue;
-                }
-                self.stop_sent = true;
-            } else {
-                self.room -= 1;
-            }
-            self.transport.send(MASTER, encode(&message))?;
-        }
-        Ok(())
-    }
+    Ok(())
 }

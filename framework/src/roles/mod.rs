@@ -1,11 +1,13 @@
-//! The roles a rank plays, from its line of the machine file (`docs/architecture.md`).
+//! The roles' drivers: each runs a core of [`crate::core`] over a transport (MPI, or the
+//! in-process one), from its line of the machine file (`docs/architecture.md`).
 //!
-//! - [`master`]: owns the problem (or, in a sub-master, the tasks its CM brings), hands tasks
-//!   out on demand, gathers results;
-//! - [`submaster`]: the task source of an external cluster's master: inter-cluster tasks in
-//!   through its CM, split to its own grain, results joined before they go back;
-//! - [`cm`]: a communication manager, bridging its cluster's MPI and the link to its peer CM;
-//! - [`worker`]: executes tasks, a second one travelling while the first computes.
+//! - [`master`]: the main master's loop around a [`crate::core::MasterCore`];
+//! - [`submaster`]: an external cluster's master: the same loop around a
+//!   [`crate::core::SubMasterCore`], reporting to its parent cluster at the end;
+//! - [`cm`]: a communication manager: its cluster's MPI and the link to its peer CM around a
+//!   CM core;
+//! - [`worker`]: the communication thread around a [`crate::core::WorkerCore`], and a compute
+//!   thread.
 
 pub mod cm;
 pub mod master;

@@ -1,46 +1,30 @@
-//! The worker role: executes tasks and returns their results.
+//! The worker's driver: the communication thread around a [`WorkerCore`], and a compute
+//! thread.
 //!
-//! Two threads: this one talks to the master (the only thread that touches the transport, as
-//! MPI's funneled mode requires), a compute thread executes. With `worker_buffers = 2` the
-//! worker asks for a second batch up front, so the next task arrives while the current one
-//! computes; with 1 it asks only once the current batch is done. Tasks that take only a few
-//! microseconds run on the communication thread itself: for them a thread hand-off costs more
-//! than the task, and there is nothing to overlap.
+//! This thread talks to the master (the only thread that touches the transport, as MPI's
+//! funneled mode requires); the compute thread executes. The core decides what to ask for
+//! and where each task runs; this loop moves messages, tasks and results, and sleeps with the
+//! idle backoff between them.
 
 use std::{
+    collections::VecDeque,
     marker::PhantomData,
     panic::{self, AssertUnwindSafe},
     thread,
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::{
     app::{Task, TaskResult, WorkerContext},
+    core::{Computed, Output, Queued, Received, WorkerCore},
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
-    protocol::{decode, encode, encode_with_capacity, ToMaster, ToWorker, WireResult, WireTask},
+    protocol::{decode, encode, ToMaster, ToWorker, WireResult},
     transport::Transport,
 };
-
-/// How often a worker holding all the tasks it asked for looks at the master's messages: then
-/// only `Stop` can come, and a few milliseconds more at the end of a run cost nothing.
-const FULL_PAUSE: Duration = Duration::from_millis(20);
-
-/// A task queued for the compute thread.
-struct Queued {
-    task: WireTask,
-    /// The last task of its batch: finishing it frees a batch of room.
-    closes_batch: bool,
-}
-
-/// What the compute thread hands back.
-struct Computed {
-    result: Result<WireResult, RunError>,
-    closes_batch: bool,
-}
 
 /// A worker of task type `T`.
 pub struct Worker<'a, T> {
@@ -71,7 +55,7 @@ impl<'a, T: Task> Worker<'a, T> {
             buffers,
             ..
         } = self;
-        match serve::<T>(transport, &context, buffers) {
+        match serve::<T>(transport, &context, WorkerCore::new(buffers)) {
             Ok(()) => Ok(()),
             Err(Failure::Reported(error)) => wait_for_the_end(transport, error),
             Err(Failure::Other(error)) => Err(error),
@@ -112,11 +96,39 @@ fn wait_for_the_end(transport: &mut dyn Transport, error: RunError) -> Result<()
     }
 }
 
+/// Perform the core's sends.
+fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), RunError> {
+    for output in out.drain(..) {
+        if let Output::Send { to, bytes } = output {
+            transport.send(to, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Pass a computed task to the core and send what it says; a failed task, once reported,
+/// ends serving.
+fn deliver(
+    transport: &mut dyn Transport,
+    core: &mut WorkerCore,
+    computed: Computed,
+    inline: bool,
+    out: &mut Vec<Output>,
+) -> Result<(), Failure> {
+    let reported = core.on_computed(computed, inline, out);
+    perform(transport, out)?;
+    if let Err(error) = reported {
+        transport.flush()?;
+        return Err(Failure::Reported(error));
+    }
+    Ok(())
+}
+
 /// The worker's loop: serve the master until it says stop.
 fn serve<T: Task>(
     transport: &mut dyn Transport,
     context: &WorkerContext,
-    buffers: u32,
+    mut core: WorkerCore,
 ) -> Result<(), Failure> {
     let (task_tx, task_rx) = unbounded::<Queued>();
     let (result_tx, result_rx) = unbounded::<Computed>();
@@ -129,43 +141,27 @@ fn serve<T: Task>(
         .spawn(move || compute::<T>(compute_context, task_rx, result_tx))
         .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
 
-    transport.send(MASTER, encode(&ToMaster::Ready { room: buffers }))?;
+    let mut out = Vec::new();
+    let mut tasks = VecDeque::new();
+    core.start(&mut out);
+    perform(transport, &mut out)?;
     let mut idle = Idle::default();
-    let mut task_time = TaskTime::default();
-    // Tasks handed to the compute thread whose result has not come back.
-    let mut computing = 0usize;
-    // Batches asked for and not received: while none is, the master can only say stop,
-    // so its messages are polled seldom (a finished task still wakes this thread at once).
-    let mut asked = buffers;
     loop {
         let mut active = false;
         while let Ok(computed) = result_rx.try_recv() {
-            computing -= 1;
-            task_time.observe(&computed);
-            asked += send_result(transport, computed)?;
+            deliver(transport, &mut core, computed, false, &mut out)?;
             active = true;
         }
         if let Some(envelope) = transport.try_recv()? {
             active = true;
-            let message =
-                decode(&envelope.bytes, "message to a worker").map_err(RunError::decoding(rank))?;
-            let batch = match message {
-                ToWorker::Tasks(batch) => batch,
-                ToWorker::Stop => break,
-            };
-            asked = asked.saturating_sub(1);
-            let last = batch.len().saturating_sub(1);
-            for (i, task) in batch.into_iter().enumerate() {
-                let queued = Queued {
-                    task,
-                    closes_batch: i == last,
-                };
-                if computing == 0 && task_time.is_tiny() {
+            if core.handle(&envelope.bytes, rank, &mut tasks)? == Received::Stop {
+                break;
+            }
+            while let Some(queued) = tasks.pop_front() {
+                if core.run_inline() {
                     let computed = execute::<T>(context, queued);
-                    task_time.observe(&computed);
-                    asked += send_result(transport, computed)?;
+                    deliver(transport, &mut core, computed, true, &mut out)?;
                 } else {
-                    computing += 1;
                     // The compute thread only exits when this channel closes.
                     let _ = task_tx.send(queued);
                 }
@@ -175,11 +171,7 @@ fn serve<T: Task>(
             idle.reset();
             continue;
         }
-        let pause = if asked == 0 {
-            FULL_PAUSE
-        } else {
-            idle.next_pause()
-        };
+        let pause = core.pause(&mut idle);
         if pause.is_zero() {
             // Polling the transport again is what a yield would be for: MPI's progress
             // engine yields the CPU itself when ranks outnumber cores.
@@ -190,9 +182,7 @@ fn serve<T: Task>(
         match result_rx.recv_timeout(pause) {
             Ok(computed) => {
                 idle.reset();
-                computing -= 1;
-                task_time.observe(&computed);
-                asked += send_result(transport, computed)?;
+                deliver(transport, &mut core, computed, false, &mut out)?;
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -203,58 +193,10 @@ fn serve<T: Task>(
             }
         }
     }
-    transport.send(MASTER, encode(&ToMaster::Bye { report: None }))?;
+    core.bye(&mut out);
+    perform(transport, &mut out)?;
     transport.flush()?;
     Ok(())
-}
-
-/// A running mean of the time tasks take, to spot tasks too short to be worth a thread
-/// hand-off: handing a task to the compute thread and its result back costs two thread
-/// wake-ups (several microseconds on a loaded host), more than a tiny task itself.
-#[derive(Debug, Default)]
-struct TaskTime {
-    mean_s: Option<f64>,
-}
-
-impl TaskTime {
-    /// Tasks shorter than this on average run on the communication thread itself.
-    const INLINE_BELOW_S: f64 = 20e-6;
-
-    fn observe(&mut self, computed: &Computed) {
-        if let Ok(result) = &computed.result {
-            self.mean_s = Some(match self.mean_s {
-                Some(mean) => 0.8 * mean + 0.2 * result.busy_s,
-                None => result.busy_s,
-            });
-        }
-    }
-
-    fn is_tiny(&self) -> bool {
-        self.mean_s.is_some_and(|mean| mean < Self::INLINE_BELOW_S)
-    }
-}
-
-/// Return a result to the master; gives the room it frees (1 when it closes a batch). A task
-/// that failed is reported to the master instead.
-fn send_result(transport: &mut dyn Transport, computed: Computed) -> Result<u32, Failure> {
-    let room = u32::from(computed.closes_batch);
-    match computed.result {
-        Ok(result) => {
-            let size = result.body.len() + 64;
-            let message = encode_with_capacity(&ToMaster::Result { result, room }, size);
-            transport.send(MASTER, message)?;
-            Ok(room)
-        }
-        Err(error) => {
-            let message = match &error {
-                RunError::Failed { message, .. } => message.clone(),
-                other => other.to_string(),
-            };
-            transport.send(MASTER, encode(&ToMaster::Failed { message }))?;
-            transport.flush()?;
-            Err(Failure::Reported(error))
-        }
-    }
 }
 
 /// The compute thread: one task after another.

@@ -1,4 +1,4 @@
-//! Schedulers: which rank with room the master serves next, and how many tasks its batch holds.
+//! The built-in scheduling policies (`[run] scheduler`).
 //!
 //! By default ranks are served by the fewest tasks held, then in the order they asked: every
 //! worker gets its first task before any gets a second (with `worker_buffers = 2` each worker
@@ -6,50 +6,7 @@
 //! balances load best when tasks are large enough to hide the per-message cost. Chunking
 //! policies trade balance for fewer messages when tasks are tiny.
 
-/// What the master knows when it sizes a batch.
-#[derive(Debug, Clone, Copy)]
-pub struct Demand {
-    /// The rank asking for work.
-    pub worker: usize,
-    /// Number of ranks the master feeds.
-    pub workers: usize,
-    /// Tasks not yet handed out, when the problem knows its size.
-    pub remaining: Option<u64>,
-}
-
-/// A rank that has room for a batch, as the master sees it when it picks whom to serve.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Requester {
-    /// Its rank.
-    pub rank: usize,
-    /// Tasks it holds: handed to it and not returned.
-    pub holding: usize,
-    /// A worker (else a communication manager leading to another cluster).
-    pub worker: bool,
-}
-
-/// Picks whom the master serves next and sizes the batches it sends.
-pub trait Scheduler: Send {
-    /// Index in `waiting` (one entry per batch of room, in the order it was offered; never
-    /// empty) of the request to serve next. Default: the fewest tasks held, then the oldest
-    /// request, so every rank gets its first task before any gets a second.
-    fn next_rank(&mut self, waiting: &[Requester]) -> usize {
-        waiting
-            .iter()
-            .enumerate()
-            .min_by_key(|&(i, r)| (r.holding, i))
-            .map_or(0, |(i, _)| i)
-    }
-
-    /// Number of tasks in the next batch for `demand.worker`; at least 1.
-    fn batch_size(&mut self, demand: &Demand) -> usize;
-
-    /// A result came back: `worker` spent `busy_s` seconds on one task. Adaptive policies
-    /// learn from it; the default ignores it.
-    fn observe(&mut self, worker: usize, busy_s: f64) {
-        let _ = (worker, busy_s);
-    }
-}
+use super::{requests::Demand, traits::Scheduler};
 
 /// One task per request: the default.
 #[derive(Debug, Default, Clone, Copy)]

@@ -1,0 +1,127 @@
+//! The core of a CM facing a sub-master (`# S ...`): the sub-master's input and output.
+//! Tasks from the link go to the sub-master as it offers room (its room goes back over the
+//! link as credit); its results and final report go back over the link. If the link stays
+//! down past `lost_after` it stops its cluster; if the sub-master reports it cannot go on,
+//! it passes `Lost` over the link before the cluster ends.
+
+use std::{collections::VecDeque, time::Duration};
+
+use super::{
+    master_side::STOP_PATIENCE,
+    output::{CmOutput, LinkView},
+};
+use crate::{
+    error::RunError,
+    machinefile::MASTER,
+    protocol::{decode, encode, ToMaster, ToWorker},
+};
+
+/// A CM in an external cluster, in front of its sub-master, as a state machine.
+pub struct CmSubMasterSide {
+    rank: usize,
+    lost_after: Duration,
+    /// Room the sub-master offered and that no batch used yet.
+    room: u32,
+    /// Messages from the link for the sub-master, as encoded, and whether each is `Stop`.
+    queue: VecDeque<(Vec<u8>, bool)>,
+    stop_sent: bool,
+    down_since: Option<Duration>,
+    done: bool,
+}
+
+impl CmSubMasterSide {
+    /// CM `rank`, stopping its cluster after `lost_after` without a connection.
+    pub fn new(rank: usize, lost_after: Duration) -> Self {
+        CmSubMasterSide {
+            rank,
+            lost_after,
+            room: 0,
+            queue: VecDeque::new(),
+            stop_sent: false,
+            down_since: None,
+            done: false,
+        }
+    }
+
+    /// A message from the sub-master.
+    pub fn on_cluster(&mut self, bytes: &[u8], out: &mut Vec<CmOutput>) -> Result<(), RunError> {
+        let message: ToMaster =
+            decode(bytes, "message to a CM").map_err(RunError::decoding(MASTER))?;
+        match message {
+            ToMaster::Ready { room } => {
+                // Credit for the master's side, which sends no more than asked for.
+                self.room += room;
+                out.push(CmOutput::ToLink(encode(&ToMaster::Ready { room })));
+            }
+            ToMaster::Bye { report } => {
+                out.push(CmOutput::ToLink(encode(&ToMaster::Bye { report })));
+                // The far side needs the results and the report: wait (bounded).
+                out.push(CmOutput::CloseLink(self.lost_after));
+                self.done = true;
+            }
+            ToMaster::Lost => {
+                // The sub-master cannot go on: tell the far side, then let it know that the
+                // message is on its way (it is waiting to end its cluster).
+                out.push(CmOutput::ToLink(encode(&ToMaster::Lost)));
+                out.push(CmOutput::CloseLink(STOP_PATIENCE));
+                out.push(CmOutput::ToCluster(encode(&ToWorker::Stop)));
+                self.done = true;
+            }
+            other => out.push(CmOutput::ToLink(encode(&other))),
+        }
+        Ok(())
+    }
+
+    /// A message from the master's cluster.
+    pub fn on_link(&mut self, bytes: Vec<u8>) -> Result<(), RunError> {
+        let message: ToWorker = decode(&bytes, "message from the master's cluster")
+            .map_err(RunError::decoding(self.rank))?;
+        match message {
+            ToWorker::Stop => {
+                // Tasks still queued are not needed any more.
+                self.queue.clear();
+                self.queue.push_back((bytes, true));
+            }
+            // Once this cluster is stopping, tasks that still come are not for it.
+            ToWorker::Tasks(_) if !self.stop_sent => self.queue.push_back((bytes, false)),
+            ToWorker::Tasks(_) => {}
+        }
+        Ok(())
+    }
+
+    /// After each turn at time `now`, with the link as `link`: the lost-after deadline, and
+    /// batches handed to the sub-master as its room allows (`Stop` at once).
+    pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
+        let down_for = if link.connected {
+            self.down_since = None;
+            Duration::ZERO
+        } else {
+            now.saturating_sub(*self.down_since.get_or_insert(now))
+        };
+        if !self.stop_sent && down_for > self.lost_after {
+            tracing::warn!("WAN link down past the deadline: stopping this cluster");
+            self.queue.clear();
+            self.queue.push_back((encode(&ToWorker::Stop), true));
+        }
+        while let Some(&(_, is_stop)) = self.queue.front() {
+            if !is_stop && self.room == 0 {
+                break;
+            }
+            let (bytes, _) = self.queue.pop_front().expect("front exists");
+            if is_stop {
+                if self.stop_sent {
+                    continue;
+                }
+                self.stop_sent = true;
+            } else {
+                self.room -= 1;
+            }
+            out.push(CmOutput::ToCluster(bytes));
+        }
+    }
+
+    /// The sub-master said `Bye` or `Lost`: the CM ends once the outputs are performed.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}

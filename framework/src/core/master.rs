@@ -1,0 +1,825 @@
+//! The master's core: hands tasks out on demand, tracks each until its result is gathered, and
+//! measures the run. No I/O: the driver ([`crate::roles::master`], or a test, or a simulator)
+//! passes each message in with the time, and performs the [`Output`]s.
+//!
+//! The master feeds *ranks*: workers, and communication managers that lead to other clusters
+//! (a CM is fed like a worker with a deep window; each batch it gets is one inter-cluster task
+//! of `nt` tasks). It works on serialised tasks through a [`TaskSource`], so the same core
+//! serves a typed [`crate::Problem`] (the main master) and a sub-master, whose tasks arrive
+//! from its own communication manager (see [`super::submaster`]).
+//!
+//! No task is lost: each stays in the in-flight table, with the ranks holding a copy, until a
+//! result for it is gathered. A rank that is lost gives its tasks back to a retry queue served
+//! before new tasks.
+//!
+//! Dispatch costs `O(log W)` per task for `W` ranks fed: the requests wait in a
+//! [`Waiting`] index the [`Scheduler`] picks from, and a round of dispatch ends as soon as
+//! nothing is left to hand out. A rank that cannot be served while others might (a bounded
+//! share used up; at the end, a rank still computing while idle ones take copies) is set
+//! aside until something changes for it: a task to retry, or (for tail copies) it becomes
+//! idle.
+
+use std::{
+    collections::{BTreeMap, BTreeSet, VecDeque},
+    time::Duration,
+};
+
+use super::{
+    output::Output,
+    task_source::{Next, TaskSource},
+};
+use crate::{
+    app::TaskId,
+    config::RunConfig,
+    error::RunError,
+    live::{self, ClusterWindow},
+    machinefile::{Facing, MachineFile},
+    protocol::{
+        decode, encode, encode_with_capacity, LinkState, TasksRef, ToMaster, ToWorker, WireTaskRef,
+    },
+    scheduler::{Demand, Requester, Scheduler, Waiting},
+    stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
+};
+
+/// A task handed out and not yet gathered.
+struct InFlight {
+    operations: f64,
+    body: Vec<u8>,
+    /// Ranks holding a copy (more than one after reassignment).
+    holders: Vec<usize>,
+}
+
+/// What a fed rank is.
+enum Kind {
+    Worker,
+    /// A communication manager leading to cluster `name`; batches of `nt` tasks; at most
+    /// `max_tasks` new tasks in all when the share is bounded.
+    Cm {
+        name: String,
+        nt: usize,
+        max_tasks: Option<u64>,
+        /// Workers behind it (`workers=`), for the live prediction.
+        workers: Option<usize>,
+    },
+}
+
+/// The master's running account of one fed rank.
+struct Tally {
+    kind: Kind,
+    stats: WorkerStats,
+    /// Tasks handed to this rank whose result has not come back from it.
+    outstanding: BTreeSet<TaskId>,
+    /// New tasks handed to it (for a bounded share).
+    handed: u64,
+    /// Lost: no more tasks go there.
+    gone: bool,
+    /// It has spoken (a worker at once; a CM once its link is up or given up).
+    heard: bool,
+    taken_back: u64,
+    /// The report that came with its `Bye`.
+    report: Option<Box<ClusterReport>>,
+    /// Since the last progress line: what the live prediction measures.
+    window: Window,
+    /// A CM's link, as it last reported it.
+    link: Option<LinkState>,
+}
+
+/// What a rank delivered since the last progress line.
+#[derive(Debug, Default, Clone, Copy)]
+struct Window {
+    tasks: u64,
+    operations: f64,
+    busy_s: f64,
+    computed: u64,
+    computed_operations: f64,
+}
+
+/// Where a master is in its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for every worker (and with `wait_for_links` every CM) to speak.
+    Gathering,
+    /// Handing tasks out; the clock runs.
+    Running,
+    /// Every fed rank was told to stop; waiting for each `Bye`.
+    Stopping,
+    /// Every fed rank said `Bye`.
+    Done,
+}
+
+/// What a take of a task gave.
+enum Take {
+    /// A task; whether it is new (else a retry).
+    Task(TaskId, bool),
+    /// This rank may take no new task (its bounded share is used up), and none waits to be
+    /// retried.
+    NotAllowed,
+    /// Nothing now (a sub-master waiting on its upstream, or the source is exhausted).
+    Nothing,
+}
+
+/// The master of one cluster, as a state machine: [`start`](Self::start), then
+/// [`handle`](Self::handle) each message and [`on_timer`](Self::on_timer) now and then, until
+/// [`is_done`](Self::is_done); then [`finish`](Self::finish). Times are durations since any
+/// fixed origin the driver chooses (virtual time in a simulator).
+pub struct MasterCore<S> {
+    source: S,
+    scheduler: Box<dyn Scheduler>,
+    config: RunConfig,
+    name: String,
+    phase: Phase,
+    in_flight: BTreeMap<TaskId, InFlight>,
+    /// In-flight tasks that no rank holds any more: served before new tasks.
+    retry: VecDeque<TaskId>,
+    next_id: TaskId,
+    exhausted: bool,
+    /// The requests for work not served yet (one per batch of room).
+    waiting: Waiting,
+    tallies: BTreeMap<usize, Tally>,
+    gathered: u64,
+    /// Basic operations of the tasks this cluster's own workers delivered.
+    local_operations: f64,
+    /// Basic operations of every task gathered.
+    useful_operations: f64,
+    reassigned: u64,
+    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    tail_copies: u64,
+    /// The workers it feeds (not the CMs): what the scheduler shares tasks among.
+    workers: usize,
+    /// Reused by `dispatch`: the ids of the batch being made.
+    batch: Vec<TaskId>,
+    /// When the clock started, the run ended (every task gathered), links were all up.
+    started_at: Duration,
+    wall: Duration,
+    links_up: Option<Duration>,
+    /// Whether to note when every link is up (links join during the run).
+    feeds_clusters: bool,
+    next_report: Duration,
+    progress: Vec<ProgressSample>,
+    /// Ranks told to stop that have not said `Bye`.
+    stopping: BTreeSet<usize>,
+    /// Workers and CMs that have not spoken yet (kept as counts, so no message costs a scan).
+    unheard_workers: usize,
+    unheard_cms: usize,
+}
+
+impl<S: TaskSource> MasterCore<S> {
+    /// A master feeding the workers and master-facing communication managers of `machines`,
+    /// its tasks from `source`, its dispatch decided by `scheduler`.
+    pub fn new(
+        machines: &MachineFile,
+        config: RunConfig,
+        scheduler: Box<dyn Scheduler>,
+        source: S,
+    ) -> Self {
+        let mut tallies = BTreeMap::new();
+        let mut waiting = Waiting::default();
+        for (rank, line) in machines.ranks.iter().enumerate().skip(1) {
+            let kind = match &line.cm {
+                None => Kind::Worker,
+                Some(cm) if cm.facing == Facing::Master => Kind::Cm {
+                    name: line
+                        .annotations
+                        .cluster
+                        .clone()
+                        .unwrap_or_else(|| format!("cm{rank}")),
+                    nt: line.annotations.nt.unwrap_or(1),
+                    max_tasks: line.annotations.max_tasks,
+                    workers: line.annotations.workers,
+                },
+                Some(_) => continue, // the upstream CM of a sub-master
+            };
+            waiting.register(rank, matches!(kind, Kind::Worker));
+            let stats = WorkerStats {
+                rank,
+                host: line.host.clone(),
+                ..Default::default()
+            };
+            tallies.insert(
+                rank,
+                Tally {
+                    kind,
+                    stats,
+                    outstanding: BTreeSet::new(),
+                    handed: 0,
+                    gone: false,
+                    heard: false,
+                    taken_back: 0,
+                    report: None,
+                    window: Window::default(),
+                    link: None,
+                },
+            );
+        }
+        let workers = tallies
+            .values()
+            .filter(|t| matches!(t.kind, Kind::Worker))
+            .count();
+        let cms = tallies.len() - workers;
+        let feeds_clusters = !config.wait_for_links && cms > 0;
+        MasterCore {
+            source,
+            scheduler,
+            config,
+            name: machines.ranks[0]
+                .annotations
+                .cluster
+                .clone()
+                .unwrap_or_else(|| "main".to_owned()),
+            phase: Phase::Gathering,
+            in_flight: BTreeMap::new(),
+            retry: VecDeque::new(),
+            next_id: 0,
+            exhausted: false,
+            waiting,
+            tallies,
+            gathered: 0,
+            local_operations: 0.0,
+            useful_operations: 0.0,
+            reassigned: 0,
+            tail_copies: 0,
+            workers,
+            batch: Vec::new(),
+            started_at: Duration::ZERO,
+            wall: Duration::ZERO,
+            links_up: None,
+            feeds_clusters,
+            next_report: Duration::MAX,
+            progress: Vec::new(),
+            stopping: BTreeSet::new(),
+            unheard_workers: workers,
+            unheard_cms: cms,
+        }
+    }
+
+    /// Begin at time `now`: a sub-master asks its upstream for work. The run itself starts
+    /// once every worker has asked for work (they do at once), so the first tasks are shared
+    /// fairly; with `wait_for_links` also once every link to another cluster is up (its CM
+    /// offered room) or given up (its CM reported the cluster lost), so the time to connect
+    /// is not the run's. Otherwise each cluster joins when its link is up.
+    pub fn start(&mut self, now: Duration, out: &mut Vec<Output>) -> Result<(), RunError> {
+        self.transmit_upstream(out);
+        self.step(now, out)
+    }
+
+    /// Take in the message `bytes` from rank `from` at time `now`.
+    pub fn handle(
+        &mut self,
+        now: Duration,
+        from: usize,
+        bytes: &[u8],
+        out: &mut Vec<Output>,
+    ) -> Result<(), RunError> {
+        if Some(from) == self.source.upstream() {
+            // Once stopping, upstream has nothing more to say that matters.
+            if matches!(self.phase, Phase::Gathering | Phase::Running) {
+                let message: ToWorker =
+                    decode(bytes, "message from upstream").map_err(RunError::decoding(from))?;
+                self.source.on_upstream(message)?;
+            }
+        } else {
+            let message: ToMaster =
+                decode(bytes, "message to the master").map_err(RunError::decoding(from))?;
+            self.handle_message(from, message)?;
+        }
+        self.step(now, out)
+    }
+
+    /// Time `now` has come: a progress line when one is due.
+    pub fn on_timer(&mut self, now: Duration, out: &mut Vec<Output>) {
+        if self.phase != Phase::Running || self.config.statistics_interval <= 0.0 {
+            return;
+        }
+        if now >= self.next_report {
+            let interval = self.config.statistics_interval;
+            let sample = self.progress(now.saturating_sub(self.started_at), interval);
+            out.push(Output::Progress(sample.line(self.source.task_count())));
+            self.progress.push(sample);
+            self.next_report += Duration::from_secs_f64(interval);
+        }
+    }
+
+    /// When [`on_timer`](Self::on_timer) next has something to do, if ever.
+    pub fn poll_timeout(&self) -> Option<Duration> {
+        (self.phase == Phase::Running && self.config.statistics_interval > 0.0)
+            .then_some(self.next_report)
+    }
+
+    /// Every fed rank has said `Bye`: the run is over.
+    pub fn is_done(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    /// The run's statistics and the task source (which holds the gathered results), once
+    /// [`is_done`](Self::is_done); `started_unix_s` is the wall-clock time of
+    /// [`Output::Started`].
+    pub fn finish(mut self, started_unix_s: Option<f64>) -> (RunStats, S) {
+        let stats = self.statistics(started_unix_s);
+        (stats, self.source)
+    }
+
+    /// The task source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// Tasks gathered so far.
+    pub fn gathered(&self) -> u64 {
+        self.gathered
+    }
+
+    /// After each input: start the run, hand tasks out, end the run, as due.
+    fn step(&mut self, now: Duration, out: &mut Vec<Output>) -> Result<(), RunError> {
+        if self.phase == Phase::Gathering {
+            let waiting_for_someone =
+                self.unheard_workers > 0 || (self.config.wait_for_links && self.unheard_cms > 0);
+            if self.source.stopped() || !waiting_for_someone {
+                self.phase = Phase::Running;
+                self.started_at = now;
+                self.next_report =
+                    now.saturating_add(Duration::from_secs_f64(self.config.statistics_interval));
+                out.push(Output::Started);
+            }
+        }
+        match self.phase {
+            Phase::Gathering | Phase::Done => {}
+            Phase::Running => {
+                if self.feeds_clusters
+                    && self.links_up.is_none()
+                    && self.unheard_workers + self.unheard_cms == 0
+                {
+                    self.links_up = Some(now.saturating_sub(self.started_at));
+                }
+                if !self.source.stopped() {
+                    self.dispatch(out);
+                }
+                self.transmit_upstream(out);
+                if self.finished() {
+                    // Results that still arrive are handled as usual: at the main master
+                    // every task is gathered by then, so they are discharged; a stopping
+                    // sub-master takes them in but sends nothing more up.
+                    self.wall = now.saturating_sub(self.started_at);
+                    self.phase = Phase::Stopping;
+                    for &rank in self.tallies.keys() {
+                        out.push(Output::Send {
+                            to: rank,
+                            bytes: encode(&ToWorker::Stop),
+                        });
+                        self.stopping.insert(rank);
+                    }
+                    self.transmit_upstream(out);
+                }
+            }
+            Phase::Stopping => self.transmit_upstream(out),
+        }
+        if self.phase == Phase::Stopping && self.stopping.is_empty() {
+            self.phase = Phase::Done;
+        }
+        Ok(())
+    }
+
+    /// Upstream said stop, or every task is gathered.
+    fn finished(&self) -> bool {
+        self.source.stopped() || (self.exhausted && self.in_flight.is_empty())
+    }
+
+    fn transmit_upstream(&mut self, out: &mut Vec<Output>) {
+        if let Some(upstream) = self.source.upstream() {
+            while let Some(bytes) = self.source.poll_transmit() {
+                out.push(Output::Send {
+                    to: upstream,
+                    bytes,
+                });
+            }
+        }
+    }
+
+    /// `rank` holds what its outstanding set says: tell the index, and at the end a rank
+    /// set aside that has become idle may take a copy again.
+    fn holding_changed(&mut self, rank: usize) {
+        let holding = self.tallies.get(&rank).map_or(0, |t| t.outstanding.len());
+        self.waiting.set_holding(rank, holding);
+        if holding == 0 {
+            self.waiting.restore(rank);
+        }
+    }
+
+    /// `rank` offers room for `room` more batches.
+    fn request(&mut self, rank: usize, room: u32) {
+        let Some(tally) = self.tallies.get(&rank) else {
+            return;
+        };
+        if tally.gone || room == 0 {
+            return;
+        }
+        let requester = Requester {
+            rank,
+            holding: tally.outstanding.len(),
+            worker: matches!(tally.kind, Kind::Worker),
+        };
+        self.scheduler.on_request(requester, room);
+        self.waiting.push(rank, room as usize);
+    }
+
+    /// The progress line, with the live prediction over the interval of `window_s` seconds
+    /// that just ended.
+    fn progress(&mut self, elapsed: Duration, window_s: f64) -> ProgressSample {
+        let mut local = ClusterWindow {
+            name: self.name.clone(),
+            local: true,
+            workers: Some(0),
+            ..Default::default()
+        };
+        let mut clusters = Vec::new();
+        for tally in self.tallies.values_mut() {
+            let w = std::mem::take(&mut tally.window);
+            match &tally.kind {
+                Kind::Worker => {
+                    local.workers = local.workers.map(|n| n + 1);
+                    local.tasks_done += tally.stats.tasks_done;
+                    local.window_tasks += w.tasks;
+                    local.window_operations += w.operations;
+                    local.window_busy_s += w.busy_s;
+                    local.window_computed += w.computed;
+                    local.window_computed_operations += w.computed_operations;
+                }
+                Kind::Cm { name, workers, .. } if !tally.gone => clusters.push(ClusterWindow {
+                    name: name.clone(),
+                    local: false,
+                    workers: *workers,
+                    tasks_done: tally.stats.tasks_done,
+                    window_tasks: w.tasks,
+                    window_operations: w.operations,
+                    window_busy_s: w.busy_s,
+                    window_computed: w.computed,
+                    window_computed_operations: w.computed_operations,
+                    link: tally.link,
+                }),
+                Kind::Cm { .. } => {}
+            }
+        }
+        if local.workers != Some(0) {
+            clusters.insert(0, local);
+        }
+        // Tasks still to do, at the mean basic operations of those gathered so far.
+        let total = self.source.task_count();
+        let remaining_operations = match total {
+            Some(total) if self.gathered > 0 => {
+                total.saturating_sub(self.gathered) as f64 * self.useful_operations
+                    / self.gathered as f64
+            }
+            _ => f64::NAN,
+        };
+        let estimate = live::estimate(
+            window_s,
+            elapsed.as_secs_f64(),
+            &clusters,
+            self.useful_operations,
+            remaining_operations,
+        );
+        ProgressSample::new(elapsed, self.gathered, total, estimate)
+    }
+
+    /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
+    /// from the source, which then joins the in-flight table. `rank` holds it from now on.
+    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Take {
+        while let Some(id) = self.retry.pop_front() {
+            // Gathered meanwhile, or held again by someone: skip it.
+            if let Some(flight) = self.in_flight.get_mut(&id) {
+                if flight.holders.is_empty() {
+                    flight.holders.push(rank);
+                    return Take::Task(id, false);
+                }
+            }
+        }
+        if self.config.max_tasks.is_some_and(|max| self.next_id >= max) {
+            self.exhausted = true;
+        }
+        if self.exhausted {
+            return Take::Nothing;
+        }
+        if !new_allowed {
+            return Take::NotAllowed;
+        }
+        match self.source.next_task(self.next_id) {
+            Next::Task { operations, body } => {
+                let id = self.next_id;
+                self.next_id += 1;
+                if let Some(tally) = self.tallies.get_mut(&rank) {
+                    tally.handed += 1;
+                }
+                self.in_flight.insert(
+                    id,
+                    InFlight {
+                        operations,
+                        body,
+                        holders: vec![rank],
+                    },
+                );
+                Take::Task(id, true)
+            }
+            Next::Later => Take::Nothing,
+            Next::Finished => {
+                self.exhausted = true;
+                Take::Nothing
+            }
+        }
+    }
+
+    /// Take in a message from fed rank `from`.
+    fn handle_message(&mut self, from: usize, message: ToMaster) -> Result<(), RunError> {
+        let Some(tally) = self.tallies.get_mut(&from) else {
+            return Err(RunError::Protocol {
+                rank: from,
+                message: "a message from a rank this master does not feed".into(),
+            });
+        };
+        // A CM has spoken once its link is up or given up; its link reports do not count.
+        if !tally.heard && !matches!(message, ToMaster::Link(_)) {
+            tally.heard = true;
+            match tally.kind {
+                Kind::Worker => self.unheard_workers -= 1,
+                Kind::Cm { .. } => self.unheard_cms -= 1,
+            }
+        }
+        match message {
+            ToMaster::Link(state) => tally.link = Some(state),
+            ToMaster::Ready { room } => self.request(from, room),
+            ToMaster::Result { result, room } => {
+                let duplicated = result.ids.len() > 1 && {
+                    let mut ids = result.ids.clone();
+                    ids.sort_unstable();
+                    ids.windows(2).any(|w| w[0] == w[1])
+                };
+                if result.ids.is_empty() || duplicated {
+                    return Err(RunError::Protocol {
+                        rank: from,
+                        message: format!(
+                            "a result for tasks {:?}: a result stands for one task or more, \
+                             each once",
+                            result.ids
+                        ),
+                    });
+                }
+                tally.stats.tasks_computed += result.ids.len() as u64;
+                tally.stats.busy_s += result.busy_s;
+                tally.stats.decode_s += result.decode_s;
+                tally.stats.encode_s += result.encode_s;
+                tally.window.computed += result.ids.len() as u64;
+                tally.window.busy_s += result.busy_s;
+                tally.stats.operations += result.operations;
+                tally.window.computed_operations += result.operations;
+                for id in &result.ids {
+                    tally.outstanding.remove(id);
+                }
+                // A CM's result stands for tasks of another cluster: only workers teach the
+                // scheduler their task times.
+                if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
+                    self.scheduler.observe(from, result.busy_s);
+                }
+                let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
+                if fresh {
+                    for id in &result.ids {
+                        self.in_flight.remove(id);
+                    }
+                    tally.stats.tasks_done += result.ids.len() as u64;
+                    tally.window.tasks += result.ids.len() as u64;
+                    tally.window.operations += result.operations;
+                    self.useful_operations += result.operations;
+                    self.gathered += result.ids.len() as u64;
+                    if matches!(tally.kind, Kind::Worker) {
+                        self.local_operations += result.operations;
+                    }
+                    self.source.gather(result)?;
+                } else {
+                    // Some of these tasks were gathered from another copy: a joined result
+                    // cannot be split, so the rest is computed again unless a copy is out.
+                    tally.stats.discharged += result.ids.len() as u64;
+                    for id in &result.ids {
+                        self.release(*id, from);
+                    }
+                }
+                self.holding_changed(from);
+                self.request(from, room);
+            }
+            ToMaster::Lost => {
+                tally.gone = true;
+                // Its tasks still wanted (a copy of some may have been gathered elsewhere).
+                let in_flight = &self.in_flight;
+                let outstanding: Vec<TaskId> = std::mem::take(&mut tally.outstanding)
+                    .into_iter()
+                    .filter(|id| in_flight.contains_key(id))
+                    .collect();
+                tally.taken_back += outstanding.len() as u64;
+                self.reassigned += outstanding.len() as u64;
+                tracing::warn!(
+                    rank = from,
+                    tasks = outstanding.len(),
+                    "cluster lost: taking its tasks back"
+                );
+                for id in outstanding {
+                    self.release(id, from);
+                }
+                self.waiting.remove(from);
+            }
+            ToMaster::Failed { message } => {
+                return Err(RunError::Failed {
+                    rank: from,
+                    host: tally.stats.host.clone(),
+                    message,
+                })
+            }
+            ToMaster::Bye { report } => {
+                if !self.stopping.remove(&from) {
+                    return Err(RunError::Protocol {
+                        rank: from,
+                        message: "left before it was told to stop".into(),
+                    });
+                }
+                tally.report = report;
+            }
+        }
+        Ok(())
+    }
+
+    /// `rank` no longer holds task `id`: if nobody else does, it goes to the retry queue (once:
+    /// only a rank that held it can release it).
+    fn release(&mut self, id: TaskId, rank: usize) {
+        if let Some(flight) = self.in_flight.get_mut(&id) {
+            let Some(at) = flight.holders.iter().position(|&h| h == rank) else {
+                return;
+            };
+            flight.holders.swap_remove(at);
+            if flight.holders.is_empty() {
+                self.retry.push_back(id);
+                // A task to retry: ranks set aside may take it.
+                self.waiting.restore_all();
+            }
+        }
+    }
+
+    /// Serve the waiting ranks, in the order the scheduler picks: tasks to retry and new tasks
+    /// while there are some, then (if enabled) copies of tasks still in flight elsewhere for
+    /// idle workers. Ends as soon as nothing is left to hand out, so a round costs
+    /// `O(log W)` per batch sent, not `O(W)`.
+    fn dispatch(&mut self, out: &mut Vec<Output>) {
+        let mut batch = std::mem::take(&mut self.batch);
+        // Ranks set aside in this round only (a bounded share used up, while the source may
+        // still have tasks for others): they wait in their place for the next round.
+        let mut aside_for_round = Vec::new();
+        while !self.waiting.is_empty() {
+            let Some(rank) = self.scheduler.pick(&self.waiting) else {
+                break;
+            };
+            if self.waiting.requests(rank) == 0 {
+                tracing::warn!(rank, "the scheduler picked a rank that does not wait");
+                break;
+            }
+            let tally = &self.tallies[&rank];
+            let idle = tally.outstanding.is_empty();
+            let (size, room_for_new, is_worker) = match &tally.kind {
+                Kind::Worker => {
+                    let demand = Demand {
+                        worker: rank,
+                        workers: self.workers,
+                        remaining: self
+                            .source
+                            .task_count()
+                            .map(|total| total.saturating_sub(self.next_id)),
+                    };
+                    (self.scheduler.batch_size(&demand).max(1), u64::MAX, true)
+                }
+                Kind::Cm { nt, max_tasks, .. } => (
+                    (*nt).max(1),
+                    max_tasks.map_or(u64::MAX, |m| m.saturating_sub(tally.handed)),
+                    false,
+                ),
+            };
+            batch.clear();
+            let mut new_tasks = 0;
+            let mut stopped_by = Take::Nothing;
+            while batch.len() < size {
+                match self.take_task(rank, new_tasks < room_for_new) {
+                    Take::Task(id, new) => {
+                        new_tasks += u64::from(new);
+                        batch.push(id);
+                    }
+                    other => {
+                        stopped_by = other;
+                        break;
+                    }
+                }
+            }
+            // At the end (no task left to hand out), a worker with nothing left to compute
+            // (a free second buffer is not enough) gets a copy of a task still in flight.
+            let end = self.exhausted && self.retry.is_empty();
+            if batch.is_empty() && end && self.config.reassign_last_task && idle && is_worker {
+                if let Some(id) = self.duplicate_for(rank) {
+                    self.tail_copies += 1;
+                    batch.push(id);
+                }
+            }
+            if batch.is_empty() {
+                match stopped_by {
+                    // Others may still take new tasks: this one waits for the next round.
+                    Take::NotAllowed => {
+                        self.waiting.set_aside(rank);
+                        aside_for_round.push(rank);
+                        continue;
+                    }
+                    // At the end with copies to hand out, only idle workers take them: this
+                    // rank waits until it is idle, or a task comes back to retry.
+                    _ if end && self.config.reassign_last_task => {
+                        self.waiting.set_aside(rank);
+                        continue;
+                    }
+                    // Nothing to hand out to anyone now.
+                    _ => break,
+                }
+            }
+            self.waiting.serve(rank);
+            let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
+            tally.outstanding.extend(batch.iter().copied());
+            let in_flight = &self.in_flight;
+            // The bodies, and a few bytes of framing each.
+            let size = batch
+                .iter()
+                .map(|id| in_flight[id].body.len() + 24)
+                .sum::<usize>()
+                + 8;
+            let tasks = TasksRef {
+                ids: &batch,
+                task: |id| {
+                    let flight = &in_flight[&id];
+                    WireTaskRef {
+                        id,
+                        operations: flight.operations,
+                        body: &flight.body,
+                    }
+                },
+            };
+            let bytes = encode_with_capacity(&tasks, size);
+            out.push(Output::Send { to: rank, bytes });
+            self.holding_changed(rank);
+        }
+        for rank in aside_for_round {
+            self.waiting.restore(rank);
+        }
+        self.batch = batch;
+    }
+
+    /// A copy of the in-flight task with the fewest holders (oldest first) that `rank` does not
+    /// already hold; `rank` holds it from now on.
+    fn duplicate_for(&mut self, rank: usize) -> Option<TaskId> {
+        let (&id, flight) = self
+            .in_flight
+            .iter_mut()
+            .filter(|(_, f)| !f.holders.contains(&rank))
+            .min_by_key(|(id, f)| (f.holders.len(), **id))?;
+        flight.holders.push(rank);
+        Some(id)
+    }
+
+    fn statistics(&mut self, started_unix_s: Option<f64>) -> RunStats {
+        let wall = self.wall;
+        let total = self.gathered.max(1) as f64;
+        let mut workers = Vec::new();
+        let mut clusters = Vec::new();
+        for tally in self.tallies.values_mut() {
+            // Copies still out when the run ended were computed for nothing.
+            tally.stats.discharged += tally.outstanding.len() as u64;
+            tally.stats.derive(wall);
+            match &tally.kind {
+                Kind::Worker => workers.push(tally.stats.clone()),
+                Kind::Cm { name, .. } => {
+                    // The CM's report carries its link and the far cluster's statistics.
+                    let report = tally.report.take().unwrap_or_default();
+                    clusters.push(ClusterReport {
+                        name: name.clone(),
+                        cm_rank: tally.stats.rank,
+                        tasks_done: tally.stats.tasks_done,
+                        discharged: tally.stats.discharged,
+                        share: tally.stats.tasks_done as f64 / total,
+                        lost: tally.gone,
+                        taken_back: tally.taken_back,
+                        ..*report
+                    })
+                }
+            }
+        }
+        RunStats {
+            name: self.name.clone(),
+            started_unix_s,
+            wall_s: wall.as_secs_f64(),
+            tasks: self.gathered,
+            cluster: ClusterStats::from_workers(&workers, wall, self.local_operations),
+            workers,
+            clusters,
+            reassigned: self.reassigned,
+            tail_copies: self.tail_copies,
+            links_up_s: self.links_up.map(|d| d.as_secs_f64()),
+            join_s: self.source.join_s(),
+            progress: std::mem::take(&mut self.progress),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The roles' cores: state machines with no I/O, no clock and no threads.
+//!
+//! Each core takes its inputs — a message and the rank it came from, the time as a
+//! [`std::time::Duration`] since an origin its driver chooses — and pushes what to do into
+//! a queue its caller owns: messages to send, progress lines, link actions. The drivers of
+//! [`crate::roles`] run them over MPI or the in-process transport (`--threads`); the
+//! property tests run them in a simulated world of their own, and a virtual-time simulator
+//! can drive them the same way.
+//!
+//! - [`MasterCore`]: hands tasks out on demand (the [`crate::scheduler::Scheduler`] picks whom
+//!   to serve and how many tasks each gets), tracks them until gathered, takes tasks back from
+//!   lost clusters, hands tail copies out, measures the run;
+//! - [`SubMasterCore`]: the same core whose [`TaskSource`] is [`SubMasterSource`]:
+//!   inter-cluster tasks in through its CM, split and combined, results joined by `nr`;
+//! - [`CmMasterSide`] and [`CmSubMasterSide`]: a communication manager's relaying, credit and
+//!   window accounting, lost-after deadline;
+//! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs.
+
+mod cm;
+mod master;
+mod output;
+mod submaster;
+mod task_source;
+mod worker;
+
+#[cfg(test)]
+mod sim_tests;
+
+pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView, Outbound};
+pub use master::MasterCore;
+pub use output::Output;
+pub use submaster::{SubMasterCore, SubMasterSource};
+pub use task_source::{Next, ProblemSource, TaskSource};
+pub use worker::{Computed, Queued, Received, WorkerCore, FULL_PAUSE};

@@ -1,0 +1,113 @@
+//! Where a master's tasks come from and where their results go: [`TaskSource`], and a typed
+//! [`Problem`] seen as one ([`ProblemSource`]).
+
+use std::time::Instant;
+
+use crate::{
+    app::{Problem, Task, TaskId},
+    error::RunError,
+    protocol::{decode, encode, ToWorker, WireResult},
+};
+
+/// What a [`TaskSource`] has to offer now.
+#[derive(Debug)]
+pub enum Next {
+    /// A task: its basic operations and serialised body.
+    Task {
+        /// Basic operations.
+        operations: f64,
+        /// The task, bincode-encoded.
+        body: Vec<u8>,
+    },
+    /// Nothing now; more may come (a sub-master waiting on its upstream).
+    Later,
+    /// No task will come any more.
+    Finished,
+}
+
+/// Where a master's serialised tasks come from and where their results go.
+pub trait TaskSource {
+    /// The next task, which the master will call `id`.
+    fn next_task(&mut self, id: TaskId) -> Next;
+    /// Gather a result (for one task, or for several joined); called once per task.
+    fn gather(&mut self, result: WireResult) -> Result<(), RunError>;
+    /// Total number of tasks, when known.
+    fn task_count(&self) -> Option<u64>;
+    /// The rank this source's tasks arrive from, if any: its messages go to
+    /// [`on_upstream`](Self::on_upstream).
+    fn upstream(&self) -> Option<usize> {
+        None
+    }
+    /// A message from the upstream rank.
+    fn on_upstream(&mut self, message: ToWorker) -> Result<(), RunError> {
+        Err(RunError::Setup(format!(
+            "unexpected message from upstream: {message:?}"
+        )))
+    }
+    /// A message the source wants sent to its upstream rank.
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Upstream asked to stop: the run ends now, whatever is still in flight.
+    fn stopped(&self) -> bool {
+        false
+    }
+    /// Seconds spent joining results: gathering them into the problem, or combining and
+    /// joining them before they go upstream.
+    fn join_s(&self) -> f64 {
+        0.0
+    }
+}
+
+/// A typed [`Problem`] seen as a [`TaskSource`].
+pub struct ProblemSource<P> {
+    problem: P,
+    /// Seconds spent decoding results and gathering them into the problem.
+    join_s: f64,
+}
+
+impl<P> ProblemSource<P> {
+    /// The source of `problem`'s tasks.
+    pub fn new(problem: P) -> Self {
+        ProblemSource {
+            problem,
+            join_s: 0.0,
+        }
+    }
+
+    /// The problem, with what was gathered into it.
+    pub fn into_problem(self) -> P {
+        self.problem
+    }
+}
+
+impl<P: Problem> TaskSource for ProblemSource<P> {
+    fn next_task(&mut self, _id: TaskId) -> Next {
+        match self.problem.next_task() {
+            Some(task) => Next::Task {
+                operations: task.operations(),
+                body: encode(&task),
+            },
+            None => Next::Finished,
+        }
+    }
+
+    fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+        let start = Instant::now();
+        let decoded = decode(&result.body, "result").map_err(RunError::decoding(0))?;
+        match result.ids.as_slice() {
+            [id] => self.problem.gather(*id, decoded),
+            ids => self.problem.gather_joined(ids, decoded),
+        }
+        self.join_s += start.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    fn task_count(&self) -> Option<u64> {
+        self.problem.task_count()
+    }
+
+    fn join_s(&self) -> f64 {
+        self.join_s
+    }
+}

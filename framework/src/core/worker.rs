@@ -1,0 +1,195 @@
+//! The worker's core: its requests for work and its buffers, without threads or I/O.
+//!
+//! With `worker_buffers = 2` a worker asks for two batches up front and one more each time it
+//! finishes a batch, so the next batch travels while the current one computes; with 1 it asks
+//! only once the current batch is done. Tasks whose running mean time is under 20 µs run on
+//! the communication thread itself (a thread hand-off would cost more than the task): the
+//! core decides where each task runs ([`WorkerCore::run_inline`]); the driver
+//! ([`crate::roles::worker`]) executes them and passes each result back.
+
+use std::{collections::VecDeque, time::Duration};
+
+use super::output::Output;
+use crate::{
+    error::RunError,
+    idle::Idle,
+    machinefile::MASTER,
+    protocol::{decode, encode, encode_with_capacity, ToMaster, ToWorker, WireResult, WireTask},
+};
+
+/// How often a worker holding all the tasks it asked for looks at the master's messages: then
+/// only `Stop` can come, and a few milliseconds more at the end of a run cost nothing.
+pub const FULL_PAUSE: Duration = Duration::from_millis(20);
+
+/// A task to execute.
+#[derive(Debug)]
+pub struct Queued {
+    /// The task.
+    pub task: WireTask,
+    /// The last task of its batch: finishing it frees a batch of room.
+    pub closes_batch: bool,
+}
+
+/// A task executed: its result (or why it failed), and whether it closed its batch.
+#[derive(Debug)]
+pub struct Computed {
+    /// The result, or the failure (a panic in the application's code names the task).
+    pub result: Result<WireResult, RunError>,
+    /// As [`Queued::closes_batch`].
+    pub closes_batch: bool,
+}
+
+/// What a message from the master asks of the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Received {
+    /// Tasks, queued for execution.
+    Tasks,
+    /// Stop: answer `Bye` ([`WorkerCore::bye`]) and end.
+    Stop,
+}
+
+/// A running mean of the time tasks take, to spot tasks too short to be worth a thread
+/// hand-off: handing a task to the compute thread and its result back costs two thread
+/// wake-ups (several microseconds on a loaded host), more than a tiny task itself.
+#[derive(Debug, Default)]
+struct TaskTime {
+    mean_s: Option<f64>,
+}
+
+impl TaskTime {
+    /// Tasks shorter than this on average run on the communication thread itself.
+    const INLINE_BELOW_S: f64 = 20e-6;
+
+    fn observe(&mut self, computed: &Computed) {
+        if let Ok(result) = &computed.result {
+            self.mean_s = Some(match self.mean_s {
+                Some(mean) => 0.8 * mean + 0.2 * result.busy_s,
+                None => result.busy_s,
+            });
+        }
+    }
+
+    fn is_tiny(&self) -> bool {
+        self.mean_s.is_some_and(|mean| mean < Self::INLINE_BELOW_S)
+    }
+}
+
+/// A worker's requests and buffers.
+#[derive(Debug)]
+pub struct WorkerCore {
+    buffers: u32,
+    /// Batches asked for and not received: while none is, the master can only say stop.
+    asked: u32,
+    /// Tasks handed to the compute thread whose result has not come back.
+    computing: usize,
+    task_time: TaskTime,
+}
+
+impl WorkerCore {
+    /// A worker holding up to `buffers` batches (`run.worker_buffers`).
+    pub fn new(buffers: u32) -> Self {
+        let buffers = buffers.max(1);
+        WorkerCore {
+            buffers,
+            asked: 0,
+            computing: 0,
+            task_time: TaskTime::default(),
+        }
+    }
+
+    /// Ask for as many batches as there are buffers.
+    pub fn start(&mut self, out: &mut Vec<Output>) {
+        self.asked = self.buffers;
+        out.push(Output::Send {
+            to: MASTER,
+            bytes: encode(&ToMaster::Ready { room: self.buffers }),
+        });
+    }
+
+    /// Take in a message from the master: a batch's tasks go to the back of `tasks`.
+    pub fn handle(
+        &mut self,
+        bytes: &[u8],
+        rank: usize,
+        tasks: &mut VecDeque<Queued>,
+    ) -> Result<Received, RunError> {
+        let message = decode(bytes, "message to a worker").map_err(RunError::decoding(rank))?;
+        let batch = match message {
+            ToWorker::Tasks(batch) => batch,
+            ToWorker::Stop => return Ok(Received::Stop),
+        };
+        self.asked = self.asked.saturating_sub(1);
+        let last = batch.len().saturating_sub(1);
+        tasks.extend(batch.into_iter().enumerate().map(|(i, task)| Queued {
+            task,
+            closes_batch: i == last,
+        }));
+        Ok(Received::Tasks)
+    }
+
+    /// Where the next task runs: on the communication thread (`true`: the driver executes it
+    /// now and passes its result to [`on_computed`](Self::on_computed)), or on the compute
+    /// thread, when tasks are long enough to overlap, or one is computing already.
+    pub fn run_inline(&mut self) -> bool {
+        if self.computing == 0 && self.task_time.is_tiny() {
+            true
+        } else {
+            self.computing += 1;
+            false
+        }
+    }
+
+    /// A task was computed (`inline`: on the communication thread): its result goes to the
+    /// master, with the room it frees. A task that failed is reported to the master instead,
+    /// and its error returned: the master decides how the run ends.
+    pub fn on_computed(
+        &mut self,
+        computed: Computed,
+        inline: bool,
+        out: &mut Vec<Output>,
+    ) -> Result<(), RunError> {
+        if !inline {
+            self.computing = self.computing.saturating_sub(1);
+        }
+        self.task_time.observe(&computed);
+        let room = u32::from(computed.closes_batch);
+        match computed.result {
+            Ok(result) => {
+                let size = result.body.len() + 64;
+                let bytes = encode_with_capacity(&ToMaster::Result { result, room }, size);
+                out.push(Output::Send { to: MASTER, bytes });
+                self.asked += room;
+                Ok(())
+            }
+            Err(error) => {
+                let message = match &error {
+                    RunError::Failed { message, .. } => message.clone(),
+                    other => other.to_string(),
+                };
+                out.push(Output::Send {
+                    to: MASTER,
+                    bytes: encode(&ToMaster::Failed { message }),
+                });
+                Err(error)
+            }
+        }
+    }
+
+    /// The answer to `Stop`.
+    pub fn bye(&self, out: &mut Vec<Output>) {
+        out.push(Output::Send {
+            to: MASTER,
+            bytes: encode(&ToMaster::Bye { report: None }),
+        });
+    }
+
+    /// How long to wait for the next message: while the worker holds every batch it asked
+    /// for only `Stop` can come, so [`FULL_PAUSE`]; otherwise the idle backoff's.
+    pub fn pause(&self, idle: &mut Idle) -> Duration {
+        if self.asked == 0 {
+            FULL_PAUSE
+        } else {
+            idle.next_pause()
+        }
+    }
+}
