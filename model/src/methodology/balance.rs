@@ -534,8 +534,10 @@ mod tests {
                 u128::from(tasks),
                 "{tasks} {workloads:?}: {assigned:?}"
             );
+            // A guard against stepping through the tasks (a hang), not a speed test: room
+            // for a loaded CI machine.
             assert!(
-                elapsed < Duration::from_millis(500),
+                elapsed < Duration::from_secs(10),
                 "{tasks} tasks took {elapsed:?}"
             );
         }

@@ -609,7 +609,7 @@ fn more_results_than_tasks_per_inter_cluster_message_eq36_eq52_eq53_eq56() {
 }
 
 #[test]
-fn a_trillion_tasks_are_predicted_in_well_under_a_second() {
+fn a_trillion_tasks_are_predicted_without_stepping_through_them() {
     let start = std::time::Instant::now();
     for selection in [SelectionRequest::All, SelectionRequest::Auto] {
         let mut input = three_clusters(selection);
@@ -639,9 +639,12 @@ fn a_trillion_tasks_are_predicted_in_well_under_a_second() {
     let refs: Vec<&ClusterModel> = models.iter().collect();
     let outcome = evaluate_case(&input.application, &refs, Case::Worst);
     assert_eq!(outcome.tasks.iter().sum::<u64>(), 1 << 53);
+    // A guard against stepping through the tasks one by one (2^53 tasks once took a minute),
+    // not a speed test: the bound leaves room for a loaded CI machine (about 0.1 s when quiet;
+    // docs/model.md, "Timing").
     let elapsed = start.elapsed();
     assert!(
-        elapsed < std::time::Duration::from_millis(800),
+        elapsed < std::time::Duration::from_secs(10),
         "took {elapsed:?}"
     );
 }
