@@ -556,7 +556,12 @@ async fn client_slot(
                 .await
                 .map_err(|e| AttemptError::Handshake(server, e))
         };
-        match tokio::time::timeout(attempt_timeout, attempt).await {
+        let result = tokio::time::timeout(attempt_timeout, attempt).await;
+        if shared.is_closing() {
+            // An attempt cut short by the link's end is no failure to report.
+            return;
+        }
+        match result {
             Ok(Ok(conn)) => {
                 let began = Instant::now();
                 match run_connection(&shared, conn, Side::Client { index }, Some(retire.clone()))

@@ -46,16 +46,17 @@ struct WanArgs {
     /// Streams per connection.
     #[arg(long, default_value_t = 2)]
     streams: usize,
-    /// Congestion controller: cubic, bbr or newreno.
-    #[arg(long, default_value = "cubic")]
-    congestion: String,
+    /// Congestion controller: cubic, bbr or newreno (default: cubic, or with `--defaults`
+    /// the link's default).
+    #[arg(long)]
+    congestion: Option<String>,
     /// Message size in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     message: usize,
     /// The link with its default settings (connections, streams, memory, windows,
     /// congestion controller, block size: what a configuration that sets none of them gets)
-    /// instead of the benchmark's fixed ones; `--connections`, `--streams` and `--congestion`
-    /// are then ignored.
+    /// instead of the benchmark's fixed ones; `--connections` and `--streams` are then
+    /// ignored, `--congestion` replaces the default controller.
     #[arg(long)]
     defaults: bool,
 }
@@ -775,7 +776,10 @@ fn wan_link_configs(
     connections: usize,
 ) -> Result<(LinkConfig, LinkConfig)> {
     if args.defaults {
-        let server = LinkConfig::new(Role::Server, "127.0.0.1", 0, tls(certs, "server"));
+        let mut server = LinkConfig::new(Role::Server, "127.0.0.1", 0, tls(certs, "server"));
+        if let Some(name) = &args.congestion {
+            server.congestion = congestion(name)?;
+        }
         let mut client = server.clone();
         client.role = Role::Client;
         client.server_name = Some("server".into());
@@ -784,7 +788,7 @@ fn wan_link_configs(
     }
     let (mut server, mut client) = link_configs(certs, connections, args.streams, 8 << 20);
     for c in [&mut server, &mut client] {
-        c.congestion = congestion(&args.congestion)?;
+        c.congestion = congestion(args.congestion.as_deref().unwrap_or("cubic"))?;
         c.block_size = 64 << 10;
         c.max_message = Some(1 << 20);
     }
@@ -819,7 +823,11 @@ async fn wan_sweep(
         } else {
             eprintln!(
                 "wan: {n} connection(s) x {} streams, {} Mbit/s, {} ms one way, loss {}, {} ...",
-                args.streams, args.rate_mbit, args.delay_ms, args.loss, args.congestion
+                args.streams,
+                args.rate_mbit,
+                args.delay_ms,
+                args.loss,
+                args.congestion.as_deref().unwrap_or("cubic")
             );
         }
         let t = link_transfer(
@@ -900,7 +908,7 @@ async fn wan_sweep(
         "rate_mbit": args.rate_mbit,
         "delay_ms": args.delay_ms,
         "loss": args.loss,
-        "congestion": args.congestion,
+        "congestion": args.congestion.as_deref().unwrap_or(if args.defaults { "default" } else { "cubic" }),
         "seconds": seconds,
         "warmup_s": warmup,
         "runs": rows,
