@@ -81,8 +81,8 @@ pub struct LinkConfig {
     pub recv_memory: usize,
     /// Bound of the memory the link may size itself to: send and receive buffers plus the
     /// QUIC receive windows of all connections (default: 256 MiB, or what the starting sizes
-    /// take if more). Set it to `send_memory + recv_memory + connections x window` to keep
-    /// the starting sizes.
+    /// take if more). Set it to `send_memory + recv_memory + connections_max x window` to
+    /// keep the starting sizes.
     #[serde(default, deserialize_with = "sizes::max_memory")]
     pub max_memory: Option<usize>,
     /// Largest message (default: 16 MiB, or the smaller memory less 4 bytes if that is less).
@@ -556,8 +556,8 @@ impl LinkConfig {
                 return invalid(
                     "max_memory",
                     format!(
-                        "is {max} but must be at least what the link starts with: send_memory + \
-                         recv_memory + connections x window = {start}"
+                        "is {max} but must be at least what the link may take without growing \
+                         anything: send_memory + recv_memory + connections_max x window = {start}"
                     ),
                 );
             }
@@ -606,12 +606,12 @@ impl LinkConfig {
             .unwrap_or(defaults::connections_max().max(self.connections))
     }
 
-    /// Memory the link takes at the start: both buffers and the starting windows of the
-    /// starting connections.
+    /// Memory the link may take without growing anything: both buffers and the starting
+    /// window of each connection it may open (`connections_max`).
     pub fn starting_memory(&self) -> usize {
         self.send_memory
             .saturating_add(self.recv_memory)
-            .saturating_add(self.connections.saturating_mul(self.window))
+            .saturating_add(self.connections_max().saturating_mul(self.window))
     }
 
     /// Bound of the link's memory: `max_memory`, else 256 MiB or the starting memory if more.

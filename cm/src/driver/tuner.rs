@@ -36,7 +36,10 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
         max: config.max_window as u64,
     };
     let limit = config.max_memory() as u64;
-    let windows_limit = (limit / WINDOWS_SHARE).max(policy.initial * config.connections as u64);
+    // Connections this side expects at most (a server: its own `connections_max`; one
+    // serving more adds `window` for each beyond).
+    let most = config.connections_max() as u64;
+    let windows_limit = (limit / WINDOWS_SHARE).max(policy.initial * most);
     let memory_initial = (config.send_memory + config.recv_memory) as u64;
     {
         let mut sizing = shared.sizing();
@@ -71,6 +74,9 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
             )
         };
         let mut windows: u64 = tracked.values().map(|t| t.receive_window).sum();
+        // The starting windows of connections that may still open are kept free, so that
+        // opening them keeps within the bound.
+        let reserve = most.saturating_sub(connections.len() as u64) * policy.initial;
         let mut send_windows = 0;
         let (mut rx_total, mut tx_total) = (0u64, 0u64);
         let mut rtt_max = Duration::ZERO;
@@ -95,9 +101,9 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
             if rx + tx > 0 {
                 rtt_max = rtt_max.max(rtt);
             }
-            let used = send_capacity + recv_capacity + windows;
+            let used = send_capacity + recv_capacity + windows + reserve;
             let room = windows_limit
-                .saturating_sub(windows)
+                .saturating_sub(windows + reserve)
                 .min(limit.saturating_sub(used));
             let grown = policy.next(state.receive_window, rx, interval, rtt, room);
             if grown > state.receive_window {
@@ -124,7 +130,7 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
             send_windows += state.send_window;
         }
         // The buffers: a few round trips of what the link carries each way.
-        let used = send_capacity + recv_capacity + windows;
+        let used = send_capacity + recv_capacity + windows + reserve;
         let room = limit.saturating_sub(used);
         let send =
             next_memory(send_capacity, tx_total, interval, rtt_max, room / 2).min(u32::MAX as u64);
