@@ -9,7 +9,8 @@
 //!   added while the link has more to send than it carries, loses packets (so each
 //!   connection's congestion window is held down by loss) and the last addition raised the
 //!   goodput; an addition that did not pay is undone and not retried for a while (longer after
-//!   each failure); connections are removed when the application stops using them, or when
+//!   each failure; a change is judged on the mean goodput of two epochs after one of
+//!   settling); connections are removed when the application stops using them, or when
 //!   the path no longer loses packets and one fewer carries as much.
 
 use std::time::Duration;
@@ -132,16 +133,23 @@ pub struct StripeSample {
     pub lossy: bool,
 }
 
+/// Epochs a change is measured over before it is judged (after one epoch of settling): the
+/// goodput of one epoch swings with the in-order delivery of blocks held up by a lost one.
+pub const JUDGED_EPOCHS: u32 = 2;
+
 /// A change of the connection count being tried.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Probe {
     /// The count before the change.
     from: usize,
-    /// Goodput before the change.
+    /// Goodput before the change (the mean of the two epochs before it, when there were).
     before: f64,
-    /// Epochs still to wait before judging (new connections need a few round trips to open
-    /// their windows).
+    /// Epochs still to wait before measuring (new connections need a few round trips to
+    /// open their windows).
     settle: u32,
+    /// Goodput summed over the epochs measured so far, and their number.
+    sum: f64,
+    measured: u32,
 }
 
 /// Why the connection count changed.
@@ -168,6 +176,8 @@ pub struct StripeState {
     failures: u32,
     idle: u32,
     quiet: u32,
+    /// Goodput of the previous epoch.
+    previous: Option<f64>,
 }
 
 impl StripeState {
@@ -181,6 +191,7 @@ impl StripeState {
             failures: 0,
             idle: 0,
             quiet: 0,
+            previous: None,
         }
     }
 
@@ -194,6 +205,7 @@ impl StripeState {
     pub fn on_epoch(&mut self, sample: StripeSample) -> Option<(usize, StripeReason)> {
         let before = self.target;
         let reason = self.decide(sample);
+        self.previous = Some(sample.goodput);
         debug_assert!((self.policy.min..=self.policy.max).contains(&self.target));
         reason
             .filter(|_| self.target != before)
@@ -207,12 +219,18 @@ impl StripeState {
                 probe.settle -= 1;
                 return None;
             }
+            probe.sum += sample.goodput;
+            probe.measured += 1;
+            if probe.measured < JUDGED_EPOCHS {
+                return None;
+            }
             let probe = self.probe.take().expect("probe");
+            let after = probe.sum / f64::from(probe.measured);
             let adding = self.target > probe.from;
             let kept = if adding {
-                sample.goodput >= probe.before * (1.0 + policy.gain)
+                after >= probe.before * (1.0 + policy.gain)
             } else {
-                sample.goodput >= probe.before * (1.0 - policy.gain / 2.0)
+                after >= probe.before * (1.0 - policy.gain / 2.0)
             };
             if kept {
                 self.failures = 0;
@@ -242,11 +260,7 @@ impl StripeState {
         if sample.lossy {
             self.quiet = 0;
             if self.target < policy.max {
-                self.probe = Some(Probe {
-                    from: self.target,
-                    before: sample.goodput,
-                    settle: 1,
-                });
+                self.probe = Some(self.probe_from(sample.goodput));
                 self.target = (self.target + (self.target / 2).max(1)).min(policy.max);
                 return Some(StripeReason::Probe);
             }
@@ -255,15 +269,27 @@ impl StripeState {
         self.quiet += 1;
         if self.quiet >= policy.idle_epochs && self.target > policy.min {
             self.quiet = 0;
-            self.probe = Some(Probe {
-                from: self.target,
-                before: sample.goodput,
-                settle: 1,
-            });
+            self.probe = Some(self.probe_from(sample.goodput));
             self.target -= 1;
             return Some(StripeReason::ProbeFewer);
         }
         None
+    }
+}
+
+impl StripeState {
+    /// A change from the current count, the goodput before it being that of this epoch and
+    /// the previous one.
+    fn probe_from(&self, goodput: f64) -> Probe {
+        Probe {
+            from: self.target,
+            before: self
+                .previous
+                .map_or(goodput, |previous| (previous + goodput) / 2.0),
+            settle: 1,
+            sum: 0.0,
+            measured: 0,
+        }
     }
 }
 
@@ -446,8 +472,8 @@ mod tests {
             state.on_epoch(sample(goodput(n), true, true));
             history.push(state.target());
         }
-        // Each change is judged one settling epoch later.
-        assert_eq!(history[..5], [4, 6, 6, 6, 9]);
+        // Each change is judged over two epochs after one of settling.
+        assert_eq!(history[..6], [4, 6, 6, 6, 6, 9]);
         assert!(history.iter().all(|&n| n <= 16));
         // Settles where more connections no longer pay: 9 (18) to 13 (20, 11 % more: kept),
         // then 16 (still 20: undone), tried again less and less often.
@@ -491,7 +517,8 @@ mod tests {
             Some((3, StripeReason::ProbeFewer))
         );
         assert_eq!(state.on_epoch(sample(99.0, true, false)), None); // settling
-        assert_eq!(state.on_epoch(sample(99.0, true, false)), None); // kept
+        assert_eq!(state.on_epoch(sample(99.0, true, false)), None); // measured
+        assert_eq!(state.on_epoch(sample(99.0, true, false)), None); // measured: kept
         assert_eq!(state.target(), 3);
         // One fewer again, but now it costs: back to 3.
         for _ in 0..7 {
@@ -501,6 +528,7 @@ mod tests {
             state.on_epoch(sample(99.0, true, false)),
             Some((2, StripeReason::ProbeFewer))
         );
+        state.on_epoch(sample(60.0, true, false));
         state.on_epoch(sample(60.0, true, false));
         assert_eq!(
             state.on_epoch(sample(60.0, true, false)),
