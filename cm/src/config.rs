@@ -664,6 +664,11 @@ impl LinkConfig {
                 "`max_connections` is a server setting and has no effect on a client (`connections` is how many it opens)".into(),
             );
         }
+        if self.role == Role::Server && self.connections_min.is_some() {
+            warnings.push(
+                "`connections_min` is a client setting and has no effect on a server (the client decides how many connections it keeps)".into(),
+            );
+        }
         if self.role == Role::Server {
             match (&self.server_name, &self.peer) {
                 (Some(name), None) => warnings.push(format!(
@@ -956,6 +961,10 @@ ca = "ca.pem"
             warnings[0].contains("no effect on a server"),
             "{warnings:?}"
         );
+        let warnings = LinkConfig::from_toml_str(&with("connections_min = 2"))
+            .unwrap()
+            .warnings();
+        assert!(warnings[0].contains("`connections_min`"), "{warnings:?}");
         // A client's server_name is what it is for.
         assert!(LinkConfig::from_toml_str(
             &MINIMAL.replace("port = 7000", "port = 7000\nserver_name = \"cm-main\"")
