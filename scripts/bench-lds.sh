@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Benchmark of the long-distance link (hmw-cm, tool hmw-link-bench): the link against raw quinn on loopback, the link
-# through hmw-wanem (20 Mbit/s each way, 50 ms one way, 0.5 % loss) for 1..16 connections,
-# and a 20 s outage in the middle of a transfer. JSON reports go to $OUT (default out/lds);
-# the last line is
-#   lds loopback_vs_quinn=X wan_best_fraction=Y wan_gain_vs_1conn=Z outage_lost=N outage_recovery_s=R
-# Needs only bash and cargo. Every duration can be shortened through the environment (a
-# quick check of the script: LOOPBACK_S=0.2 LOOPBACK_ROUNDS=1 WAN_S=1 WAN_WARMUP=0
-# WAN_CONNECTIONS=1 OUTAGE_START=0.5 OUTAGE_S=0.5 OUTAGE_TOTAL_S=2); LINK_BENCH=path uses
-# an hmw-link-bench binary already built instead of building the release one.
+# Benchmark of the long-distance link (hmw-cm, tool hmw-link-bench): the link against raw quinn on
+# loopback; the link through hmw-wanem (20 Mbit/s each way, 50 ms one way, 0.5 % loss) for 1..16
+# connections; a 20 s outage in the middle of a transfer; the emulator's own ceiling; and the
+# link with its default settings on today's paths: 1 Gbit/s, 50 ms one way, 0.1 % loss, and
+# 200 Mbit/s, 50 ms one way, 0.5 % loss. JSON reports go to $OUT (default out/lds); the last
+# line is
+#   lds loopback_vs_quinn=A loopback_cpu_vs_quinn=A2 wan_best_fraction=B wan_gain_vs_1conn=C
+#       outage_lost=0 outage_recovery_s=R wan1g_100ms_mbit=D lossy200_fraction=E
+#       emulator_ceiling_mbit=F reconnects=K window_grew=true|false
+# (on one line). Needs bash and cargo; run as root it raises net.core.rmem_max and wmem_max to
+# 32 MiB for the run (the emulator and the link ask for large socket buffers: at 1 Gbit/s the
+# default 208 KiB holds 2 ms of traffic) and restores them at exit. Every duration can be
+# shortened through the environment (a quick check of the script: LOOPBACK_S=0.2
+# LOOPBACK_ROUNDS=1 WAN_S=1 WAN_WARMUP=0 WAN_CONNECTIONS=1 OUTAGE_START=0.5 OUTAGE_S=0.5
+# OUTAGE_TOTAL_S=2 FAST_S=2 FAST_WARMUP=0 CEILING_S=0.5); LINK_BENCH=path uses an
+# hmw-link-bench binary already built instead of building the release one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/lds}
@@ -19,6 +26,9 @@ WAN_CONNECTIONS=${WAN_CONNECTIONS:-1,2,4,6,8,16}
 OUTAGE_START=${OUTAGE_START:-15}
 OUTAGE_S=${OUTAGE_S:-20}
 OUTAGE_TOTAL_S=${OUTAGE_TOTAL_S:-55}
+FAST_S=${FAST_S:-40}
+FAST_WARMUP=${FAST_WARMUP:-15}
+CEILING_S=${CEILING_S:-3}
 mkdir -p "$OUT"
 
 if [ -n "${LINK_BENCH:-}" ]; then
@@ -26,6 +36,18 @@ if [ -n "${LINK_BENCH:-}" ]; then
 else
     cargo build --release -p hmw-link-bench --quiet
     bench="${CARGO_TARGET_DIR:-target}/release/hmw-link-bench"
+fi
+
+# Larger socket buffers allowed for the run, the system's limits restored at exit.
+if [ "$(id -u)" = 0 ] && command -v sysctl >/dev/null; then
+    rmem=$(sysctl -n net.core.rmem_max)
+    wmem=$(sysctl -n net.core.wmem_max)
+    trap 'sysctl -q -w net.core.rmem_max="$rmem" net.core.wmem_max="$wmem"' EXIT
+    want=$((32 * 1024 * 1024))
+    [ "$rmem" -lt "$want" ] && sysctl -q -w net.core.rmem_max="$want"
+    [ "$wmem" -lt "$want" ] && sysctl -q -w net.core.wmem_max="$want"
+else
+    echo "(not root: socket buffers stay within net.core.rmem_max=$(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?'))"
 fi
 
 echo "== 1. loopback: link vs raw quinn (1 connection, 1 stream, TLS on) =="
@@ -41,4 +63,15 @@ echo "== 3. ${OUTAGE_S} s outage in the middle, $best connections (the best sett
 "$bench" outage --connections "$best" --outage-start "$OUTAGE_START" --outage-seconds "$OUTAGE_S" \
     --seconds "$OUTAGE_TOTAL_S" --json "$OUT/outage.json" >/dev/null
 
-"$bench" summary "$OUT/loopback.json" "$OUT/wan.json" "$OUT/outage.json"
+echo "== 4. the emulator's ceiling: unshaped relay on loopback =="
+"$bench" ceiling --seconds "$CEILING_S" --json "$OUT/ceiling.json" >/dev/null
+
+echo "== 5. default settings: 1 Gbit/s, 50 ms one way, 0.1 % loss, 1 MiB messages =="
+"$bench" wan --defaults --rate-mbit 1000 --delay-ms 50 --loss 0.001 --message 1048576 \
+    --seconds "$FAST_S" --warmup "$FAST_WARMUP" --json "$OUT/wan1g.json" >/dev/null
+echo "== 6. default settings: 200 Mbit/s, 50 ms one way, 0.5 % loss, 1 MiB messages =="
+"$bench" wan --defaults --rate-mbit 200 --delay-ms 50 --loss 0.005 --message 1048576 \
+    --seconds "$FAST_S" --warmup "$FAST_WARMUP" --json "$OUT/lossy200.json" >/dev/null
+
+"$bench" summary "$OUT/loopback.json" "$OUT/wan.json" "$OUT/outage.json" \
+    --wan1g "$OUT/wan1g.json" --lossy200 "$OUT/lossy200.json" --ceiling "$OUT/ceiling.json"

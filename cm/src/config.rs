@@ -71,19 +71,35 @@ pub struct LinkConfig {
         deserialize_with = "sizes::block_size"
     )]
     pub block_size: usize,
-    /// Send buffer: `send` blocks when this much is waiting or unacknowledged.
+    /// Send buffer at the start: `send` blocks when this much is waiting or unacknowledged. It
+    /// grows with the traffic (see [`max_memory`](Self::max_memory)).
     #[serde(default = "defaults::memory", deserialize_with = "sizes::send_memory")]
     pub send_memory: usize,
-    /// Receive buffer: how much the peer may send ahead of the application reading.
+    /// Receive buffer at the start: how much the peer may send ahead of the application
+    /// reading. It grows with the traffic (see [`max_memory`](Self::max_memory)).
     #[serde(default = "defaults::memory", deserialize_with = "sizes::recv_memory")]
     pub recv_memory: usize,
+    /// Bound of the memory the link may size itself to: send and receive buffers plus the
+    /// QUIC receive windows of all connections (default: 256 MiB, or what the starting sizes
+    /// take if more). Set it to `send_memory + recv_memory + connections_max x window` to
+    /// keep the starting sizes.
+    #[serde(default, deserialize_with = "sizes::max_memory")]
+    pub max_memory: Option<usize>,
     /// Largest message (default: 16 MiB, or the smaller memory less 4 bytes if that is less).
     /// Both ends must agree: a peer that accepts less than this side may send is refused.
     #[serde(default, deserialize_with = "sizes::max_message")]
     pub max_message: Option<usize>,
-    /// QUIC connections the blocks are striped over.
+    /// QUIC connections the blocks are striped over at the start (a client opens them).
     #[serde(default = "defaults::connections")]
     pub connections: usize,
+    /// Client: fewest connections the link keeps when it removes those that do not help
+    /// (default: `connections`).
+    #[serde(default)]
+    pub connections_min: Option<usize>,
+    /// Client: most connections the link opens when more of them raise the goodput on a lossy
+    /// path (default: 16, or `connections` if more; equal to `connections`: a fixed count).
+    #[serde(default)]
+    pub connections_max: Option<usize>,
     /// Data streams per connection and direction.
     #[serde(default = "defaults::streams")]
     pub streams: usize,
@@ -104,9 +120,16 @@ pub struct LinkConfig {
     /// Longest reconnection delay.
     #[serde(default = "defaults::reconnect_max_ms")]
     pub reconnect_max_ms: u64,
-    /// Per-connection QUIC flow-control window (bytes in flight per connection).
+    /// Per-connection QUIC flow-control window at the start (bytes in flight per
+    /// connection); it grows while it limits the connection, up to `max_window`.
     #[serde(default = "defaults::window", deserialize_with = "sizes::window")]
     pub window: usize,
+    /// Largest flow-control window of one connection (also each stream's window).
+    #[serde(
+        default = "defaults::max_window",
+        deserialize_with = "sizes::max_window"
+    )]
+    pub max_window: usize,
     /// Congestion controller.
     #[serde(default)]
     pub congestion: Congestion,
@@ -122,7 +145,13 @@ mod defaults {
         64 * 1024
     }
     pub(super) fn memory() -> usize {
-        64 * 1024 * 1024
+        32 * 1024 * 1024
+    }
+    pub(super) fn max_memory() -> usize {
+        256 * 1024 * 1024
+    }
+    pub(super) fn connections_max() -> usize {
+        16
     }
     pub(super) fn connections() -> usize {
         4
@@ -140,7 +169,10 @@ mod defaults {
         2_000
     }
     pub(super) fn window() -> usize {
-        16 * 1024 * 1024
+        2 * 1024 * 1024
+    }
+    pub(super) fn max_window() -> usize {
+        32 * 1024 * 1024
     }
     pub(super) fn threads() -> usize {
         2
@@ -295,6 +327,12 @@ mod sizes {
     pub(super) fn window<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         size(d, "window")
     }
+    pub(super) fn max_window<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        size(d, "max_window")
+    }
+    pub(super) fn max_memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        size(d, "max_memory").map(Some)
+    }
     pub(super) fn max_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
         size(d, "max_message").map(Some)
     }
@@ -312,8 +350,11 @@ impl LinkConfig {
             block_size: defaults::block_size(),
             send_memory: defaults::memory(),
             recv_memory: defaults::memory(),
+            max_memory: None,
             max_message: None,
             connections: defaults::connections(),
+            connections_min: None,
+            connections_max: None,
             streams: defaults::streams(),
             max_connections: None,
             inactivity_timeout_ms: defaults::inactivity_timeout_ms(),
@@ -321,6 +362,7 @@ impl LinkConfig {
             reconnect_initial_ms: defaults::reconnect_initial_ms(),
             reconnect_max_ms: defaults::reconnect_max_ms(),
             window: defaults::window(),
+            max_window: defaults::max_window(),
             congestion: Congestion::default(),
             threads: defaults::threads(),
             tls,
@@ -437,6 +479,28 @@ impl LinkConfig {
                 format!("is {} but must be 1..=64", self.connections),
             );
         }
+        if let Some(min) = self.connections_min {
+            if !(1..=self.connections).contains(&min) {
+                return invalid(
+                    "connections_min",
+                    format!(
+                        "is {min} but must be 1..=connections ({})",
+                        self.connections
+                    ),
+                );
+            }
+        }
+        if let Some(max) = self.connections_max {
+            if !(self.connections..=64).contains(&max) {
+                return invalid(
+                    "connections_max",
+                    format!(
+                        "is {max} but must be connections ({})..=64",
+                        self.connections
+                    ),
+                );
+            }
+        }
         if !(1..=64).contains(&self.streams) {
             return invalid("streams", format!("is {} but must be 1..=64", self.streams));
         }
@@ -477,6 +541,27 @@ impl LinkConfig {
                 format!("is {} but must be 64KiB..4GiB", self.window),
             );
         }
+        if self.max_window < self.window || self.max_window > u32::MAX as usize {
+            return invalid(
+                "max_window",
+                format!(
+                    "is {} but must be window ({})..4GiB",
+                    self.max_window, self.window
+                ),
+            );
+        }
+        if let Some(max) = self.max_memory {
+            let start = self.starting_memory();
+            if max < start {
+                return invalid(
+                    "max_memory",
+                    format!(
+                        "is {max} but must be at least what the link may take without growing \
+                         anything: send_memory + recv_memory + connections_max x window = {start}"
+                    ),
+                );
+            }
+        }
         if self.threads == 0 {
             return invalid("threads", "must be at least 1".into());
         }
@@ -504,9 +589,35 @@ impl LinkConfig {
         )
     }
 
-    /// Most connections a server serves at once: `max_connections`, else 4 x `connections`.
+    /// Most connections a server serves at once: `max_connections`, else 4 x the most
+    /// connections a client opens (`connections_max`).
     pub fn max_connections(&self) -> usize {
-        self.max_connections.unwrap_or(4 * self.connections)
+        self.max_connections.unwrap_or(4 * self.connections_max())
+    }
+
+    /// Fewest connections a client keeps: `connections_min`, else `connections`.
+    pub fn connections_min(&self) -> usize {
+        self.connections_min.unwrap_or(self.connections)
+    }
+
+    /// Most connections a client opens: `connections_max`, else 16 or `connections` if more.
+    pub fn connections_max(&self) -> usize {
+        self.connections_max
+            .unwrap_or(defaults::connections_max().max(self.connections))
+    }
+
+    /// Memory the link may take without growing anything: both buffers and the starting
+    /// window of each connection it may open (`connections_max`).
+    pub fn starting_memory(&self) -> usize {
+        self.send_memory
+            .saturating_add(self.recv_memory)
+            .saturating_add(self.connections_max().saturating_mul(self.window))
+    }
+
+    /// Bound of the link's memory: `max_memory`, else 256 MiB or the starting memory if more.
+    pub fn max_memory(&self) -> usize {
+        self.max_memory
+            .unwrap_or(defaults::max_memory().max(self.starting_memory()))
     }
 
     /// Sizes for the protocol core.
@@ -551,6 +662,11 @@ impl LinkConfig {
         if self.role == Role::Client && self.max_connections.is_some() {
             warnings.push(
                 "`max_connections` is a server setting and has no effect on a client (`connections` is how many it opens)".into(),
+            );
+        }
+        if self.role == Role::Server && self.connections_min.is_some() {
+            warnings.push(
+                "`connections_min` is a client setting and has no effect on a server (the client decides how many connections it keeps)".into(),
             );
         }
         if self.role == Role::Server {
@@ -622,8 +738,19 @@ ca = "ca.pem"
     fn minimal_file_gets_defaults_and_sizes_accept_units() {
         let c = LinkConfig::from_toml_str(MINIMAL).unwrap();
         assert_eq!(c.connections, 4);
-        assert_eq!(c.max_connections(), 16);
+        assert_eq!((c.connections_min(), c.connections_max()), (4, 16));
+        assert_eq!(c.max_connections(), 64);
         assert_eq!(c.max_message(), 16 << 20);
+        assert_eq!((c.window, c.max_window), (2 << 20, 32 << 20));
+        assert_eq!(c.max_memory(), 256 << 20);
+        assert_eq!(c.congestion, Congestion::Bbr);
+        let text = MINIMAL.replace(
+            "port = 7000",
+            "port = 7000\nsend_memory = \"200MiB\"\nrecv_memory = \"200MiB\"\nconnections = 20",
+        );
+        let c = LinkConfig::from_toml_str(&text).unwrap();
+        assert_eq!(c.max_memory(), (400 << 20) + 20 * (2 << 20));
+        assert_eq!((c.connections_max(), c.max_connections()), (20, 80));
         let text = MINIMAL.replace(
             "port = 7000",
             "port = 7000\nsend_memory = \"8MiB\"\nblock_size = 65536",
@@ -663,6 +790,31 @@ ca = "ca.pem"
                 "port = 7000\nmax_connections = 0",
                 "max_connections",
             ),
+            (
+                "port = 7000",
+                "port = 7000\nconnections_min = 5",
+                "connections_min",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nconnections_max = 3",
+                "connections_max",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nconnections_max = 65",
+                "connections_max",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nmax_window = \"1MiB\"",
+                "max_window",
+            ),
+            (
+                "port = 7000",
+                "port = 7000\nmax_memory = \"64MiB\"",
+                "max_memory",
+            ),
         ];
         for (from, to, key) in cases {
             let err = LinkConfig::from_toml_str(&MINIMAL.replace(from, to)).unwrap_err();
@@ -695,6 +847,8 @@ ca = "ca.pem"
             "recv_memory",
             "max_message",
             "window",
+            "max_window",
+            "max_memory",
         ] {
             for value in ["-1", "1.5", "true", "\"-3KiB\""] {
                 let text = MINIMAL.replace("port = 7000", &format!("port = 7000\n{key} = {value}"));
@@ -807,6 +961,10 @@ ca = "ca.pem"
             warnings[0].contains("no effect on a server"),
             "{warnings:?}"
         );
+        let warnings = LinkConfig::from_toml_str(&with("connections_min = 2"))
+            .unwrap()
+            .warnings();
+        assert!(warnings[0].contains("`connections_min`"), "{warnings:?}");
         // A client's server_name is what it is for.
         assert!(LinkConfig::from_toml_str(
             &MINIMAL.replace("port = 7000", "port = 7000\nserver_name = \"cm-main\"")

@@ -11,8 +11,9 @@ pub mod names;
 pub mod proto;
 pub mod stats;
 pub mod tls;
+pub mod tuning;
 pub mod wanem;
 
 pub use config::{Congestion, LinkConfig, Role, TlsConfig};
 pub use driver::{BlockingLink, Link, LinkError, TrySendError};
-pub use stats::{BufferUsage, LinkStats, OutageSpan};
+pub use stats::{BufferUsage, ConnectionCount, LinkStats, OutageSpan, WindowStats};

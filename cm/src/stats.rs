@@ -52,6 +52,49 @@ pub struct OutageSpan {
     pub end_unix_s: Option<f64>,
 }
 
+/// The link's own sizing: QUIC flow-control windows and buffer memory, which start small and
+/// grow with the traffic (see [`crate::tuning`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct WindowStats {
+    /// Receive windows of the connections at the start: `window` x `connections`.
+    pub receive_window_initial_total: u64,
+    /// Receive windows of the connections open now, summed.
+    pub receive_window_total: u64,
+    /// The largest `receive_window_total` seen.
+    pub receive_window_peak_total: u64,
+    /// Largest window of one connection (`max_window`).
+    pub receive_window_max: u64,
+    /// Send windows of the connections open now, summed.
+    pub send_window_total: u64,
+    /// Largest round trip among the connections, milliseconds (smoothed; 0 before any).
+    pub rtt_ms: f64,
+    /// The most this side carried in one round trip over a tuning period (bytes, both
+    /// directions apart, the larger): the bandwidth-delay product it measured.
+    pub bdp_peak_bytes: u64,
+    /// Send and receive buffer capacities at the start, summed.
+    pub memory_initial: u64,
+    /// Buffer capacities now plus the receive windows: what the bound limits.
+    pub memory_used: u64,
+    /// The bound (`max_memory`).
+    pub memory_limit: u64,
+}
+
+/// The connection count the link aimed at from a moment on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ConnectionCount {
+    /// Seconds since the link started.
+    pub t_s: f64,
+    /// Connections wanted from then on.
+    pub count: usize,
+    /// Why: `start`, `probe` (backlog and loss: more tried), `revert` (they did not raise the
+    /// goodput), `probe_fewer` (no loss: one fewer tried), `idle` (the application did not use
+    /// them).
+    pub reason: &'static str,
+}
+
+/// Connection-count changes kept in [`LinkStats::connection_counts`] (the most recent).
+pub const MAX_COUNT_CHANGES_KEPT: usize = 100;
+
 /// A snapshot of a link's statistics (serialisable for reports).
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct LinkStats {
@@ -88,6 +131,18 @@ pub struct LinkStats {
     pub connections_established: u64,
     /// Joined connections that died or were closed.
     pub connections_lost: u64,
+    /// Connections that joined again after a connection was lost (not closed on purpose):
+    /// what losses cost in reconnections.
+    pub reconnections: u64,
+    /// Connections closed because the link needed fewer (included in `connections_lost`).
+    pub connections_retired: u64,
+    /// Connections the link aims at now (a client adapts it; a server counts those open).
+    pub connections_target: usize,
+    /// When the aimed-at connection count changed (a client's; the last
+    /// [`MAX_COUNT_CHANGES_KEPT`], the start first).
+    pub connection_counts: Vec<ConnectionCount>,
+    /// Flow-control windows and buffer memory as sized so far.
+    pub windows: WindowStats,
     /// Connections this side refused in the TLS handshake: on a server, incoming connections
     /// whose client certificate is not trusted, does not carry the expected `peer` name, or
     /// that speak another ALPN; on a client, servers whose certificate it did not accept.
@@ -152,6 +207,14 @@ pub struct ConnectionTimeline {
     pub disconnections: u64,
     /// Packets lost on connections that have ended.
     pub packets_lost_on_closed: u64,
+    /// Packets sent on connections that have ended.
+    pub packets_sent_on_closed: u64,
+    /// Connections retired.
+    pub retired: u64,
+    /// Connections joined again after a loss.
+    pub reconnections: u64,
+    /// Losses not yet made up by a join.
+    rejoins_due: u64,
     samples: VecDeque<(Instant, u64, u64)>,
 }
 
@@ -183,6 +246,10 @@ impl ConnectionTimeline {
             protocol_errors: 0,
             disconnections: 0,
             packets_lost_on_closed: 0,
+            packets_sent_on_closed: 0,
+            retired: 0,
+            reconnections: 0,
+            rejoins_due: 0,
             samples: VecDeque::new(),
         }
     }
@@ -192,6 +259,10 @@ impl ConnectionTimeline {
         self.joined += 1;
         self.established += 1;
         self.ever_joined = true;
+        if self.rejoins_due > 0 {
+            self.rejoins_due -= 1;
+            self.reconnections += 1;
+        }
         if let Some(since) = self.down_since.take() {
             let outage = now - since;
             self.time_disconnected += outage;
@@ -208,10 +279,17 @@ impl ConnectionTimeline {
         self.started_unix_s + t.saturating_duration_since(self.started).as_secs_f64()
     }
 
-    /// A joined connection ended; `closing` when the link itself is shutting down.
-    pub fn left(&mut self, now: Instant, closing: bool) {
+    /// A joined connection ended; `closing` when the link itself is shutting down, `retired`
+    /// when one side closed it because the link needed fewer connections (neither is made up
+    /// by a reconnection).
+    pub fn left(&mut self, now: Instant, closing: bool, retired: bool) {
         self.joined = self.joined.saturating_sub(1);
         self.lost += 1;
+        if retired {
+            self.retired += 1;
+        } else if !closing {
+            self.rejoins_due += 1;
+        }
         if self.joined == 0 && !closing {
             self.disconnections += 1;
             self.down_since = Some(now);
@@ -223,6 +301,11 @@ impl ConnectionTimeline {
                 end_unix_s: None,
             });
         }
+    }
+
+    /// Time since the link started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
     }
 
     /// Connections currently joined.
@@ -272,6 +355,8 @@ impl ConnectionTimeline {
         stats.connections_open = self.joined;
         stats.connections_established = self.established;
         stats.connections_lost = self.lost;
+        stats.connections_retired = self.retired;
+        stats.reconnections = self.reconnections;
         stats.connections_refused = self.refused;
         stats.protocol_errors = self.protocol_errors;
         stats.disconnections = self.disconnections;
@@ -313,9 +398,9 @@ mod tests {
         );
         t.joined(t0);
         t.joined(t0);
-        t.left(t0 + Duration::from_secs(1), false);
+        t.left(t0 + Duration::from_secs(1), false, false);
         assert_eq!(t.disconnections, 0);
-        t.left(t0 + Duration::from_secs(2), false);
+        t.left(t0 + Duration::from_secs(2), false, false);
         assert_eq!(t.disconnections, 1);
         assert_eq!(
             t.disconnected_for(t0 + Duration::from_secs(4)),
@@ -327,7 +412,7 @@ mod tests {
         assert_eq!(stats.last_reconnect_latency_s, Some(3.0));
         assert_eq!(stats.time_disconnected_s, 3.0);
         assert_eq!(stats.disconnected_for_s, None);
-        t.left(t0 + Duration::from_secs(7), true);
+        t.left(t0 + Duration::from_secs(7), true, false);
         assert_eq!(t.disconnections, 1, "closing the link is no disconnection");
     }
 
@@ -343,7 +428,7 @@ mod tests {
         t.joined(at(3));
         t.fill(at(4), &mut stats);
         assert!(stats.outages.is_empty());
-        t.left(at(10), false);
+        t.left(at(10), false, false);
         t.fill(at(11), &mut stats);
         assert_eq!(
             stats.outages,
@@ -358,15 +443,15 @@ mod tests {
         assert_eq!(stats.outages[0].end_unix_s, Some(1_014.0));
         assert_eq!(stats.last_reconnect_latency_s, Some(4.0));
         // One connection of two lost is no outage; closing the link is none either.
-        t.left(at(20), false);
+        t.left(at(20), false, false);
         t.joined(at(21));
-        t.left(at(22), true);
-        t.left(at(23), true);
+        t.left(at(22), true, false);
+        t.left(at(23), true, false);
         t.fill(at(24), &mut stats);
         assert_eq!(stats.outages.len(), 1);
         for i in 0..150 {
             t.joined(at(100 + 2 * i));
-            t.left(at(101 + 2 * i), false);
+            t.left(at(101 + 2 * i), false, false);
         }
         t.fill(at(1_000), &mut stats);
         assert_eq!(stats.outages.len(), MAX_OUTAGES_KEPT);
@@ -388,6 +473,24 @@ mod tests {
         t.fill(t0 + Duration::from_secs(2), &mut stats);
         assert_eq!(stats.send_rate_current, 2000.0);
         assert_eq!(stats.send_rate_average, 1500.0);
+    }
+
+    #[test]
+    fn reconnections_count_joins_that_make_up_for_losses_only() {
+        let t0 = Instant::now();
+        let mut t = ConnectionTimeline::new(t0);
+        t.joined(t0);
+        t.joined(t0);
+        t.left(t0, false, false);
+        t.joined(t0);
+        t.left(t0, false, true);
+        t.joined(t0);
+        t.left(t0, true, false);
+        let mut stats = empty_stats();
+        t.fill(t0, &mut stats);
+        assert_eq!(stats.reconnections, 1);
+        assert_eq!(stats.connections_retired, 1);
+        assert_eq!(stats.connections_lost, 3);
     }
 
     fn empty_stats() -> LinkStats {

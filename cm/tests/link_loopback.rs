@@ -435,3 +435,41 @@ async fn idle_link_stays_up_on_keepalives() {
         .expect("delivered without reconnecting");
     assert_eq!(client.stats().connections_lost, 0);
 }
+
+/// Connections dying under load, closed by either side mid-transfer (as quinn does on an
+/// internal error such as "too many gaps in stream buffer"): each costs a reconnection and a
+/// resend, never a message nor the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_failing_mid_transfer_cost_a_reconnection_and_a_resend() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, client) = pair(dir.path()).await;
+    let count = 400;
+    let run = async {
+        let send = async {
+            for i in 0..count {
+                client.send(&message(i)).await.unwrap();
+            }
+            client.flush().await.unwrap();
+        };
+        let receive = async {
+            for i in 0..count {
+                assert_eq!(server.recv().await.unwrap(), message(i), "message {i}");
+                if i == 100 {
+                    client.reset_connections();
+                }
+                if i == 250 {
+                    server.reset_connections();
+                }
+            }
+        };
+        tokio::join!(send, receive);
+    };
+    tokio::time::timeout(DEADLINE, run).await.expect("in time");
+    let (c, s) = (client.stats(), server.stats());
+    assert_eq!(s.messages_received, count as u64);
+    assert_eq!(c.send_buffer.used, 0);
+    assert!(c.reconnections >= 2, "{c:?}");
+    assert!(c.connections_established >= 4, "{c:?}");
+    assert_eq!(c.protocol_errors + s.protocol_errors, 0, "{c:?} {s:?}");
+    assert_eq!(s.peer_restarts, 0);
+}

@@ -163,3 +163,84 @@ fn small_message(i: usize) -> Vec<u8> {
     m.extend((0..len).map(|j| (i + j) as u8));
     m
 }
+
+/// A lossy path and more to send than one connection carries: the client adds connections
+/// while they raise the goodput (the statistics show when and why), within its maximum, and
+/// every message still arrives once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_are_added_on_a_lossy_path_while_they_pay() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let mut server_cfg = server_config(&certs);
+    server_cfg.congestion = hmw_cm::Congestion::Cubic;
+    let server = Link::start(server_cfg).await.unwrap();
+    let wanem = Wanem::start(WanemConfig::symmetric(
+        "127.0.0.1:0".parse().unwrap(),
+        server.local_addr(),
+        DirectionConfig {
+            rate_mbit: 40.0,
+            delay_ms: 20.0,
+            loss: 0.02,
+            ..DirectionConfig::default()
+        },
+    ))
+    .await
+    .unwrap();
+    let mut client_cfg = client_config(&certs, wanem.local_addr().port());
+    // Cubic under 2 % loss: each connection is held to a fraction of the 40 Mbit/s.
+    client_cfg.congestion = hmw_cm::Congestion::Cubic;
+    client_cfg.connections = 1;
+    client_cfg.connections_max = Some(4);
+    let client = Link::start(client_cfg).await.unwrap();
+    let message = vec![7u8; 64 << 10];
+    let sent = std::sync::atomic::AtomicUsize::new(0);
+    let send = async {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(7);
+        while tokio::time::Instant::now() < deadline {
+            client.send(&message).await.unwrap();
+            sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        client.flush().await.unwrap();
+    };
+    let received = std::sync::atomic::AtomicUsize::new(0);
+    let receive = async {
+        loop {
+            let got = server.recv().await.unwrap();
+            assert_eq!(got.len(), message.len());
+            received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(40), async {
+        tokio::select! {
+            () = send => {},
+            () = receive => {},
+        }
+        // Flushed: everything sent is in the server's buffer.
+        while received.load(std::sync::atomic::Ordering::Relaxed)
+            < sent.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            server.recv().await.unwrap();
+            received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    })
+    .await
+    .expect("in time");
+    let stats = client.stats();
+    assert_eq!(received.into_inner(), sent.into_inner());
+    let counts: Vec<(usize, &str)> = stats
+        .connection_counts
+        .iter()
+        .map(|c| (c.count, c.reason))
+        .collect();
+    assert_eq!(counts[0], (1, "start"), "{counts:?}");
+    assert!(
+        counts.iter().any(|&(n, reason)| n > 1 && reason == "probe"),
+        "{counts:?}"
+    );
+    assert!(
+        counts.iter().all(|&(n, _)| (1..=4).contains(&n)),
+        "{counts:?}"
+    );
+    assert!(stats.connections_established >= 2, "{stats:?}");
+    assert_eq!(stats.protocol_errors, 0, "{stats:?}");
+}

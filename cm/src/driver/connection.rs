@@ -3,7 +3,7 @@
 //! until the connection dies, misbehaves or the link closes.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +41,8 @@ pub(crate) enum Ended {
         /// Whether the connection had joined the link.
         joined: bool,
     },
+    /// This side retired it (the link needs fewer connections).
+    Retired,
 }
 
 #[derive(Debug)]
@@ -49,6 +51,8 @@ enum Failure {
     Connection(ConnectionError),
     Stream(String),
     Timeout(&'static str),
+    /// Retired by this side once its blocks were acknowledged.
+    Retired,
 }
 
 impl From<ProtocolError> for Failure {
@@ -89,10 +93,13 @@ impl From<ReadError> for Failure {
 
 /// Runs `conn` as part of the link until it ends; always leaves the core and the statistics
 /// consistent (its unacknowledged blocks queued for resending).
+/// `retire` (a client's): once set, the connection takes no new blocks and is closed when
+/// those it carries are acknowledged.
 pub(crate) async fn run_connection(
     shared: &Arc<Shared>,
     conn: quinn::Connection,
     side: Side,
+    retire: Option<Arc<AtomicBool>>,
 ) -> Ended {
     let id = shared.new_conn_id();
     let remote = conn.remote_address();
@@ -103,18 +110,37 @@ pub(crate) async fn run_connection(
         .expect("connections lock")
         .insert(id, conn.clone());
     let mut joined = false;
-    let result = drive(shared, &conn, id, side, remote, &mut joined).await;
+    let result = drive(
+        shared,
+        &conn,
+        id,
+        side,
+        remote,
+        &mut joined,
+        retire.as_deref(),
+    )
+    .await;
     {
         // Under the connections lock, so that statistics never count the connection's lost
         // packets twice or not at all.
         let mut connections = shared.connections.lock().expect("connections lock");
         connections.remove(&id);
-        shared.timeline().packets_lost_on_closed += conn.stats().path.lost_packets;
+        let path = conn.stats().path;
+        let mut timeline = shared.timeline();
+        timeline.packets_lost_on_closed += path.lost_packets;
+        timeline.packets_sent_on_closed += path.sent_packets;
     }
     shared.core().connection_lost(id);
     let closing = shared.is_closing();
+    let retired = match &result {
+        Err(Failure::Retired) => true,
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close))) => {
+            close.error_code == close_code::RETIRED.into()
+        }
+        _ => false,
+    };
     if joined {
-        shared.timeline().left(Instant::now(), closing);
+        shared.timeline().left(Instant::now(), closing, retired);
     }
     let ended = match result {
         Ok(()) => {
@@ -129,6 +155,17 @@ pub(crate) async fn run_connection(
             Ended::PeerClosed
         }
         Err(Failure::Connection(ConnectionError::LocallyClosed)) if closing => Ended::Closing,
+        Err(Failure::Retired) => {
+            info!(%remote, connection = id, "connection retired: the link needs fewer");
+            conn.close(close_code::RETIRED.into(), b"retired");
+            Ended::Retired
+        }
+        Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
+            if close.error_code == close_code::RETIRED.into() =>
+        {
+            info!(%remote, connection = id, "peer retired the connection");
+            Ended::Lost { joined }
+        }
         Err(Failure::Connection(ConnectionError::ApplicationClosed(close)))
             if close.error_code == close_code::TOO_MANY_CONNECTIONS.into() =>
         {
@@ -164,7 +201,7 @@ pub(crate) async fn run_connection(
                 Failure::Connection(e) => printable(&e.to_string()).into_owned(),
                 Failure::Stream(e) => e,
                 Failure::Timeout(what) => format!("timed out waiting for {what}"),
-                Failure::Protocol(_) => unreachable!("handled above"),
+                Failure::Protocol(_) | Failure::Retired => unreachable!("handled above"),
             };
             if joined {
                 info!(%remote, connection = id, "connection lost: {reason}");
@@ -216,6 +253,7 @@ async fn drive(
     side: Side,
     remote: SocketAddr,
     joined: &mut bool,
+    retire: Option<&AtomicBool>,
 ) -> Result<(), Failure> {
     let hello_timeout = shared.config.inactivity_timeout();
     let (mut ctl_tx, mut ctl_rx) = match side {
@@ -262,10 +300,12 @@ async fn drive(
     let first_ack = Frame::Ack(shared.core().ack());
     write_frame(&mut ctl_tx, &first_ack).await?;
 
+    let retiring = Arc::new(AtomicBool::new(false));
     tokio::select! {
         r = control_reader(shared, id, ctl_rx, ctl_buf) => r,
         r = control_writer(shared, ctl_tx) => r,
-        r = data_writers(shared, conn, id) => r,
+        r = data_writers(shared, conn, id, retiring.clone()) => r,
+        r = retired(shared, id, retire, &retiring) => r,
         r = data_readers(shared, conn, id) => r,
         () = wait_for(&shared.shutdown, || shared.is_closing().then_some(())) => Ok(()),
     }
@@ -317,15 +357,48 @@ async fn control_writer(shared: &Shared, mut tx: SendStream) -> Result<(), Failu
     }
 }
 
+/// Pause between checks of the retire flag.
+const RETIRE_POLL: Duration = Duration::from_millis(50);
+
+/// Ends with [`Failure::Retired`] once `retire` is set and the blocks this connection carries
+/// are acknowledged (or after an inactivity timeout: those left are then sent again on the
+/// others); sets `retiring` first, so that the writers take no more blocks.
+async fn retired(
+    shared: &Shared,
+    id: ConnId,
+    retire: Option<&AtomicBool>,
+    retiring: &AtomicBool,
+) -> Result<(), Failure> {
+    let Some(retire) = retire else {
+        return std::future::pending().await;
+    };
+    while !retire.load(Ordering::Acquire) {
+        tokio::time::sleep(RETIRE_POLL).await;
+    }
+    retiring.store(true, Ordering::Release);
+    let deadline = Instant::now() + shared.config.inactivity_timeout();
+    while shared.core().sender().in_flight(id) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(RETIRE_POLL).await;
+    }
+    Err(Failure::Retired)
+}
+
 async fn data_writers(
     shared: &Arc<Shared>,
     conn: &quinn::Connection,
     id: ConnId,
+    retiring: Arc<AtomicBool>,
 ) -> Result<(), Failure> {
     let mut writers = JoinSet::new();
     for _ in 0..shared.config.streams {
         let tx = conn.open_uni().await?;
-        writers.spawn(data_writer(shared.clone(), conn.clone(), tx, id));
+        writers.spawn(data_writer(
+            shared.clone(),
+            conn.clone(),
+            tx,
+            id,
+            retiring.clone(),
+        ));
     }
     match writers.join_next().await {
         Some(Ok(result)) => result,
@@ -339,9 +412,13 @@ async fn data_writer(
     conn: quinn::Connection,
     mut tx: SendStream,
     id: ConnId,
+    retiring: Arc<AtomicBool>,
 ) -> Result<(), Failure> {
     loop {
         let block = wait_for(&shared.transmit, || {
+            if retiring.load(Ordering::Acquire) {
+                return None;
+            }
             let limit = in_flight_limit(&conn);
             shared.core().next_block(id, limit)
         })

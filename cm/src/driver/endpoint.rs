@@ -11,9 +11,11 @@ use super::error::LinkError;
 use crate::config::{Congestion, LinkConfig};
 use crate::tls::TlsMaterial;
 
-/// Transport parameters: flow-control windows raised to `window` (quinn's defaults cap a
-/// connection at about 1.25 MB per round trip), QUIC idle timeout = the inactivity timeout,
-/// keep-alives, and the congestion controller.
+/// Transport parameters: the connection's flow-control windows start at `window` (the link
+/// raises them while they limit the connection, up to `max_window`; quinn's defaults would cap
+/// a connection at about 1.25 MB per round trip), each stream's window is `max_window` (the
+/// connection's bounds them all), QUIC idle timeout = the inactivity timeout, keep-alives,
+/// and the congestion controller.
 pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     let mut transport = TransportConfig::default();
     let window = VarInt::from_u32(config.window as u32);
@@ -22,7 +24,7 @@ pub fn transport_config(config: &LinkConfig) -> TransportConfig {
             IdleTimeout::try_from(config.inactivity_timeout()).expect("validated timeout"),
         ))
         .keep_alive_interval(Some(config.keepalive_interval()))
-        .stream_receive_window(window)
+        .stream_receive_window(VarInt::from_u32(config.max_window as u32))
         .receive_window(window)
         .send_window(config.window as u64)
         .max_concurrent_uni_streams(VarInt::from_u32(64))
@@ -67,10 +69,18 @@ impl Reach {
     }
 }
 
+/// Socket buffers asked for (the kernel caps them at `net.core.rmem_max` / `wmem_max`): at
+/// 1 Gbit/s the default 208 KiB holds under 2 ms of traffic, and a receiver that is not
+/// scheduled for longer would drop packets the path delivered.
+const SOCKET_BUFFER: usize = 8 << 20;
+
 /// A UDP socket bound to `addr`; an IPv6 one is made dual-stack when `dual_stack` (an error
 /// if the system cannot: the caller then binds otherwise, instead of assuming it).
 fn bind_udp(addr: SocketAddr, dual_stack: bool) -> std::io::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    // Best effort: smaller buffers only cost throughput.
+    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = socket.set_send_buffer_size(SOCKET_BUFFER);
     if addr.is_ipv6() {
         socket.set_only_v6(!dual_stack)?;
     }

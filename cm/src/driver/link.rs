@@ -1,22 +1,24 @@
 //! The async link API.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, info, warn};
 
 use super::connection::{run_connection, Ended, Side};
 use super::endpoint::{client_endpoint, server_endpoint, Reach};
 use super::error::{LinkError, TrySendError};
 use super::shared::{close_code, printable, shared_arc, wait_for, Shared};
+use super::tuner::{tune, TICK};
 use crate::config::{ConfigError, LinkConfig, Role};
 use crate::proto::PushError;
-use crate::stats::{BufferUsage, LinkStats};
+use crate::stats::{BufferUsage, ConnectionCount, LinkStats, MAX_COUNT_CHANGES_KEPT};
 use crate::tls::{check_server_name, TlsMaterial};
+use crate::tuning::{stripe_epoch, StripePolicy, StripeSample, StripeState};
 
 /// A reliable, ordered, buffered message link to one peer, striped over several QUIC
 /// connections and streams, surviving disconnections of any length.
@@ -76,19 +78,17 @@ impl Link {
                 // resolve later (or only on the real cluster), and a slow resolver must not
                 // hold up the start. The connection slots resolve it at every attempt.
                 let (endpoint, client, reach) = client_endpoint(&shared.config, &tls)?;
-                for index in 0..shared.config.connections {
-                    tasks.push(tokio::spawn(client_slot(
-                        shared.clone(),
-                        endpoint.clone(),
-                        client.clone(),
-                        reach,
-                        index as u32,
-                    )));
-                }
+                tasks.push(tokio::spawn(stripes(
+                    shared.clone(),
+                    endpoint.clone(),
+                    client,
+                    reach,
+                )));
                 endpoint
             }
         };
         tasks.push(tokio::spawn(sample_rates(shared.clone())));
+        tasks.push(tokio::spawn(tune(shared.clone())));
         let local_addr = endpoint.local_addr().map_err(|cause| LinkError::Bind {
             addr: ([0, 0, 0, 0], 0).into(),
             cause,
@@ -307,6 +307,12 @@ impl Link {
                 ..LinkStats::default()
             }
         };
+        {
+            let sizing = self.shared.sizing();
+            stats.windows = sizing.windows;
+            stats.connection_counts = sizing.counts.iter().copied().collect();
+            stats.connections_target = sizing.target.unwrap_or(0);
+        }
         let connections = self.shared.connections.lock().expect("connections lock");
         let lost_on_live: u64 = connections
             .values()
@@ -315,7 +321,27 @@ impl Link {
         let timeline = self.shared.timeline();
         timeline.fill(Instant::now(), &mut stats);
         stats.packets_lost = timeline.packets_lost_on_closed + lost_on_live;
+        if self.shared.config.role == Role::Server {
+            stats.connections_target = stats.connections_open;
+        }
         stats
+    }
+
+    /// Closes every connection at once as if it had failed: their unacknowledged blocks are
+    /// sent again on the connections that replace them (a client reconnects at once; a
+    /// server's peer does). Nothing is lost; it costs a reconnection and a resend, as a
+    /// connection dying under load does. For tests and for an operator who wants fresh
+    /// connections (new addresses of the server's name, say).
+    pub fn reset_connections(&self) {
+        for conn in self
+            .shared
+            .connections
+            .lock()
+            .expect("connections lock")
+            .values()
+        {
+            conn.close(close_code::RESET.into(), b"connections reset");
+        }
     }
 
     /// Closes the link: connections are closed (the peer sees a deliberate close and stops
@@ -414,7 +440,7 @@ async fn accept_loop(shared: Arc<Shared>, endpoint: quinn::Endpoint) {
                         );
                         return;
                     };
-                    run_connection(&shared, conn, Side::Server).await;
+                    run_connection(&shared, conn, Side::Server, None).await;
                 }
                 Err(e) if refused_by_us(&e) && !shared.is_closing() => {
                     let e = printable(&e.to_string()).into_owned();
@@ -498,13 +524,15 @@ async fn lookup(config: &LinkConfig) -> Result<Vec<SocketAddr>, String> {
     Ok(addresses)
 }
 
-/// Client: keeps connection number `index` up, reconnecting with exponential backoff.
+/// Client: keeps connection number `index` up, reconnecting with exponential backoff, until
+/// `retire` is set (then its connection is closed once its blocks are acknowledged).
 async fn client_slot(
     shared: Arc<Shared>,
     endpoint: quinn::Endpoint,
     client: quinn::ClientConfig,
     reach: Reach,
     index: u32,
+    retire: Arc<AtomicBool>,
 ) {
     let initial = Duration::from_millis(shared.config.reconnect_initial_ms);
     let max = Duration::from_millis(shared.config.reconnect_max_ms);
@@ -513,7 +541,7 @@ async fn client_slot(
     let mut backoff = initial;
     let mut failures = 0u64;
     let mut rotation = Rotation::default();
-    while !shared.is_closing() {
+    while !shared.is_closing() && !retire.load(Ordering::Acquire) {
         let attempt = async {
             let addresses = lookup(&shared.config)
                 .await
@@ -528,11 +556,18 @@ async fn client_slot(
                 .await
                 .map_err(|e| AttemptError::Handshake(server, e))
         };
-        match tokio::time::timeout(attempt_timeout, attempt).await {
+        let result = tokio::time::timeout(attempt_timeout, attempt).await;
+        if shared.is_closing() {
+            // An attempt cut short by the link's end is no failure to report.
+            return;
+        }
+        match result {
             Ok(Ok(conn)) => {
                 let began = Instant::now();
-                match run_connection(&shared, conn, Side::Client { index }).await {
-                    Ended::PeerClosed | Ended::Closing => return,
+                match run_connection(&shared, conn, Side::Client { index }, Some(retire.clone()))
+                    .await
+                {
+                    Ended::PeerClosed | Ended::Closing | Ended::Retired => return,
                     // A connection that served a while earns an immediate retry; one refused
                     // at once (incompatible peer, protocol error) keeps backing off.
                     Ended::Lost { joined } => {
@@ -592,6 +627,131 @@ async fn client_slot(
         )
         .await;
         backoff = (backoff * 2).min(max);
+    }
+}
+
+/// Records a change of the connection count for the statistics.
+fn record_count(shared: &Shared, count: usize, reason: &'static str) {
+    let t_s = shared.timeline().elapsed().as_secs_f64();
+    let mut sizing = shared.sizing();
+    sizing.target = Some(count);
+    if sizing.counts.len() == MAX_COUNT_CHANGES_KEPT {
+        sizing.counts.pop_front();
+    }
+    sizing
+        .counts
+        .push_back(ConnectionCount { t_s, count, reason });
+}
+
+/// Packets (lost, sent) on all the link's connections so far, closed ones included.
+fn packet_totals(shared: &Shared) -> (u64, u64) {
+    let connections = shared.connections.lock().expect("connections lock");
+    let (mut lost, mut sent) = connections.values().fold((0, 0), |(l, s), conn| {
+        let path = conn.stats().path;
+        (l + path.lost_packets, s + path.sent_packets)
+    });
+    let timeline = shared.timeline();
+    lost += timeline.packets_lost_on_closed;
+    sent += timeline.packets_sent_on_closed;
+    (lost, sent)
+}
+
+/// Loss rate from which a connection counts as held down by loss (a tenth of a per mille).
+const LOSSY: f64 = 1e-4;
+
+/// Client: runs the connection slots, as many as [`StripeState`] wants: one more slot is
+/// started, or the newest one retired, at the end of an epoch as measured.
+async fn stripes(
+    shared: Arc<Shared>,
+    endpoint: quinn::Endpoint,
+    client: quinn::ClientConfig,
+    reach: Reach,
+) {
+    let config = &shared.config;
+    let policy = StripePolicy::new(config.connections_min(), config.connections_max());
+    let mut state = StripeState::new(policy, config.connections);
+    // Dropped with this task (the link's end): the slots end with it.
+    let mut running = JoinSet::new();
+    let mut slots: Vec<Arc<AtomicBool>> = Vec::new();
+    let mut next_index = 0u32;
+    let mut resize = |running: &mut JoinSet<()>, slots: &mut Vec<Arc<AtomicBool>>, n: usize| {
+        while slots.len() < n {
+            let retire = Arc::new(AtomicBool::new(false));
+            running.spawn(client_slot(
+                shared.clone(),
+                endpoint.clone(),
+                client.clone(),
+                reach,
+                next_index,
+                retire.clone(),
+            ));
+            next_index += 1;
+            slots.push(retire);
+        }
+        while slots.len() > n {
+            let retire = slots.pop().expect("a slot");
+            retire.store(true, Ordering::Release);
+        }
+    };
+    resize(&mut running, &mut slots, state.target());
+    record_count(&shared, state.target(), "start");
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut epoch_start: Option<(Instant, u64, (u64, u64))> = None;
+    let (mut ticks, mut backlogged) = (0u32, 0u32);
+    loop {
+        tick.tick().await;
+        while running.try_join_next().is_some() {}
+        if policy.min == policy.max {
+            continue;
+        }
+        let now = Instant::now();
+        if shared.timeline().open() == 0 {
+            // Nothing to judge during an outage: start the epoch again when connected.
+            epoch_start = None;
+            continue;
+        }
+        let (acked, unsent) = {
+            let core = shared.core();
+            (core.sender().acked_bytes(), core.sender().has_unsent())
+        };
+        let Some((started, acked_before, (lost_before, sent_before))) = epoch_start else {
+            epoch_start = Some((now, acked, packet_totals(&shared)));
+            (ticks, backlogged) = (0, 0);
+            continue;
+        };
+        ticks += 1;
+        backlogged += u32::from(unsent);
+        let rtt = Duration::from_secs_f64(shared.sizing().windows.rtt_ms / 1e3);
+        let elapsed = now - started;
+        if elapsed < stripe_epoch(rtt) {
+            continue;
+        }
+        let (lost, sent) = packet_totals(&shared);
+        let (lost, sent) = (lost - lost_before, sent.saturating_sub(sent_before));
+        let sample = StripeSample {
+            goodput: (acked - acked_before) as f64 / elapsed.as_secs_f64(),
+            backlogged: backlogged * 2 >= ticks,
+            lossy: lost > 0 && lost as f64 >= LOSSY * sent as f64,
+        };
+        if let Some((count, reason)) = state.on_epoch(sample) {
+            let reason = match reason {
+                crate::tuning::StripeReason::Probe => "probe",
+                crate::tuning::StripeReason::Revert => "revert",
+                crate::tuning::StripeReason::ProbeFewer => "probe_fewer",
+                crate::tuning::StripeReason::Idle => "idle",
+            };
+            info!(
+                connections = count,
+                reason,
+                goodput_mbit = sample.goodput * 8e-6,
+                "connection count changed"
+            );
+            resize(&mut running, &mut slots, count);
+            record_count(&shared, count, reason);
+        }
+        epoch_start = Some((now, acked, packet_totals(&shared)));
+        (ticks, backlogged) = (0, 0);
     }
 }
 

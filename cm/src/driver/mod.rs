@@ -7,6 +7,7 @@ mod endpoint;
 mod error;
 mod link;
 mod shared;
+mod tuner;
 
 pub use blocking::BlockingLink;
 pub use endpoint::transport_config;

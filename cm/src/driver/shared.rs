@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use crate::config::LinkConfig;
 use crate::proto::{ConnId, Core};
-use crate::stats::ConnectionTimeline;
+use crate::stats::{ConnectionCount, ConnectionTimeline, WindowStats};
 
 /// QUIC application close codes used by the link.
 pub(crate) mod close_code {
@@ -22,6 +22,12 @@ pub(crate) mod close_code {
     pub(crate) const STALE_SESSION: u32 = 2;
     /// The server serves `max_connections` already.
     pub(crate) const TOO_MANY_CONNECTIONS: u32 = 3;
+    /// The client needs fewer connections: this one is closed after its blocks were
+    /// acknowledged (not a failure, not made up by a reconnection).
+    pub(crate) const RETIRED: u32 = 4;
+    /// The link's owner reset its connections (`Link::reset_connections`): a failure to
+    /// recover from by reconnecting.
+    pub(crate) const RESET: u32 = 5;
 }
 
 /// State shared by the API handles and the connection tasks.
@@ -45,7 +51,18 @@ pub(crate) struct Shared {
     pub peer_closed: AtomicBool,
     pub timeline: Mutex<ConnectionTimeline>,
     pub connections: Mutex<HashMap<ConnId, quinn::Connection>>,
+    /// The link's own sizing, for the statistics (written by the tuner).
+    pub sizing: Mutex<Sizing>,
     next_conn_id: AtomicU64,
+}
+
+/// What the tuner and the connection-count supervisor show in the statistics.
+#[derive(Debug, Default)]
+pub(crate) struct Sizing {
+    pub windows: WindowStats,
+    /// Connections aimed at (client); `None` on a server.
+    pub target: Option<usize>,
+    pub counts: std::collections::VecDeque<ConnectionCount>,
 }
 
 impl Shared {
@@ -63,6 +80,7 @@ impl Shared {
             peer_closed: AtomicBool::new(false),
             timeline: Mutex::new(ConnectionTimeline::new(Instant::now())),
             connections: Mutex::new(HashMap::new()),
+            sizing: Mutex::new(Sizing::default()),
             next_conn_id: AtomicU64::new(1),
         }
     }
@@ -76,6 +94,12 @@ impl Shared {
 
     pub(crate) fn timeline(&self) -> MutexGuard<'_, ConnectionTimeline> {
         self.timeline
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn sizing(&self) -> MutexGuard<'_, Sizing> {
+        self.sizing
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }

@@ -128,6 +128,15 @@ impl ReceiveBuffer {
         }
     }
 
+    /// Raises the capacity to `capacity` (never lowers it: credit granted stays granted); the
+    /// next acknowledgement carries the larger credit.
+    pub fn grow(&mut self, capacity: usize) {
+        if capacity > self.capacity {
+            self.capacity = capacity;
+            self.ack_dirty = true;
+        }
+    }
+
     /// Stream offset the peer may send up to: what was read plus the memory, less what
     /// messages of previous incarnations still occupy (it rises as they are handed out).
     fn credit(&self) -> u64 {

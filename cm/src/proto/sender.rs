@@ -120,6 +120,8 @@ pub struct SendBuffer {
     zero_copy_min: usize,
     blocks_sent: u64,
     blocks_retransmitted: u64,
+    /// Block payload bytes acknowledged so far (the link's goodput, prefixes included).
+    acked_bytes: u64,
 }
 
 impl SendBuffer {
@@ -144,7 +146,24 @@ impl SendBuffer {
             zero_copy_min: ZERO_COPY_MIN,
             blocks_sent: 0,
             blocks_retransmitted: 0,
+            acked_bytes: 0,
         }
+    }
+
+    /// Raises the capacity to `capacity` (never lowers it: what is buffered stays valid).
+    pub fn grow(&mut self, capacity: usize) {
+        self.capacity = self.capacity.max(capacity);
+    }
+
+    /// Bytes acknowledged by the receiver so far (block payloads, framing included).
+    pub fn acked_bytes(&self) -> u64 {
+        self.acked_bytes
+    }
+
+    /// Whether something waits to be sent: stream not yet cut into blocks, or blocks queued
+    /// for resending.
+    pub fn has_unsent(&self) -> bool {
+        self.open_len > 0 || !self.pending.is_empty()
     }
 
     /// Checks that a message of `len` bytes can be appended now; returns the bytes it needs.
@@ -333,6 +352,7 @@ impl SendBuffer {
     fn release(&mut self, id: u64) {
         if let Some(entry) = self.unacked.remove(&id) {
             self.used -= entry.block.payload.len();
+            self.acked_bytes += entry.block.payload.len() as u64;
             self.pending.remove(&id);
             if let Some(conn) = entry.in_flight_on {
                 if let Some(bytes) = self.in_flight.get_mut(&conn) {
@@ -361,6 +381,7 @@ impl SendBuffer {
             zero_copy_min: self.zero_copy_min,
             blocks_sent: self.blocks_sent,
             blocks_retransmitted: self.blocks_retransmitted,
+            acked_bytes: self.acked_bytes,
             ..Self::new(self.capacity, self.block_size, self.max_message)
         };
         dropped

@@ -95,6 +95,18 @@ impl Core {
         }
     }
 
+    /// Raises the send and receive buffer capacities to at least `send_memory` and
+    /// `recv_memory` (never lowers them). Returns whether the receive side grew (an
+    /// acknowledgement carrying the new credit is then due).
+    pub fn grow_memory(&mut self, send_memory: usize, recv_memory: usize) -> bool {
+        self.sender.grow(send_memory);
+        self.config.send_memory = self.sender.capacity();
+        let grew = recv_memory > self.receiver.capacity();
+        self.receiver.grow(recv_memory);
+        self.config.recv_memory = self.receiver.capacity();
+        grew
+    }
+
     /// The hello to send first on connection number `connection_index`.
     pub fn hello(&self, connection_index: u32) -> Hello {
         Hello {

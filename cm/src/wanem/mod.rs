@@ -6,22 +6,24 @@
 //! delay with jitter). Used by the tests, the benchmark and the multi-cluster launcher.
 
 pub mod config;
+mod udp;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use serde::Serialize;
 use thiserror::Error;
-use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 pub use config::{DirectionConfig, Outage, WanemConfig, WanemConfigError};
 pub use hmw_wan::pipe::{self, DirectionCounters, Pipe};
+use udp::{Arena, BatchSocket, RecvScratch};
 
 /// Counters of both directions.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -95,9 +97,9 @@ impl Pipes {
 /// A datagram waiting for its delivery time.
 struct Scheduled {
     at: Duration,
-    socket: Arc<UdpSocket>,
+    socket: Arc<BatchSocket>,
     to: SocketAddr,
-    payload: Vec<u8>,
+    payload: Bytes,
 }
 
 /// A running emulator; stops when dropped.
@@ -121,12 +123,10 @@ impl Wanem {
     /// Outage times count from this call.
     pub async fn start(config: WanemConfig) -> Result<Self, WanemError> {
         config.validate()?;
-        let front = UdpSocket::bind(config.listen)
-            .await
-            .map_err(|cause| WanemError::Bind {
-                addr: config.listen,
-                cause,
-            })?;
+        let front = BatchSocket::bind(config.listen).map_err(|cause| WanemError::Bind {
+            addr: config.listen,
+            cause,
+        })?;
         let local_addr = front.local_addr().map_err(|cause| WanemError::Bind {
             addr: config.listen,
             cause,
@@ -219,68 +219,76 @@ impl Drop for Wanem {
 }
 
 async fn relay_from_clients(
-    front: Arc<UdpSocket>,
+    front: Arc<BatchSocket>,
     server: SocketAddr,
     pipes: Arc<Pipes>,
     started: Instant,
-    to_server: mpsc::UnboundedSender<Scheduled>,
-    to_client: mpsc::UnboundedSender<Scheduled>,
+    to_server: mpsc::UnboundedSender<Vec<Scheduled>>,
+    to_client: mpsc::UnboundedSender<Vec<Scheduled>>,
 ) {
-    let mut upstreams: HashMap<SocketAddr, Arc<UdpSocket>> = HashMap::new();
+    let mut upstreams: HashMap<SocketAddr, Arc<BatchSocket>> = HashMap::new();
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
     let foreign_warned = Arc::new(AtomicBool::new(false));
-    let mut buf = vec![0u8; 65_536];
+    let mut scratch = RecvScratch::default();
+    let mut arena = Arena::default();
     loop {
-        let (len, client) = match front.recv_from(&mut buf).await {
-            Ok(received) => received,
+        let entries = match front.recv(&mut scratch).await {
+            Ok(entries) => entries,
             Err(e) => {
                 // ICMP errors (a port unreachable) surface here on some systems; keep going.
                 debug!("wanem: receive from clients: {e}");
                 continue;
             }
         };
-        let upstream = match upstreams.get(&client) {
-            Some(socket) => socket.clone(),
-            None => {
-                // Any interface of the server's family: the kernel picks the source
-                // address that routes to the server, loopback or not.
-                let local: SocketAddr = if server.is_ipv4() {
-                    (Ipv4Addr::UNSPECIFIED, 0).into()
-                } else {
-                    (Ipv6Addr::UNSPECIFIED, 0).into()
-                };
-                let socket = match UdpSocket::bind(local).await {
-                    Ok(socket) => Arc::new(socket),
-                    Err(e) => {
-                        debug!("wanem: cannot bind upstream socket: {e}");
-                        continue;
-                    }
-                };
-                readers.push(tokio::spawn(relay_from_server(
-                    socket.clone(),
-                    front.clone(),
-                    server,
-                    client,
-                    pipes.clone(),
-                    started,
-                    to_client.clone(),
-                    foreign_warned.clone(),
-                )));
-                upstreams.insert(client, socket.clone());
-                socket
-            }
-        };
-        let offered = lock(&pipes.client_to_server).offer(started.elapsed(), len);
-        if let Ok(at) = offered {
-            let scheduled = Scheduled {
-                at,
-                socket: upstream,
-                to: server,
-                payload: buf[..len].to_vec(),
+        let now = started.elapsed();
+        let mut batch = Vec::new();
+        for i in 0..entries {
+            let (client, datagrams) = scratch.datagrams(i);
+            let upstream = match upstreams.get(&client) {
+                Some(socket) => socket.clone(),
+                None => {
+                    // Any interface of the server's family: the kernel picks the source
+                    // address that routes to the server, loopback or not.
+                    let local: SocketAddr = if server.is_ipv4() {
+                        (Ipv4Addr::UNSPECIFIED, 0).into()
+                    } else {
+                        (Ipv6Addr::UNSPECIFIED, 0).into()
+                    };
+                    let socket = match BatchSocket::bind(local) {
+                        Ok(socket) => Arc::new(socket),
+                        Err(e) => {
+                            debug!("wanem: cannot bind upstream socket: {e}");
+                            continue;
+                        }
+                    };
+                    readers.push(tokio::spawn(relay_from_server(
+                        socket.clone(),
+                        front.clone(),
+                        server,
+                        client,
+                        pipes.clone(),
+                        started,
+                        to_client.clone(),
+                        foreign_warned.clone(),
+                    )));
+                    upstreams.insert(client, socket.clone());
+                    socket
+                }
             };
-            if to_server.send(scheduled).is_err() {
-                break;
+            let mut pipe = lock(&pipes.client_to_server);
+            for datagram in datagrams {
+                if let Ok(at) = pipe.offer(now, datagram.len()) {
+                    batch.push(Scheduled {
+                        at,
+                        socket: upstream.clone(),
+                        to: server,
+                        payload: arena.copy(datagram),
+                    });
+                }
             }
+        }
+        if !batch.is_empty() && to_server.send(batch).is_err() {
+            break;
         }
     }
     for reader in readers {
@@ -290,23 +298,33 @@ async fn relay_from_clients(
 
 #[allow(clippy::too_many_arguments)]
 async fn relay_from_server(
-    upstream: Arc<UdpSocket>,
-    front: Arc<UdpSocket>,
+    upstream: Arc<BatchSocket>,
+    front: Arc<BatchSocket>,
     server: SocketAddr,
     client: SocketAddr,
     pipes: Arc<Pipes>,
     started: Instant,
-    to_client: mpsc::UnboundedSender<Scheduled>,
+    to_client: mpsc::UnboundedSender<Vec<Scheduled>>,
     foreign_warned: Arc<AtomicBool>,
 ) {
-    let mut buf = vec![0u8; 65_536];
+    let mut scratch = RecvScratch::default();
+    let mut arena = Arena::default();
     loop {
-        let len = match upstream.recv_from(&mut buf).await {
-            Ok((len, from)) if from == server => len,
+        let entries = match upstream.recv(&mut scratch).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                debug!("wanem: receive from server: {e}");
+                continue;
+            }
+        };
+        let now = started.elapsed();
+        let mut batch = Vec::new();
+        for i in 0..entries {
+            let (from, datagrams) = scratch.datagrams(i);
             // The upstream socket listens on every interface: only the server is relayed.
             // A server that answers from another address than the one configured (one given
             // as 0.0.0.0, a multi-homed host) would lose all its traffic here: said once.
-            Ok((_, from)) => {
+            if from != server {
                 if !foreign_warned.swap(true, Ordering::Relaxed) {
                     warn!(
                         "wanem: datagrams from {from} dropped: only replies from the configured \
@@ -318,56 +336,114 @@ async fn relay_from_server(
                 }
                 continue;
             }
-            Err(e) => {
-                debug!("wanem: receive from server: {e}");
-                continue;
+            let mut pipe = lock(&pipes.server_to_client);
+            for datagram in datagrams {
+                if let Ok(at) = pipe.offer(now, datagram.len()) {
+                    batch.push(Scheduled {
+                        at,
+                        socket: front.clone(),
+                        to: client,
+                        payload: arena.copy(datagram),
+                    });
+                }
             }
-        };
-        let offered = lock(&pipes.server_to_client).offer(started.elapsed(), len);
-        if let Ok(at) = offered {
-            let scheduled = Scheduled {
-                at,
-                socket: front.clone(),
-                to: client,
-                payload: buf[..len].to_vec(),
-            };
-            if to_client.send(scheduled).is_err() {
-                return;
-            }
+        }
+        if !batch.is_empty() && to_client.send(batch).is_err() {
+            return;
         }
     }
 }
 
+/// Sends the datagrams of one direction at their delivery times. Delivery times never
+/// decrease (the pipe keeps order), so the queue is first in, first out: the task sleeps
+/// until the first is due, then sends every datagram due by then, same-size datagrams to one
+/// address together in one system call.
 async fn deliver(
-    mut queue: mpsc::UnboundedReceiver<Scheduled>,
+    mut queue: mpsc::UnboundedReceiver<Vec<Scheduled>>,
     pipes: Arc<Pipes>,
     client_to_server: bool,
     started: Instant,
 ) {
-    while let Some(packet) = queue.recv().await {
+    let pipe = if client_to_server {
+        &pipes.client_to_server
+    } else {
+        &pipes.server_to_client
+    };
+    let mut waiting: VecDeque<Scheduled> = VecDeque::new();
+    let mut due: Vec<Scheduled> = Vec::new();
+    let mut train: Vec<u8> = Vec::with_capacity(65_536);
+    loop {
+        while let Ok(batch) = queue.try_recv() {
+            waiting.extend(batch);
+        }
+        let Some(first) = waiting.front() else {
+            match queue.recv().await {
+                Some(batch) => {
+                    waiting.extend(batch);
+                    continue;
+                }
+                None => return,
+            }
+        };
         // Delivery times are minutes ahead at most (validated limits); one beyond what the
         // clock can hold is dropped, never a panic.
-        let Some(at) = started.checked_add(packet.at) else {
+        let Some(at) = started.checked_add(first.at) else {
+            waiting.pop_front();
             continue;
         };
-        tokio::time::sleep_until(at.into()).await;
-        let pipe = if client_to_server {
-            &pipes.client_to_server
-        } else {
-            &pipes.server_to_client
-        };
-        let up = lock(pipe).deliver(packet.at, packet.payload.len());
-        if up {
-            if let Err(e) = packet.socket.send_to(&packet.payload, packet.to).await {
-                debug!("wanem: send to {}: {e}", packet.to);
+        if Instant::now() < at {
+            tokio::time::sleep_until(at.into()).await;
+            continue;
+        }
+        let now = started.elapsed();
+        {
+            let mut pipe = lock(pipe);
+            while waiting.front().is_some_and(|p| p.at <= now) {
+                let packet = waiting.pop_front().expect("front exists");
+                if pipe.deliver(packet.at, packet.payload.len()) {
+                    due.push(packet);
+                }
             }
         }
+        // Trains: consecutive datagrams to the same address through the same socket, all of
+        // the first one's size but the last, which may be shorter.
+        let mut i = 0;
+        while i < due.len() {
+            let head = &due[i];
+            let size = head.payload.len();
+            let max = head.socket.train_len(size);
+            let mut j = i + 1;
+            while j < due.len()
+                && j - i < max
+                && Arc::ptr_eq(&due[j].socket, &head.socket)
+                && due[j].to == head.to
+                && due[j - 1].payload.len() == size
+                && due[j].payload.len() <= size
+            {
+                j += 1;
+            }
+            let result = if j - i == 1 {
+                head.socket.send(head.to, &head.payload, size).await
+            } else {
+                train.clear();
+                for packet in &due[i..j] {
+                    train.extend_from_slice(&packet.payload);
+                }
+                head.socket.send(head.to, &train, size).await
+            };
+            if let Err(e) = result {
+                debug!("wanem: send to {}: {e}", head.to);
+            }
+            i = j;
+        }
+        due.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::net::UdpSocket;
 
     /// A log written into memory.
     #[derive(Clone, Default)]

@@ -12,7 +12,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -46,12 +46,19 @@ struct WanArgs {
     /// Streams per connection.
     #[arg(long, default_value_t = 2)]
     streams: usize,
-    /// Congestion controller: cubic, bbr or newreno.
-    #[arg(long, default_value = "cubic")]
-    congestion: String,
+    /// Congestion controller: cubic, bbr or newreno (default: cubic, or with `--defaults`
+    /// the link's default).
+    #[arg(long)]
+    congestion: Option<String>,
     /// Message size in bytes.
     #[arg(long, default_value_t = 64 * 1024)]
     message: usize,
+    /// The link with its default settings (connections, streams, memory, windows,
+    /// congestion controller, block size: what a configuration that sets none of them gets)
+    /// instead of the benchmark's fixed ones; `--connections` and `--streams` are then
+    /// ignored, `--congestion` replaces the default controller.
+    #[arg(long)]
+    defaults: bool,
 }
 
 #[derive(Subcommand)]
@@ -117,13 +124,26 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The emulator's own ceiling: datagrams of 1452 bytes offered at `--offered-mbit`
+    /// through an unshaped hmw-wanem on loopback; what comes out per second.
+    Ceiling {
+        /// Offered rate, Mbit/s.
+        #[arg(long, default_value_t = 2000.0)]
+        offered_mbit: f64,
+        /// Seconds measured (after half a second of warm-up).
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Write the JSON report here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Prints the connection count of the best run (highest fraction of the link) of a `wan`
     /// report.
     Best {
         /// Report of `wan`.
         wan: PathBuf,
     },
-    /// Prints the summary line from the three reports.
+    /// Prints the summary line from the reports.
     Summary {
         /// Report of `loopback`.
         loopback: PathBuf,
@@ -131,6 +151,15 @@ enum Command {
         wan: PathBuf,
         /// Report of `outage`.
         outage: PathBuf,
+        /// Report of `wan --defaults` at 1 Gbit/s, 50 ms, 0.1 % loss.
+        #[arg(long)]
+        wan1g: Option<PathBuf>,
+        /// Report of `wan --defaults` at 200 Mbit/s, 50 ms, 0.5 % loss.
+        #[arg(long)]
+        lossy200: Option<PathBuf>,
+        /// Report of `ceiling`.
+        #[arg(long)]
+        ceiling: Option<PathBuf>,
     },
 }
 
@@ -146,9 +175,19 @@ fn main() -> Result<()> {
         loopback,
         wan,
         outage,
+        wan1g,
+        lossy200,
+        ceiling,
     } = &cli.command
     {
-        return summary(loopback, wan, outage);
+        return summary(
+            loopback,
+            wan,
+            outage,
+            wan1g.as_deref(),
+            lossy200.as_deref(),
+            ceiling.as_deref(),
+        );
     }
     if let Command::Best { wan } = &cli.command {
         println!("{}", best_connections(&read_json(wan)?)?);
@@ -158,6 +197,14 @@ fn main() -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    // The emulator has a runtime of its own (one thread), as it would be a process of its own:
+    // the link's two ends do not hold up its relaying, nor it theirs.
+    let emulator = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("wanem")
+        .enable_all()
+        .build()?;
+    let _ = EMULATOR.set(emulator.handle().clone());
     let dir = std::env::temp_dir().join(format!("hmw-link-bench-{}", std::process::id()));
     let certs = keygen::generate(
         &dir,
@@ -204,11 +251,26 @@ fn main() -> Result<()> {
                     outage_run(&certs, &wan, connections, outage, seconds, inactivity_ms).await?;
                 write_report(report, json)
             }
+            Command::Ceiling {
+                offered_mbit,
+                seconds,
+                json,
+            } => write_report(ceiling(offered_mbit, seconds).await?, json),
             Command::Summary { .. } | Command::Best { .. } => unreachable!("handled above"),
         }
     });
+    emulator.shutdown_background();
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+/// The emulator's runtime.
+static EMULATOR: OnceLock<tokio::runtime::Handle> = OnceLock::new();
+
+/// Starts an emulator on its own runtime.
+async fn start_wanem(config: WanemConfig) -> Result<Wanem> {
+    let handle = EMULATOR.get().context("no emulator runtime")?;
+    Ok(handle.spawn(Wanem::start(config)).await??)
 }
 
 fn write_report(report: Value, path: Option<PathBuf>) -> Result<()> {
@@ -218,6 +280,16 @@ fn write_report(report: Value, path: Option<PathBuf>) -> Result<()> {
     }
     println!("{text}");
     Ok(())
+}
+
+/// Trust settings for a configuration that is only read for its defaults.
+fn tls_placeholder() -> TlsConfig {
+    TlsConfig {
+        cert: PathBuf::new(),
+        key: PathBuf::new(),
+        ca: None,
+        pinned_peer: None,
+    }
 }
 
 fn tls(certs: &KeygenOutput, name: &str) -> TlsConfig {
@@ -242,10 +314,17 @@ fn link_configs(
 ) -> (LinkConfig, LinkConfig) {
     let mut server = LinkConfig::new(Role::Server, "127.0.0.1", 0, tls(certs, "server"));
     server.connections = connections;
+    // A fixed count: these runs compare counts.
+    server.connections_max = Some(connections);
     server.streams = streams;
     server.send_memory = memory;
     server.recv_memory = memory;
     server.max_message = Some(4 << 20);
+    // The transport of the benchmark's history (and of raw quinn next to the link): 16 MiB
+    // windows from the start, Cubic. `wan --defaults` uses the link's defaults instead.
+    server.window = 16 << 20;
+    server.max_window = 16 << 20;
+    server.congestion = Congestion::Cubic;
     let mut client = server.clone();
     client.role = Role::Client;
     client.server_name = Some("server".into());
@@ -404,6 +483,8 @@ struct Transfer {
     client: LinkStats,
     server: LinkStats,
     wanem: Option<Value>,
+    /// The link's sizing every half second.
+    sizing: Vec<Value>,
 }
 
 /// The client sends numbered messages for `seconds`; the server checks and counts them.
@@ -436,7 +517,7 @@ async fn link_transfer(
     let wanem = match wan {
         Some(mut wan) => {
             wan.server = server.local_addr();
-            Some(Wanem::start(wan).await?)
+            Some(start_wanem(wan).await?)
         }
         None => None,
     };
@@ -512,6 +593,33 @@ async fn link_transfer(
             }
         })
     };
+    // The link's sizing over time: connections and windows, every half second.
+    let sizing_rows = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sizing = {
+        let (client, server, rows) = (client.clone(), server.clone(), sizing_rows.clone());
+        tokio::spawn(async move {
+            let started = Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                let (c, s) = (client.stats(), server.stats());
+                let mut rows = rows.lock().expect("rows");
+                rows.push(json!({
+                    "t_s": (started.elapsed().as_secs_f64() * 10.0).round() / 10.0,
+                    "connections_open": c.connections_open,
+                    "connections_target": c.connections_target,
+                    "client_send_window_total": c.windows.send_window_total,
+                    "server_receive_window_total": s.windows.receive_window_total,
+                    "server_recv_memory": s.recv_buffer.capacity,
+                    "client_send_memory": c.send_buffer.capacity,
+                    "rtt_ms": (c.windows.rtt_ms * 10.0).round() / 10.0,
+                    "reconnections": c.reconnections,
+                }));
+                if rows.len() >= 2400 {
+                    return;
+                }
+            }
+        })
+    };
     let cpu_probe = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs_f64(cpu_from_s)).await;
         process_cpu_seconds()
@@ -525,6 +633,8 @@ async fn link_transfer(
     .await;
     let cpu_seconds = process_cpu_seconds() - cpu_probe.await?;
     debug_fill.abort();
+    sizing.abort();
+    let sizing = std::mem::take(&mut *sizing_rows.lock().expect("rows"));
     stop.store(true, Ordering::Relaxed);
     let sent = sender.await??;
     let flushed = tokio::time::timeout(Duration::from_secs(60), client.flush())
@@ -548,6 +658,7 @@ async fn link_transfer(
         wanem: wanem
             .as_ref()
             .map(|w| serde_json::to_value(w.counters()).expect("serialisable")),
+        sizing,
     };
     receiver.abort();
     client.close().await;
@@ -664,9 +775,20 @@ fn wan_link_configs(
     args: &WanArgs,
     connections: usize,
 ) -> Result<(LinkConfig, LinkConfig)> {
+    if args.defaults {
+        let mut server = LinkConfig::new(Role::Server, "127.0.0.1", 0, tls(certs, "server"));
+        if let Some(name) = &args.congestion {
+            server.congestion = congestion(name)?;
+        }
+        let mut client = server.clone();
+        client.role = Role::Client;
+        client.server_name = Some("server".into());
+        client.tls = tls(certs, "client");
+        return Ok((server, client));
+    }
     let (mut server, mut client) = link_configs(certs, connections, args.streams, 8 << 20);
     for c in [&mut server, &mut client] {
-        c.congestion = congestion(&args.congestion)?;
+        c.congestion = congestion(args.congestion.as_deref().unwrap_or("cubic"))?;
         c.block_size = 64 << 10;
         c.max_message = Some(1 << 20);
     }
@@ -681,13 +803,33 @@ async fn wan_sweep(
     warmup: f64,
 ) -> Result<Value> {
     let link_rate = args.rate_mbit * 1e6 / 8.0;
+    // Bytes in flight on the path: the rate times the round trip.
+    let bdp = link_rate * 2.0 * args.delay_ms / 1e3;
     let mut rows = Vec::new();
+    let default_connections =
+        [LinkConfig::new(Role::Client, "x", 1, tls_placeholder()).connections];
+    let connections = if args.defaults {
+        &default_connections[..]
+    } else {
+        connections
+    };
     for &n in connections {
-        eprintln!(
-            "wan: {n} connection(s) x {} streams, {} Mbit/s, {} ms one way, loss {}, {} ...",
-            args.streams, args.rate_mbit, args.delay_ms, args.loss, args.congestion
-        );
         let (server, client) = wan_link_configs(certs, args, n)?;
+        if args.defaults {
+            eprintln!(
+                "wan: default settings ({n} connections at the start, up to {}, {:?}, windows from {} B), {} Mbit/s, {} ms one way, loss {} ...",
+                client.connections_max(), client.congestion, client.window, args.rate_mbit, args.delay_ms, args.loss
+            );
+        } else {
+            eprintln!(
+                "wan: {n} connection(s) x {} streams, {} Mbit/s, {} ms one way, loss {}, {} ...",
+                args.streams,
+                args.rate_mbit,
+                args.delay_ms,
+                args.loss,
+                args.congestion.as_deref().unwrap_or("cubic")
+            );
+        }
         let t = link_transfer(
             server,
             client,
@@ -700,13 +842,33 @@ async fn wan_sweep(
         .await?;
         let steady = goodput(&t.samples, warmup, seconds);
         let total = goodput(&t.samples, 0.0, seconds);
+        let w = t.server.windows;
+        let window_grew = (w.receive_window_initial_total as f64) < bdp
+            && w.receive_window_peak_total as f64 >= bdp;
         eprintln!(
-            "  goodput {:.2} Mbit/s steady ({:.2} of the link), {:.2} Mbit/s over the whole run",
+            "  goodput {:.2} Mbit/s steady ({:.2} of the link), {:.2} Mbit/s over the whole run; \
+             receive windows {} -> peak {} B (path holds {:.0} B), {} reconnection(s), connections {:?}",
             steady * 8.0 / 1e6,
             steady / link_rate,
-            total * 8.0 / 1e6
+            total * 8.0 / 1e6,
+            w.receive_window_initial_total,
+            w.receive_window_peak_total,
+            bdp,
+            t.client.reconnections,
+            t.client
+                .connection_counts
+                .iter()
+                .map(|c| (c.count, c.reason))
+                .collect::<Vec<_>>(),
         );
         rows.push(json!({
+            "defaults": args.defaults,
+            "window_grew": window_grew,
+            "bdp_bytes": bdp,
+            "reconnections": t.client.reconnections,
+            "client_stats": t.client,
+            "server_stats": t.server,
+            "sizing": t.sizing,
             "connections": n,
             "streams": args.streams,
             "steady_goodput_mbit_s": steady * 8.0 / 1e6,
@@ -732,12 +894,21 @@ async fn wan_sweep(
         .find(|r| r["connections"] == 1)
         .map(fraction)
         .unwrap_or(f64::NAN);
+    let best_row = rows
+        .iter()
+        .max_by(|a, b| fraction(a).total_cmp(&fraction(b)))
+        .cloned()
+        .unwrap_or(Value::Null);
     Ok(json!({
         "scenario": "wan",
+        "defaults": args.defaults,
+        "best_goodput_mbit_s": best_row["steady_goodput_mbit_s"],
+        "reconnections": rows.iter().map(|r| r["reconnections"].as_u64().unwrap_or(0)).sum::<u64>(),
+        "window_grew": best_row["window_grew"],
         "rate_mbit": args.rate_mbit,
         "delay_ms": args.delay_ms,
         "loss": args.loss,
-        "congestion": args.congestion,
+        "congestion": args.congestion.as_deref().unwrap_or(if args.defaults { "default" } else { "cubic" }),
         "seconds": seconds,
         "warmup_s": warmup,
         "runs": rows,
@@ -835,17 +1006,145 @@ fn best_connections(wan: &Value) -> Result<u64> {
         .context("the `wan` report has no run with a connection count")
 }
 
-fn summary(loopback: &Path, wan: &Path, outage: &Path) -> Result<()> {
+fn summary(
+    loopback: &Path,
+    wan: &Path,
+    outage: &Path,
+    wan1g: Option<&Path>,
+    lossy200: Option<&Path>,
+    ceiling: Option<&Path>,
+) -> Result<()> {
     let (l, w, o) = (read_json(loopback)?, read_json(wan)?, read_json(outage)?);
     let num = |v: &Value| v.as_f64().map_or("NaN".to_string(), |x| format!("{x:.2}"));
-    println!(
-        // The line `scripts/bench-lds.sh` ends with; its format is read by other scripts.
-        "lds loopback_vs_quinn={} wan_best_fraction={} wan_gain_vs_1conn={} outage_lost={} outage_recovery_s={}",
+    let mut line = format!(
+        "lds loopback_vs_quinn={} loopback_cpu_vs_quinn={} wan_best_fraction={} wan_gain_vs_1conn={} outage_lost={} outage_recovery_s={}",
         num(&l["loopback_vs_quinn"]),
+        num(&l["loopback_cpu_efficiency_vs_quinn"]),
         num(&w["wan_best_fraction"]),
         num(&w["wan_gain_vs_1conn"]),
         o["outage_lost"],
         num(&o["outage_recovery_s"]),
     );
+    if let (Some(d), Some(e), Some(f)) = (wan1g, lossy200, ceiling) {
+        let (d, e, f) = (read_json(d)?, read_json(e)?, read_json(f)?);
+        let reconnects =
+            d["reconnections"].as_u64().unwrap_or(0) + e["reconnections"].as_u64().unwrap_or(0);
+        line += &format!(
+            " wan1g_100ms_mbit={:.0} lossy200_fraction={} emulator_ceiling_mbit={:.0} reconnects={reconnects} window_grew={}",
+            d["best_goodput_mbit_s"].as_f64().unwrap_or(f64::NAN),
+            num(&e["wan_best_fraction"]),
+            f["emulator_ceiling_mbit"].as_f64().unwrap_or(f64::NAN),
+            d["window_grew"].as_bool().unwrap_or(false),
+        );
+    }
+    // The line `scripts/bench-lds.sh` ends with; its format is read by other scripts.
+    println!("{line}");
     Ok(())
+}
+
+/// The emulator's ceiling: 1452-byte datagrams offered at `offered_mbit` (in trains of up to
+/// 44, one system call each, paced every millisecond) through an unshaped emulator on its own
+/// runtime to a sink; what reaches the sink per second is the ceiling.
+async fn ceiling(offered_mbit: f64, seconds: f64) -> Result<Value> {
+    const SIZE: usize = 1452;
+    const TRAIN: usize = 44;
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0")?;
+    let sink_addr = sink.local_addr()?;
+    let config = WanemConfig::symmetric(
+        "127.0.0.1:0".parse()?,
+        sink_addr,
+        DirectionConfig::default(),
+    );
+    let wanem = start_wanem(config).await?;
+    let target = wanem.local_addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let received = Arc::new(AtomicU64::new(0));
+    let sink_thread = {
+        let (stop, received) = (stop.clone(), received.clone());
+        std::thread::spawn(move || -> Result<()> {
+            let state = quinn_udp::UdpSocketState::new((&sink).into())?;
+            let _ = state.set_recv_buffer_size((&sink).into(), 32 << 20);
+            let mut buf = vec![0u8; 64 * 1024 * quinn_udp::BATCH_SIZE];
+            let mut meta = [quinn_udp::RecvMeta::default(); quinn_udp::BATCH_SIZE];
+            while !stop.load(Ordering::Relaxed) {
+                let mut chunks = buf.chunks_mut(64 * 1024);
+                let mut slices: [std::io::IoSliceMut<'_>; quinn_udp::BATCH_SIZE] =
+                    std::array::from_fn(|_| std::io::IoSliceMut::new(chunks.next().expect("slot")));
+                match state.recv((&sink).into(), &mut slices, &mut meta) {
+                    Ok(n) => {
+                        let bytes: usize = meta[..n].iter().map(|m| m.len).sum();
+                        received.fetch_add(bytes as u64, Ordering::Relaxed);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(())
+        })
+    };
+    let blaster = {
+        let stop = stop.clone();
+        std::thread::spawn(move || -> Result<u64> {
+            let socket = std::net::UdpSocket::bind("127.0.0.1:0")?;
+            let state = quinn_udp::UdpSocketState::new((&socket).into())?;
+            let _ = state.set_send_buffer_size((&socket).into(), 32 << 20);
+            let train = state.max_gso_segments().clamp(1, TRAIN);
+            let payload = vec![0x5Au8; SIZE * train];
+            let rate = offered_mbit * 1e6 / 8.0;
+            let started = Instant::now();
+            let mut sent = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let due = (started.elapsed().as_secs_f64() * rate) as u64;
+                if sent + (SIZE * train) as u64 > due {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+                let transmit = quinn_udp::Transmit {
+                    destination: target,
+                    ecn: None,
+                    contents: &payload,
+                    segment_size: (train > 1).then_some(SIZE),
+                    src_ip: None,
+                };
+                match state.try_send((&socket).into(), &transmit) {
+                    Ok(()) => sent += payload.len() as u64,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(sent)
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (t0, r0) = (Instant::now(), received.load(Ordering::Relaxed));
+    let cpu0 = process_cpu_seconds();
+    tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+    let (elapsed, r1) = (t0.elapsed().as_secs_f64(), received.load(Ordering::Relaxed));
+    let cpu = process_cpu_seconds() - cpu0;
+    stop.store(true, Ordering::Relaxed);
+    let offered = blaster
+        .join()
+        .map_err(|_| anyhow::anyhow!("blaster panicked"))??;
+    sink_thread
+        .join()
+        .map_err(|_| anyhow::anyhow!("sink panicked"))??;
+    let mbit = (r1 - r0) as f64 * 8.0 / 1e6 / elapsed;
+    let counters = wanem.counters();
+    eprintln!(
+        "emulator ceiling: {mbit:.0} Mbit/s out of {offered_mbit} Mbit/s offered (1452-byte datagrams), {cpu:.2} CPU-s of this process in {elapsed:.1} s\n{counters}"
+    );
+    Ok(json!({
+        "scenario": "ceiling",
+        "offered_mbit": offered_mbit,
+        "offered_bytes": offered,
+        "seconds": elapsed,
+        "datagram_bytes": SIZE,
+        "emulator_ceiling_mbit": mbit,
+        "process_cpu_seconds": cpu,
+        "wanem": counters,
+    }))
 }
