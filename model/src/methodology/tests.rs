@@ -953,6 +953,9 @@ proptest! {
         let mut input = input;
         input.selection = SelectionRequest::Auto;
         input.options.exhaustive_limit = 1;
+        // Whether the search proves its optimum or stops at its budget, what it reports
+        // keeps the threshold; a short budget keeps 256 cases of extreme plans quick.
+        input.options.selection_budget_s = 0.02;
         if let Ok(p) = predict(&input) {
             let threshold = input.options.efficiency_threshold;
             let bnb = matches!(p.selection.method, SelectionMethod::BranchAndBound { .. });
