@@ -218,7 +218,9 @@ fn plan(name: &str, changes: &[(&str, &str)]) -> String {
     text
 }
 
-/// Every external cluster of a launch delivered some of the tasks.
+/// Every external cluster of a launch computed and returned results: useful ones, or ones a
+/// tail copy elsewhere beat (short tasks: the main cluster's idle workers may copy and finish
+/// every task a far cluster holds before its results cross the WAN, which is no failure).
 fn every_cluster_took_part(stats: &Value) {
     for name in ["spain", "brazil"] {
         let cluster = stats["clusters"]
@@ -227,10 +229,9 @@ fn every_cluster_took_part(stats: &Value) {
             .iter()
             .find(|c| c["name"] == name)
             .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"));
-        assert!(
-            cluster["tasks_done"].as_u64().unwrap() > 0,
-            "{name} did nothing: {cluster:#}"
-        );
+        let returned =
+            cluster["tasks_done"].as_u64().unwrap() + cluster["discharged"].as_u64().unwrap();
+        assert!(returned > 0, "{name} did nothing: {cluster:#}");
         assert_eq!(cluster["lost"], false);
     }
 }
