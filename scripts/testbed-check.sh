@@ -169,6 +169,8 @@ transfer() {
     wait $sink
     cat "$work/sink"
 }
+# The larger of two errors; `nan` (a measurement that gave nothing) wins, so it fails.
+worst() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /nan/ || b ~ /nan/) print "nan"; else print (b > a ? b : a) }'; }
 rate_err=0
 router_ok=ok
 for c in $externals; do
@@ -182,7 +184,7 @@ for c in $externals; do
         read -r bytes secs rate <<<"$r"
         e=$(awk -v r="${rate:-0}" -v w="$want" 'BEGIN { g = r * 8 / 1e6 * 1500 / 1448; d = g / w - 1; if (d < 0) d = -d; printf "%.4f\n", d }')
         note "rate $c $dir: ${bytes:-?} bytes in ${secs:-?} s, $(awk -v r="${rate:-0}" 'BEGIN{printf "%.3f", r*8/1e6}') Mbit/s of payload, want $want Mbit/s on the wire, error $e"
-        rate_err=$(awk -v a="$rate_err" -v b="$e" 'BEGIN { print (b > a ? b : a) }')
+        rate_err=$(worst "$rate_err" "$e")
         b0=$(echo "$before" | jq -r ".clusters.\"$c\".$dir.bytes_out // 0" 2>/dev/null || echo 0)
         b1=$(echo "$after" | jq -r ".clusters.\"$c\".$dir.bytes_out // 0" 2>/dev/null || echo 0)
         if [ "$(echo "${b1:-0} - ${b0:-0} >= ${bytes:-1}" | bc)" != 1 ]; then
@@ -204,9 +206,9 @@ cpu_err=0
 for w in $workers; do
     q=$(cores_of "$w")
     read -r r ref <"$work/cpu.$w"
-    e=$(awk -v r="$r" -v ref="$ref" -v q="$q" 'BEGIN { d = (r / ref) / q - 1; if (d < 0) d = -d; printf "%.4f\n", d }')
+    e=$(awk -v r="$r" -v ref="$ref" -v q="$q" 'BEGIN { if (r == "" || ref + 0 <= 0) { print "nan"; exit } d = (r / ref) / q - 1; if (d < 0) d = -d; printf "%.4f\n", d }')
     note "cpu $w: $(awk -v r="$r" -v ref="$ref" 'BEGIN{printf "%.3f", r/ref}') of a core, quota $q, error $e"
-    cpu_err=$(awk -v a="$cpu_err" -v b="$e" 'BEGIN { print (b > a ? b : a) }')
+    cpu_err=$(worst "$cpu_err" "$e")
 done
 
 # --- changes while running: a host's perf doubled, a WAN's rate halved ---

@@ -5,7 +5,7 @@
 //!   bridge; nothing of the testbed lives in the machine's own network namespace;
 //! - each **host** has a network namespace (a veth `eth0` on its cluster's bridge; the entry
 //!   hosts also `mgmt0` on the management bridge), a UTS namespace (its host name) and a mount
-//!   namespace (private `/tmp`, `/run`, `/srv/hmw`; the testbed's hosts file on `/etc/hosts`,
+//!   namespace (private `/run` and `/srv/hmw`; the testbed's hosts file on `/etc/hosts`,
 //!   its ssh client configuration on `/etc/ssh/ssh_config`, a Slurm cluster's configuration on
 //!   `/etc/slurm`), bound to files in the state dir;
 //! - the **router** namespace has one port on every cluster's bridge (`.254`) and runs
@@ -619,7 +619,8 @@ fn host_setup_script(st: &State, h: &crate::layout::HostSpec, hdir: &Path, nsdir
     s.push_str("umount -l /run/netns 2>/dev/null || true\n");
     s.push_str("mount -t tmpfs -o mode=755 hmw-run /run\n");
     s.push_str("mkdir -p /run/sshd /run/munge /run/slurm /run/slurmd\nchmod 755 /run/munge\n");
-    s.push_str("mount -t tmpfs -o mode=1777 hmw-tmp /tmp\n");
+    // /tmp stays the machine's: binaries and checkouts may live there (CI clones under /tmp),
+    // and a host must run them; what a host stages goes to its private /srv/hmw.
     s.push_str("mount -t tmpfs -o mode=755 hmw-srv /srv\nmkdir -p /srv/hmw\n");
     s.push_str(&format!(
         "mount --bind {} /srv/hmw\n",
