@@ -31,7 +31,7 @@ validation_log=$(mktemp)
 testbed_log=$(mktemp)
 trap 'rm -f "$log" "$validation_log" "$testbed_log"' EXIT
 tests_ok=true
-cargo test --workspace --quiet 2>&1 | tee "$log" || tests_ok=false
+cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
 
 validation_ok=true
 echo "test: scripts/validate.sh --quick"
