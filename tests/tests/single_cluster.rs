@@ -1,10 +1,19 @@
 //! One cluster on this machine under `mpirun`: correctness, statistics, bad input, idle CPU.
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hmw_tests::{children, cpu_ticks, json, mpirun, repo, scratch, ticks_per_second, write};
 
 const LIMIT: Duration = Duration::from_secs(120);
+
+/// The tests of this file run one at a time: the idle-CPU test measures what waiting ranks
+/// use, and the other tests' ranks computing on the same 2 cores meanwhile pushed a waiting
+/// rank to 5 % in a CI run (1 % alone).
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn hosts(workers: &[&str]) -> String {
     let mut text = String::from("# test cluster\nlocalhost\n");
@@ -16,6 +25,7 @@ fn hosts(workers: &[&str]) -> String {
 
 #[test]
 fn matmul_product_is_verified() {
+    let _serial = one_at_a_time();
     let dir = scratch("matmul");
     let hosts = write(&dir, "hosts", &hosts(&[""; 4]));
     let config = write(
@@ -52,6 +62,7 @@ fn matmul_product_is_verified() {
 
 #[test]
 fn heterogeneous_workers_with_reassignment_lose_nothing() {
+    let _serial = one_at_a_time();
     let dir = scratch("hetero");
     let hosts = write(
         &dir,
@@ -119,6 +130,7 @@ fn heterogeneous_workers_with_reassignment_lose_nothing() {
 
 #[test]
 fn a_bad_configuration_starts_no_rank() {
+    let _serial = one_at_a_time();
     let dir = scratch("badconfig");
     let hosts_path = write(&dir, "hosts", &hosts(&[""; 2]));
     let config = write(&dir, "run.toml", "[run]\nworker_buffers = 3\n");
@@ -164,6 +176,7 @@ fn a_bad_configuration_starts_no_rank() {
 
 #[test]
 fn a_task_that_panics_ends_the_run_with_its_message() {
+    let _serial = one_at_a_time();
     let dir = scratch("panic");
     let hosts_path = write(&dir, "hosts", &hosts(&[""; 3]));
     let config = write(
@@ -189,6 +202,7 @@ fn a_task_that_panics_ends_the_run_with_its_message() {
 /// ranks on two cores, spinning ranks would starve the ones that compute.
 #[test]
 fn waiting_ranks_use_under_five_percent_of_a_core() {
+    let _serial = one_at_a_time();
     let dir = scratch("idle");
     let hosts = write(&dir, "hosts", &hosts(&[""; 4]));
     let config = write(
@@ -224,6 +238,7 @@ fn waiting_ranks_use_under_five_percent_of_a_core() {
 
 #[test]
 fn the_shipped_configurations_are_valid() {
+    let _serial = one_at_a_time();
     let hmw = |args: &[&std::ffi::OsStr]| {
         let mut command = std::process::Command::new(hmw_tests::bin("hmw"));
         command.args(args);
