@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Dispatch benchmark: tiny tasks (64-byte task and result, no compute), 1 master + 4 workers
-# under mpirun, 20,000 tasks; the median of several runs of hmw against two peers run on the
-# same machine in the same session: mpi4py.futures (MPIPoolExecutor.map, chunksize 1) and a
-# hand-written mpi4py master/worker (on-demand send/recv, two tasks in flight per worker).
+# under mpirun, 20,000 tasks; the median of several runs of hmw against peers run on the same
+# machine in the same session, all with two tasks in flight per worker and one task per
+# message: mpi4py.futures (MPIPoolExecutor.map, chunksize 1), a hand-written mpi4py
+# master/worker (on-demand send/recv), and a hand-written C MPI loop (scripts/bench/
+# dispatch_loop.c, mpicc -O2) that either spins in blocking MPI_Recv (c_spin) or waits
+# politely with hmw's backoff (c_polite).
 # Per-task overhead is the master's time per task, 1 / throughput: with tasks that compute
 # nothing, the master (which every task goes through) is what limits the rate.
-# The peers run in a virtualenv this script creates (mpi4py from PyPI, pinned).
-# Last line: dispatch_ratio mpi4py_futures=X handwritten=Y (hmw tasks/s over the peer's).
+# The Python peers run in a virtualenv this script creates (mpi4py from PyPI, pinned).
+# Last line:
+#   dispatch_ratio mpi4py_futures=X handwritten=Y c_polite=P c_spin=Z master_us_w32_over_w4=G idle_pct=I
+# X, Y, P, Z: hmw tasks/s over the peer's; G: hmw master's CPU time per task with 32 workers
+# over that with 4; I: the share of a core used by each waiting hmw rank, in percent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's python3 needs python3-venv for `python3 -m venv`.
@@ -21,6 +27,9 @@ RUNS=${RUNS:-7}
 RANKS=5
 
 cargo build --release -p hmw-dispatch -p hmw-synthetic --quiet
+mkdir -p target/bench
+cdisp=target/bench/dispatch_loop
+mpicc -O2 -o "$cdisp" scripts/bench/dispatch_loop.c
 venv=target/bench-venv
 MPI4PY=${MPI4PY:-mpi4py==4.1.2}
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
@@ -30,17 +39,28 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 for _ in $(seq $RANKS); do echo localhost; done > "$work/hosts"
+for _ in $(seq 33); do echo localhost; done > "$work/hosts33"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" > "$work/run.toml"
 
-# Prints the median tasks/s of RUNS runs of the given command (its output has tasks_per_s=).
-median_rate() {
+# Prints the median of KEY= over RUNS runs of the given command.
+median_of() {
+    local key=$1
+    shift
     for _ in $(seq "$RUNS"); do
-        timeout 600 "$@" 2>/dev/null | sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
+        timeout 600 "$@" 2>/dev/null | sed -n "s/.*\b$key=\([0-9.]*\).*/\1/p" | tail -1
     done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'
 }
+median_rate() { median_of tasks_per_s "$@"; }
 
 hmw=$(median_rate mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
     -m "$work/hosts" -c "$work/run.toml")
+c_spin=$(median_rate mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS")
+c_polite=$(median_rate mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
+# The master's CPU time per task with 4 and with 32 workers.
+master_w4=$(median_of master_cpu_us_per_task mpirun --oversubscribe -np $RANKS \
+    target/release/hmw-dispatch -m "$work/hosts" -c "$work/run.toml")
+master_w32=$(median_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
+    target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml")
 hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     scripts/bench/handwritten.py "$TASKS")
 futures=$(RUNS=3 median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
@@ -63,6 +83,7 @@ idle_share() {
 printf '[run]\nstatistics_interval = 0\nreassign_last_task = false\n[application]\ntasks = 4\ntask_seconds = 6\n' > "$work/idle.toml"
 idle_hmw=$(idle_share mpirun --oversubscribe -np $RANKS target/release/hmw-synthetic \
     -m "$work/hosts" -c "$work/idle.toml")
+idle_c=$(idle_share mpirun --oversubscribe -np $RANKS "$cdisp" idle 6)
 idle_mpi=$(idle_share mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     scripts/bench/idle_blocking_recv.py 6)
 
@@ -71,6 +92,10 @@ printf '%-16s %14s %16s\n' "peer" "tasks/s" "us/task"
 printf '%-16s %14.0f %16s\n' "hmw" "$hmw" "$(overhead "$hmw")"
 printf '%-16s %14.0f %16s\n' "handwritten" "$hand" "$(overhead "$hand")"
 printf '%-16s %14.0f %16s\n' "mpi4py.futures" "$futures" "$(overhead "$futures")"
-echo "idle CPU per waiting rank: hmw ${idle_hmw}% of a core, blocking MPI_Recv ${idle_mpi}%"
-awk -v h="$hmw" -v f="$futures" -v w="$hand" \
-    'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f\n", h / f, h / w }'
+printf '%-16s %14.0f %16s\n' "c_spin" "$c_spin" "$(overhead "$c_spin")"
+printf '%-16s %14.0f %16s\n' "c_polite" "$c_polite" "$(overhead "$c_polite")"
+echo "hmw master CPU per task: ${master_w4} us with 4 workers, ${master_w32} us with 32"
+echo "idle CPU per waiting rank: hmw ${idle_hmw}% of a core, polite C ${idle_c}%, blocking MPI_Recv ${idle_mpi}%"
+awk -v h="$hmw" -v f="$futures" -v w="$hand" -v p="$c_polite" -v z="$c_spin" \
+    -v m4="$master_w4" -v m32="$master_w32" -v i="$idle_hmw" \
+    'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f c_polite=%.2f c_spin=%.2f master_us_w32_over_w4=%.2f idle_pct=%.1f\n", h / f, h / w, h / p, h / z, m32 / m4, i }'

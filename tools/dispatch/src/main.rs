@@ -37,12 +37,26 @@ struct Dispatch {
     tasks: u64,
     produced: u64,
     gathered: u64,
+    /// The master process's CPU time when the first task was made.
+    cpu_at_start: Option<f64>,
+}
+
+/// This process's CPU time so far (all its threads), in seconds.
+fn process_cpu_seconds() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 impl Problem for Dispatch {
     type Task = Tiny;
 
     fn next_task(&mut self) -> Option<Tiny> {
+        self.cpu_at_start.get_or_insert_with(process_cpu_seconds);
         (self.produced < self.tasks).then(|| {
             self.produced += 1;
             Tiny(vec![7; 64])
@@ -65,15 +79,20 @@ fn main() -> std::process::ExitCode {
                 tasks: s.tasks,
                 produced: 0,
                 gathered: 0,
+                cpu_at_start: None,
             })
         },
         |dispatch, stats| {
+            let tasks = dispatch.gathered as f64;
+            let master_cpu_s = process_cpu_seconds() - dispatch.cpu_at_start.unwrap_or(0.0);
             println!(
-                "dispatch tasks={} wall_s={:.6} tasks_per_s={:.1} overhead_us={:.2}",
+                "dispatch tasks={} wall_s={:.6} tasks_per_s={:.1} overhead_us={:.2} \
+                 master_cpu_us_per_task={:.3}",
                 dispatch.gathered,
                 stats.wall_s,
-                dispatch.gathered as f64 / stats.wall_s,
-                1e6 * stats.wall_s / dispatch.gathered as f64
+                tasks / stats.wall_s,
+                1e6 * stats.wall_s / tasks,
+                1e6 * master_cpu_s / tasks
             );
             Ok(())
         },
