@@ -314,18 +314,22 @@ fn capacity(oper: f64, groups: &[&[Point]], t: f64) -> f64 {
 /// raises.
 fn envelope_time(tasks: f64, oper: f64, groups: &[&[Point]]) -> f64 {
     let capacity = |t: f64| capacity(oper, groups, t);
-    // An upper end: any single point's time to do it all.
+    // An upper end: any single point's time to do it all, once it counts (from `m_min`).
     let mut high = f64::INFINITY;
     for g in groups {
         for q in g.iter() {
-            high = high.min(q.t_up + q.t_end + tasks * oper / q.p);
+            high = high.min((q.t_up + q.t_end + tasks * oper / q.p).max(q.m_min));
         }
+    }
+    // The floor may leave that a task short by rounding: step up, doubling the step, so that
+    // even a far-off end is reached in a few dozen steps.
+    let mut step = 1e-9;
+    while high.is_finite() && capacity(high) < tasks {
+        high *= 1.0 + step;
+        step *= 2.0;
     }
     if !high.is_finite() {
         return high;
-    }
-    while capacity(high) < tasks {
-        high *= 1.0 + 1e-9;
     }
     let mut low = 0.0;
     for _ in 0..200 {

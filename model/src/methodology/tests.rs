@@ -948,12 +948,7 @@ proptest! {
         }
     }
 
-    // Ignored: in a CI replay one random plan kept this test running for minutes. The branch
-    // and bound's first incumbent search is not bounded by its budget, and some extreme plans
-    // (perf and rates over ten orders of magnitude) make it very slow. Run it with
-    // `cargo test -p hmw-model -- --ignored` once that search counts against the budget.
     #[test]
-    #[ignore]
     fn branch_and_bound_selection_never_reports_below_the_threshold(input in random_input()) {
         let mut input = input;
         input.selection = SelectionRequest::Auto;
