@@ -183,9 +183,9 @@ pub fn decode(buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
         });
     }
     if buf.len() < HEADER_LEN + len {
-        // Room for the rest of the frame, but not more than a megabyte ahead of what the peer
-        // actually sent: a length field alone must not make us allocate.
-        buf.reserve((HEADER_LEN + len - buf.len()).min(1 << 20));
+        // Room for the whole frame at once (its length is bounded by `max` above, and the peer
+        // is authenticated): growing the buffer as bytes arrive would copy them again.
+        buf.reserve(HEADER_LEN + len - buf.len());
         return Ok(None);
     }
     buf.advance(HEADER_LEN);
