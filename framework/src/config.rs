@@ -7,8 +7,10 @@
 //! reassign_last_task = true   # send in-flight tasks again to workers that go idle at the end
 //! load_balance = false        # bound each cluster's share by the model's balanced workload
 //! wait_for_links = false      # start only once every link to another cluster is up
-//! scheduler = "on_demand"     # or fixed_size, factoring, adaptive_factoring, adaptive_multi_round
+//! scheduler = "on_demand"     # or fixed_size, kruskal_weiss, factoring, adaptive_factoring,
+//!                             # adaptive_multi_round
 //! chunk_fraction = 0.5        # the f of fixed_size and factoring
+//! chunk_overhead_s = 1e-4     # the h of kruskal_weiss (required by it)
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -80,6 +82,10 @@ pub struct RunConfig {
     pub scheduler: crate::scheduler::Policy,
     /// The `f` of the fixed-size and factoring schedulers.
     pub chunk_fraction: f64,
+    /// The scheduling overhead per chunk `h`, seconds, of the `kruskal_weiss` scheduler: what
+    /// one message to a worker costs beyond its tasks (the master's time per message, which
+    /// `scripts/bench-dispatch.sh` measures, plus the LAN's latency).
+    pub chunk_overhead_s: Option<f64>,
     /// Hand out only the first tasks of the problem (calibration runs); the application's
     /// final check is skipped, its answer being partial.
     pub max_tasks: Option<u64>,
@@ -95,13 +101,40 @@ impl Default for RunConfig {
             wait_for_links: false,
             scheduler: crate::scheduler::Policy::OnDemand,
             chunk_fraction: 0.5,
+            chunk_overhead_s: None,
             max_tasks: None,
         }
     }
 }
 
 impl RunConfig {
+    /// The numbers the chunking policies read.
+    pub fn chunk_settings(&self) -> crate::scheduler::ChunkSettings {
+        crate::scheduler::ChunkSettings {
+            fraction: self.chunk_fraction,
+            overhead_s: self.chunk_overhead_s.unwrap_or(0.0),
+        }
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
+        match self.chunk_overhead_s {
+            Some(h) if !(h.is_finite() && h >= 0.0) => {
+                return Err(Invalid::new(
+                    "run.chunk_overhead_s",
+                    format!("run.chunk_overhead_s = {h}: expected seconds >= 0"),
+                ))
+            }
+            None if self.scheduler == crate::scheduler::Policy::KruskalWeiss => {
+                return Err(Invalid::new(
+                    "run.chunk_overhead_s",
+                    "run.scheduler = \"kruskal_weiss\" needs run.chunk_overhead_s, the \
+                     scheduling overhead per chunk in seconds (the master's time per message \
+                     from scripts/bench-dispatch.sh plus the LAN's latency)"
+                        .to_string(),
+                ))
+            }
+            _ => {}
+        }
         if !(self.statistics_interval.is_finite() && self.statistics_interval >= 0.0) {
             return Err(Invalid::new(
                 "run.statistics_interval",

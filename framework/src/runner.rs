@@ -355,7 +355,7 @@ pub type MakeScheduler = Arc<dyn Fn(&RunConfig) -> Box<dyn Scheduler> + Send + S
 
 /// The scheduler of the configuration's `[run] scheduler` policy.
 pub fn configured_scheduler(config: &RunConfig) -> Box<dyn Scheduler> {
-    config.scheduler.scheduler(config.chunk_fraction)
+    config.scheduler.scheduler(config.chunk_settings())
 }
 
 /// [`play`], masters and sub-masters scheduling with `make_scheduler`'s schedulers (the

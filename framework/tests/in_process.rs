@@ -241,6 +241,7 @@ fn every_scheduling_policy_computes_every_task_once() {
     use hmw::scheduler::Policy;
     for policy in [
         Policy::FixedSize,
+        Policy::KruskalWeiss,
         Policy::Factoring,
         Policy::AdaptiveFactoring,
         Policy::AdaptiveMultiRound,
@@ -249,7 +250,10 @@ fn every_scheduling_policy_computes_every_task_once() {
             Naps::new(60, 1),
             &[1.0, 0.5, 0.25],
             quiet(2, false),
-            policy.scheduler(0.5),
+            policy.scheduler(hmw::scheduler::ChunkSettings {
+                fraction: 0.5,
+                overhead_s: 1e-3,
+            }),
         );
         assert!(problem.gathered.iter().all(|&n| n == 1), "{policy:?}");
         assert_eq!(

@@ -16,6 +16,17 @@ pub fn fixed_size_batch(fraction: f64, total_tasks: u64, remaining: u64) -> u64 
     bounded((fraction * total_tasks as f64).floor(), remaining)
 }
 
+/// Section 5, fixed-size chunking with the optimal chunk (Kruskal and Weiss): for `N` tasks,
+/// `P` workers, a scheduling overhead `h` per chunk and a standard deviation `sigma` of the
+/// task time, `K_opt = (sqrt(2) * N * h / (sigma * P * sqrt(ln P)))^(2/3)` tasks per chunk.
+/// Unbounded (infinite) when nothing varies (`sigma = 0`) or one worker has nothing to balance
+/// against (`P = 1`); the caller bounds it by the tasks at hand.
+pub fn kruskal_weiss_chunk(tasks: u64, workers: usize, overhead_s: f64, deviation_s: f64) -> f64 {
+    let p = workers as f64;
+    let denominator = deviation_s * p * p.ln().sqrt();
+    (2f64.sqrt() * tasks as f64 * overhead_s / denominator).powf(2.0 / 3.0)
+}
+
 /// Section 5, factoring (DPF): batch `j` holds `floor(f * remaining)` tasks (at least 1).
 pub fn factoring_batch(fraction: f64, remaining: u64) -> u64 {
     bounded((fraction * remaining as f64).floor(), remaining)
@@ -136,6 +147,15 @@ mod tests {
         );
         assert_eq!(fixed_size_batch(0.25, 100, 10), 10);
         assert_eq!(split_batch(2, 4), vec![1, 1]);
+    }
+
+    #[test]
+    fn kruskal_weiss_matches_the_test_vector() {
+        // N = 10000, P = 8, h = 0.5 ms, sigma = 2 ms -> K_opt = 45.456
+        let k = kruskal_weiss_chunk(10_000, 8, 0.5e-3, 2e-3);
+        assert!((k - 45.456).abs() < 5e-4, "{k}");
+        assert!(kruskal_weiss_chunk(100, 8, 1e-3, 0.0).is_infinite());
+        assert!(kruskal_weiss_chunk(100, 1, 1e-3, 1e-3).is_infinite());
     }
 
     #[test]

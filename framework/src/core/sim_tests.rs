@@ -211,7 +211,10 @@ impl Sim {
         let master = MasterCore::new(
             &machines,
             config.run.clone(),
-            shape.policy.scheduler(0.5),
+            shape.policy.scheduler(crate::scheduler::ChunkSettings {
+                fraction: 0.5,
+                overhead_s: 1e-3,
+            }),
             ProblemSource::new(problem),
         );
         let mut sim = Sim {
@@ -521,6 +524,7 @@ fn shapes() -> impl Strategy<Value = Shape> {
     let policy = prop_oneof![
         4 => Just(Policy::OnDemand),
         1 => Just(Policy::FixedSize),
+        1 => Just(Policy::KruskalWeiss),
         1 => Just(Policy::Factoring),
         1 => Just(Policy::AdaptiveFactoring),
         1 => Just(Policy::AdaptiveMultiRound),

@@ -12,7 +12,7 @@ mod requests;
 mod traits;
 mod waiting;
 
-pub use policies::{OnDemand, Policy};
+pub use policies::{ChunkSettings, OnDemand, Policy};
 pub use requests::{Demand, Requester};
 pub use traits::Scheduler;
 pub use waiting::Waiting;
