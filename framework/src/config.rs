@@ -173,6 +173,7 @@ impl RunConfig {
 /// certs = "certs"          # folder with ca.pem, NAME.pem and NAME.key.pem (hmw keygen)
 /// tasks_window = 8         # inter-cluster tasks a CM sends ahead of the far side's requests
 /// lost_after_s = 60        # a link down this long loses its cluster (its tasks go elsewhere)
+/// rejoin_within_s = 300    # a lost cluster waits this much longer for its link, to rejoin
 /// connections = 4          # QUIC connections striped over (each has its own congestion window)
 /// streams = 2              # streams per connection
 /// ```
@@ -187,6 +188,9 @@ pub struct CmConfig {
     pub tasks_window: usize,
     /// Seconds a link may stay down before its cluster is lost.
     pub lost_after_s: f64,
+    /// Seconds a lost cluster keeps waiting for its link, beyond `lost_after_s`, to rejoin the
+    /// run and take new tasks; then it stops (0: it stops when it is lost).
+    pub rejoin_within_s: f64,
     /// QUIC connections the link stripes over (the link's default when absent).
     pub connections: Option<usize>,
     /// Streams per connection.
@@ -209,6 +213,7 @@ impl Default for CmConfig {
             certs: None,
             tasks_window: 8,
             lost_after_s: 60.0,
+            rejoin_within_s: 300.0,
             connections: None,
             streams: None,
             block_size: None,
@@ -234,6 +239,15 @@ impl CmConfig {
                 format!(
                     "cm.lost_after_s = {}: expected seconds > 0",
                     self.lost_after_s
+                ),
+            ));
+        }
+        if !(self.rejoin_within_s.is_finite() && self.rejoin_within_s >= 0.0) {
+            return Err(Invalid::new(
+                "cm.rejoin_within_s",
+                format!(
+                    "cm.rejoin_within_s = {}: expected seconds >= 0",
+                    self.rejoin_within_s
                 ),
             ));
         }

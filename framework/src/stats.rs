@@ -193,6 +193,12 @@ fn cluster_lines(out: &mut String, clusters: &[ClusterReport], depth: usize) {
         );
         if cluster.lost {
             let _ = write!(out, ", LOST ({} tasks taken back)", cluster.taken_back);
+        } else if cluster.rejoins > 0 {
+            let _ = write!(
+                out,
+                ", lost {} time(s) and back ({} tasks taken back, {} done since it came back)",
+                cluster.rejoins, cluster.taken_back, cluster.tasks_done_after_rejoin
+            );
         }
         if let Some(stats) = &cluster.stats {
             let _ = write!(

@@ -73,6 +73,9 @@ struct Tally {
     handed: u64,
     /// Lost: no more tasks go there.
     gone: bool,
+    /// Times it came back after being lost, and its tasks done when it last did.
+    rejoins: u64,
+    done_at_rejoin: u64,
     /// It has spoken (a worker at once; a CM once its link is up or given up).
     heard: bool,
     taken_back: u64,
@@ -203,6 +206,8 @@ impl<S: TaskSource> MasterCore<S> {
                     outstanding: BTreeSet::new(),
                     handed: 0,
                     gone: false,
+                    rejoins: 0,
+                    done_at_rejoin: 0,
                     heard: false,
                     taken_back: 0,
                     report: None,
@@ -622,6 +627,18 @@ impl<S: TaskSource> MasterCore<S> {
                 }
                 self.waiting.remove(from);
             }
+            ToMaster::Back if tally.gone && matches!(tally.kind, Kind::Cm { .. }) => {
+                tally.gone = false;
+                tally.rejoins += 1;
+                tally.done_at_rejoin = tally.stats.tasks_done;
+                tracing::warn!(rank = from, "cluster back: it takes new tasks again");
+            }
+            ToMaster::Back => {
+                return Err(RunError::Protocol {
+                    rank: from,
+                    message: "came back without having been lost".into(),
+                })
+            }
             ToMaster::Failed { message } => {
                 return Err(RunError::Failed {
                     rank: from,
@@ -802,6 +819,12 @@ impl<S: TaskSource> MasterCore<S> {
                         share: tally.stats.tasks_done as f64 / total,
                         lost: tally.gone,
                         taken_back: tally.taken_back,
+                        rejoins: tally.rejoins,
+                        tasks_done_after_rejoin: if tally.rejoins > 0 {
+                            tally.stats.tasks_done - tally.done_at_rejoin
+                        } else {
+                            0
+                        },
                         ..*report
                     })
                 }

@@ -597,11 +597,12 @@ proptest! {
 
 /// The lost cluster case, written out: the link goes down past the deadline with tasks out
 /// there; the master takes them back and its own workers compute them; when the link comes
-/// back, the far results arrive late and are discharged.
+/// back, the far results arrive late and are discharged, and the cluster rejoins and takes
+/// new tasks.
 #[test]
-fn a_lost_cluster_gives_its_tasks_back_and_late_results_are_discharged() {
+fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
     let shape = Shape {
-        tasks: 12,
+        tasks: 40,
         workers: 1,
         buffers: 1,
         reassign: false,
@@ -637,13 +638,49 @@ fn a_lost_cluster_gives_its_tasks_back_and_late_results_are_discharged() {
         }
     }
     sim.apply(&Op::Tick(11_000));
+    // Lost: the main cluster's worker computes what was taken back, and more.
+    for _ in 0..10 {
+        sim.apply(&Op::Deliver(0));
+        sim.compute(1);
+    }
     sim.settle();
     assert!(sim.master.is_done());
     let (stats, source) = sim.master.finish(None);
     assert!(source.into_problem().seen.iter().all(|&n| n == 1));
-    assert!(stats.clusters[0].lost);
-    assert!(stats.clusters[0].taken_back > 0, "{:?}", stats.clusters[0]);
+    let far = &stats.clusters[0];
+    assert!(far.taken_back > 0, "{far:?}");
     assert!(stats.reassigned > 0);
+    assert_eq!((far.lost, far.rejoins), (false, 1), "{far:?}");
+    assert!(far.tasks_done_after_rejoin > 0, "{far:?}");
+    assert!(far.discharged > 0, "late results discharged: {far:?}");
+}
+
+/// A link gone for good: the cluster stays lost, the run ends without it.
+#[test]
+fn a_cluster_whose_link_never_returns_stays_lost() {
+    let shape = Shape {
+        tasks: 12,
+        workers: 1,
+        buffers: 1,
+        reassign: false,
+        policy: Policy::OnDemand,
+        far: Some((2, 2, 1, 1, None)),
+    };
+    let mut sim = Sim::new(&shape);
+    for _ in 0..200 {
+        sim.apply(&Op::Deliver(0));
+        sim.apply(&Op::Tick(1));
+    }
+    sim.apply(&Op::LinkGone);
+    sim.apply(&Op::Tick(11_000));
+    sim.settle();
+    let (stats, source) = sim.master.finish(None);
+    assert!(source.into_problem().seen.iter().all(|&n| n == 1));
+    let far = &stats.clusters[0];
+    assert!(
+        far.lost && far.rejoins == 0 && far.taken_back > 0,
+        "{far:?}"
+    );
 }
 
 /// Serves the highest rank first, rank 1 in batches of three.

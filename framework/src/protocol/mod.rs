@@ -124,6 +124,10 @@ pub enum ToMaster {
     /// every task outstanding there. From a sub-master to its communication manager: this
     /// cluster cannot go on.
     Lost,
+    /// From a communication manager whose cluster was lost after its link's deadline: the link
+    /// is up again and the cluster's sub-master alive, so the cluster takes new tasks again
+    /// (late results of the tasks taken back are discharged as usual).
+    Back,
     /// This rank cannot go on (a task panicked): the run fails with this message.
     Failed {
         /// Why, naming the task.

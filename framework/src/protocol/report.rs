@@ -139,6 +139,12 @@ pub struct ClusterReport {
     pub lost: bool,
     /// Tasks taken back from it when it was lost.
     pub taken_back: u64,
+    /// Times it came back after being lost (its link returned, its sub-master alive).
+    #[serde(default)]
+    pub rejoins: u64,
+    /// Tasks whose result came first from it after it last came back.
+    #[serde(default)]
+    pub tasks_done_after_rejoin: u64,
     /// The link, from the parent's communication manager.
     pub link: Option<LinkSummary>,
     /// Bytes of the task bodies its communication manager received from the master, and as

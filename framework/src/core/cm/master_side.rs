@@ -6,7 +6,10 @@
 //! credit travels back), while its link is up and its send buffer less than half full. It
 //! forwards each batch over the link (shaped by the application's [`Outbound`]), and passes
 //! the results that come back to the master. If the link stays down past `lost_after`, or the
-//! far cluster reports it cannot go on, it tells the master the cluster is lost.
+//! far cluster reports it cannot go on, it tells the master the cluster is lost. A cluster lost
+//! by the deadline comes back when its link does (the link resumes its session only with the
+//! same far CM, whose sub-master waits for it): the CM tells the master, which hands it new
+//! tasks again.
 
 use std::time::Duration;
 
@@ -46,6 +49,8 @@ pub struct CmMasterSide {
     /// Room the far sub-master has asked for in all (batches).
     far_room: u64,
     lost: bool,
+    /// Lost by the link's deadline (not by the far cluster's word): it may come back.
+    may_return: bool,
     stopping: bool,
     report: Option<Box<ClusterReport>>,
     far_bye: bool,
@@ -71,6 +76,7 @@ impl CmMasterSide {
             forwarded: 0,
             far_room: 0,
             lost: false,
+            may_return: false,
             stopping: false,
             report: None,
             far_bye: false,
@@ -126,10 +132,12 @@ impl CmMasterSide {
                 out.push(CmOutput::SnapshotLink);
             }
             ToMaster::Ready { room } => self.far_room += u64::from(room),
-            // The far side's own link reports are not for this master.
-            ToMaster::Link(_) => {}
+            // The far side's own link reports are not for this master, nor its CM's word
+            // that it is back (its own side does not send it).
+            ToMaster::Link(_) | ToMaster::Back => {}
             // The far cluster reports it cannot go on: it is lost now, not after the deadline.
             ToMaster::Lost | ToMaster::Failed { .. } => {
+                self.may_return = false;
                 if !self.lost {
                     self.lost = true;
                     tracing::warn!("the far cluster reports it cannot go on: it is lost");
@@ -170,6 +178,9 @@ impl CmMasterSide {
         };
         if !self.lost && down_for > deadline {
             self.lost = true;
+            self.may_return = true;
+            // The master forgets the room offered by a lost cluster.
+            self.offered = 0;
             if !self.stopping {
                 tracing::warn!(
                     after_s = self.lost_after.as_secs_f64(),
@@ -177,6 +188,12 @@ impl CmMasterSide {
                 );
                 out.push(CmOutput::ToCluster(encode(&ToMaster::Lost)));
             }
+        }
+        if self.lost && self.may_return && link.connected && !self.stopping {
+            self.lost = false;
+            self.may_return = false;
+            tracing::warn!("WAN link back: the cluster behind it takes tasks again");
+            out.push(CmOutput::ToCluster(encode(&ToMaster::Back)));
         }
         if self.stopping && (self.far_bye || self.lost || !link.ever_connected) {
             self.done = true;

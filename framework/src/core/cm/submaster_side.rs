@@ -1,8 +1,10 @@
 //! The core of a CM facing a sub-master (`# S ...`): the sub-master's input and output.
 //! Tasks from the link go to the sub-master as it offers room (its room goes back over the
 //! link as credit); its results and final report go back over the link. If the link stays
-//! down past `lost_after` it stops its cluster; if the sub-master reports it cannot go on,
-//! it passes `Lost` over the link before the cluster ends.
+//! down past `give_up_after` it stops its cluster (the driver gives it the master side's
+//! `lost_after` plus the time a lost cluster waits to rejoin: until then the cluster goes on
+//! with the tasks it holds and takes new ones when the link returns); if the sub-master
+//! reports it cannot go on, it passes `Lost` over the link before the cluster ends.
 
 use std::{collections::VecDeque, time::Duration};
 
@@ -19,7 +21,7 @@ use crate::{
 /// A CM in an external cluster, in front of its sub-master, as a state machine.
 pub struct CmSubMasterSide {
     rank: usize,
-    lost_after: Duration,
+    give_up_after: Duration,
     /// Room the sub-master offered and that no batch used yet.
     room: u32,
     /// Messages from the link for the sub-master, as encoded, and whether each is `Stop`.
@@ -30,11 +32,11 @@ pub struct CmSubMasterSide {
 }
 
 impl CmSubMasterSide {
-    /// CM `rank`, stopping its cluster after `lost_after` without a connection.
-    pub fn new(rank: usize, lost_after: Duration) -> Self {
+    /// CM `rank`, stopping its cluster after `give_up_after` without a connection.
+    pub fn new(rank: usize, give_up_after: Duration) -> Self {
         CmSubMasterSide {
             rank,
-            lost_after,
+            give_up_after,
             room: 0,
             queue: VecDeque::new(),
             stop_sent: false,
@@ -56,7 +58,7 @@ impl CmSubMasterSide {
             ToMaster::Bye { report } => {
                 out.push(CmOutput::ToLink(encode(&ToMaster::Bye { report })));
                 // The far side needs the results and the report: wait (bounded).
-                out.push(CmOutput::CloseLink(self.lost_after));
+                out.push(CmOutput::CloseLink(self.give_up_after));
                 self.done = true;
             }
             ToMaster::Lost => {
@@ -98,7 +100,7 @@ impl CmSubMasterSide {
         } else {
             now.saturating_sub(*self.down_since.get_or_insert(now))
         };
-        if !self.stop_sent && down_for > self.lost_after {
+        if !self.stop_sent && down_for > self.give_up_after {
             tracing::warn!("WAN link down past the deadline: stopping this cluster");
             self.queue.clear();
             self.queue.push_back((encode(&ToWorker::Stop), true));
