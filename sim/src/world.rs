@@ -165,6 +165,8 @@ pub struct World {
     master_handle: Option<Duration>,
     /// What a simulated worker's tasks see of their worker.
     context: WorkerContext,
+    /// The latest time the world was given.
+    now: Duration,
 }
 
 impl World {
@@ -289,6 +291,7 @@ impl World {
             sent: Vec::new(),
             master_handle: None,
             context: worker_context(),
+            now: Duration::ZERO,
         })
     }
 
@@ -371,6 +374,7 @@ impl World {
     /// Time `now` has come for every core: progress lines of masters, deadlines and credit
     /// of CMs. Returns what they send.
     pub fn tick(&mut self, now: Duration) -> Vec<Transfer> {
+        self.now = self.now.max(now);
         for node in 0..self.slots.len() {
             match &mut self.slots[node] {
                 Slot::Master(core) => {
@@ -494,6 +498,7 @@ impl World {
         now: Duration,
         transfer: Transfer,
     ) -> Result<Vec<Transfer>, SimError> {
+        self.now = self.now.max(now);
         let Transfer {
             from, to, bytes, ..
         } = transfer;
@@ -690,9 +695,13 @@ impl World {
 
     fn link_summary(&self, link: usize) -> LinkSummary {
         let (down, up) = self.link_bytes(link);
+        let seconds = self.now.as_secs_f64();
+        let rate = |bytes: f64| if seconds > 0.0 { bytes / seconds } else { 0.0 };
         LinkSummary {
             bytes_sent: down as u64,
             bytes_received: up as u64,
+            send_bytes_per_s: rate(down),
+            recv_bytes_per_s: rate(up),
             connections_established: 1,
             ..LinkSummary::default()
         }
