@@ -44,6 +44,10 @@ pub struct SimulateArgs {
     /// `--stats-json` (for `hmw report`).
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Measure the CPU time the main master's core spends inside `handle`, per task
+    /// (`scripts/bench-simulate.sh`).
+    #[arg(long)]
+    profile_master: bool,
 }
 
 /// One cluster's figures in the run of median makespan.
@@ -73,13 +77,23 @@ struct Report {
     clusters: Vec<ClusterRow>,
     events: u64,
     wall_s: f64,
+    /// With `--profile-master`: microseconds of CPU time per task inside the main master
+    /// core's `handle`.
+    master_core_us_per_task: Option<f64>,
+}
+
+/// A plan made ready for the simulator.
+pub struct Simulation {
+    /// The simulator's input.
+    pub spec: Spec,
+    /// The plan.
+    pub plan: Plan,
+    /// The closed form's best and worst makespan, when the model evaluates the plan.
+    pub predicted: Option<(f64, f64)>,
 }
 
 /// The simulator's input for `plan`, laid out as `hmw launch` lays it out.
-pub fn spec_of(
-    plan_path: &Path,
-    measured: Option<&Path>,
-) -> Result<(Spec, Plan, Option<(f64, f64)>)> {
+pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> {
     let plan = load_plan(plan_path)?;
     let (input, measured_system) = model_input_with_measured(&plan, plan_path, measured)?;
     let prediction = predict(&input).ok();
@@ -162,7 +176,11 @@ pub fn spec_of(
         },
     };
     let predicted = prediction.map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
-    Ok((spec, plan, predicted))
+    Ok(Simulation {
+        spec,
+        plan,
+        predicted,
+    })
 }
 
 /// Each cluster of the tree under `stats`, depth first: its own workers' tasks as the
@@ -195,13 +213,21 @@ fn rows(stats: &RunStats, tasks: u64, total: u64, lost: bool, out: &mut Vec<Clus
 }
 
 pub fn run(args: SimulateArgs) -> Result<()> {
-    let (spec, plan, predicted) = spec_of(&args.plan, args.measured.as_deref())?;
+    let Simulation {
+        spec,
+        plan,
+        predicted,
+    } = spec_of(&args.plan, args.measured.as_deref())?;
     let clock = Instant::now();
     let mut outcomes = Vec::new();
     let mut events = 0;
+    let mut master_handle = std::time::Duration::ZERO;
+    let options = Options {
+        measure_master: args.profile_master,
+    };
     for k in 0..args.runs {
         let seed = args.seed.wrapping_add(k);
-        let outcome = simulate(&spec, seed, Options::default())
+        let outcome = simulate(&spec, seed, options)
             .with_context(|| format!("{}: run {} (seed {seed})", args.plan.display(), k + 1))?;
         if !outcome.each_gathered_once {
             bail!(
@@ -211,6 +237,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             );
         }
         events += outcome.events;
+        master_handle += outcome.master_handle.unwrap_or_default();
         outcomes.push(outcome.stats);
     }
     let wall_s = clock.elapsed().as_secs_f64();
@@ -233,6 +260,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         clusters,
         events,
         wall_s,
+        master_core_us_per_task: args
+            .profile_master
+            .then(|| 1e6 * master_handle.as_secs_f64() / (spec.tasks * args.runs).max(1) as f64),
     };
     if let Some(path) = &args.stats_json {
         let json = serde_json::to_string_pretty(median)?;
@@ -285,10 +315,81 @@ fn to_text(name: &str, r: &Report) -> String {
             if c.lost { "  (lost)" } else { "" }
         );
     }
+    let profile = r.master_core_us_per_task.map_or(String::new(), |us| {
+        format!(" master_core_us_per_task={us:.3}")
+    });
     let _ = writeln!(
         text,
-        "simulate runs={} median_s={:.4} min_s={:.4} max_s={:.4} events={} wall_s={:.2}",
+        "simulate runs={} median_s={:.4} min_s={:.4} max_s={:.4} events={} wall_s={:.2}{profile}",
         r.runs, r.median_s, r.min_s, r.max_s, r.events, r.wall_s
     );
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn demo() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/demo-three-clusters.toml")
+    }
+
+    /// The demo plan in virtual time: every cluster takes part, and the makespan is near the
+    /// closed form's (its tasks are of fixed length, its links far from saturated).
+    #[test]
+    fn the_demo_plan_simulates_near_the_closed_form() {
+        let Simulation {
+            spec, predicted, ..
+        } = spec_of(&demo(), None).unwrap();
+        assert_eq!(spec.clusters.len(), 3);
+        // twice [cluster.launch] wan_delay_ms = 20
+        assert_eq!(spec.clusters[1].wan.as_ref().unwrap().rtt_s, 0.04);
+        let outcome = simulate(&spec, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        let (best, worst) = predicted.unwrap();
+        let makespan = outcome.stats.wall_s;
+        assert!(
+            makespan > 0.95 * best && makespan < 1.1 * worst,
+            "{makespan} against {best}..{worst}"
+        );
+        assert!(outcome.stats.clusters.iter().all(|c| c.tasks_done > 0));
+    }
+
+    /// The command writes statistics `hmw report` reads, and a seed fixes the run.
+    #[test]
+    fn the_command_writes_a_run_s_statistics_and_a_seed_fixes_them() {
+        let dir = std::env::temp_dir().join(format!("hmw-simulate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = std::fs::read_to_string(demo())
+            .unwrap()
+            .replace("tasks = 1200\n", "tasks = 300\noper_cv = 0.3\n")
+            .replace(
+                "[launch.application]\ntasks = 1200",
+                "[launch.application]\ntasks = 300",
+            );
+        let plan = dir.join("plan.toml");
+        std::fs::write(&plan, text).unwrap();
+        let stats = |seed: u64, name: &str| -> RunStats {
+            let path = dir.join(name);
+            run(SimulateArgs {
+                plan: plan.clone(),
+                measured: None,
+                runs: 3,
+                seed,
+                json: true,
+                stats_json: Some(path.clone()),
+                profile_master: false,
+            })
+            .unwrap();
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+        };
+        let (a, b, c) = (stats(5, "a.json"), stats(5, "b.json"), stats(6, "c.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(a.tasks, 300);
+        assert_eq!(a.wall_s, b.wall_s);
+        assert_ne!(a.wall_s, c.wall_s);
+        assert_eq!(a.clusters.len(), 2);
+        assert!(a.clusters.iter().all(|c| c.stats.is_some()));
+        assert!(!a.progress.is_empty());
+    }
 }

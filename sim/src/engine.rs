@@ -279,3 +279,161 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let value = f();
     (value, clock.elapsed().as_secs_f64())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use hmw::{config::ConfigFile, machinefile::MachineFile};
+
+    use super::*;
+    use crate::{
+        problem::TaskCost,
+        spec::{ClusterSpec, Sizes, WanSpec},
+    };
+
+    fn cluster(name: &str, text: &str, parent: Option<usize>, perf: f64) -> ClusterSpec {
+        let machines = MachineFile::parse(Path::new("t.hosts"), text).unwrap();
+        let perf = machines
+            .ranks
+            .iter()
+            .map(|l| if l.cm.is_none() { perf } else { 0.0 })
+            .collect();
+        ClusterSpec {
+            setup: ClusterSetup {
+                name: name.into(),
+                machines,
+                parent,
+            },
+            perf,
+            lan_bytes_per_s: 1e9,
+            wan: parent.map(|_| WanSpec {
+                down_bytes_per_s: Some(1e6),
+                up_bytes_per_s: Some(1e6),
+                rtt_s: 0.04,
+                ..WanSpec::default()
+            }),
+        }
+    }
+
+    fn spec(clusters: Vec<ClusterSpec>, tasks: u64, cv: f64) -> Spec {
+        let mut config = ConfigFile::defaults();
+        config.run.statistics_interval = 1.0;
+        config.cm.lost_after_s = 5.0;
+        Spec {
+            clusters,
+            config,
+            tasks,
+            cost: TaskCost { oper: 1.0, cv },
+            sizes: Sizes {
+                task_bytes: 1000.0,
+                result_bytes: 1000.0,
+                ..Sizes::default()
+            },
+        }
+    }
+
+    /// Three workers of 1 task/s, 30 tasks: 10 s, give or take the LAN's microseconds.
+    #[test]
+    fn one_cluster_takes_tasks_over_workers_times_task_time() {
+        let s = spec(vec![cluster("main", "m\nw\nw\nw\n", None, 1.0)], 30, 0.0);
+        let outcome = simulate(&s, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        assert!(
+            (outcome.stats.wall_s - 10.0).abs() < 0.01,
+            "{}",
+            outcome.stats.wall_s
+        );
+        assert!(outcome.stats.cluster.efficiency > 0.99);
+    }
+
+    fn tree() -> Vec<ClusterSpec> {
+        vec![
+            cluster(
+                "main",
+                "m # cluster=main\nw\nc # M 1 7000 name=main-a peer=a-main cluster=a nt=2\n",
+                None,
+                1.0,
+            ),
+            cluster(
+                "a",
+                "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n\
+                 c # M 1 7001 name=a-b peer=b-a cluster=b nt=1\n",
+                Some(0),
+                2.0,
+            ),
+            cluster(
+                "b",
+                "s # cluster=b\nc # S 0 7001 h name=b-a peer=a-b nr=1\nw\n",
+                Some(1),
+                1.0,
+            ),
+        ]
+    }
+
+    /// A tree of depth two: every cluster takes part, every task is gathered once, and the
+    /// same seed gives the same run while another seed gives another (task times spread).
+    #[test]
+    fn trees_run_and_a_seed_fixes_the_run() {
+        let s = spec(tree(), 200, 0.3);
+        let a = simulate(&s, 7, Options::default()).unwrap();
+        let b = simulate(&s, 7, Options::default()).unwrap();
+        let c = simulate(&s, 8, Options::default()).unwrap();
+        assert!(a.each_gathered_once && c.each_gathered_once);
+        // The same decisions at the same virtual times (only the cores' readings of the real
+        // clock, the time spent joining results, differ).
+        let tasks = |o: &Outcome| -> Vec<u64> {
+            let mut all: Vec<u64> = o.stats.workers.iter().map(|w| w.tasks_done).collect();
+            all.extend(o.stats.clusters.iter().map(|c| c.tasks_done));
+            all
+        };
+        assert_eq!(a.stats.wall_s, b.stats.wall_s);
+        assert_eq!(tasks(&a), tasks(&b));
+        assert_eq!(a.events, b.events);
+        assert_ne!(a.stats.wall_s, c.stats.wall_s);
+        let far = &a.stats.clusters[0];
+        assert!(far.tasks_done > 0);
+        let inner = far.stats.as_ref().expect("the far cluster reported");
+        assert!(
+            inner.clusters[0].tasks_done > 0,
+            "the cluster two links away took part"
+        );
+        // 1 + 2 x 2 + 1 = 6 tasks/s for 200 tasks: about 33 s, more with the WAN's waits.
+        assert!(
+            a.stats.wall_s > 30.0 && a.stats.wall_s < 45.0,
+            "{}",
+            a.stats.wall_s
+        );
+    }
+
+    /// A link down past the deadline: the cluster behind it is lost, its tasks come back.
+    #[test]
+    fn an_outage_past_the_deadline_loses_the_cluster() {
+        let mut clusters = tree();
+        clusters.truncate(2);
+        clusters[1].setup.machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n",
+        )
+        .unwrap();
+        clusters[1].perf = vec![0.0, 0.0, 2.0, 2.0];
+        clusters[1].wan.as_mut().unwrap().outages = vec![(3.0, 1e6)];
+        let s = spec(clusters, 60, 0.0);
+        let outcome = simulate(&s, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        let far = &outcome.stats.clusters[0];
+        assert!(far.lost && far.taken_back > 0, "{far:?}");
+        // The main cluster's worker does the rest alone.
+        assert!(outcome.stats.wall_s > 40.0, "{}", outcome.stats.wall_s);
+    }
+
+    #[test]
+    fn the_master_core_can_be_timed() {
+        let s = spec(vec![cluster("main", "m\nw\n", None, 1e3)], 100, 0.0);
+        let options = Options {
+            measure_master: true,
+        };
+        let outcome = simulate(&s, 1, options).unwrap();
+        assert!(outcome.master_handle.unwrap() > Duration::ZERO);
+    }
+}

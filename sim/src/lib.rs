@@ -24,4 +24,6 @@ pub use engine::{simulate, timed, Options, Outcome};
 pub use problem::{SimProblem, SimResult, SimTask, TaskCost};
 pub use rng::Rng;
 pub use spec::{ClusterSpec, Sizes, Spec, WanSpec};
-pub use world::{ClusterSetup, MakeScheduler, SimError, Transfer, Via, World};
+pub use world::{
+    master_core, sub_master_core, ClusterSetup, MakeScheduler, SimError, Transfer, Via, World,
+};

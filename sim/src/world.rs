@@ -230,19 +230,13 @@ impl World {
                 let slot = match (&line.cm, rank) {
                     (_, 0) if i == 0 => {
                         let problem = problem.take().expect("one main master");
-                        Slot::Master(Box::new(MasterCore::new(
-                            &c.machines,
-                            config.run.clone(),
-                            make_scheduler(&config.run),
-                            ProblemSource::new(problem),
-                        )))
+                        let core = master_core(&c.machines, config, problem, make_scheduler);
+                        Slot::Master(Box::new(core))
                     }
-                    (_, 0) => Slot::Sub(Some(Box::new(submaster::core::<SimTask>(
+                    (_, 0) => Slot::Sub(Some(Box::new(sub_master_core(
                         &c.machines,
                         config,
-                        c.machines.upstream().unwrap_or(1),
-                        make_scheduler(&config.run),
-                        None,
+                        make_scheduler,
                     )))),
                     (Some(cm), _) if cm.facing == Facing::Master => {
                         let link = links
@@ -750,6 +744,38 @@ impl World {
     }
 }
 
+/// The main master's core, as the driver runs it (`hmw::roles::master::Master`, which
+/// `hmw::runner::play` builds with the same constructor).
+pub fn master_core(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: SimProblem,
+    make_scheduler: MakeScheduler<'_>,
+) -> MasterCore<ProblemSource<SimProblem>> {
+    MasterCore::new(
+        machines,
+        config.run.clone(),
+        make_scheduler(&config.run),
+        ProblemSource::new(problem),
+    )
+}
+
+/// A sub-master's core, built by the function its driver uses
+/// ([`hmw::roles::submaster::core`]).
+pub fn sub_master_core(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    make_scheduler: MakeScheduler<'_>,
+) -> SubMasterCore<SimTask> {
+    submaster::core::<SimTask>(
+        machines,
+        config,
+        machines.upstream().unwrap_or(1),
+        make_scheduler(&config.run),
+        None,
+    )
+}
+
 /// What a simulated worker's tasks see of it.
 fn worker_context() -> WorkerContext {
     let machines = MachineFile::parse(std::path::Path::new("sim.hosts"), "m\nw\n")
@@ -757,5 +783,59 @@ fn worker_context() -> WorkerContext {
     WorkerContext {
         rank: 1,
         line: machines.ranks[1].clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use hmw::{
+        roles::{master::Master, worker::Worker},
+        runner::configured_scheduler,
+        transport::local::LocalTransport,
+    };
+
+    use super::*;
+    use crate::problem::TaskCost;
+
+    /// The core the simulator builds for a main master is the type the master's driver runs:
+    /// handed to the driver, over the in-process transport, with worker drivers on threads,
+    /// it runs a real run to the end.
+    #[test]
+    fn the_drivers_run_the_cores_the_simulator_builds() {
+        let machines = MachineFile::parse(Path::new("t.hosts"), "m\nw\nw\n").unwrap();
+        let mut config = ConfigFile::defaults();
+        config.run.statistics_interval = 0.0;
+        let problem = SimProblem::new(40, TaskCost::fixed(1.0), 0);
+        let core = master_core(&machines, &config, problem, &configured_scheduler);
+        let mut transports = LocalTransport::cluster(3).into_iter();
+        let mut master_transport = transports.next().unwrap();
+        let workers: Vec<_> = transports
+            .enumerate()
+            .map(|(i, mut transport)| {
+                let context = WorkerContext {
+                    rank: i + 1,
+                    line: machines.ranks[i + 1].clone(),
+                };
+                std::thread::spawn(move || Worker::<SimTask>::new(&mut transport, context, 1).run())
+            })
+            .collect();
+        let (stats, source) = Master::with_core(&mut master_transport, core)
+            .run()
+            .unwrap();
+        for worker in workers {
+            worker.join().unwrap().unwrap();
+        }
+        assert_eq!(stats.tasks, 40);
+        assert!(source.into_problem().each_gathered_once());
+        // The sub-master's core is what its driver's own constructor builds.
+        let far = MachineFile::parse(
+            Path::new("f.hosts"),
+            "s\nc # S 0 7000 h name=b peer=a nr=2\nw\n",
+        )
+        .unwrap();
+        let sub: SubMasterCore<SimTask> = sub_master_core(&far, &config, &configured_scheduler);
+        assert!(!sub.is_done());
     }
 }
