@@ -14,8 +14,9 @@ use hmw::{runner::configured_scheduler, stats::RunStats};
 use crate::{
     network::{secs, Serial, WanDirection},
     problem::SimProblem,
+    spec::ClusterSetup,
     spec::Spec,
-    world::{ClusterSetup, SimError, Transfer, Via, World},
+    world::{SimError, Transfer, Via, World},
 };
 
 /// What happens at a time.

@@ -23,8 +23,8 @@ use proptest::prelude::*;
 
 use crate::{
     problem::{SimProblem, TaskCost},
-    spec::Sizes,
-    world::{ClusterSetup, Transfer, Via, World},
+    spec::{ClusterSetup, Sizes},
+    world::{Transfer, Via, World},
 };
 
 /// The shape of a run.

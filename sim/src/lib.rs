@@ -23,7 +23,5 @@ mod interleavings;
 pub use engine::{simulate, timed, Options, Outcome};
 pub use problem::{SimProblem, SimResult, SimTask, TaskCost};
 pub use rng::Rng;
-pub use spec::{ClusterSpec, Sizes, Spec, WanSpec};
-pub use world::{
-    master_core, sub_master_core, ClusterSetup, MakeScheduler, SimError, Transfer, Via, World,
-};
+pub use spec::{ClusterSetup, ClusterSpec, Sizes, Spec, WanSpec};
+pub use world::{master_core, sub_master_core, MakeScheduler, SimError, Transfer, Via, World};

@@ -2,9 +2,19 @@
 //! worker's performance, each LAN's and WAN's figures, the application's tasks and sizes, and
 //! the run's configuration. `hmw simulate` builds one from a plan; tests build their own.
 
-use hmw::config::ConfigFile;
+use hmw::{config::ConfigFile, machinefile::MachineFile};
 
-use crate::{problem::TaskCost, world::ClusterSetup};
+use crate::problem::TaskCost;
+
+/// A cluster of the tree.
+pub struct ClusterSetup {
+    /// Its name.
+    pub name: String,
+    /// Its machine file (as `hmw launch` writes it).
+    pub machines: MachineFile,
+    /// The index of its parent cluster (`None` for the main cluster, which is the first).
+    pub parent: Option<usize>,
+}
 
 /// Message sizes, bytes, as the plan gives them (`[application]`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]

@@ -29,7 +29,7 @@ use hmw::{
 
 use crate::{
     problem::{SimProblem, SimTask},
-    spec::Sizes,
+    spec::{ClusterSetup, Sizes},
 };
 
 /// Something went wrong in a simulated run.
@@ -62,16 +62,6 @@ pub enum SimError {
 
 /// Makes the scheduler of a master or sub-master from the run's configuration.
 pub type MakeScheduler<'a> = &'a dyn Fn(&RunConfig) -> Box<dyn Scheduler>;
-
-/// A cluster of the tree.
-pub struct ClusterSetup {
-    /// Its name.
-    pub name: String,
-    /// Its machine file (as `hmw launch` writes it).
-    pub machines: MachineFile,
-    /// The index of its parent cluster (`None` for the main cluster, which is the first).
-    pub parent: Option<usize>,
-}
 
 /// How a transfer travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
