@@ -13,9 +13,11 @@
 # Exits non-zero on a real failure only: a run that fails, or a prediction wildly wrong
 # (makespan error beyond +-25 %). Missing a validation target is reported, not a failure.
 # Last line:
-#   validation inside=K/N median_err=X max_err=Y eff_within=K/N
+#   validation inside=K/N median_err=X max_err=Y eff_within=K/N sim_median_err=X sim_max_err=Y sim_closer=K/M
 # where eff_within counts every efficiency check: each run's, and each cluster's in the runs of
-# several clusters (one cluster's efficiency is the run's).
+# several clusters (one cluster's efficiency is the run's); sim_* compare the measured makespan
+# with `hmw simulate`'s median (three seeded runs), and sim_closer counts the scenarios where it
+# is closer than the closed form among the M where the closed form misses by more than 3 %.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -137,6 +139,13 @@ for name in "${scenarios[@]}"; do
         cat "$work/$name.predict.txt" >&2
         continue
     fi
+    # The same plan in virtual time: the real cores against the plan's workers and links.
+    if ! "$hmw" simulate "$plan" --runs 3 >"$work/$name.simulate.txt" 2>&1; then
+        failures+=("$name: hmw simulate failed")
+        cat "$work/$name.simulate.txt" >&2
+        continue
+    fi
+    simulated_s=$(field median_s "$(grep '^simulate ' "$work/$name.simulate.txt" | tail -1)")
     # Each run under its own name; the one with the median makespan is compared and charted.
     runs=() failed=""
     for ((r = 1; r <= repeats; r++)); do
@@ -161,7 +170,10 @@ for name in "${scenarios[@]}"; do
         failures+=("$name: makespan error $err beyond +-$wild_error")
     fi
     launcher_s=$(sed -n 's/^== wall time \([0-9.]*\) s.*/\1/p' "$work/$run_name.launch.log" | tail -1)
-    rows+=("$name $summary launcher_s=${launcher_s:-nan} makespans=${makespans// /}")
+    sim_err=$(awk -v m="$(field makespan_s "$summary")" -v s="$simulated_s" \
+        'BEGIN { printf "%.4f", (m - s) / s }')
+    echo "  simulated median_s=$simulated_s sim_err=$sim_err"
+    rows+=("$name $summary launcher_s=${launcher_s:-nan} makespans=${makespans// /} simulated_s=$simulated_s sim_err=$sim_err")
     sections+=("$name|$plan")
     if [ "$name" = local-comm ]; then
         calibrate_lan after || failures+=("LAN calibration after local-comm failed")
@@ -171,7 +183,7 @@ done
 # ---- totals ----
 # Efficiency checks: the run's, plus each cluster's when there are several.
 n=${#rows[@]}
-inside=0 eff_within=0 eff_checks=0 errors=()
+inside=0 eff_within=0 eff_checks=0 errors=() sim_errors=() closed_misses=0 sim_closer=0
 for row in "${rows[@]}"; do
     [ "$(field inside "$row")" = true ] && inside=$((inside + 1))
     eff_checks=$((eff_checks + 1))
@@ -182,16 +194,27 @@ for row in "${rows[@]}"; do
         eff_within=$((eff_within + ${clusters%/*}))
     fi
     errors+=("$(field err "$row")")
+    sim_errors+=("$(field sim_err "$row")")
+    # Where the closed form misses by more than 3 %: is the simulator closer?
+    if awk -v e="$(field err "$row")" 'BEGIN { exit !(e > 0.03 || -e > 0.03) }'; then
+        closed_misses=$((closed_misses + 1))
+        awk -v e="$(field err "$row")" -v s="$(field sim_err "$row")" \
+            'BEGIN { exit !((s < 0 ? -s : s) < (e < 0 ? -e : e)) }' && sim_closer=$((sim_closer + 1))
+    fi
 done
 if ((n > 0)); then
     read -r median_err max_err < <(printf '%s\n' "${errors[@]}" |
         awk '{ a = $1 < 0 ? -$1 : $1; print a }' | sort -g |
         awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
               printf "%.4f %.4f\n", m, v[NR] }')
+    read -r sim_median_err sim_max_err < <(printf '%s\n' "${sim_errors[@]}" |
+        awk '{ a = $1 < 0 ? -$1 : $1; print a }' | sort -g |
+        awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.4f %.4f\n", m, v[NR] }')
 else
-    median_err=nan max_err=nan
+    median_err=nan max_err=nan sim_median_err=nan sim_max_err=nan
 fi
-final="validation inside=$inside/$n median_err=$median_err max_err=$max_err eff_within=$eff_within/$eff_checks"
+final="validation inside=$inside/$n median_err=$median_err max_err=$max_err eff_within=$eff_within/$eff_checks sim_median_err=$sim_median_err sim_max_err=$sim_max_err sim_closer=$sim_closer/$closed_misses"
 
 # ---- the document ----
 pct() { awk -v x="$1" 'BEGIN { printf "%+.1f %%", 100 * x }'; }
@@ -225,6 +248,10 @@ and compares with `hmw report`, which also draws the charts.
   the run with the median makespan is the one compared and charted, and each scenario's
   section lists all three.
 - **Predicted makespan**: the whole run's execution time, best and worst case (`hmw predict`).
+- **Simulated makespan**: the median of three runs of `hmw simulate` (the real cores in virtual
+  time, against the plan's workers, LANs and WANs, with the WAN's round trip `wan_rtt_s`
+  defaulting to twice the emulator's delay); its error is `(measured - simulated) / simulated`.
+  It adds no per-message or per-task overhead: nothing in it is fitted to these runs.
 - **Error**: `(measured - mid) / mid`, `mid` the middle of the predicted range.
 - **Efficiency**: predicted, `(workload / mcperf) / T_ex` (6)(7) best and worst; measured, the
   same with the measured makespan and the plan's `mcperf` (so it is the model's efficiency of the
@@ -275,22 +302,26 @@ EOF
     fi
     echo "## Results"
     echo
-    echo "| scenario | bottleneck (predicted) | predicted best (s) | predicted worst (s) | measured (s) | error | inside | efficiency predicted best / worst | efficiency measured | within 5 points: run | within 5 points: clusters | \`hmw launch\` wall time (s) |"
-    echo "|---|---|---:|---:|---:|---:|---|---:|---:|---|---|---:|"
+    echo "| scenario | bottleneck (predicted) | predicted best (s) | predicted worst (s) | simulated, median of 3 (s) | measured (s) | error | simulated error | inside | efficiency predicted best / worst | efficiency measured | within 5 points: run | within 5 points: clusters | \`hmw launch\` wall time (s) |"
+    echo "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---|---|---:|"
     for row in "${rows[@]}"; do
         name=${row%% *}
         clusters=$(field clusters_eff_within "$row")
         [ "${clusters#*/}" -gt 1 ] || clusters="(one cluster)"
-        printf '| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n' \
+        printf '| [%s](#%s) | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s |\n' \
             "$name" "$name" "$(field bottlenecks "$row" | sed 's/,/, /g')" \
-            "$(field best_s "$row")" "$(field worst_s "$row")" "$(field makespan_s "$row")" \
-            "$(pct "$(field err "$row")")" "$(yes_no "$(field inside "$row")")" \
+            "$(field best_s "$row")" "$(field worst_s "$row")" "$(field simulated_s "$row")" \
+            "$(field makespan_s "$row")" "$(pct "$(field err "$row")")" \
+            "$(pct "$(field sim_err "$row")")" "$(yes_no "$(field inside "$row")")" \
             "$(field eff_best "$row")" "$(field eff_worst "$row")" "$(field efficiency "$row")" \
             "$(yes_no "$(field eff_within "$row")")" "$clusters" "$(field launcher_s "$row")"
     done
     echo
     echo "Median absolute error $(awk -v x="$median_err" 'BEGIN { printf "%.1f %%", 100 * x }'),"
-    echo "largest $(awk -v x="$max_err" 'BEGIN { printf "%.1f %%", 100 * x }')."
+    echo "largest $(awk -v x="$max_err" 'BEGIN { printf "%.1f %%", 100 * x }'). \`hmw simulate\` (the real cores in virtual"
+    echo "time, median of three seeded runs; error \`(measured - simulated) / simulated\`): median absolute"
+    echo "error $(awk -v x="$sim_median_err" 'BEGIN { printf "%.1f %%", 100 * x }'), largest $(awk -v x="$sim_max_err" 'BEGIN { printf "%.1f %%", 100 * x }'); closer than the closed"
+    echo "form in $sim_closer of the $closed_misses scenarios where the closed form misses by more than 3 %."
     if ((${#failures[@]})); then
         echo
         echo "Failures:"
@@ -378,6 +409,11 @@ EOF
         echo '```'
         echo "\$ hmw report STATS --plan $shown --svg $(chart_link "$name")"
         grep -v '^report \|^chart: ' "$work/$name.report.txt" | sed "s|$plan|$given|g"
+        echo '```'
+        echo
+        echo '```'
+        echo "\$ hmw simulate $shown --runs 3"
+        grep -v '^simulate ' "$work/$name.simulate.txt" | sed "s|$plan|$given|g"
         echo '```'
         echo
         echo "![$name]($(chart_link "$name"))"

@@ -357,6 +357,7 @@ fn calibrate(
             lan_bytes_per_s: used,
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
+            wan_rtt_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
         });
@@ -367,14 +368,17 @@ fn calibrate(
     let mut wan_table = String::new();
     if layout.clusters.iter().any(|c| c.link.is_some()) {
         bar.set_message("WANs, both ways".to_owned());
-        for (name, wan_in, wan_out) in measure_wans(args, plan, layout, work)? {
+        for (name, wan_in, wan_out, rtt) in measure_wans(args, plan, layout, work)? {
             let _ = writeln!(
                 wan_table,
-                "{name:<12} WAN in (tasks) {wan_in:>12.4e} B/s, out (results) {wan_out:>12.4e} B/s"
+                "{name:<12} WAN in (tasks) {wan_in:>12.4e} B/s, out (results) {wan_out:>12.4e} \
+                 B/s, round trip {:.1} ms",
+                rtt * 1e3
             );
             if let Some(entry) = system.clusters.iter_mut().find(|c| c.name == name) {
                 entry.wan_in_bytes_per_s = Some(wan_in);
                 entry.wan_out_bytes_per_s = Some(wan_out);
+                entry.wan_rtt_s = Some(rtt);
             }
         }
         bar.inc(1);
@@ -669,7 +673,7 @@ fn measure_wans(
     plan: &Plan,
     layout: &Layout,
     work: &Path,
-) -> Result<Vec<(String, f64, f64)>> {
+) -> Result<Vec<(String, f64, f64, f64)>> {
     // Certificates and [cm] settings as hmw launch gives them to the CMs.
     let certs = work.join("certs");
     write_certificates(layout, &certs, Target::Local)?;
@@ -758,6 +762,14 @@ fn measure_wans(
             }
         }
     }
+    // Round trips first, on idle links: a loaded link adds its queue to them.
+    let mut round_trips = Vec::new();
+    for p in &probes {
+        round_trips.push(
+            round_trip(&p.server, &p.client)
+                .with_context(|| format!("WAN of {}, round trip", p.cluster))?,
+        );
+    }
     let (warmup, window) = (args.wan_warmup, args.wan_seconds);
     let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
         let threads: Vec<_> = probes
@@ -784,7 +796,7 @@ fn measure_wans(
             .collect()
     });
     let mut out = Vec::new();
-    for (p, (wan_in, wan_out)) in probes.into_iter().zip(measured) {
+    for ((p, (wan_in, wan_out)), rtt) in probes.into_iter().zip(measured).zip(round_trips) {
         p.server.close();
         p.client.close();
         p.relay.shutdown();
@@ -792,9 +804,44 @@ fn measure_wans(
             wan_in.with_context(|| format!("WAN of {}, tasks from {}", p.cluster, p.parent))?;
         let wan_out =
             wan_out.with_context(|| format!("WAN of {}, results to {}", p.cluster, p.parent))?;
-        out.push((p.cluster.to_owned(), wan_in, wan_out));
+        out.push((p.cluster.to_owned(), wan_in, wan_out, rtt));
     }
     Ok(out)
+}
+
+/// The round-trip time of a link, seconds: the median of 15 one-byte messages sent by
+/// `server` and echoed by `client` (after 3 not counted, which set the connections up).
+fn round_trip(server: &BlockingLink, client: &BlockingLink) -> Result<f64> {
+    const ROUNDS: usize = 18;
+    const SKIPPED: usize = 3;
+    let timeout = Duration::from_secs(10);
+    let mut times = std::thread::scope(|scope| -> Result<Vec<f64>> {
+        let echo = scope.spawn(|| -> Result<()> {
+            for _ in 0..ROUNDS {
+                let message = client
+                    .recv_timeout(timeout)?
+                    .context("no ping within 10 s")?;
+                client.send(&message)?;
+            }
+            Ok(())
+        });
+        let mut times = Vec::new();
+        for round in 0..ROUNDS {
+            let sent = Instant::now();
+            server.send(&[round as u8])?;
+            server
+                .recv_timeout(timeout)?
+                .context("no echo within 10 s")?;
+            if round >= SKIPPED {
+                times.push(sent.elapsed().as_secs_f64());
+            }
+        }
+        echo.join()
+            .unwrap_or_else(|_| Err(anyhow!("the echoing thread panicked")))?;
+        Ok(times)
+    })?;
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
 }
 
 /// The link configuration of CM `name` from its line of `machines`, as the CM builds it.

@@ -12,6 +12,7 @@ mod predict;
 #[cfg(feature = "mpi")]
 mod processes;
 mod report;
+mod simulate;
 
 #[cfg(feature = "mpi")]
 use std::time::Duration;
@@ -22,7 +23,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hmw",
     version,
-    about = "Hierarchical multi-cluster master-worker: calibrate, check, keygen, predict, launch, report"
+    about = "Hierarchical multi-cluster master-worker: calibrate, check, keygen, predict, simulate, launch, report"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -45,6 +46,8 @@ enum Command {
     Predict(predict::PredictArgs),
     /// Compare a run's statistics with the prediction for its plan: table and chart.
     Report(report::ReportArgs),
+    /// Run a plan in virtual time: the real cores against simulated workers, LANs and WANs.
+    Simulate(simulate::SimulateArgs),
 }
 
 /// A command-line duration: seconds, a finite number of at least zero.
@@ -79,6 +82,7 @@ fn main() -> std::process::ExitCode {
         #[cfg(feature = "mpi")]
         Command::Launch(args) => launch::run(args),
         Command::Report(args) => report::run(args),
+        Command::Simulate(args) => simulate::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -226,6 +226,13 @@ impl Default for CmConfig {
 }
 
 impl CmConfig {
+    /// How long a CM facing a sub-master waits for its link before it stops its cluster: the
+    /// master side's `lost_after_s`, then `rejoin_within_s` during which the lost cluster may
+    /// still rejoin.
+    pub fn give_up_after(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.lost_after_s + self.rejoin_within_s)
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
         if self.tasks_window == 0 {
             return Err(Invalid::new(

@@ -211,6 +211,9 @@ pub struct MeasuredCluster {
     /// Measured WAN throughput this cluster -> main, bytes per second.
     #[serde(default)]
     pub wan_out_bytes_per_s: Option<f64>,
+    /// Measured round-trip time of the WAN to the parent cluster, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wan_rtt_s: Option<f64>,
     /// Measured worker performance, matched to the plan's workers by host.
     #[serde(default)]
     pub workers: Vec<MeasuredWorker>,

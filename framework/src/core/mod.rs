@@ -3,9 +3,9 @@
 //! Each core takes its inputs — a message and the rank it came from, the time as a
 //! [`std::time::Duration`] since an origin its driver chooses — and pushes what to do into
 //! a queue its caller owns: messages to send, progress lines, link actions. The drivers of
-//! [`crate::roles`] run them over MPI or the in-process transport (`--threads`); the
-//! property tests run them in a simulated world of their own, and a virtual-time simulator
-//! can drive them the same way.
+//! [`crate::roles`] run them over MPI or the in-process transport (`--threads`); the crate
+//! `hmw-sim` runs the same types in virtual time (`hmw simulate`) and in the arbitrary
+//! interleavings of the cores' property tests.
 //!
 //! - [`MasterCore`]: hands tasks out on demand (the [`crate::scheduler::Scheduler`] picks whom
 //!   to serve and how many tasks each gets), tracks them until gathered, takes tasks back from
@@ -22,9 +22,6 @@ mod output;
 mod submaster;
 mod task_source;
 mod worker;
-
-#[cfg(test)]
-mod sim_tests;
 
 pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView, Outbound};
 pub use master::MasterCore;

@@ -227,11 +227,11 @@ pub fn run(
             let core = CmMasterSide::new(rank, window, lost_after, outbound);
             run_master_side(transport, wan, core)
         }
-        _ => {
-            // The far side waits longer than its master's side: lost there, it may rejoin.
-            let give_up_after = lost_after + Duration::from_secs_f64(cm.rejoin_within_s);
-            run_submaster_side(transport, wan, CmSubMasterSide::new(rank, give_up_after))
-        }
+        _ => run_submaster_side(
+            transport,
+            wan,
+            CmSubMasterSide::new(rank, cm.give_up_after()),
+        ),
     }
 }
 

@@ -217,6 +217,8 @@ struct ApplicationTable {
     task_bytes_inter: Option<f64>,
     result_bytes_inter: Option<f64>,
     #[serde(default)]
+    oper_cv: f64,
+    #[serde(default)]
     grain: Vec<GrainTable>,
 }
 
@@ -289,6 +291,7 @@ struct ClusterTable {
     lan_bytes_per_s: Option<f64>,
     wan_in_bytes_per_s: Option<f64>,
     wan_out_bytes_per_s: Option<f64>,
+    wan_rtt_s: Option<f64>,
     tasks_per_inter_task: Option<u64>,
     results_per_inter_result: Option<u64>,
     use_workers: Option<Vec<String>>,
@@ -313,6 +316,11 @@ pub struct Plan {
     pub name: String,
     /// The application at its current granularity.
     pub application: ApplicationParams,
+    /// `[application] oper_cv`: the coefficient of variation of a task's basic operations
+    /// (0, the default: every task has `oper`); `hmw simulate` draws each task's from a
+    /// log-normal distribution of mean `oper` and this spread. The closed-form model reads
+    /// only the mean.
+    pub oper_cv: f64,
     /// `[[application.grain]]` candidates, smallest grain first.
     pub grains: Vec<GrainCandidate>,
     /// `[model] efficiency_threshold`.
@@ -348,6 +356,10 @@ pub struct ClusterPlan {
     pub wan_in_bytes_per_s: Option<f64>,
     /// `wan_out_bytes_per_s` (external clusters; may come from a measured system instead).
     pub wan_out_bytes_per_s: Option<f64>,
+    /// `wan_rtt_s`: the WAN's round-trip time to the parent cluster, seconds (external
+    /// clusters; may come from a measured system instead). See [`ClusterPlan::wan_rtt_s`]
+    /// for its default.
+    pub wan_rtt_s: Option<f64>,
     /// `tasks_per_inter_task` (`nt`, default 1).
     pub tasks_per_inter_task: u64,
     /// `results_per_inter_result` (`nr`, default 1).
@@ -364,6 +376,26 @@ impl ClusterPlan {
     /// The worker entries, in plan order.
     pub fn workers(&self) -> impl Iterator<Item = &Machine> {
         self.machines.iter().filter(|m| m.role == Role::Worker)
+    }
+
+    /// The WAN's round-trip time to the parent, seconds: `measured` (a calibration's
+    /// `wan_rtt_s`) when given, else the plan's `wan_rtt_s`, else twice the one-way delay
+    /// its emulator adds (`[cluster.launch] wan_delay_ms`), else 0 (the main cluster too).
+    pub fn wan_rtt_s(&self, measured: Option<&MeasuredSystem>) -> f64 {
+        if self.main {
+            return 0.0;
+        }
+        let calibrated = measured
+            .and_then(|m| m.clusters.iter().find(|c| c.name == self.name))
+            .and_then(|c| c.wan_rtt_s);
+        calibrated
+            .or(self.wan_rtt_s)
+            .or_else(|| {
+                self.launch_settings()
+                    .ok()
+                    .map(|l| 2.0 * l.wan_delay_ms / 1e3)
+            })
+            .unwrap_or(0.0)
     }
 }
 
@@ -652,6 +684,13 @@ impl Plan {
             a.task_bytes_inter,
             a.result_bytes_inter,
         )?;
+        if !(a.oper_cv.is_finite() && a.oper_cv >= 0.0) {
+            return Err(invalid(
+                None,
+                "application.oper_cv",
+                format!("must be a fraction, 0 or more, got {}", a.oper_cv),
+            ));
+        }
         let mut grains = Vec::new();
         let mut seen_grains = HashSet::new();
         for g in a.grain {
@@ -722,6 +761,7 @@ impl Plan {
         Ok(Plan {
             name: a.name,
             application,
+            oper_cv: a.oper_cv,
             grains,
             efficiency_threshold: m.efficiency_threshold,
             reassign_last_task: m.reassign_last_task,
@@ -954,6 +994,7 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
     let wan_keys = [
         ("wan_in_bytes_per_s", t.wan_in_bytes_per_s.is_some()),
         ("wan_out_bytes_per_s", t.wan_out_bytes_per_s.is_some()),
+        ("wan_rtt_s", t.wan_rtt_s.is_some()),
         ("tasks_per_inter_task", t.tasks_per_inter_task.is_some()),
         (
             "results_per_inter_result",
@@ -975,6 +1016,15 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
     ] {
         if let Some(v) = value {
             check_positive(c, key, v, "bytes per second")?;
+        }
+    }
+    if let Some(rtt) = t.wan_rtt_s {
+        if !(rtt.is_finite() && rtt >= 0.0) {
+            return Err(invalid(
+                c,
+                "wan_rtt_s",
+                format!("must be a number of seconds, 0 or more, got {rtt}"),
+            ));
         }
     }
     for (key, value) in [
@@ -1087,6 +1137,7 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
         lan_bytes_per_s: t.lan_bytes_per_s,
         wan_in_bytes_per_s: t.wan_in_bytes_per_s,
         wan_out_bytes_per_s: t.wan_out_bytes_per_s,
+        wan_rtt_s: t.wan_rtt_s,
         tasks_per_inter_task: t.tasks_per_inter_task.unwrap_or(1),
         results_per_inter_result: t.results_per_inter_result.unwrap_or(1),
         use_workers: t.use_workers,
@@ -1144,6 +1195,18 @@ fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanErro
                         "the measured system gives a WAN throughput for the main cluster",
                     ));
                 }
+            }
+        }
+        if let Some(rtt) = m.wan_rtt_s {
+            if !(rtt.is_finite() && rtt >= 0.0) || cluster.main {
+                return Err(invalid(
+                    Some(name),
+                    "wan_rtt_s",
+                    format!(
+                        "the measured round-trip time must be 0 or more seconds, for an \
+                         external cluster; got {rtt}"
+                    ),
+                ));
             }
         }
         for w in &m.workers {

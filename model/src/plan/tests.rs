@@ -351,6 +351,7 @@ fn a_measured_system_replaces_the_hand_written_values() {
             lan_bytes_per_s: None,
             wan_in_bytes_per_s: Some(150.0),
             wan_out_bytes_per_s: None,
+            wan_rtt_s: None,
             workers: vec![
                 MeasuredWorker {
                     host: "x2".into(),
@@ -503,6 +504,7 @@ fn calibrated() -> MeasuredSystem {
                 lan_bytes_per_s: Some(1200.0),
                 wan_in_bytes_per_s: None,
                 wan_out_bytes_per_s: None,
+                wan_rtt_s: None,
                 workers: vec![MeasuredWorker {
                     host: "w1".into(),
                     perf: 1.25,
@@ -514,6 +516,7 @@ fn calibrated() -> MeasuredSystem {
                 lan_bytes_per_s: Some(900.0),
                 wan_in_bytes_per_s: Some(80.0),
                 wan_out_bytes_per_s: Some(70.0),
+                wan_rtt_s: None,
                 workers: vec![MeasuredWorker {
                     host: "x1".into(),
                     perf: 2.5,
@@ -676,4 +679,58 @@ fn error_of_input(text: &str) -> String {
         .model_input(None)
         .unwrap_err()
         .to_string()
+}
+
+#[test]
+fn the_wan_round_trip_comes_from_the_measurement_the_plan_or_the_emulator() {
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    assert_eq!(plan.clusters[0].wan_rtt_s(None), 0.0);
+    assert_eq!(plan.clusters[1].wan_rtt_s(None), 0.0);
+    let delayed = format!("{SMALL}[cluster.launch]\nwan_delay_ms = 25\n");
+    let plan = Plan::from_toml_str(&delayed).unwrap();
+    assert_eq!(plan.clusters[1].wan_rtt_s(None), 0.05);
+    let given = SMALL.replace(
+        "wan_out_bytes_per_s = 100\n",
+        "wan_out_bytes_per_s = 100\nwan_rtt_s = 0.2\n",
+    );
+    let plan =
+        Plan::from_toml_str(&format!("{given}[cluster.launch]\nwan_delay_ms = 25\n")).unwrap();
+    assert_eq!(plan.clusters[1].wan_rtt_s(None), 0.2);
+    let mut measured = MeasuredSystem::default();
+    measured.clusters.push(MeasuredCluster {
+        name: "away".into(),
+        lan_bytes_per_s: None,
+        wan_in_bytes_per_s: None,
+        wan_out_bytes_per_s: None,
+        wan_rtt_s: Some(0.07),
+        workers: Vec::new(),
+        lan_runs: Vec::new(),
+    });
+    plan.check_measured(&measured).unwrap();
+    assert_eq!(plan.clusters[1].wan_rtt_s(Some(&measured)), 0.07);
+    measured.clusters[0].wan_rtt_s = Some(-1.0);
+    let err = plan.check_measured(&measured).unwrap_err().to_string();
+    assert!(err.contains("key `wan_rtt_s`"), "{err}");
+    let err = error_of(&SMALL.replace(
+        "wan_out_bytes_per_s = 100\n",
+        "wan_out_bytes_per_s = 100\nwan_rtt_s = -0.1\n",
+    ));
+    assert!(
+        err.starts_with("cluster `away`, key `wan_rtt_s`: must be a number of seconds"),
+        "{err}"
+    );
+    let err = error_of(&SMALL.replace(
+        "lan_bytes_per_s = 1000\nmachines = [\n  { host = \"m\"",
+        "lan_bytes_per_s = 1000\nwan_rtt_s = 0.1\nmachines = [\n  { host = \"m\"",
+    ));
+    assert!(err.contains("cluster `home`, key `wan_rtt_s`"), "{err}");
+}
+
+#[test]
+fn task_times_may_spread() {
+    assert_eq!(Plan::from_toml_str(SMALL).unwrap().oper_cv, 0.0);
+    let spread = SMALL.replace("tasks = 10\n", "tasks = 10\noper_cv = 0.3\n");
+    assert_eq!(Plan::from_toml_str(&spread).unwrap().oper_cv, 0.3);
+    let err = error_of(&SMALL.replace("tasks = 10\n", "tasks = 10\noper_cv = -1\n"));
+    assert!(err.contains("key `application.oper_cv`"), "{err}");
 }

@@ -1,0 +1,443 @@
+//! The virtual-time engine: a queue of timed events (a message arrives, a worker finishes its
+//! task, a link goes down or comes back, time passes for the timers), each handed to the
+//! [`World`] of cores, whose sends become new events at the time the network gives them.
+//! No clock and no thread: the same spec and seed give the same run.
+
+use std::{
+    cmp::Ordering,
+    collections::BinaryHeap,
+    time::{Duration, Instant},
+};
+
+use hmw::{runner::configured_scheduler, stats::RunStats};
+
+use crate::{
+    network::{secs, Serial, WanDirection},
+    problem::SimProblem,
+    spec::ClusterSetup,
+    spec::Spec,
+    world::{SimError, Transfer, Via, World},
+};
+
+/// What happens at a time.
+enum Event {
+    /// A message arrives.
+    Arrive(Transfer),
+    /// A worker finishes its task, busy this many seconds.
+    Computed(usize, f64),
+    /// A link goes down or comes back.
+    LinkChange(usize),
+    /// Time passes: the cores' timers.
+    Tick,
+}
+
+struct Timed {
+    at: Duration,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Timed {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Timed {}
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Timed {
+    /// Earliest first (the heap is a max-heap), then in the order scheduled.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+/// What one simulated run gave.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The main master's statistics, as a real run's `--stats-json` holds them.
+    pub stats: RunStats,
+    /// Events processed.
+    pub events: u64,
+    /// CPU time inside the main master core's `handle`, when asked for.
+    pub master_handle: Option<Duration>,
+    /// Every task was gathered exactly once.
+    pub each_gathered_once: bool,
+}
+
+/// How to run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Measure the CPU time the main master's core spends inside `handle`.
+    pub measure_master: bool,
+}
+
+/// The simulated network: each cluster's LAN both ways, each link's WAN both ways.
+struct Network {
+    lan_rate: Vec<f64>,
+    lan_in: Vec<Serial>,
+    lan_out: Vec<Serial>,
+    wan_down: Vec<Option<WanDirection>>,
+    wan_up: Vec<Option<WanDirection>>,
+}
+
+impl Network {
+    fn arrival(&mut self, now: Duration, transfer: &Transfer) -> Duration {
+        match transfer.via {
+            Via::Lan { cluster, to_head } => {
+                let seconds = transfer.size / self.lan_rate[cluster];
+                let serial = if to_head {
+                    &mut self.lan_in[cluster]
+                } else {
+                    &mut self.lan_out[cluster]
+                };
+                serial.send(now, seconds)
+            }
+            Via::Link { link, down } => {
+                let direction = if down {
+                    &mut self.wan_down[link]
+                } else {
+                    &mut self.wan_up[link]
+                };
+                match direction {
+                    Some(d) => d.arrival(now, transfer.size),
+                    None => now,
+                }
+            }
+        }
+    }
+}
+
+/// Run `spec` once, its random draws (task times) from `seed`.
+pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, SimError> {
+    let setups: Vec<ClusterSetup> = spec
+        .clusters
+        .iter()
+        .map(|c| ClusterSetup {
+            name: c.setup.name.clone(),
+            machines: c.setup.machines.clone(),
+            parent: c.setup.parent,
+        })
+        .collect();
+    let problem = SimProblem::new(spec.tasks, spec.cost, seed);
+    let mut world = World::new(
+        &setups,
+        &spec.config,
+        problem,
+        spec.sizes,
+        &configured_scheduler,
+    )?;
+    if options.measure_master {
+        world.measure_master_handle();
+    }
+    // Each worker node's performance.
+    let mut perf = vec![0.0; world.nodes()];
+    for node in world.workers().collect::<Vec<_>>() {
+        let (cluster, rank) = world.locate(node);
+        perf[node] = spec.clusters[cluster]
+            .perf
+            .get(rank)
+            .copied()
+            .unwrap_or(0.0);
+        if !(perf[node].is_finite() && perf[node] > 0.0) {
+            return Err(SimError::Setup(format!(
+                "cluster `{}`, rank {rank}: a worker without a positive perf",
+                spec.clusters[cluster].setup.name
+            )));
+        }
+    }
+    let mut network = Network {
+        lan_rate: spec
+            .clusters
+            .iter()
+            .map(|c| c.lan_bytes_per_s.max(f64::MIN_POSITIVE))
+            .collect(),
+        lan_in: vec![Serial::default(); spec.clusters.len()],
+        lan_out: vec![Serial::default(); spec.clusters.len()],
+        wan_down: spec
+            .clusters
+            .iter()
+            .map(|c| {
+                c.wan
+                    .as_ref()
+                    .map(|w| WanDirection::new(w, w.down_bytes_per_s))
+            })
+            .collect(),
+        wan_up: spec
+            .clusters
+            .iter()
+            .map(|c| {
+                c.wan
+                    .as_ref()
+                    .map(|w| WanDirection::new(w, w.up_bytes_per_s))
+            })
+            .collect(),
+    };
+    let mut queue = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |queue: &mut BinaryHeap<Timed>, at: Duration, event: Event| {
+        seq += 1;
+        queue.push(Timed { at, seq, event });
+    };
+    let lost_after = secs(spec.config.cm.lost_after_s);
+    let give_up_after = spec.config.cm.give_up_after();
+    for link in world.links().collect::<Vec<_>>() {
+        let changes: Vec<Duration> = network.wan_down[link]
+            .iter()
+            .flat_map(|d| d.changes().collect::<Vec<_>>())
+            .collect();
+        for at in changes {
+            push(&mut queue, at, Event::LinkChange(link));
+            // The CMs' deadlines, just past them: the master side's, the far side's.
+            for after in [lost_after, give_up_after] {
+                let deadline = at + after + Duration::from_millis(1);
+                push(&mut queue, deadline, Event::LinkChange(link));
+            }
+        }
+    }
+    let interval = spec.config.run.statistics_interval;
+    let tick = secs(if interval > 0.0 {
+        interval.min(0.5)
+    } else {
+        0.5
+    });
+    push(&mut queue, tick, Event::Tick);
+
+    let mut now = Duration::ZERO;
+    let mut events = 0u64;
+    let mut last_activity = Duration::ZERO;
+    // Nothing but timers for this long, and nothing can happen any more.
+    let patience = lost_after.max(Duration::from_secs(10)) * 3;
+    let mut pending = world.start(now)?;
+    loop {
+        for transfer in pending.drain(..) {
+            let at = network.arrival(now, &transfer);
+            push(&mut queue, at, Event::Arrive(transfer));
+        }
+        if world.is_done() {
+            break;
+        }
+        let Some(Timed { at, event, .. }) = queue.pop() else {
+            return Err(SimError::Stalled {
+                at_s: now.as_secs_f64(),
+                gathered: world.gathered(),
+            });
+        };
+        now = at;
+        events += 1;
+        match event {
+            Event::Arrive(transfer) => {
+                last_activity = now;
+                let to = transfer.to;
+                pending = world.deliver(now, transfer)?;
+                if let Some(operations) = world.start_task(to) {
+                    let busy = operations / perf[to];
+                    push(&mut queue, now + secs(busy), Event::Computed(to, busy));
+                }
+            }
+            Event::Computed(node, busy) => {
+                last_activity = now;
+                pending = world.finish_task(node, busy)?;
+                if let Some(operations) = world.start_task(node) {
+                    let busy = operations / perf[node];
+                    push(&mut queue, now + secs(busy), Event::Computed(node, busy));
+                }
+            }
+            Event::LinkChange(link) => {
+                let down = network.wan_down[link]
+                    .as_ref()
+                    .is_some_and(|d| d.is_down(now));
+                world.set_link_up(link, !down);
+                pending = world.tick_link(link, now);
+            }
+            Event::Tick => {
+                pending = world.tick(now);
+                if now.saturating_sub(last_activity) > patience && pending.is_empty() {
+                    return Err(SimError::Stalled {
+                        at_s: now.as_secs_f64(),
+                        gathered: world.gathered(),
+                    });
+                }
+                push(&mut queue, now + tick, Event::Tick);
+            }
+        }
+    }
+    let master_handle = world.master_handle_time();
+    let (stats, problem) = world
+        .finish()
+        .ok_or_else(|| SimError::Setup("the main cluster has no master".into()))?;
+    Ok(Outcome {
+        stats,
+        events,
+        master_handle,
+        each_gathered_once: problem.each_gathered_once(),
+    })
+}
+
+/// Wall-clock seconds a closure takes (for the benchmark's figures).
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let clock = Instant::now();
+    let value = f();
+    (value, clock.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use hmw::{config::ConfigFile, machinefile::MachineFile};
+
+    use super::*;
+    use crate::{
+        problem::TaskCost,
+        spec::{ClusterSpec, Sizes, WanSpec},
+    };
+
+    fn cluster(name: &str, text: &str, parent: Option<usize>, perf: f64) -> ClusterSpec {
+        let machines = MachineFile::parse(Path::new("t.hosts"), text).unwrap();
+        let perf = machines
+            .ranks
+            .iter()
+            .map(|l| if l.cm.is_none() { perf } else { 0.0 })
+            .collect();
+        ClusterSpec {
+            setup: ClusterSetup {
+                name: name.into(),
+                machines,
+                parent,
+            },
+            perf,
+            lan_bytes_per_s: 1e9,
+            wan: parent.map(|_| WanSpec {
+                down_bytes_per_s: Some(1e6),
+                up_bytes_per_s: Some(1e6),
+                rtt_s: 0.04,
+                ..WanSpec::default()
+            }),
+        }
+    }
+
+    fn spec(clusters: Vec<ClusterSpec>, tasks: u64, cv: f64) -> Spec {
+        let mut config = ConfigFile::defaults();
+        config.run.statistics_interval = 1.0;
+        config.cm.lost_after_s = 5.0;
+        Spec {
+            clusters,
+            config,
+            tasks,
+            cost: TaskCost { oper: 1.0, cv },
+            sizes: Sizes {
+                task_bytes: 1000.0,
+                result_bytes: 1000.0,
+                ..Sizes::default()
+            },
+        }
+    }
+
+    /// Three workers of 1 task/s, 30 tasks: 10 s, give or take the LAN's microseconds.
+    #[test]
+    fn one_cluster_takes_tasks_over_workers_times_task_time() {
+        let s = spec(vec![cluster("main", "m\nw\nw\nw\n", None, 1.0)], 30, 0.0);
+        let outcome = simulate(&s, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        assert!(
+            (outcome.stats.wall_s - 10.0).abs() < 0.01,
+            "{}",
+            outcome.stats.wall_s
+        );
+        assert!(outcome.stats.cluster.efficiency > 0.99);
+    }
+
+    fn tree() -> Vec<ClusterSpec> {
+        vec![
+            cluster(
+                "main",
+                "m # cluster=main\nw\nc # M 1 7000 name=main-a peer=a-main cluster=a nt=2\n",
+                None,
+                1.0,
+            ),
+            cluster(
+                "a",
+                "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n\
+                 c # M 1 7001 name=a-b peer=b-a cluster=b nt=1\n",
+                Some(0),
+                2.0,
+            ),
+            cluster(
+                "b",
+                "s # cluster=b\nc # S 0 7001 h name=b-a peer=a-b nr=1\nw\n",
+                Some(1),
+                1.0,
+            ),
+        ]
+    }
+
+    /// A tree of depth two: every cluster takes part, every task is gathered once, and the
+    /// same seed gives the same run while another seed gives another (task times spread).
+    #[test]
+    fn trees_run_and_a_seed_fixes_the_run() {
+        let s = spec(tree(), 200, 0.3);
+        let a = simulate(&s, 7, Options::default()).unwrap();
+        let b = simulate(&s, 7, Options::default()).unwrap();
+        let c = simulate(&s, 8, Options::default()).unwrap();
+        assert!(a.each_gathered_once && c.each_gathered_once);
+        // The same decisions at the same virtual times (only the cores' readings of the real
+        // clock, the time spent joining results, differ).
+        let tasks = |o: &Outcome| -> Vec<u64> {
+            let mut all: Vec<u64> = o.stats.workers.iter().map(|w| w.tasks_done).collect();
+            all.extend(o.stats.clusters.iter().map(|c| c.tasks_done));
+            all
+        };
+        assert_eq!(a.stats.wall_s, b.stats.wall_s);
+        assert_eq!(tasks(&a), tasks(&b));
+        assert_eq!(a.events, b.events);
+        assert_ne!(a.stats.wall_s, c.stats.wall_s);
+        let far = &a.stats.clusters[0];
+        assert!(far.tasks_done > 0);
+        let inner = far.stats.as_ref().expect("the far cluster reported");
+        assert!(
+            inner.clusters[0].tasks_done > 0,
+            "the cluster two links away took part"
+        );
+        // 1 + 2 x 2 + 1 = 6 tasks/s for 200 tasks: about 33 s, more with the WAN's waits.
+        assert!(
+            a.stats.wall_s > 30.0 && a.stats.wall_s < 45.0,
+            "{}",
+            a.stats.wall_s
+        );
+    }
+
+    /// A link down past the deadline: the cluster behind it is lost, its tasks come back.
+    #[test]
+    fn an_outage_past_the_deadline_loses_the_cluster() {
+        let mut clusters = tree();
+        clusters.truncate(2);
+        clusters[1].setup.machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n",
+        )
+        .unwrap();
+        clusters[1].perf = vec![0.0, 0.0, 2.0, 2.0];
+        clusters[1].wan.as_mut().unwrap().outages = vec![(3.0, 1e6)];
+        let s = spec(clusters, 60, 0.0);
+        let outcome = simulate(&s, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        let far = &outcome.stats.clusters[0];
+        assert!(far.lost && far.taken_back > 0, "{far:?}");
+        // The main cluster's worker does the rest alone.
+        assert!(outcome.stats.wall_s > 40.0, "{}", outcome.stats.wall_s);
+    }
+
+    #[test]
+    fn the_master_core_can_be_timed() {
+        let s = spec(vec![cluster("main", "m\nw\n", None, 1e3)], 100, 0.0);
+        let options = Options {
+            measure_master: true,
+        };
+        let outcome = simulate(&s, 1, options).unwrap();
+        assert!(outcome.master_handle.unwrap() > Duration::ZERO);
+    }
+}

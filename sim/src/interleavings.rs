@@ -1,0 +1,463 @@
+//! The cores in arbitrary interleavings: a [`World`] driven with no clock at all. Proptest
+//! chooses which message is delivered next (each channel keeps its order, as MPI and the link
+//! do), which worker finishes a task, when time passes, when the link goes down (past the
+//! lost-after deadline: the cluster is lost, its tasks taken back, its late results arriving
+//! after) and comes back, and the run's shape (workers, buffers, `nt`, `nr`, window, bounded
+//! share, tail copies, scheduling policy). Whatever the interleaving, the run ends and the
+//! problem sees every task exactly once.
+
+use std::{
+    collections::{BTreeMap, VecDeque},
+    path::Path,
+    time::Duration,
+};
+
+use hmw::{
+    config::{ConfigFile, RunConfig},
+    core::{MasterCore, Output, ProblemSource},
+    machinefile::MachineFile,
+    protocol::{decode, encode, ToMaster, ToWorker},
+    scheduler::{Demand, OnDemand, Policy, Scheduler, Waiting},
+};
+use proptest::prelude::*;
+
+use crate::{
+    problem::{SimProblem, TaskCost},
+    spec::{ClusterSetup, Sizes},
+    world::{Transfer, Via, World},
+};
+
+/// The shape of a run.
+#[derive(Debug, Clone)]
+struct Shape {
+    tasks: u64,
+    workers: usize,
+    buffers: u32,
+    reassign: bool,
+    policy: Policy,
+    /// A far cluster behind a CM: its workers, `nt`, `nr`, window, bounded share.
+    far: Option<(usize, usize, usize, u64, Option<u64>)>,
+}
+
+/// What proptest chooses next.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Deliver the oldest message of a channel with one (picked among them).
+    Deliver(usize),
+    /// A worker with a task finishes its oldest (picked among them).
+    Compute(usize),
+    /// Time passes (milliseconds).
+    Tick(u64),
+    LinkDown,
+    LinkUp,
+    /// The link goes down for good: the far cluster never returns.
+    LinkGone,
+}
+
+const LOST_AFTER_S: f64 = 10.0;
+
+/// A world whose messages wait in per-channel queues until proptest delivers them; messages
+/// over the link move only while it is up.
+struct Sim {
+    now: Duration,
+    world: World,
+    channels: BTreeMap<(usize, usize), VecDeque<Transfer>>,
+    link_gone: bool,
+}
+
+fn config(shape: &Shape) -> ConfigFile {
+    let window = shape.far.map_or(0, |far| far.3);
+    let mut config = ConfigFile::defaults();
+    config.run.worker_buffers = shape.buffers;
+    config.run.reassign_last_task = shape.reassign;
+    config.run.statistics_interval = 0.5;
+    config.run.wait_for_links = false;
+    config.run.scheduler = shape.policy;
+    config.cm.lost_after_s = LOST_AFTER_S;
+    config.run.chunk_overhead_s = Some(1e-3);
+    // The window as a setting: the machine file's `window=` is at least 1.
+    config.cm.tasks_window = window as usize;
+    config
+}
+
+impl Sim {
+    fn new(shape: &Shape) -> Self {
+        let mut main = String::from("master\n");
+        for _ in 0..shape.workers {
+            main.push_str("w\n");
+        }
+        let mut clusters = Vec::new();
+        let mut far_setup = None;
+        if let Some((far_workers, nt, nr, _, max_tasks)) = shape.far {
+            let bound = max_tasks.map_or(String::new(), |m| format!(" max_tasks={m}"));
+            main.push_str(&format!(
+                "c # M 1 7000 name=a peer=b cluster=far nt={nt}{bound}\n"
+            ));
+            let mut text = format!("sub # cluster=far\nc # S 0 7000 h name=b peer=a nr={nr}\n");
+            for _ in 0..far_workers {
+                text.push_str("fw\n");
+            }
+            far_setup = Some(ClusterSetup {
+                name: "far".into(),
+                machines: MachineFile::parse(Path::new("far.hosts"), &text).unwrap(),
+                parent: Some(0),
+            });
+        }
+        clusters.push(ClusterSetup {
+            name: "main".into(),
+            machines: MachineFile::parse(Path::new("main.hosts"), &main).unwrap(),
+            parent: None,
+        });
+        clusters.extend(far_setup);
+        let problem = SimProblem::new(shape.tasks, TaskCost::fixed(1.0), 0);
+        let make = |run: &RunConfig| run.scheduler.scheduler(run.chunk_settings());
+        let world =
+            World::new(&clusters, &config(shape), problem, Sizes::default(), &make).unwrap();
+        let mut sim = Sim {
+            now: Duration::ZERO,
+            world,
+            channels: BTreeMap::new(),
+            link_gone: false,
+        };
+        let sent = sim.world.start(sim.now).unwrap();
+        sim.queue(sent);
+        sim
+    }
+
+    fn queue(&mut self, sent: Vec<Transfer>) {
+        for t in sent {
+            self.channels
+                .entry((t.from, t.to))
+                .or_default()
+                .push_back(t);
+        }
+    }
+
+    fn over_link(t: &Transfer) -> bool {
+        matches!(t.via, Via::Link { .. })
+    }
+
+    /// Channels with a message that can move now.
+    fn ready(&self, link: bool) -> Vec<(usize, usize)> {
+        let up = self.world.link_up(1);
+        self.channels
+            .iter()
+            .filter(|(_, q)| {
+                q.front()
+                    .is_some_and(|t| Self::over_link(t) == link && (!link || up))
+            })
+            .map(|(&k, _)| k)
+            .collect()
+    }
+
+    fn deliver(&mut self, channel: (usize, usize)) {
+        let t = self
+            .channels
+            .get_mut(&channel)
+            .unwrap()
+            .pop_front()
+            .unwrap();
+        let sent = self
+            .world
+            .deliver(self.now, t)
+            .expect("every core takes its messages");
+        self.queue(sent);
+    }
+
+    fn compute(&mut self, node: usize) {
+        if self.world.start_task(node).is_some() {
+            let sent = self.world.finish_task(node, 0.001).unwrap();
+            self.queue(sent);
+        }
+    }
+
+    fn link_deliver(&mut self) {
+        for channel in self.ready(true) {
+            while self.channels[&channel].front().is_some() && self.world.link_up(1) {
+                self.deliver(channel);
+            }
+        }
+        self.tick(0);
+    }
+
+    fn tick(&mut self, millis: u64) {
+        self.now += Duration::from_millis(millis);
+        let sent = self.world.tick(self.now);
+        self.queue(sent);
+    }
+
+    fn set_link(&mut self, up: bool) {
+        if self.world.links().next().is_some() {
+            self.world.set_link_up(1, up && !self.link_gone);
+        }
+    }
+
+    fn apply(&mut self, op: &Op) {
+        match *op {
+            Op::Deliver(pick) => {
+                let ready = self.ready(false);
+                if ready.is_empty() {
+                    self.link_deliver();
+                } else {
+                    self.deliver(ready[pick % ready.len()]);
+                }
+            }
+            Op::Compute(pick) => {
+                let busy: Vec<usize> = self
+                    .world
+                    .workers()
+                    .filter(|&n| self.world.holds_tasks(n))
+                    .collect();
+                if !busy.is_empty() {
+                    self.compute(busy[pick % busy.len()]);
+                }
+            }
+            Op::Tick(millis) => {
+                self.link_deliver();
+                self.tick(millis);
+            }
+            Op::LinkDown => self.set_link(false),
+            Op::LinkUp => self.set_link(true),
+            Op::LinkGone => {
+                self.link_gone = true;
+                self.set_link(false);
+            }
+        }
+    }
+
+    /// Bring the link up (unless it is gone) and let everything flow until the master is
+    /// done.
+    fn settle(&mut self) {
+        self.set_link(true);
+        for _ in 0..10_000 {
+            if self.world.is_done() {
+                return;
+            }
+            for channel in self.ready(false) {
+                while self.channels[&channel].front().is_some() {
+                    self.deliver(channel);
+                }
+            }
+            let workers: Vec<usize> = self.world.workers().collect();
+            for node in workers {
+                self.compute(node);
+            }
+            self.link_deliver();
+            self.tick(100);
+        }
+    }
+
+    /// Far workers holding tasks.
+    fn far_workers(&self) -> Vec<usize> {
+        self.world
+            .workers()
+            .filter(|&n| self.world.locate(n).0 == 1)
+            .collect()
+    }
+}
+
+fn shapes() -> impl Strategy<Value = Shape> {
+    let policy = prop_oneof![
+        4 => Just(Policy::OnDemand),
+        1 => Just(Policy::FixedSize),
+        1 => Just(Policy::KruskalWeiss),
+        1 => Just(Policy::Factoring),
+        1 => Just(Policy::AdaptiveFactoring),
+        1 => Just(Policy::AdaptiveMultiRound),
+    ];
+    let far = proptest::option::weighted(
+        0.6,
+        (
+            1usize..4,
+            1usize..4,
+            1usize..6,
+            0u64..3,
+            proptest::option::weighted(0.3, 0u64..12),
+        ),
+    );
+    (0u64..40, 1usize..4, 1u32..3, any::<bool>(), policy, far).prop_map(
+        |(tasks, workers, buffers, reassign, policy, far)| Shape {
+            tasks,
+            workers,
+            buffers,
+            reassign,
+            policy,
+            far,
+        },
+    )
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        10 => any::<usize>().prop_map(Op::Deliver),
+        4 => any::<usize>().prop_map(Op::Compute),
+        2 => (0u64..12_000).prop_map(Op::Tick),
+        1 => Just(Op::LinkDown),
+        1 => Just(Op::LinkUp),
+        1 => Just(Op::LinkGone),
+    ];
+    proptest::collection::vec(op, 0..400)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever the interleaving, the run ends, and the problem sees every task exactly once:
+    /// none lost, none twice, whether copies were handed out at the end, a cluster was lost
+    /// and its results came late, or results were joined far away.
+    #[test]
+    fn every_task_is_gathered_exactly_once(shape in shapes(), ops in ops()) {
+        let mut sim = Sim::new(&shape);
+        for op in &ops {
+            sim.apply(op);
+        }
+        sim.settle();
+        prop_assert!(sim.world.is_done(), "the run did not end");
+        let (stats, problem) = sim.world.finish().unwrap();
+        prop_assert!(problem.each_gathered_once(), "seen {:?}", problem.seen());
+        prop_assert_eq!(stats.tasks, shape.tasks);
+        let done: u64 = stats.workers.iter().map(|w| w.tasks_done).sum::<u64>()
+            + stats.clusters.iter().map(|c| c.tasks_done).sum::<u64>();
+        prop_assert_eq!(done, shape.tasks);
+        if let Some((_, _, _, _, Some(max_tasks))) = shape.far {
+            // A bounded share: never more new tasks than allowed (tasks taken back from
+            // elsewhere may add to it).
+            prop_assert!(stats.clusters[0].tasks_done <= max_tasks + stats.reassigned);
+        }
+    }
+}
+
+/// The lost cluster case, written out: the link goes down past the deadline with tasks out
+/// there; the master takes them back and its own workers compute them; when the link comes
+/// back, the far results arrive late and are discharged, and the cluster rejoins and takes
+/// new tasks.
+#[test]
+fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
+    let shape = Shape {
+        tasks: 40,
+        workers: 1,
+        buffers: 1,
+        reassign: false,
+        policy: Policy::OnDemand,
+        far: Some((2, 2, 1, 1, None)),
+    };
+    let mut sim = Sim::new(&shape);
+    // Let the far cluster take tasks, without computing any.
+    for _ in 0..200 {
+        sim.apply(&Op::Deliver(0));
+        sim.apply(&Op::Tick(1));
+    }
+    assert!(
+        sim.far_workers().iter().any(|&n| sim.world.holds_tasks(n)),
+        "the far cluster holds tasks"
+    );
+    sim.apply(&Op::LinkDown);
+    // Far workers compute: their results wait behind the link.
+    for _ in 0..50 {
+        for node in sim.far_workers() {
+            sim.compute(node);
+        }
+        for _ in 0..20 {
+            sim.apply(&Op::Deliver(1));
+        }
+    }
+    sim.apply(&Op::Tick(11_000));
+    // Lost: the main cluster's worker computes what was taken back, and more.
+    for _ in 0..10 {
+        sim.apply(&Op::Deliver(0));
+        sim.compute(1);
+    }
+    sim.settle();
+    assert!(sim.world.is_done());
+    let (stats, problem) = sim.world.finish().unwrap();
+    assert!(problem.each_gathered_once());
+    let far = &stats.clusters[0];
+    assert!(far.taken_back > 0, "{far:?}");
+    assert!(stats.reassigned > 0);
+    assert_eq!((far.lost, far.rejoins), (false, 1), "{far:?}");
+    assert!(far.tasks_done_after_rejoin > 0, "{far:?}");
+    assert!(far.discharged > 0, "late results discharged: {far:?}");
+}
+
+/// A link gone for good: the cluster stays lost, the run ends without it.
+#[test]
+fn a_cluster_whose_link_never_returns_stays_lost() {
+    let shape = Shape {
+        tasks: 12,
+        workers: 1,
+        buffers: 1,
+        reassign: false,
+        policy: Policy::OnDemand,
+        far: Some((2, 2, 1, 1, None)),
+    };
+    let mut sim = Sim::new(&shape);
+    for _ in 0..200 {
+        sim.apply(&Op::Deliver(0));
+        sim.apply(&Op::Tick(1));
+    }
+    sim.apply(&Op::LinkGone);
+    sim.apply(&Op::Tick(11_000));
+    sim.settle();
+    let (stats, problem) = sim.world.finish().unwrap();
+    assert!(problem.each_gathered_once());
+    let far = &stats.clusters[0];
+    assert!(
+        far.lost && far.rejoins == 0 && far.taken_back > 0,
+        "{far:?}"
+    );
+}
+
+/// Serves the highest rank first, rank 1 in batches of three.
+struct HighestFirst;
+
+impl Scheduler for HighestFirst {
+    fn pick(&mut self, waiting: &Waiting) -> Option<usize> {
+        waiting.highest_rank()
+    }
+    fn batch_size(&mut self, demand: &Demand) -> usize {
+        if demand.worker == 1 {
+            3
+        } else {
+            1
+        }
+    }
+}
+
+/// The batches a master core sends when ranks 1, 2, 3 ask for work in that order.
+fn first_batches(scheduler: Box<dyn Scheduler>) -> Vec<(usize, usize)> {
+    let machines = MachineFile::parse(Path::new("m.hosts"), "m\nw\nw\nw\n").unwrap();
+    let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
+    let config = ConfigFile::defaults().run;
+    let mut master = MasterCore::new(&machines, config, scheduler, ProblemSource::new(problem));
+    let mut out = Vec::new();
+    master.start(Duration::ZERO, &mut out).unwrap();
+    for rank in 1..=3 {
+        let ready = encode(&ToMaster::Ready { room: 1 });
+        master
+            .handle(Duration::ZERO, rank, &ready, &mut out)
+            .unwrap();
+    }
+    out.into_iter()
+        .filter_map(|o| match o {
+            Output::Send { to, bytes } => match decode(&bytes, "batch").unwrap() {
+                ToWorker::Tasks(tasks) => Some((to, tasks.len())),
+                ToWorker::Stop => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_custom_scheduler_decides_whom_the_core_serves_and_how_much() {
+    // The default serves in the order of the requests, one task each; this one the highest
+    // rank first, rank 1 three at a time.
+    assert_eq!(
+        first_batches(Box::new(OnDemand)),
+        vec![(1, 1), (2, 1), (3, 1)]
+    );
+    assert_eq!(
+        first_batches(Box::new(HighestFirst)),
+        vec![(3, 1), (2, 1), (1, 3)]
+    );
+}

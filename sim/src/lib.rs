@@ -1,0 +1,27 @@
+//! `hmw-sim`: the roles' cores of `hmw` in virtual time.
+//!
+//! The cores of `hmw::core` (the master's, the sub-master's, the communication managers',
+//! the workers') are state machines with no clock and no I/O; the MPI drivers of
+//! `hmw::roles` run them over MPI. This crate runs the same types in a simulated world:
+//! - [`World`]: the cores of a tree of clusters, laid out by their machine files, wired as
+//!   the drivers wire them; it takes a message for a node and returns what that node sends;
+//! - [`simulate`]: a discrete-event loop in virtual time around a world, with workers that
+//!   take `oper / perf` per task, LANs and WANs ([`network`]) with rates, round-trip times,
+//!   loss and outages, from a [`Spec`] (`hmw simulate` builds one from a plan);
+//! - the property tests of the cores, which drive a world in arbitrary interleavings.
+
+mod engine;
+pub mod network;
+mod problem;
+mod rng;
+mod spec;
+mod world;
+
+#[cfg(test)]
+mod interleavings;
+
+pub use engine::{simulate, timed, Options, Outcome};
+pub use problem::{SimProblem, SimResult, SimTask, TaskCost};
+pub use rng::Rng;
+pub use spec::{ClusterSetup, ClusterSpec, Sizes, Spec, WanSpec};
+pub use world::{master_core, sub_master_core, MakeScheduler, SimError, Transfer, Via, World};

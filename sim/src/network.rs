@@ -1,0 +1,152 @@
+//! When a message arrives: the LANs and WANs of a simulated run, in virtual time.
+//!
+//! - A LAN is two serial links at the cluster's head (rank 0: the master or sub-master, which
+//!   every message of the cluster goes to or comes from), one each way, each moving
+//!   `lan_bytes_per_s`: a message waits for those before it, then takes `size / rate`.
+//! - A WAN direction is a serial link of the plan's rate, less the fraction `loss` (time lost
+//!   to retransmissions), then half the round-trip time. During an outage nothing moves: a
+//!   message in transmission resumes when it ends, one in flight arrives half a round trip
+//!   after it ends.
+
+use std::time::Duration;
+
+use crate::spec::WanSpec;
+
+/// A serial link: messages one after another at a rate.
+#[derive(Debug, Clone, Default)]
+pub struct Serial {
+    busy_until: Duration,
+}
+
+impl Serial {
+    /// A message sent at `now` taking `seconds` on the link: when it has gone through.
+    pub fn send(&mut self, now: Duration, seconds: f64) -> Duration {
+        let start = self.busy_until.max(now);
+        self.busy_until = start + Duration::from_secs_f64(seconds.max(0.0));
+        self.busy_until
+    }
+}
+
+/// One direction of a WAN.
+#[derive(Debug, Clone)]
+pub struct WanDirection {
+    serial: Serial,
+    bytes_per_s: Option<f64>,
+    half_rtt: Duration,
+    /// Sorted, not overlapping.
+    outages: Vec<(Duration, Duration)>,
+}
+
+impl WanDirection {
+    /// A direction of `wan` at `bytes_per_s`.
+    pub fn new(wan: &WanSpec, bytes_per_s: Option<f64>) -> Self {
+        let mut outages: Vec<(Duration, Duration)> = wan
+            .outages
+            .iter()
+            .map(|&(a, b)| (secs(a), secs(b)))
+            .filter(|(a, b)| b > a)
+            .collect();
+        outages.sort();
+        let mut merged: Vec<(Duration, Duration)> = Vec::new();
+        for (a, b) in outages {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        WanDirection {
+            serial: Serial::default(),
+            bytes_per_s: bytes_per_s.map(|r| r * (1.0 - wan.loss.clamp(0.0, 0.99))),
+            half_rtt: secs(wan.rtt_s / 2.0),
+            outages: merged,
+        }
+    }
+
+    /// The outage under way at `t`, if any.
+    fn outage_at(&self, t: Duration) -> Option<(Duration, Duration)> {
+        self.outages.iter().copied().find(|&(a, b)| a <= t && t < b)
+    }
+
+    /// A message of `size` bytes sent at `now`: when it arrives.
+    pub fn arrival(&mut self, now: Duration, size: f64) -> Duration {
+        let mut start = self.serial.busy_until.max(now);
+        if let Some((_, end)) = self.outage_at(start) {
+            start = end;
+        }
+        let seconds = self.bytes_per_s.map_or(0.0, |r| size / r);
+        let mut finish = start + secs(seconds);
+        // Outages that begin during the transmission pause it.
+        for &(a, b) in &self.outages {
+            if a > start && a < finish {
+                finish += b - a;
+            }
+        }
+        self.serial.busy_until = finish;
+        let mut arrival = finish + self.half_rtt;
+        while let Some((_, end)) = self.outage_at(arrival) {
+            arrival = end + self.half_rtt;
+        }
+        arrival
+    }
+
+    /// Whether the link is down at `t`.
+    pub fn is_down(&self, t: Duration) -> bool {
+        self.outage_at(t).is_some()
+    }
+
+    /// The times the link goes down or comes back up.
+    pub fn changes(&self) -> impl Iterator<Item = Duration> + '_ {
+        self.outages.iter().flat_map(|&(a, b)| [a, b])
+    }
+}
+
+/// Seconds as a duration; a negative or not finite value is zero, a huge one the largest.
+pub fn secs(seconds: f64) -> Duration {
+    if seconds.is_nan() || seconds <= 0.0 {
+        Duration::ZERO
+    } else {
+        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX / 4)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(d: Duration) -> f64 {
+        d.as_secs_f64() * 1e3
+    }
+
+    #[test]
+    fn serial_links_queue_messages_one_after_another() {
+        let mut lan = Serial::default();
+        assert_eq!(ms(lan.send(Duration::ZERO, 0.010)), 10.0);
+        assert_eq!(ms(lan.send(Duration::ZERO, 0.010)), 20.0);
+        assert_eq!(ms(lan.send(secs(0.1), 0.010)), 110.0);
+    }
+
+    #[test]
+    fn a_wan_direction_adds_rate_loss_half_the_round_trip_and_outages() {
+        let wan = WanSpec {
+            down_bytes_per_s: Some(1000.0),
+            rtt_s: 0.1,
+            loss: 0.5,
+            outages: vec![(1.0, 2.0)],
+            ..WanSpec::default()
+        };
+        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s);
+        // 100 bytes at 500 B/s effective: 0.2 s, then 50 ms.
+        assert!((ms(d.arrival(Duration::ZERO, 100.0)) - 250.0).abs() < 1e-6);
+        // Sent during the outage: starts when it ends.
+        assert!((ms(d.arrival(secs(1.5), 100.0)) - 2250.0).abs() < 1e-6);
+        // Transmission from 2.9 s is not paused (no outage after), in flight neither.
+        assert!((ms(d.arrival(secs(2.9), 0.0)) - 2950.0).abs() < 1e-6);
+        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s);
+        // Started at 0.9 s, 0.2 s of transmission paused by the 1 s outage.
+        assert!((ms(e.arrival(secs(0.9), 100.0)) - 2150.0).abs() < 1e-6);
+        assert!(e.is_down(secs(1.0)) && !e.is_down(secs(2.0)));
+        // In flight when the outage starts: arrives half a round trip after it.
+        let mut f = WanDirection::new(&wan, None);
+        assert!((ms(f.arrival(secs(0.99), 0.0)) - 2050.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,831 @@
+//! The cores of a tree of clusters, wired as the MPI drivers wire them, with no clock and no
+//! transport: a [`World`] takes a message for a node, calls that node's core, and returns what
+//! the core sends as [`Transfer`]s. When a transfer arrives, and when a worker finishes a task,
+//! is the business of whoever drives the world: the virtual-time engine ([`crate::engine`]),
+//! or a property test choosing an arbitrary interleaving.
+//!
+//! Each cluster is laid out by its machine file, as `hmw launch` writes it: rank 0 is the
+//! master (the main cluster) or the sub-master, a `# M` line a CM leading to a child cluster
+//! ([`CmMasterSide`]), a `# S` line the CM facing the cluster's parent ([`CmSubMasterSide`]),
+//! other lines workers ([`WorkerCore`]). The cores are the types the drivers of
+//! `hmw::roles` run: [`MasterCore`] over the application's problem, the sub-master core
+//! [`hmw::roles::submaster::core`] builds.
+
+use std::{collections::VecDeque, time::Duration};
+
+use hmw::{
+    config::{ConfigFile, RunConfig},
+    core::{
+        CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkView, MasterCore, Output,
+        ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
+    },
+    machinefile::{Facing, MachineFile},
+    protocol::{decode, encode, ToMaster, ToWorker, WireResult},
+    roles::submaster,
+    scheduler::Scheduler,
+    stats::{ClusterReport, LinkSummary, RunStats},
+    RunError, Task, WorkerContext,
+};
+
+use crate::{
+    problem::{SimProblem, SimTask},
+    spec::{ClusterSetup, Sizes},
+};
+
+/// Something went wrong in a simulated run.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The clusters do not fit together.
+    #[error("{0}")]
+    Setup(String),
+    /// A core refused a message (a bug in a core, or in the simulator).
+    #[error("node {node} (cluster `{cluster}`, rank {rank}): {error}")]
+    Core {
+        /// The node.
+        node: usize,
+        /// Its cluster.
+        cluster: String,
+        /// Its rank there.
+        rank: usize,
+        /// What the core said.
+        error: RunError,
+    },
+    /// Nothing more can happen and the master is not done.
+    #[error("the simulated run stalled at t = {at_s:.3} s with {gathered} tasks gathered")]
+    Stalled {
+        /// Virtual time, seconds.
+        at_s: f64,
+        /// Tasks gathered by then.
+        gathered: u64,
+    },
+}
+
+/// Makes the scheduler of a master or sub-master from the run's configuration.
+pub type MakeScheduler<'a> = &'a dyn Fn(&RunConfig) -> Box<dyn Scheduler>;
+
+/// How a transfer travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// Over the LAN of `cluster`, to or from its head (rank 0).
+    Lan {
+        /// The cluster.
+        cluster: usize,
+        /// Towards the head (else from it).
+        to_head: bool,
+    },
+    /// Over link `link` (the link of cluster `link` to its parent), down (tasks, parent to
+    /// child) or up.
+    Link {
+        /// The child cluster whose link it is.
+        link: usize,
+        /// Parent to child.
+        down: bool,
+    },
+}
+
+/// A message on its way from one node to another.
+#[derive(Debug, Clone)]
+pub struct Transfer {
+    /// Sending node.
+    pub from: usize,
+    /// Receiving node.
+    pub to: usize,
+    /// The encoded message.
+    pub bytes: Vec<u8>,
+    /// Its size as the plan counts it (`task_bytes` per task, ...), bytes.
+    pub size: f64,
+    /// Its way.
+    pub via: Via,
+}
+
+/// A worker's core and the tasks it holds.
+struct SimWorker {
+    core: WorkerCore,
+    queue: VecDeque<Queued>,
+    /// The task it computes, and whether it runs inline.
+    running: Option<bool>,
+    stopped: bool,
+}
+
+/// The role of a node.
+enum Slot {
+    Master(Box<MasterCore<ProblemSource<SimProblem>>>),
+    /// A sub-master; `None` once it has said `Bye`.
+    Sub(Option<Box<SubMasterCore<SimTask>>>),
+    /// A CM in the parent cluster, leading to child cluster `link`.
+    CmUp {
+        core: Box<CmMasterSide>,
+        link: usize,
+        bye_sent: bool,
+    },
+    /// The CM of cluster `link` facing its parent.
+    CmDown {
+        core: Box<CmSubMasterSide>,
+        link: usize,
+    },
+    Worker(SimWorker),
+}
+
+/// The link of a child cluster to its parent.
+struct Link {
+    /// The parent's CM (a `CmUp` node) and the child's (a `CmDown` node).
+    parent_cm: usize,
+    child_cm: usize,
+    /// Tasks per inter-cluster task.
+    nt: usize,
+    up: bool,
+    bytes_down: f64,
+    bytes_up: f64,
+}
+
+/// The cores of a tree of clusters.
+pub struct World {
+    names: Vec<String>,
+    /// First node of each cluster (its rank 0).
+    base: Vec<usize>,
+    slots: Vec<Slot>,
+    cluster_of: Vec<usize>,
+    /// Indexed by the child cluster; `None` for the main cluster.
+    links: Vec<Option<Link>>,
+    sizes: Sizes,
+    out: Vec<Output>,
+    cm_out: Vec<CmOutput>,
+    sent: Vec<Transfer>,
+    /// CPU time spent inside the main master core's `handle`, when measured.
+    master_handle: Option<Duration>,
+    /// What a simulated worker's tasks see of their worker.
+    context: WorkerContext,
+    /// The latest time the world was given.
+    now: Duration,
+}
+
+impl World {
+    /// The cores of `clusters` (the main one first), with `config`, the main master's
+    /// `problem`, messages counted at `sizes`, schedulers made by `make_scheduler`.
+    pub fn new(
+        clusters: &[ClusterSetup],
+        config: &ConfigFile,
+        problem: SimProblem,
+        sizes: Sizes,
+        make_scheduler: MakeScheduler<'_>,
+    ) -> Result<Self, SimError> {
+        let setup = |m: String| SimError::Setup(m);
+        let mut base = Vec::new();
+        let mut next = 0;
+        for c in clusters {
+            base.push(next);
+            next += c.machines.ranks.len();
+        }
+        let lost_after = Duration::from_secs_f64(config.cm.lost_after_s.max(0.0));
+        let mut links: Vec<Option<Link>> = (0..clusters.len()).map(|_| None).collect();
+        for (i, c) in clusters.iter().enumerate() {
+            let Some(parent) = c.parent else {
+                if i != 0 {
+                    return Err(setup(format!("cluster `{}` has no parent", c.name)));
+                }
+                continue;
+            };
+            let p = clusters
+                .get(parent)
+                .ok_or_else(|| setup(format!("cluster `{}`: no parent {parent}", c.name)))?;
+            let cm = p
+                .machines
+                .master_facing_cms()
+                .into_iter()
+                .find(|&r| p.machines.ranks[r].annotations.cluster.as_deref() == Some(&c.name))
+                .ok_or_else(|| {
+                    setup(format!(
+                        "cluster `{}` has no CM line `cluster={}`",
+                        p.name, c.name
+                    ))
+                })?;
+            let up = c.machines.upstream().ok_or_else(|| {
+                setup(format!("cluster `{}` has no CM facing its parent", c.name))
+            })?;
+            links[i] = Some(Link {
+                parent_cm: base[parent] + cm,
+                child_cm: base[i] + up,
+                nt: p.machines.ranks[cm].annotations.nt.unwrap_or(1),
+                up: true,
+                bytes_down: 0.0,
+                bytes_up: 0.0,
+            });
+        }
+        let mut problem = Some(problem);
+        let mut slots = Vec::with_capacity(next);
+        let mut cluster_of = Vec::with_capacity(next);
+        for (i, c) in clusters.iter().enumerate() {
+            for (rank, line) in c.machines.ranks.iter().enumerate() {
+                cluster_of.push(i);
+                let slot = match (&line.cm, rank) {
+                    (_, 0) if i == 0 => {
+                        let problem = problem.take().expect("one main master");
+                        let core = master_core(&c.machines, config, problem, make_scheduler);
+                        Slot::Master(Box::new(core))
+                    }
+                    (_, 0) => Slot::Sub(Some(Box::new(sub_master_core(
+                        &c.machines,
+                        config,
+                        make_scheduler,
+                    )))),
+                    (Some(cm), _) if cm.facing == Facing::Master => {
+                        let link = links
+                            .iter()
+                            .position(|l| l.as_ref().is_some_and(|l| l.parent_cm == base[i] + rank))
+                            .ok_or_else(|| {
+                                setup(format!(
+                                    "cluster `{}`, rank {rank}: a CM leading to no cluster of \
+                                     the tree",
+                                    c.name
+                                ))
+                            })?;
+                        let window = line
+                            .annotations
+                            .window
+                            .unwrap_or(config.cm.tasks_window as u64);
+                        Slot::CmUp {
+                            core: Box::new(CmMasterSide::new(rank, window, lost_after, None)),
+                            link,
+                            bye_sent: false,
+                        }
+                    }
+                    (Some(_), _) => Slot::CmDown {
+                        core: Box::new(CmSubMasterSide::new(rank, config.cm.give_up_after())),
+                        link: i,
+                    },
+                    (None, _) => Slot::Worker(SimWorker {
+                        core: WorkerCore::new(config.run.worker_buffers),
+                        queue: VecDeque::new(),
+                        running: None,
+                        stopped: false,
+                    }),
+                };
+                slots.push(slot);
+            }
+        }
+        Ok(World {
+            names: clusters.iter().map(|c| c.name.clone()).collect(),
+            base,
+            slots,
+            cluster_of,
+            links,
+            sizes,
+            out: Vec::new(),
+            cm_out: Vec::new(),
+            sent: Vec::new(),
+            master_handle: None,
+            context: worker_context(),
+            now: Duration::ZERO,
+        })
+    }
+
+    /// Measure the CPU time the main master's core spends inside `handle` from now on.
+    pub fn measure_master_handle(&mut self) {
+        self.master_handle = Some(Duration::ZERO);
+    }
+
+    /// Time spent inside the main master core's `handle`, when measured.
+    pub fn master_handle_time(&self) -> Option<Duration> {
+        self.master_handle
+    }
+
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The worker nodes.
+    pub fn workers(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.slots.len()).filter(|&n| matches!(self.slots[n], Slot::Worker(_)))
+    }
+
+    /// The clusters with a link to their parent.
+    pub fn links(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.links.len()).filter(|&l| self.links[l].is_some())
+    }
+
+    /// The cluster of `node` and its rank there.
+    pub fn locate(&self, node: usize) -> (usize, usize) {
+        let cluster = self.cluster_of[node];
+        (cluster, node - self.base[cluster])
+    }
+
+    /// The name of cluster `cluster`.
+    pub fn cluster_name(&self, cluster: usize) -> &str {
+        &self.names[cluster]
+    }
+
+    /// Start every core at `now`: masters and sub-masters, workers (they ask for work), CMs.
+    pub fn start(&mut self, now: Duration) -> Result<Vec<Transfer>, SimError> {
+        for node in 0..self.slots.len() {
+            match &mut self.slots[node] {
+                Slot::Master(core) => {
+                    let r = core.start(now, &mut self.out);
+                    self.check(node, r)?;
+                    self.flush_head(node);
+                }
+                Slot::Sub(Some(core)) => {
+                    let r = core.start(now, &mut self.out);
+                    self.check(node, r)?;
+                    self.flush_head(node);
+                }
+                Slot::Worker(worker) => {
+                    worker.core.start(&mut self.out);
+                    self.flush_worker(node);
+                }
+                _ => {}
+            }
+        }
+        // The CMs' first turn; returns everything sent so far.
+        Ok(self.tick(now))
+    }
+
+    /// Link `link` goes up or down: its CMs are told at their next tick.
+    pub fn set_link_up(&mut self, link: usize, up: bool) {
+        if let Some(l) = &mut self.links[link] {
+            l.up = up;
+        }
+    }
+
+    /// Whether link `link` is up.
+    pub fn link_up(&self, link: usize) -> bool {
+        self.links
+            .get(link)
+            .and_then(Option::as_ref)
+            .is_some_and(|l| l.up)
+    }
+
+    /// Time `now` has come for every core: progress lines of masters, deadlines and credit
+    /// of CMs. Returns what they send.
+    pub fn tick(&mut self, now: Duration) -> Vec<Transfer> {
+        self.now = self.now.max(now);
+        for node in 0..self.slots.len() {
+            match &mut self.slots[node] {
+                Slot::Master(core) => {
+                    core.on_timer(now, &mut self.out);
+                    self.flush_head(node);
+                }
+                Slot::Sub(Some(core)) => {
+                    core.on_timer(now, &mut self.out);
+                    self.flush_head(node);
+                }
+                Slot::CmUp { .. } | Slot::CmDown { .. } => self.tick_cm(node, now),
+                _ => {}
+            }
+        }
+        std::mem::take(&mut self.sent)
+    }
+
+    /// The CMs of link `link` take their turn at `now` (after a change of the link).
+    pub fn tick_link(&mut self, link: usize, now: Duration) -> Vec<Transfer> {
+        if let Some(l) = &self.links[link] {
+            let (a, b) = (l.parent_cm, l.child_cm);
+            self.tick_cm(a, now);
+            self.tick_cm(b, now);
+        }
+        std::mem::take(&mut self.sent)
+    }
+
+    /// The main master is done: the run is over.
+    pub fn is_done(&self) -> bool {
+        matches!(&self.slots[0], Slot::Master(core) if core.is_done())
+    }
+
+    /// Tasks the main master has gathered.
+    pub fn gathered(&self) -> u64 {
+        match &self.slots[0] {
+            Slot::Master(core) => core.gathered(),
+            _ => 0,
+        }
+    }
+
+    /// The main master's statistics and its problem (what it gathered).
+    pub fn finish(self) -> Option<(RunStats, SimProblem)> {
+        let mut slots = self.slots;
+        match slots.swap_remove(0) {
+            Slot::Master(core) => {
+                let (stats, source) = core.finish(None);
+                Some((stats, source.into_problem()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Bytes carried by link `link` so far, down (tasks) and up (results), as the plan
+    /// counts them.
+    pub fn link_bytes(&self, link: usize) -> (f64, f64) {
+        self.links[link]
+            .as_ref()
+            .map_or((0.0, 0.0), |l| (l.bytes_down, l.bytes_up))
+    }
+
+    /// The oldest task of worker `node` starts, unless it computes one already or holds
+    /// none: its basic operations.
+    pub fn start_task(&mut self, node: usize) -> Option<f64> {
+        let Slot::Worker(worker) = &mut self.slots[node] else {
+            return None;
+        };
+        if worker.running.is_some() || worker.stopped {
+            return None;
+        }
+        let operations = worker.queue.front()?.task.operations;
+        worker.running = Some(worker.core.run_inline());
+        Some(operations)
+    }
+
+    /// Worker `node` finished the task it started, having been busy `busy_s` seconds.
+    pub fn finish_task(&mut self, node: usize, busy_s: f64) -> Result<Vec<Transfer>, SimError> {
+        let Slot::Worker(worker) = &mut self.slots[node] else {
+            return Ok(Vec::new());
+        };
+        let (Some(inline), Some(Queued { task, closes_batch })) =
+            (worker.running.take(), worker.queue.pop_front())
+        else {
+            return Ok(Vec::new());
+        };
+        if worker.stopped {
+            return Ok(Vec::new());
+        }
+        let body = match decode::<SimTask>(&task.body, "task") {
+            Ok(job) => encode(&job.execute(&self.context)),
+            Err(e) => {
+                let r = Err(RunError::decoding(0)(e));
+                return self.check(node, r).map(|()| Vec::new());
+            }
+        };
+        let result = WireResult {
+            ids: vec![task.id],
+            operations: task.operations,
+            busy_s,
+            decode_s: 0.0,
+            encode_s: 0.0,
+            body,
+        };
+        let computed = Computed {
+            result: Ok(result),
+            closes_batch,
+        };
+        let r = worker.core.on_computed(computed, inline, &mut self.out);
+        self.check(node, r)?;
+        self.flush_worker(node);
+        Ok(std::mem::take(&mut self.sent))
+    }
+
+    /// Whether worker `node` holds tasks it has not finished.
+    pub fn holds_tasks(&self, node: usize) -> bool {
+        matches!(&self.slots[node], Slot::Worker(w) if !w.queue.is_empty() && !w.stopped)
+    }
+
+    /// `transfer` arrives at `now`. Returns what the receiving core sends.
+    pub fn deliver(
+        &mut self,
+        now: Duration,
+        transfer: Transfer,
+    ) -> Result<Vec<Transfer>, SimError> {
+        self.now = self.now.max(now);
+        let Transfer {
+            from, to, bytes, ..
+        } = transfer;
+        let (_, from_rank) = self.locate(from);
+        match &mut self.slots[to] {
+            Slot::Master(core) => {
+                let r = match &mut self.master_handle {
+                    Some(spent) => {
+                        let clock = std::time::Instant::now();
+                        let r = core.handle(now, from_rank, &bytes, &mut self.out);
+                        *spent += clock.elapsed();
+                        r
+                    }
+                    None => core.handle(now, from_rank, &bytes, &mut self.out),
+                };
+                self.check(to, r)?;
+                self.flush_head(to);
+            }
+            Slot::Sub(Some(core)) => {
+                if !core.is_done() {
+                    let r = core.handle(now, from_rank, &bytes, &mut self.out);
+                    self.check(to, r)?;
+                }
+                self.flush_head(to);
+            }
+            Slot::Sub(None) => {}
+            Slot::CmUp { core, .. } => {
+                if !core.is_done() {
+                    let r = if self.cluster_of[from] == self.cluster_of[to] {
+                        core.on_cluster(&bytes, &mut self.cm_out)
+                    } else {
+                        core.on_link(&bytes, &mut self.cm_out)
+                    };
+                    self.check(to, r)?;
+                    self.flush_cm(to);
+                    self.tick_cm(to, now);
+                }
+            }
+            Slot::CmDown { core, .. } => {
+                if !core.is_done() {
+                    let r = if self.cluster_of[from] == self.cluster_of[to] {
+                        core.on_cluster(&bytes, &mut self.cm_out)
+                    } else {
+                        core.on_link(bytes)
+                    };
+                    self.check(to, r)?;
+                    self.flush_cm(to);
+                    self.tick_cm(to, now);
+                }
+            }
+            Slot::Worker(worker) => {
+                if !worker.stopped {
+                    let (_, rank) = (0, to - self.base[self.cluster_of[to]]);
+                    let r = worker.core.handle(&bytes, rank, &mut worker.queue);
+                    if let Ok(Received::Stop) = r {
+                        worker.stopped = true;
+                        worker.queue.clear();
+                        worker.core.bye(&mut self.out);
+                        self.flush_worker(to);
+                    }
+                    self.check(to, r.map(|_| ()))?;
+                }
+            }
+        }
+        Ok(std::mem::take(&mut self.sent))
+    }
+
+    fn check(&self, node: usize, result: Result<(), RunError>) -> Result<(), SimError> {
+        result.map_err(|error| {
+            let (cluster, rank) = self.locate(node);
+            SimError::Core {
+                node,
+                cluster: self.names[cluster].clone(),
+                rank,
+                error,
+            }
+        })
+    }
+
+    fn tick_cm(&mut self, node: usize, now: Duration) {
+        let view = |up: bool| LinkView {
+            connected: up,
+            ever_connected: true,
+            ..LinkView::default()
+        };
+        match &mut self.slots[node] {
+            Slot::CmUp { core, link, .. } if !core.is_done() => {
+                let up = self.links[*link].as_ref().is_some_and(|l| l.up);
+                core.on_tick(now, &view(up), &mut self.cm_out);
+            }
+            Slot::CmDown { core, link } if !core.is_done() => {
+                let up = self.links[*link].as_ref().is_some_and(|l| l.up);
+                core.on_tick(now, &view(up), &mut self.cm_out);
+            }
+            _ => return,
+        }
+        self.flush_cm(node);
+    }
+
+    /// Route what a master or sub-master core at `node` sent; a sub-master that is done
+    /// reports to its CM, as its driver does.
+    fn flush_head(&mut self, node: usize) {
+        let cluster = self.cluster_of[node];
+        for output in std::mem::take(&mut self.out) {
+            if let Output::Send { to, bytes } = output {
+                // Towards its upstream CM a sub-master speaks as a worker (ToMaster).
+                let upstream = match &self.slots[node] {
+                    Slot::Sub(Some(core)) => core.source().upstream(),
+                    _ => None,
+                };
+                let to_worker = upstream != Some(to);
+                let to = self.base[cluster] + to;
+                self.lan(node, to, bytes, true, to_worker);
+            }
+        }
+        if let Slot::Sub(sub) = &mut self.slots[node] {
+            if sub.as_ref().is_some_and(|s| s.is_done()) {
+                let core = sub.take().expect("checked");
+                let upstream = core.source().upstream().unwrap_or(1);
+                let (stats, _) = core.finish(None);
+                let report = ClusterReport {
+                    name: stats.name.clone(),
+                    stats: Some(Box::new(stats)),
+                    ..Default::default()
+                };
+                let bye = encode(&ToMaster::Bye {
+                    report: Some(Box::new(report)),
+                });
+                let to = self.base[cluster] + upstream;
+                self.lan(node, to, bye, true, false);
+            }
+        }
+    }
+
+    fn flush_worker(&mut self, node: usize) {
+        let head = self.base[self.cluster_of[node]];
+        for output in std::mem::take(&mut self.out) {
+            if let Output::Send { bytes, .. } = output {
+                self.lan(node, head, bytes, false, false);
+            }
+        }
+    }
+
+    fn flush_cm(&mut self, node: usize) {
+        let cluster = self.cluster_of[node];
+        let head = self.base[cluster];
+        let (link, down) = match &self.slots[node] {
+            Slot::CmUp { link, .. } => (*link, true),
+            Slot::CmDown { link, .. } => (*link, false),
+            _ => return,
+        };
+        let peer = self.links[link]
+            .as_ref()
+            .map(|l| if down { l.child_cm } else { l.parent_cm })
+            .expect("a CM's link exists");
+        for output in std::mem::take(&mut self.cm_out) {
+            match output {
+                // To the master a CM is a fed rank; to its sub-master, the upstream.
+                CmOutput::ToCluster(bytes) => self.lan(node, head, bytes, false, !down),
+                CmOutput::ToLink(bytes) => {
+                    let size = self.size_of(&bytes, down, true, link);
+                    let l = self.links[link].as_mut().expect("exists");
+                    if down {
+                        l.bytes_down += size;
+                    } else {
+                        l.bytes_up += size;
+                    }
+                    self.sent.push(Transfer {
+                        from: node,
+                        to: peer,
+                        bytes,
+                        size,
+                        via: Via::Link { link, down },
+                    });
+                }
+                CmOutput::SnapshotLink => {
+                    let summary = self.link_summary(link);
+                    if let Slot::CmUp { core, .. } = &mut self.slots[node] {
+                        core.set_far_link(summary);
+                    }
+                }
+                CmOutput::CloseLink(_) => {}
+            }
+        }
+        let summary = self.link_summary(link);
+        if let Slot::CmUp { core, bye_sent, .. } = &mut self.slots[node] {
+            if core.is_done() && !*bye_sent {
+                *bye_sent = true;
+                let bye = core.bye(summary);
+                self.lan(node, head, bye, false, false);
+            }
+        }
+    }
+
+    fn link_summary(&self, link: usize) -> LinkSummary {
+        let (down, up) = self.link_bytes(link);
+        let seconds = self.now.as_secs_f64();
+        let rate = |bytes: f64| if seconds > 0.0 { bytes / seconds } else { 0.0 };
+        LinkSummary {
+            bytes_sent: down as u64,
+            bytes_received: up as u64,
+            send_bytes_per_s: rate(down),
+            recv_bytes_per_s: rate(up),
+            connections_established: 1,
+            ..LinkSummary::default()
+        }
+    }
+
+    /// A LAN transfer from `from` to `to` (one of them the head) of a `ToWorker` message
+    /// (`to_worker`) or a `ToMaster` one.
+    fn lan(&mut self, from: usize, to: usize, bytes: Vec<u8>, from_head: bool, to_worker: bool) {
+        let cluster = self.cluster_of[from];
+        let size = self.size_of(&bytes, to_worker, false, 0);
+        self.sent.push(Transfer {
+            from,
+            to,
+            bytes,
+            size,
+            via: Via::Lan {
+                cluster,
+                to_head: !from_head,
+            },
+        });
+    }
+
+    /// The size the plan gives a message: tasks at `task_bytes` each (a batch crossing a
+    /// link at `task_bytes_inter` per `nt` tasks, when given), a result at `result_bytes`
+    /// per task (a joined result, or any crossing a link, at `result_bytes_inter` when
+    /// given); other messages as encoded.
+    fn size_of(&self, bytes: &[u8], to_worker: bool, over_link: bool, link: usize) -> f64 {
+        let s = &self.sizes;
+        if to_worker {
+            if let Ok(ToWorker::Tasks(batch)) = decode::<ToWorker>(bytes, "size") {
+                let n = batch.len() as f64;
+                let nt = self.links[link].as_ref().map_or(1, |l| l.nt).max(1) as f64;
+                return match s.task_bytes_inter {
+                    Some(inter) if over_link => inter * n / nt,
+                    _ => n * s.task_bytes,
+                };
+            }
+        } else if let Ok(ToMaster::Result { result, .. }) = decode::<ToMaster>(bytes, "size") {
+            let n = result.ids.len() as f64;
+            return match s.result_bytes_inter {
+                Some(inter) if over_link || n > 1.0 => inter,
+                _ => n * s.result_bytes,
+            };
+        }
+        bytes.len() as f64
+    }
+}
+
+/// The main master's core, as the driver runs it (`hmw::roles::master::Master`, which
+/// `hmw::runner::play` builds with the same constructor).
+pub fn master_core(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    problem: SimProblem,
+    make_scheduler: MakeScheduler<'_>,
+) -> MasterCore<ProblemSource<SimProblem>> {
+    MasterCore::new(
+        machines,
+        config.run.clone(),
+        make_scheduler(&config.run),
+        ProblemSource::new(problem),
+    )
+}
+
+/// A sub-master's core, built by the function its driver uses
+/// ([`hmw::roles::submaster::core`]).
+pub fn sub_master_core(
+    machines: &MachineFile,
+    config: &ConfigFile,
+    make_scheduler: MakeScheduler<'_>,
+) -> SubMasterCore<SimTask> {
+    submaster::core::<SimTask>(
+        machines,
+        config,
+        machines.upstream().unwrap_or(1),
+        make_scheduler(&config.run),
+        None,
+    )
+}
+
+/// What a simulated worker's tasks see of it.
+fn worker_context() -> WorkerContext {
+    let machines = MachineFile::parse(std::path::Path::new("sim.hosts"), "m\nw\n")
+        .expect("a valid machine file");
+    WorkerContext {
+        rank: 1,
+        line: machines.ranks[1].clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use hmw::{
+        roles::{master::Master, worker::Worker},
+        runner::configured_scheduler,
+        transport::local::LocalTransport,
+    };
+
+    use super::*;
+    use crate::problem::TaskCost;
+
+    /// The core the simulator builds for a main master is the type the master's driver runs:
+    /// handed to the driver, over the in-process transport, with worker drivers on threads,
+    /// it runs a real run to the end.
+    #[test]
+    fn the_drivers_run_the_cores_the_simulator_builds() {
+        let machines = MachineFile::parse(Path::new("t.hosts"), "m\nw\nw\n").unwrap();
+        let mut config = ConfigFile::defaults();
+        config.run.statistics_interval = 0.0;
+        let problem = SimProblem::new(40, TaskCost::fixed(1.0), 0);
+        let core = master_core(&machines, &config, problem, &configured_scheduler);
+        let mut transports = LocalTransport::cluster(3).into_iter();
+        let mut master_transport = transports.next().unwrap();
+        let workers: Vec<_> = transports
+            .enumerate()
+            .map(|(i, mut transport)| {
+                let context = WorkerContext {
+                    rank: i + 1,
+                    line: machines.ranks[i + 1].clone(),
+                };
+                std::thread::spawn(move || Worker::<SimTask>::new(&mut transport, context, 1).run())
+            })
+            .collect();
+        let (stats, source) = Master::with_core(&mut master_transport, core)
+            .run()
+            .unwrap();
+        for worker in workers {
+            worker.join().unwrap().unwrap();
+        }
+        assert_eq!(stats.tasks, 40);
+        assert!(source.into_problem().each_gathered_once());
+        // The sub-master's core is what its driver's own constructor builds.
+        let far = MachineFile::parse(
+            Path::new("f.hosts"),
+            "s\nc # S 0 7000 h name=b peer=a nr=2\nw\n",
+        )
+        .unwrap();
+        let sub: SubMasterCore<SimTask> = sub_master_core(&far, &config, &configured_scheduler);
+        assert!(!sub.is_done());
+    }
+}
