@@ -47,6 +47,9 @@ struct InFlight {
     body: Vec<u8>,
     /// Ranks holding a copy (more than one after reassignment).
     holders: Vec<usize>,
+    /// Clusters (their CMs) that held it when they were lost: one that comes back may still
+    /// hold it and deliver it late, and must not be handed it again.
+    lost_holders: Vec<usize>,
 }
 
 /// What a fed rank is.
@@ -488,14 +491,28 @@ impl<S: TaskSource> MasterCore<S> {
     /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
     /// from the source, which then joins the in-flight table. `rank` holds it from now on.
     fn take_task(&mut self, rank: usize, new_allowed: bool) -> Take {
+        // Tasks `rank` held when its cluster was lost stay queued for the others.
+        let mut kept = Vec::new();
+        let mut retried = None;
         while let Some(id) = self.retry.pop_front() {
             // Gathered meanwhile, or held again by someone: skip it.
             if let Some(flight) = self.in_flight.get_mut(&id) {
                 if flight.holders.is_empty() {
+                    if flight.lost_holders.contains(&rank) {
+                        kept.push(id);
+                        continue;
+                    }
                     flight.holders.push(rank);
-                    return Take::Task(id, false);
+                    retried = Some(id);
+                    break;
                 }
             }
+        }
+        for id in kept.into_iter().rev() {
+            self.retry.push_front(id);
+        }
+        if let Some(id) = retried {
+            return Take::Task(id, false);
         }
         if self.config.max_tasks.is_some_and(|max| self.next_id >= max) {
             self.exhausted = true;
@@ -519,6 +536,7 @@ impl<S: TaskSource> MasterCore<S> {
                         operations,
                         body,
                         holders: vec![rank],
+                        lost_holders: Vec::new(),
                     },
                 );
                 Take::Task(id, true)
@@ -623,6 +641,9 @@ impl<S: TaskSource> MasterCore<S> {
                     "cluster lost: taking its tasks back"
                 );
                 for id in outstanding {
+                    if let Some(flight) = self.in_flight.get_mut(&id) {
+                        flight.lost_holders.push(from);
+                    }
                     self.release(id, from);
                 }
                 self.waiting.remove(from);
@@ -791,7 +812,7 @@ impl<S: TaskSource> MasterCore<S> {
         let (&id, flight) = self
             .in_flight
             .iter_mut()
-            .filter(|(_, f)| !f.holders.contains(&rank))
+            .filter(|(_, f)| !f.holders.contains(&rank) && !f.lost_holders.contains(&rank))
             .min_by_key(|(id, f)| (f.holders.len(), **id))?;
         flight.holders.push(rank);
         Some(id)
