@@ -22,7 +22,7 @@ impl Serial {
     /// A message sent at `now` taking `seconds` on the link: when it has gone through.
     pub fn send(&mut self, now: Duration, seconds: f64) -> Duration {
         let start = self.busy_until.max(now);
-        self.busy_until = start + Duration::from_secs_f64(seconds.max(0.0));
+        self.busy_until = start.saturating_add(secs(seconds));
         self.busy_until
     }
 }
@@ -74,17 +74,17 @@ impl WanDirection {
             start = end;
         }
         let seconds = self.bytes_per_s.map_or(0.0, |r| size / r);
-        let mut finish = start + secs(seconds);
+        let mut finish = start.saturating_add(secs(seconds));
         // Outages that begin during the transmission pause it.
         for &(a, b) in &self.outages {
             if a > start && a < finish {
-                finish += b - a;
+                finish = finish.saturating_add(b - a);
             }
         }
         self.serial.busy_until = finish;
-        let mut arrival = finish + self.half_rtt;
+        let mut arrival = finish.saturating_add(self.half_rtt);
         while let Some((_, end)) = self.outage_at(arrival) {
-            arrival = end + self.half_rtt;
+            arrival = end.saturating_add(self.half_rtt);
         }
         arrival
     }
