@@ -12,6 +12,7 @@ mod predict;
 #[cfg(feature = "mpi")]
 mod processes;
 mod report;
+mod row_column;
 
 #[cfg(feature = "mpi")]
 use std::time::Duration;

@@ -23,7 +23,9 @@ pub mod scheduler;
 pub mod stats;
 pub mod transport;
 
-pub use app::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
+pub use app::{
+    Handout, Problem, Recipient, Split, Splitter, Task, TaskId, TaskResult, WorkerContext,
+};
 pub use builder::App;
 pub use error::RunError;
 pub use runner::{run, run_split};

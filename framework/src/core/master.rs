@@ -29,7 +29,7 @@ use super::{
     task_source::{Next, TaskSource},
 };
 use crate::{
-    app::TaskId,
+    app::{Recipient, TaskId},
     config::RunConfig,
     error::RunError,
     live::{self, ClusterWindow},
@@ -111,8 +111,8 @@ enum Phase {
 enum Take {
     /// A task; whether it is new (else a retry).
     Task(TaskId, bool),
-    /// This rank may take no new task (its bounded share is used up), and none waits to be
-    /// retried.
+    /// This rank may take no new task (its bounded share is used up, or the source withholds
+    /// tasks from it), and none waits to be retried.
     NotAllowed,
     /// Nothing now (a sub-master waiting on its upstream, or the source is exhausted).
     Nothing,
@@ -501,7 +501,11 @@ impl<S: TaskSource> MasterCore<S> {
         if !new_allowed {
             return Take::NotAllowed;
         }
-        match self.source.next_task(self.next_id) {
+        let to = match &self.tallies[&rank].kind {
+            Kind::Worker => Recipient::Worker,
+            Kind::Cm { name, .. } => Recipient::Cluster(name),
+        };
+        match self.source.next_task_for(self.next_id, to) {
             Next::Task { operations, body } => {
                 let id = self.next_id;
                 self.next_id += 1;
@@ -519,6 +523,8 @@ impl<S: TaskSource> MasterCore<S> {
                 Take::Task(id, true)
             }
             Next::Later => Take::Nothing,
+            // Like a share used up: set aside for this round while others are served.
+            Next::Withheld => Take::NotAllowed,
             Next::Finished => {
                 self.exhausted = true;
                 Take::Nothing
