@@ -13,6 +13,7 @@ mod builder;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod estimator;
 pub mod idle;
 pub mod live;
 pub mod machinefile;
