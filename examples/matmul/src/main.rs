@@ -295,6 +295,26 @@ impl MatMul {
         self.a.n / self.block
     }
 
+    /// The serialised sizes of a block-pair task and of its result, as the framework sends
+    /// them (the plan's `task_bytes` and `result_bytes`).
+    fn sizes(&self) -> (usize, usize) {
+        let pair = BlockPair {
+            row: 0,
+            col: 0,
+            a: Operand::of(&self.a, self.key(0, 0, 0)),
+            b: Operand::of(&self.b, self.key(1, 0, 0)),
+        };
+        let result = CBlocks(vec![PartialBlock {
+            row: 0,
+            col: 0,
+            c: Matrix::zeros(self.block),
+        }]);
+        (
+            hmw::protocol::encode(&MatTask::Pair(pair)).len(),
+            hmw::protocol::encode(&result).len(),
+        )
+    }
+
     fn key(&self, matrix: u8, row: usize, col: usize) -> BlockKey {
         BlockKey {
             matrix,
@@ -600,6 +620,8 @@ fn main() -> std::process::ExitCode {
                 "matmul m={} b={} tasks={} verified={verified} makespan_s={:.3} gflops={gflops:.3}",
                 matmul.a.n, matmul.block, stats.tasks, stats.wall_s
             );
+            let (task_bytes, result_bytes) = matmul.sizes();
+            println!("matmul sizes: task_bytes={task_bytes} result_bytes={result_bytes}");
             for line in stabilise::report(&matmul.pairs_done) {
                 println!("{line}");
             }

@@ -4,8 +4,9 @@
 //! While a cluster of the row/column strategy is WAN-in bound, its pairs come back one per
 //! pair's crossing time and each brings more work than the one before (`2k - 1` products), so
 //! its rate climbs; once computation bound, its rate is its available performance. The rate
-//! of pair `k` is its operations over the time since the cluster's previous result (for the
-//! first, since it was sent). Only full pairs count (`2k - 1` products: none of their blocks
+//! of pair `k` is the operations of it and its neighbours (the results before and after it,
+//! in the order they came: results come in bursts) over the time from the result before them
+//! to the last of them (for the first pair, from when it was sent). Only full pairs count (`2k - 1` products: none of their blocks
 //! taken by another cluster). The plateau is the upper quartile of those rates; the measured
 //! stabilising row/column is the first pair whose rate reaches [`PLATEAU_SHARE`] of it.
 
@@ -46,14 +47,21 @@ pub struct Climb {
 pub fn climb(pairs: &[PairTiming]) -> Option<Climb> {
     let mut by_done: Vec<&PairTiming> = pairs.iter().collect();
     by_done.sort_by(|a, b| a.done_s.total_cmp(&b.done_s));
-    let mut previous = by_done.iter().map(|p| p.sent_s).min_by(f64::total_cmp)?;
+    let start = by_done.iter().map(|p| p.sent_s).min_by(f64::total_cmp)?;
+    // When each result came, and when the one before it did (the first: since the start).
+    let ends: Vec<f64> = by_done.iter().map(|p| p.done_s).collect();
+    let before = |i: usize| if i == 0 { start } else { ends[i - 1] };
     let mut rates = Vec::new();
-    for pair in by_done {
-        let interval = pair.done_s - previous;
-        previous = pair.done_s;
-        let full = pair.products as u64 == 2 * pair.rank - 1;
-        if full && interval > 0.0 {
-            rates.push((pair.rank, pair.operations / interval));
+    for (i, pair) in by_done.iter().enumerate() {
+        if pair.products as u64 != 2 * pair.rank - 1 {
+            continue;
+        }
+        // Over the pair and its neighbours: results come in bursts.
+        let (first, last) = (i.saturating_sub(1), (i + 1).min(by_done.len() - 1));
+        let operations: f64 = by_done[first..=last].iter().map(|p| p.operations).sum();
+        let interval = ends[last] - before(first);
+        if interval > 0.0 {
+            rates.push((pair.rank, operations / interval));
         }
     }
     rates.sort_by_key(|&(rank, _)| rank);
