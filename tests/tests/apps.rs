@@ -319,9 +319,10 @@ fn matmul_row_column_across_three_clusters_is_verified() {
     let plan = plan(
         "matmul-row-column.toml",
         &[
-            ("m = 1024", "m = 256"),
-            ("b = 64", "b = 16"),
-            ("verify_up_to = 1024", "verify_up_to = 256"),
+            ("m = 2048", "m = 256"),
+            ("b = 128", "b = 16"),
+            ("verify_up_to = 2048", "verify_up_to = 256"),
+            ("oper = 4177920", "oper = 7936"),
         ],
     );
     let (run, stats) = launch(&dir, &plan);
