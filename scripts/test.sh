@@ -9,9 +9,12 @@
 # prediction beyond its error threshold); a validation target missed is only reported. Last
 # two lines: the tests' totals, then the validation's own last line.
 #
-# Then the testbed's check (scripts/testbed-check.sh: emulated hosts, LANs, the WAN emulator,
-# CPU quotas, sshd, MPI over ssh, Slurm; about a minute on this 2-core machine, as root); it
-# fails the suite when it fails. Its last line is printed last.
+# Then the applications' quick check (scripts/apps.sh --quick: SRMSD, TSP in three variants
+# and the matrix product's row/column strategy across three clusters, each verified; its last
+# line is printed before the testbed's). Then the testbed's check (scripts/testbed-check.sh:
+# emulated hosts, LANs, the WAN emulator, CPU quotas, sshd, MPI over ssh, Slurm; about a
+# minute on this 2-core machine, as root); it fails the suite when it fails. Its last line is
+# printed last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -29,7 +32,8 @@ scripts/check-mpi-off.sh || checks_ok=false
 log=$(mktemp)
 validation_log=$(mktemp)
 testbed_log=$(mktemp)
-trap 'rm -f "$log" "$validation_log" "$testbed_log"' EXIT
+apps_log=$(mktemp)
+trap 'rm -f "$log" "$validation_log" "$testbed_log" "$apps_log"' EXIT
 tests_ok=true
 cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
 
@@ -39,6 +43,16 @@ scripts/validate.sh --quick >"$validation_log" 2>&1 || validation_ok=false
 if ! $validation_ok; then
     echo "test: the validation failed; the end of its output:" >&2
     tail -30 "$validation_log" >&2
+fi
+
+apps_ok=true
+echo "test: scripts/apps.sh --quick"
+apps_start=$(date +%s)
+scripts/apps.sh --quick >"$apps_log" 2>&1 || apps_ok=false
+echo "test: the applications' check took $(($(date +%s) - apps_start)) s"
+if ! $apps_ok; then
+    echo "test: the applications' check failed; the end of its output:" >&2
+    tail -30 "$apps_log" >&2
 fi
 
 testbed_ok=true
@@ -54,5 +68,6 @@ fi
 # cargo test prints one summary line per test binary; add them up for a closing line.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
 tail -1 "$validation_log"
+tail -1 "$apps_log"
 tail -1 "$testbed_log"
-$checks_ok && $tests_ok && $validation_ok && $testbed_ok
+$checks_ok && $tests_ok && $validation_ok && $apps_ok && $testbed_ok

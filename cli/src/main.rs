@@ -12,6 +12,7 @@ mod predict;
 #[cfg(feature = "mpi")]
 mod processes;
 mod report;
+mod row_column;
 mod simulate;
 
 #[cfg(feature = "mpi")]

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -49,13 +49,17 @@ pub fn run(args: PredictArgs) -> Result<()> {
         .as_deref()
         .zip(measured.as_ref())
         .map(|(path, system)| MeasuredSource { path, system });
+    let row_column = crate::row_column::predict(&plan, &input, &prediction)
+        .with_context(|| format!("{}", args.plan.display()))?;
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&plan, &prediction, source))?
-        );
+        let mut json = serde_json::to_value(to_json(&plan, &prediction, source))?;
+        if !row_column.is_empty() {
+            json["row_column"] = serde_json::to_value(&row_column)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", to_text(&plan, &prediction, source));
+        print!("{}", crate::row_column::to_text(&row_column));
     }
     Ok(())
 }

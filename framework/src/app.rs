@@ -79,6 +79,19 @@ pub trait Problem: Send + 'static {
     /// The next task to hand out, or `None` once the problem is fully divided.
     fn next_task(&mut self) -> Option<Self::Task>;
 
+    /// The next task for `to`, for a problem that divides itself differently for the master's
+    /// own workers and for each external cluster (the matrix product's row/column strategy
+    /// sends a far cluster whole rows and columns, and the master's workers block pairs).
+    /// [`Handout::Withheld`] when nothing is for `to` now while others may still get tasks.
+    /// Default: [`next_task`](Self::next_task), whoever asks.
+    fn next_task_for(&mut self, to: Recipient<'_>) -> Handout<Self::Task> {
+        let _ = to;
+        match self.next_task() {
+            Some(task) => Handout::Task(task),
+            None => Handout::Finished,
+        }
+    }
+
     /// Gather the result of task `id` (the `id`-th task `next_task` produced, from 0).
     /// Called exactly once per task (or through [`gather_joined`](Self::gather_joined)), in
     /// completion order.
@@ -96,6 +109,26 @@ pub trait Problem: Send + 'static {
     fn task_count(&self) -> Option<u64> {
         None
     }
+}
+
+/// Who asks the master for a task ([`Problem::next_task_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recipient<'a> {
+    /// One of the master's own workers.
+    Worker,
+    /// The communication manager leading to the external cluster of this name.
+    Cluster(&'a str),
+}
+
+/// What [`Problem::next_task_for`] has for a recipient.
+#[derive(Debug)]
+pub enum Handout<T> {
+    /// A task for it.
+    Task(T),
+    /// Nothing for this recipient now; others may still get tasks (it asks again later).
+    Withheld,
+    /// The problem is fully divided: no task for anyone any more.
+    Finished,
 }
 
 /// How an external cluster re-divides the tasks that reach it over the WAN (optional).

@@ -230,7 +230,8 @@ impl CmConfig {
     /// master side's `lost_after_s`, then `rejoin_within_s` during which the lost cluster may
     /// still rejoin.
     pub fn give_up_after(&self) -> std::time::Duration {
-        std::time::Duration::from_secs_f64(self.lost_after_s + self.rejoin_within_s)
+        std::time::Duration::try_from_secs_f64(self.lost_after_s + self.rejoin_within_s)
+            .unwrap_or(std::time::Duration::MAX)
     }
 
     fn validate(&self) -> Result<(), Invalid> {

@@ -13,6 +13,7 @@ mod builder;
 pub mod config;
 pub mod core;
 pub mod error;
+pub mod estimator;
 pub mod idle;
 pub mod live;
 pub mod machinefile;
@@ -23,7 +24,9 @@ pub mod scheduler;
 pub mod stats;
 pub mod transport;
 
-pub use app::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
+pub use app::{
+    Handout, Problem, Recipient, Split, Splitter, Task, TaskId, TaskResult, WorkerContext,
+};
 pub use builder::App;
 pub use error::RunError;
 pub use runner::{run, run_split};

@@ -57,6 +57,7 @@ impl ProgressSample {
             tasks_per_s,
             eta_s: live.remaining_s.or(average_eta),
             predicted_total_s: live.remaining_s.map(|r| t_s + r),
+            predicted_total_interval_s: None,
             predicted_efficiency: live.efficiency,
             clusters: live.clusters,
         }
@@ -80,6 +81,9 @@ impl ProgressSample {
         }
         if let Some(total) = self.predicted_total_s {
             let _ = write!(line, " (total {}", span(total));
+            if let Some((low, high)) = self.predicted_total_interval_s {
+                let _ = write!(line, " in [{}, {}]", span(low), span(high));
+            }
             if let Some(efficiency) = self.predicted_efficiency {
                 let _ = write!(line, ", efficiency {efficiency:.2}");
             }
@@ -341,6 +345,15 @@ mod tests {
             ),
             "{}",
             two.line(None)
+        );
+        let mut with_interval = two.clone();
+        with_interval.predicted_total_interval_s = Some((25.0, 41.5));
+        assert!(
+            with_interval
+                .line(None)
+                .contains("(total 30.0 s in [25.0 s, 41.5 s], efficiency 0.93)"),
+            "{}",
+            with_interval.line(None)
         );
         assert_eq!(span(3725.0), "1:02:05");
         assert_eq!(hms(3725.0), "1:02:05");

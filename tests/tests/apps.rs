@@ -1,4 +1,5 @@
-//! The example applications `hmw-srmsd` and `hmw-tsp`: correctness in one process
+//! The example applications `hmw-srmsd`, `hmw-tsp` and `hmw-matmul`'s row/column strategy:
+//! correctness in one process
 //! (`--threads`), under `mpirun`, and across three clusters (`hmw launch` of the plans in
 //! `configs/`, at smaller sizes).
 
@@ -307,4 +308,35 @@ fn tsp_exhaustive_across_three_clusters_counts_every_node() {
     // Brazil's sub-master joins 4 results into one: the nodes add up all the same.
     let line = tsp_across_three_clusters("exhaustive", true);
     assert_eq!(field(&line, "nodes"), (72 * 13700).to_string(), "{line}");
+}
+
+/// The matrix product with spain on the row/column strategy: the product checked, spain sent
+/// row/column pairs (the k-th of which the master makes of 2k - 1 products, unit-tested in
+/// the example) and the main cluster and brazil block pairs.
+#[test]
+fn matmul_row_column_across_three_clusters_is_verified() {
+    let dir = scratch("matmul-row-column");
+    let plan = plan(
+        "matmul-row-column.toml",
+        &[
+            ("m = 2048", "m = 256"),
+            ("b = 128", "b = 16"),
+            ("verify_up_to = 2048", "verify_up_to = 256"),
+            ("oper = 4177920", "oper = 7936"),
+        ],
+    );
+    let (run, stats) = launch(&dir, &plan);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("matmul m="))
+        .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
+    assert_eq!(field(line, "verified"), "true", "{line}");
+    let pairs = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("row_column cluster=spain"))
+        .unwrap_or_else(|| panic!("no row/column line: {}", run.stdout));
+    assert!(field(pairs, "pairs").parse::<u64>().unwrap() > 0, "{pairs}");
+    every_cluster_took_part(&stats);
 }

@@ -405,6 +405,7 @@ pub(crate) mod tests {
             tasks_per_s: 0.0,
             eta_s: None,
             predicted_total_s: None,
+            predicted_total_interval_s: None,
             predicted_efficiency: None,
             clusters: clusters
                 .iter()

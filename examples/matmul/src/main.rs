@@ -1,17 +1,31 @@
 //! Blocked matrix multiplication C = A x B of M x M matrices in B x B blocks.
 //!
-//! A task is a pair of blocks (A[i][k], B[k][j]); its result is their product, a partial
-//! C[i][j]; the master joins results by summing them into C. For sizes where it is cheap the
-//! product is checked against a direct one.
+//! Two strategies (`docs/model.md` section 7), chosen per cluster:
+//! - block pairs (the master's own workers, and every external cluster by default): a task is
+//!   a pair of blocks (A[i][k], B[k][j]); its result is their product, a partial C[i][j]; the
+//!   master sums results into C;
+//! - row/column (the external clusters named in `row_column`): an inter-cluster task is a row
+//!   of A and a column of B in blocks; the far sub-master keeps every row and column it
+//!   received and splits each pair into the block pairs of the `2*RC - 1` row-by-column
+//!   products it makes possible with what it holds, and sends back finished C blocks.
 //!
-//! Across clusters, a splitter ([`BlockSplitter`]) lets an external cluster work at a finer
+//! Across clusters a splitter ([`BlockSplitter`]) lets an external cluster work at a finer
 //! grain (`sub_b`) than the tasks that cross the WAN, and sends each operand block across a
-//! link once: the far sub-master keeps what it received.
+//! link once: the far sub-master keeps what it received. For sizes where it is cheap the
+//! product is checked against a direct one.
+
+mod division;
+mod matrix;
+mod stabilise;
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
-use hmw::{Problem, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
+use division::{Division, PairClaim};
+use hmw::{Handout, Problem, Recipient, Split, Splitter, Task, TaskId, TaskResult, WorkerContext};
+use matrix::Matrix;
 use serde::{Deserialize, Serialize};
+use stabilise::PairTiming;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -25,6 +39,8 @@ struct Settings {
     sub_b: Option<usize>,
     /// Check against a direct product when M is at most this.
     verify_up_to: usize,
+    /// The external clusters that get the row/column strategy (the others get block pairs).
+    row_column: Vec<String>,
 }
 
 impl Default for Settings {
@@ -34,6 +50,7 @@ impl Default for Settings {
             b: 128,
             sub_b: None,
             verify_up_to: 1024,
+            row_column: Vec::new(),
         }
     }
 }
@@ -68,68 +85,6 @@ impl Settings {
     }
 }
 
-/// Row-major square matrix.
-#[derive(Clone, Serialize, Deserialize)]
-struct Matrix {
-    n: usize,
-    values: Vec<f64>,
-}
-
-impl Matrix {
-    fn zeros(n: usize) -> Self {
-        Matrix {
-            n,
-            values: vec![0.0; n * n],
-        }
-    }
-
-    /// A deterministic matrix with small integer entries, so sums are exact.
-    fn sample(n: usize, seed: usize) -> Self {
-        let values = (0..n * n)
-            .map(|x| ((x * 7 + seed * 13) % 11) as f64 - 5.0)
-            .collect();
-        Matrix { n, values }
-    }
-
-    fn block(&self, row: usize, col: usize, b: usize) -> Matrix {
-        let mut block = Matrix::zeros(b);
-        for r in 0..b {
-            let start = (row * b + r) * self.n + col * b;
-            block.values[r * b..(r + 1) * b].copy_from_slice(&self.values[start..start + b]);
-        }
-        block
-    }
-
-    fn add_block(&mut self, row: usize, col: usize, block: &Matrix) {
-        let b = block.n;
-        for r in 0..b {
-            let start = (row * b + r) * self.n + col * b;
-            for (c, v) in self.values[start..start + b]
-                .iter_mut()
-                .zip(&block.values[r * b..])
-            {
-                *c += v;
-            }
-        }
-    }
-
-    /// Cache-friendly i-k-j product.
-    fn product(&self, other: &Matrix) -> Matrix {
-        let n = self.n;
-        let mut out = Matrix::zeros(n);
-        for i in 0..n {
-            for k in 0..n {
-                let a = self.values[i * n + k];
-                let row = &other.values[k * n..(k + 1) * n];
-                for (o, b) in out.values[i * n..(i + 1) * n].iter_mut().zip(row) {
-                    *o += a * b;
-                }
-            }
-        }
-        out
-    }
-}
-
 /// Which block of which matrix, at which block order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 struct BlockKey {
@@ -155,12 +110,13 @@ impl Operand {
             block: Some(matrix.block(key.row, key.col, key.order)),
         }
     }
+}
 
-    fn values(&self) -> &Matrix {
-        self.block.as_ref().expect(
-            "a worker's operands are complete: the sub-master puts back what a link left out",
-        )
-    }
+/// A task: a block pair, or a row/column pair for a cluster of the row/column strategy.
+#[derive(Serialize, Deserialize)]
+enum MatTask {
+    Pair(BlockPair),
+    RowColumn(RowColumnPair),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -172,6 +128,24 @@ struct BlockPair {
     b: Operand,
 }
 
+/// The `rank`-th row/column pair of a cluster: the finished C blocks `products` it makes
+/// possible, and the operand blocks they need (each row of A and column of B as its `nb`
+/// blocks). The master's copy carries them all, so that it can go anywhere whole if its
+/// cluster is lost; the link leaves out those it sent before, which the sub-master kept.
+#[derive(Serialize, Deserialize)]
+struct RowColumnPair {
+    rank: u64,
+    /// Blocks per row or column, `M / B`.
+    nb: usize,
+    order: usize,
+    products: Vec<(usize, usize)>,
+    operands: Vec<Operand>,
+}
+
+/// Finished or partial C blocks.
+#[derive(Serialize, Deserialize)]
+struct CBlocks(Vec<PartialBlock>);
+
 #[derive(Serialize, Deserialize)]
 struct PartialBlock {
     row: usize,
@@ -179,35 +153,103 @@ struct PartialBlock {
     c: Matrix,
 }
 
-impl Task for BlockPair {
-    type Output = PartialBlock;
+/// Floating-point operations of a b x b block product: 2b^3 - b^2.
+fn block_product_operations(b: usize) -> f64 {
+    let b = b as f64;
+    2.0 * b * b * b - b * b
+}
 
-    fn execute(self, _worker: &WorkerContext) -> PartialBlock {
-        PartialBlock {
-            row: self.row,
-            col: self.col,
-            c: self.a.values().product(self.b.values()),
+fn operand_values(operand: &Operand) -> anyhow::Result<&Matrix> {
+    operand
+        .block
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("operand {:?} reached a worker empty", operand.key))
+}
+
+impl RowColumnPair {
+    /// C block `(row, col)`: the sum over `l` of `A[row][l] x B[l][col]`.
+    fn product(&self, row: usize, col: usize) -> anyhow::Result<Matrix> {
+        let find = |matrix, r, c| {
+            self.operands
+                .iter()
+                .find(|o| (o.key.matrix, o.key.row, o.key.col) == (matrix, r, c))
+                .ok_or_else(|| anyhow::anyhow!("no operand ({matrix}, {r}, {c}) in the pair"))
+                .and_then(operand_values)
+        };
+        let mut sum = Matrix::zeros(self.order);
+        for l in 0..self.nb {
+            let part = find(0, row, l)?.product(find(1, l, col)?);
+            sum.add_block(0, 0, &part);
         }
-    }
-
-    /// Floating-point operations of a B x B block product: 2B^3 - B^2.
-    fn operations(&self) -> f64 {
-        let b = self.a.key.order as f64;
-        2.0 * b * b * b - b * b
+        Ok(sum)
     }
 }
 
-impl TaskResult for PartialBlock {
-    /// Partial products of the same C block add up; those of different blocks do not join.
-    fn join(&mut self, other: PartialBlock) -> Result<(), PartialBlock> {
-        if (self.row, self.col) != (other.row, other.col) {
+impl Task for MatTask {
+    type Output = CBlocks;
+
+    fn execute(self, _worker: &WorkerContext) -> CBlocks {
+        match self {
+            MatTask::Pair(pair) => CBlocks(vec![PartialBlock {
+                row: pair.row,
+                col: pair.col,
+                c: operand_values(&pair.a)
+                    .and_then(|a| Ok(a.product(operand_values(&pair.b)?)))
+                    .expect("the sub-master puts back what a link left out"),
+            }]),
+            // A pair computed whole: a cluster was lost and its pair came back here.
+            MatTask::RowColumn(pair) => CBlocks(
+                pair.products
+                    .iter()
+                    .map(|&(row, col)| PartialBlock {
+                        row,
+                        col,
+                        c: pair
+                            .product(row, col)
+                            .expect("the master's copy of a pair is complete"),
+                    })
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A block pair: 2B^3 - B^2; a row/column pair: `M/B` of those per product.
+    fn operations(&self) -> f64 {
+        match self {
+            MatTask::Pair(pair) => block_product_operations(pair.a.key.order),
+            MatTask::RowColumn(pair) => {
+                (pair.products.len() * pair.nb) as f64 * block_product_operations(pair.order)
+            }
+        }
+    }
+}
+
+impl TaskResult for CBlocks {
+    /// Results for the same C blocks add up; others do not join.
+    fn join(&mut self, other: CBlocks) -> Result<(), CBlocks> {
+        let same = self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|(a, b)| (a.row, a.col, a.c.n) == (b.row, b.col, b.c.n));
+        if !same {
             return Err(other);
         }
-        for (c, o) in self.c.values.iter_mut().zip(other.c.values) {
-            *c += o;
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            mine.c.add_block(0, 0, &theirs.c);
         }
         Ok(())
     }
+}
+
+/// One pair handed to a row/column cluster, for the measured stabilisation.
+struct PairSent {
+    cluster: String,
+    rank: u64,
+    products: usize,
+    operations: f64,
+    sent: Instant,
 }
 
 struct MatMul {
@@ -215,48 +257,182 @@ struct MatMul {
     b: Matrix,
     c: Matrix,
     block: usize,
-    next: usize,
     verify_up_to: usize,
+    /// Who computes which C block.
+    division: Division,
+    /// The clusters of the row/column strategy.
+    row_column: HashSet<String>,
+    /// The C block being handed out as block pairs, and its next `k`.
+    current: Option<(usize, usize, usize)>,
+    /// Tasks produced so far: the next task's id.
+    produced: TaskId,
+    /// Pairs handed to row/column clusters, by task id, until gathered.
+    pairs_out: HashMap<TaskId, PairSent>,
+    /// Pairs gathered, in order.
+    pairs_done: Vec<PairTiming>,
+    started: Instant,
 }
 
 impl MatMul {
+    fn new(s: &Settings) -> Self {
+        MatMul {
+            a: Matrix::sample(s.m, 1),
+            b: Matrix::sample(s.m, 2),
+            c: Matrix::zeros(s.m),
+            block: s.b,
+            verify_up_to: s.verify_up_to,
+            division: Division::new(s.m / s.b),
+            row_column: s.row_column.iter().cloned().collect(),
+            current: None,
+            produced: 0,
+            pairs_out: HashMap::new(),
+            pairs_done: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
     fn blocks(&self) -> usize {
         self.a.n / self.block
+    }
+
+    /// The serialised sizes of a block-pair task and of its result, as the framework sends
+    /// them (the plan's `task_bytes` and `result_bytes`).
+    fn sizes(&self) -> (usize, usize) {
+        let pair = BlockPair {
+            row: 0,
+            col: 0,
+            a: Operand::of(&self.a, self.key(0, 0, 0)),
+            b: Operand::of(&self.b, self.key(1, 0, 0)),
+        };
+        let result = CBlocks(vec![PartialBlock {
+            row: 0,
+            col: 0,
+            c: Matrix::zeros(self.block),
+        }]);
+        (
+            hmw::protocol::encode(&MatTask::Pair(pair)).len(),
+            hmw::protocol::encode(&result).len(),
+        )
+    }
+
+    fn key(&self, matrix: u8, row: usize, col: usize) -> BlockKey {
+        BlockKey {
+            matrix,
+            order: self.block,
+            row,
+            col,
+        }
+    }
+
+    /// The next block pair: the next `k` of the C block being handed out, or the first of the
+    /// next free C block.
+    fn next_block_pair(&mut self) -> Option<BlockPair> {
+        let (i, j, k) = match self.current {
+            Some(current) => current,
+            None => {
+                let (i, j) = self.division.next_block()?;
+                (i, j, 0)
+            }
+        };
+        self.current = (k + 1 < self.blocks()).then_some((i, j, k + 1));
+        Some(BlockPair {
+            row: i,
+            col: j,
+            a: Operand::of(&self.a, self.key(0, i, k)),
+            b: Operand::of(&self.b, self.key(1, k, j)),
+        })
+    }
+
+    /// A claimed row/column pair as a task: the operand blocks its products need.
+    fn row_column_pair(&self, claim: &PairClaim) -> RowColumnPair {
+        let nb = self.blocks();
+        let rows: HashSet<usize> = claim.products.iter().map(|p| p.0).collect();
+        let cols: HashSet<usize> = claim.products.iter().map(|p| p.1).collect();
+        let mut rows: Vec<usize> = rows.into_iter().collect();
+        let mut cols: Vec<usize> = cols.into_iter().collect();
+        rows.sort_unstable();
+        cols.sort_unstable();
+        let mut operands = Vec::with_capacity((rows.len() + cols.len()) * nb);
+        for &r in &rows {
+            operands.extend((0..nb).map(|l| Operand::of(&self.a, self.key(0, r, l))));
+        }
+        for &c in &cols {
+            operands.extend((0..nb).map(|l| Operand::of(&self.b, self.key(1, l, c))));
+        }
+        RowColumnPair {
+            rank: claim.rank,
+            nb,
+            order: self.block,
+            products: claim.products.clone(),
+            operands,
+        }
+    }
+
+    fn handout(&mut self, task: Option<MatTask>) -> Handout<MatTask> {
+        match task {
+            Some(task) => {
+                self.produced += 1;
+                Handout::Task(task)
+            }
+            None if self.current.is_none() && self.division.is_divided() => Handout::Finished,
+            None => Handout::Withheld,
+        }
     }
 }
 
 impl Problem for MatMul {
-    type Task = BlockPair;
+    type Task = MatTask;
 
-    fn next_task(&mut self) -> Option<BlockPair> {
-        let nb = self.blocks();
-        (self.next < nb * nb * nb).then(|| {
-            let (i, j, k) = (self.next / (nb * nb), self.next / nb % nb, self.next % nb);
-            self.next += 1;
-            let key = |matrix, row, col| BlockKey {
-                matrix,
-                order: self.block,
-                row,
-                col,
-            };
-            BlockPair {
-                row: i,
-                col: j,
-                a: Operand::of(&self.a, key(0, i, k)),
-                b: Operand::of(&self.b, key(1, k, j)),
-            }
-        })
+    fn next_task(&mut self) -> Option<MatTask> {
+        match self.next_task_for(Recipient::Worker) {
+            Handout::Task(task) => Some(task),
+            Handout::Withheld | Handout::Finished => None,
+        }
     }
 
-    fn gather(&mut self, _id: TaskId, result: PartialBlock) {
-        self.c.add_block(result.row, result.col, &result.c);
+    fn next_task_for(&mut self, to: Recipient<'_>) -> Handout<MatTask> {
+        let task = match to {
+            Recipient::Cluster(name) if self.row_column.contains(name) => {
+                self.division.next_pair(name).map(|claim| {
+                    let task = MatTask::RowColumn(self.row_column_pair(&claim));
+                    let sent = PairSent {
+                        cluster: name.to_string(),
+                        rank: claim.rank,
+                        products: claim.products.len(),
+                        operations: task.operations(),
+                        sent: Instant::now(),
+                    };
+                    self.pairs_out.insert(self.produced, sent);
+                    task
+                })
+            }
+            _ => self.next_block_pair().map(MatTask::Pair),
+        };
+        self.handout(task)
+    }
+
+    fn gather(&mut self, id: TaskId, result: CBlocks) {
+        for block in &result.0 {
+            self.c.add_block(block.row, block.col, &block.c);
+        }
+        if let Some(sent) = self.pairs_out.remove(&id) {
+            self.pairs_done.push(PairTiming {
+                cluster: sent.cluster,
+                rank: sent.rank,
+                products: sent.products,
+                operations: sent.operations,
+                sent_s: sent.sent.duration_since(self.started).as_secs_f64(),
+                done_s: self.started.elapsed().as_secs_f64(),
+            });
+        }
     }
 
     fn task_count(&self) -> Option<u64> {
-        Some(self.blocks().pow(3) as u64)
+        self.row_column
+            .is_empty()
+            .then(|| self.blocks().pow(3) as u64)
     }
 }
-
 /// An external cluster's side of the product: tasks of order B are split into tasks of order
 /// `sub_b`, and operand blocks cross each link once.
 struct BlockSplitter {
@@ -282,11 +458,15 @@ impl BlockSplitter {
     }
 }
 
-impl Splitter<BlockPair> for BlockSplitter {
-    fn split(&mut self, pair: BlockPair) -> anyhow::Result<Split<BlockPair>> {
-        let (a_key, b_key) = (pair.a.key, pair.b.key);
-        let a = self.restore(pair.a)?;
-        let b = self.restore(pair.b)?;
+impl BlockSplitter {
+    /// The pairs of `sub_b` blocks that the product of blocks `a` and `b` (of order B, keys
+    /// `a_key` and `b_key`) adding into C block `(row, col)` is made of.
+    fn sub_pairs(
+        &self,
+        (row, col): (usize, usize),
+        (a, a_key): (&Matrix, BlockKey),
+        (b, b_key): (&Matrix, BlockKey),
+    ) -> anyhow::Result<Vec<BlockPair>> {
         let (n, s) = (a.n, self.sub_b);
         anyhow::ensure!(
             n.is_multiple_of(s),
@@ -304,45 +484,113 @@ impl Splitter<BlockPair> for BlockSplitter {
             for j in 0..r {
                 for k in 0..r {
                     parts.push(BlockPair {
-                        row: pair.row * r + i,
-                        col: pair.col * r + j,
+                        row: row * r + i,
+                        col: col * r + j,
                         a: Operand {
                             key: sub_key(a_key, i, k),
-                            block: Some(a.block(i, k, s)),
+                            block: Some(if r == 1 { a.clone() } else { a.block(i, k, s) }),
                         },
                         b: Operand {
                             key: sub_key(b_key, k, j),
-                            block: Some(b.block(k, j, s)),
+                            block: Some(if r == 1 { b.clone() } else { b.block(k, j, s) }),
                         },
                     });
                 }
             }
         }
+        Ok(parts)
+    }
+
+    /// A row/column pair: keep its rows and columns, and make the block pairs of the
+    /// row-by-column products it brings with what is held.
+    fn split_row_column(&mut self, pair: RowColumnPair) -> anyhow::Result<Split<MatTask>> {
+        for operand in pair.operands {
+            self.restore(operand)?;
+        }
+        let kept = |key: BlockKey| {
+            self.kept
+                .get(&key)
+                .ok_or_else(|| anyhow::anyhow!("operand {key:?} never received"))
+        };
+        let key = |matrix, row, col| BlockKey {
+            matrix,
+            order: pair.order,
+            row,
+            col,
+        };
+        let mut parts = Vec::new();
+        let mut whole = Vec::with_capacity(pair.products.len());
+        for &(row, col) in &pair.products {
+            for l in 0..pair.nb {
+                let (a_key, b_key) = (key(0, row, l), key(1, l, col));
+                let subs =
+                    self.sub_pairs((row, col), (kept(a_key)?, a_key), (kept(b_key)?, b_key))?;
+                parts.extend(subs.into_iter().map(MatTask::Pair));
+            }
+            whole.push(PartialBlock {
+                row,
+                col,
+                c: Matrix::zeros(pair.order),
+            });
+        }
         Ok(Split {
             parts,
-            whole: PartialBlock {
+            whole: CBlocks(whole),
+        })
+    }
+}
+
+impl Splitter<MatTask> for BlockSplitter {
+    fn split(&mut self, task: MatTask) -> anyhow::Result<Split<MatTask>> {
+        let pair = match task {
+            MatTask::Pair(pair) => pair,
+            MatTask::RowColumn(pair) => return self.split_row_column(pair),
+        };
+        let (a_key, b_key) = (pair.a.key, pair.b.key);
+        let a = self.restore(pair.a)?;
+        let b = self.restore(pair.b)?;
+        let parts = self.sub_pairs((pair.row, pair.col), (&a, a_key), (&b, b_key))?;
+        Ok(Split {
+            parts: parts.into_iter().map(MatTask::Pair).collect(),
+            whole: CBlocks(vec![PartialBlock {
                 row: pair.row,
                 col: pair.col,
-                c: Matrix::zeros(n),
-            },
+                c: Matrix::zeros(a.n),
+            }]),
         })
     }
 
-    /// A part's product adds into its place in the whole block.
-    fn combine(&mut self, whole: &mut PartialBlock, part: PartialBlock) {
-        let r = whole.c.n / part.c.n;
-        whole
-            .c
-            .add_block(part.row - whole.row * r, part.col - whole.col * r, &part.c);
+    /// Each block of a part adds into its place in the whole block that holds it.
+    fn combine(&mut self, whole: &mut CBlocks, part: CBlocks) {
+        for part in part.0 {
+            let Some(target) = whole.0.iter_mut().find(|w| {
+                let r = w.c.n / part.c.n;
+                r > 0 && (part.row / r, part.col / r) == (w.row, w.col)
+            }) else {
+                tracing::warn!(
+                    row = part.row,
+                    col = part.col,
+                    "a part outside its task's blocks: dropped"
+                );
+                continue;
+            };
+            let r = target.c.n / part.c.n;
+            let (row, col) = (part.row - target.row * r, part.col - target.col * r);
+            target.c.add_block(row, col, &part.c);
+        }
     }
 
-    fn outbound(&mut self, mut pair: BlockPair) -> BlockPair {
-        for operand in [&mut pair.a, &mut pair.b] {
+    fn outbound(&mut self, mut task: MatTask) -> MatTask {
+        let operands: Vec<&mut Operand> = match &mut task {
+            MatTask::Pair(pair) => vec![&mut pair.a, &mut pair.b],
+            MatTask::RowColumn(pair) => pair.operands.iter_mut().collect(),
+        };
+        for operand in operands {
             if !self.sent.insert(operand.key) {
                 operand.block = None;
             }
         }
-        pair
+        task
     }
 }
 
@@ -350,14 +598,7 @@ fn main() -> std::process::ExitCode {
     hmw::run_split(
         |s: &Settings| {
             s.check()?;
-            Ok(MatMul {
-                a: Matrix::sample(s.m, 1),
-                b: Matrix::sample(s.m, 2),
-                c: Matrix::zeros(s.m),
-                block: s.b,
-                next: 0,
-                verify_up_to: s.verify_up_to,
-            })
+            Ok(MatMul::new(s))
         },
         |s: &Settings| {
             s.check()?;
@@ -379,6 +620,11 @@ fn main() -> std::process::ExitCode {
                 "matmul m={} b={} tasks={} verified={verified} makespan_s={:.3} gflops={gflops:.3}",
                 matmul.a.n, matmul.block, stats.tasks, stats.wall_s
             );
+            let (task_bytes, result_bytes) = matmul.sizes();
+            println!("matmul sizes: task_bytes={task_bytes} result_bytes={result_bytes}");
+            for line in stabilise::report(&matmul.pairs_done) {
+                println!("{line}");
+            }
             anyhow::ensure!(
                 verified != "false",
                 "the product differs from the direct one"
@@ -386,4 +632,126 @@ fn main() -> std::process::ExitCode {
             Ok(())
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(m: usize, b: usize, sub_b: Option<usize>) -> Settings {
+        Settings {
+            m,
+            b,
+            sub_b,
+            row_column: vec!["spain".into()],
+            ..Settings::default()
+        }
+    }
+
+    fn worker() -> WorkerContext {
+        WorkerContext {
+            rank: 1,
+            line: hmw::machinefile::RankLine {
+                line_no: 1,
+                host: "localhost".into(),
+                cm: None,
+                annotations: Default::default(),
+            },
+        }
+    }
+
+    /// Every pair of a run where `spain` alone asks, through its link and its sub-master:
+    /// the k-th makes the `2k - 1` products' block pairs, and C comes out right.
+    fn through_a_link(sub_b: Option<usize>) {
+        let s = settings(64, 16, sub_b);
+        let nb = s.m / s.b;
+        let per_product = nb * (s.b / s.sub_b()).pow(3);
+        let mut matmul = MatMul::new(&s);
+        let mut link = BlockSplitter {
+            sub_b: s.sub_b(),
+            kept: HashMap::new(),
+            sent: HashSet::new(),
+        };
+        let mut far = BlockSplitter {
+            sub_b: s.sub_b(),
+            kept: HashMap::new(),
+            sent: HashSet::new(),
+        };
+        for (id, k) in (1..=nb).enumerate() {
+            let Handout::Task(task) = matmul.next_task_for(Recipient::Cluster("spain")) else {
+                panic!("no pair {k}");
+            };
+            let crossing = link.outbound(task);
+            if let MatTask::RowColumn(pair) = &crossing {
+                // Only the new row and column cross: 2 * nb blocks.
+                let carried = pair.operands.iter().filter(|o| o.block.is_some()).count();
+                assert_eq!(carried, 2 * nb, "pair {k}");
+            } else {
+                panic!("a block pair went to a row/column cluster");
+            }
+            let split = far.split(crossing).unwrap();
+            assert_eq!(split.parts.len(), (2 * k - 1) * per_product, "pair {k}");
+            let mut whole = split.whole;
+            for part in split.parts {
+                far.combine(&mut whole, part.execute(&worker()));
+            }
+            assert_eq!(whole.0.len(), 2 * k - 1);
+            matmul.gather(id as TaskId, whole);
+        }
+        assert!(matches!(
+            matmul.next_task_for(Recipient::Worker),
+            Handout::Finished
+        ));
+        assert_eq!(matmul.pairs_done.len(), nb);
+        assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
+    }
+
+    #[test]
+    fn the_k_th_row_column_pair_makes_2k_minus_1_products_at_the_far_side() {
+        through_a_link(None);
+        through_a_link(Some(8));
+    }
+
+    #[test]
+    fn workers_and_a_row_column_cluster_share_c_and_a_pair_can_run_whole() {
+        let s = settings(64, 16, None);
+        let mut matmul = MatMul::new(&s);
+        let mut id = 0;
+        let mut turn = 0;
+        loop {
+            turn += 1;
+            let to = if turn % 5 == 0 {
+                Recipient::Cluster("spain")
+            } else {
+                Recipient::Worker
+            };
+            match matmul.next_task_for(to) {
+                // A pair computed whole on a worker, as when its cluster is lost.
+                Handout::Task(task) => matmul.gather(id, task.execute(&worker())),
+                Handout::Withheld => continue,
+                Handout::Finished => break,
+            }
+            id += 1;
+        }
+        assert!(!matmul.pairs_done.is_empty());
+        assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
+    }
+
+    #[test]
+    fn without_row_column_clusters_everyone_gets_block_pairs() {
+        let s = Settings {
+            m: 32,
+            b: 8,
+            ..Settings::default()
+        };
+        let mut matmul = MatMul::new(&s);
+        let mut tasks = 0;
+        while let Some(task) = matmul.next_task() {
+            assert!(matches!(task, MatTask::Pair(_)));
+            matmul.gather(tasks, task.execute(&worker()));
+            tasks += 1;
+        }
+        assert_eq!(Some(tasks), matmul.task_count());
+        assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
+    }
 }

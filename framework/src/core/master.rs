@@ -29,9 +29,10 @@ use super::{
     task_source::{Next, TaskSource},
 };
 use crate::{
-    app::TaskId,
+    app::{Recipient, TaskId},
     config::RunConfig,
     error::RunError,
+    estimator::WorkEstimator,
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
     protocol::{
@@ -117,8 +118,8 @@ enum Phase {
 enum Take {
     /// A task; whether it is new (else a retry).
     Task(TaskId, bool),
-    /// This rank may take no new task (its bounded share is used up), and none waits to be
-    /// retried.
+    /// This rank may take no new task (its bounded share is used up, or the source withholds
+    /// tasks from it), and none waits to be retried.
     NotAllowed,
     /// Nothing now (a sub-master waiting on its upstream, or the source is exhausted).
     Nothing,
@@ -147,6 +148,8 @@ pub struct MasterCore<S> {
     local_operations: f64,
     /// Basic operations of every task gathered.
     useful_operations: f64,
+    /// The work and rates observed so far, for the live prediction's interval.
+    estimator: WorkEstimator,
     reassigned: u64,
     /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
     tail_copies: u64,
@@ -244,6 +247,7 @@ impl<S: TaskSource> MasterCore<S> {
             gathered: 0,
             local_operations: 0.0,
             useful_operations: 0.0,
+            estimator: WorkEstimator::new(),
             reassigned: 0,
             tail_copies: 0,
             workers,
@@ -469,23 +473,31 @@ impl<S: TaskSource> MasterCore<S> {
         if local.workers != Some(0) {
             clusters.insert(0, local);
         }
-        // Tasks still to do, at the mean basic operations of those gathered so far.
+        // Tasks still to do, at the mean basic operations of those gathered so far (within
+        // the quantiles of those seen).
         let total = self.source.task_count();
-        let remaining_operations = match total {
-            Some(total) if self.gathered > 0 => {
-                total.saturating_sub(self.gathered) as f64 * self.useful_operations
-                    / self.gathered as f64
-            }
-            _ => f64::NAN,
-        };
+        let remaining = total.and_then(|total| {
+            self.estimator
+                .remaining_work(total.saturating_sub(self.gathered))
+        });
         let estimate = live::estimate(
             window_s,
             elapsed.as_secs_f64(),
             &clusters,
             self.useful_operations,
-            remaining_operations,
+            remaining.map_or(f64::NAN, |work| work.point),
         );
-        ProgressSample::new(elapsed, self.gathered, total, estimate)
+        // The time left scales with the work left: the interval of the work, on the time.
+        let interval = remaining
+            .zip(estimate.remaining_s)
+            .filter(|(work, _)| work.point > 0.0)
+            .map(|(work, left_s)| {
+                let total = work.scaled(left_s / work.point, elapsed.as_secs_f64());
+                (total.low, total.high)
+            });
+        let mut sample = ProgressSample::new(elapsed, self.gathered, total, estimate);
+        sample.predicted_total_interval_s = interval;
+        sample
     }
 
     /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
@@ -523,7 +535,11 @@ impl<S: TaskSource> MasterCore<S> {
         if !new_allowed {
             return Take::NotAllowed;
         }
-        match self.source.next_task(self.next_id) {
+        let to = match &self.tallies[&rank].kind {
+            Kind::Worker => Recipient::Worker,
+            Kind::Cm { name, .. } => Recipient::Cluster(name),
+        };
+        match self.source.next_task_for(self.next_id, to) {
             Next::Task { operations, body } => {
                 let id = self.next_id;
                 self.next_id += 1;
@@ -542,6 +558,8 @@ impl<S: TaskSource> MasterCore<S> {
                 Take::Task(id, true)
             }
             Next::Later => Take::Nothing,
+            // Like a share used up: set aside for this round while others are served.
+            Next::Withheld => Take::NotAllowed,
             Next::Finished => {
                 self.exhausted = true;
                 Take::Nothing
@@ -610,9 +628,20 @@ impl<S: TaskSource> MasterCore<S> {
                     tally.window.operations += result.operations;
                     self.useful_operations += result.operations;
                     self.gathered += result.ids.len() as u64;
-                    if matches!(tally.kind, Kind::Worker) {
-                        self.local_operations += result.operations;
-                    }
+                    let cluster = match &tally.kind {
+                        Kind::Worker => {
+                            self.local_operations += result.operations;
+                            &self.name
+                        }
+                        Kind::Cm { name, .. } => name,
+                    };
+                    self.estimator.observe(
+                        cluster,
+                        from,
+                        result.ids.len() as u64,
+                        result.operations,
+                        result.busy_s,
+                    );
                     self.source.gather(result)?;
                 } else {
                     // Some of these tasks were gathered from another copy: a joined result

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use crate::{
-    app::{Problem, Task, TaskId},
+    app::{Handout, Problem, Recipient, Task, TaskId},
     error::RunError,
     protocol::{decode, encode, ToWorker, WireResult},
 };
@@ -21,6 +21,8 @@ pub enum Next {
     },
     /// Nothing now; more may come (a sub-master waiting on its upstream).
     Later,
+    /// Nothing for this recipient now, while others may still get tasks.
+    Withheld,
     /// No task will come any more.
     Finished,
 }
@@ -29,6 +31,12 @@ pub enum Next {
 pub trait TaskSource {
     /// The next task, which the master will call `id`.
     fn next_task(&mut self, id: TaskId) -> Next;
+    /// The next task for `to`, which the master will call `id`. Default:
+    /// [`next_task`](Self::next_task), whoever asks.
+    fn next_task_for(&mut self, id: TaskId, to: Recipient<'_>) -> Next {
+        let _ = to;
+        self.next_task(id)
+    }
     /// Gather a result (for one task, or for several joined); called once per task.
     fn gather(&mut self, result: WireResult) -> Result<(), RunError>;
     /// Total number of tasks, when known.
@@ -82,13 +90,18 @@ impl<P> ProblemSource<P> {
 }
 
 impl<P: Problem> TaskSource for ProblemSource<P> {
-    fn next_task(&mut self, _id: TaskId) -> Next {
-        match self.problem.next_task() {
-            Some(task) => Next::Task {
+    fn next_task(&mut self, id: TaskId) -> Next {
+        self.next_task_for(id, Recipient::Worker)
+    }
+
+    fn next_task_for(&mut self, _id: TaskId, to: Recipient<'_>) -> Next {
+        match self.problem.next_task_for(to) {
+            Handout::Task(task) => Next::Task {
                 operations: task.operations(),
                 body: encode(&task),
             },
-            None => Next::Finished,
+            Handout::Withheld => Next::Withheld,
+            Handout::Finished => Next::Finished,
         }
     }
 

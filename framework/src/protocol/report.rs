@@ -71,6 +71,10 @@ pub struct ProgressSample {
     /// The live prediction of the whole run's time (elapsed + predicted remaining).
     #[serde(default)]
     pub predicted_total_s: Option<f64>,
+    /// The interval of the whole run's time, from the observed distribution of per-task work
+    /// ([`crate::estimator::WorkEstimator`]): `(low, high)` seconds.
+    #[serde(default)]
+    pub predicted_total_interval_s: Option<(f64, f64)>,
     /// The live prediction of the run's efficiency (7).
     #[serde(default)]
     pub predicted_efficiency: Option<f64>,

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The three applications of the thesis across three clusters emulated on this machine
+# (`hmw launch` in localhost mode: every cluster's ranks under a local mpirun, the WANs
+# emulated by hmw-wanem relays), each verified, and the model tried on them:
+#   - SRMSD (configs/srmsd-ring-three-clusters.toml): the average spectrum checked against a
+#     one-process run of the same seeds;
+#   - TSP in its three variants (configs/tsp-three-clusters.toml): the optimum checked against
+#     Held-Karp; for task-pruning, the error of the live prediction made at 10 % of the run
+#     (the first progress sample at or after 10 % of the measured makespan) against the
+#     measured makespan; for global-pruning, whether the interval made then holds it, and its
+#     width over its midpoint;
+#   - the matrix product's row/column strategy (configs/matmul-row-column.toml): the product
+#     checked, the stabilising row/column predicted by `hmw predict` (equation (80)) and the
+#     one measured in the run.
+#
+#   scripts/apps.sh            # the plans' sizes (a few minutes once built)
+#   scripts/apps.sh --quick    # small sizes (scripts/test.sh runs it)
+#
+# Exits non-zero when a run fails or an answer is wrong. Last line:
+#   apps srmsd=verified tsp_exhaustive=verified tsp_task=verified tsp_global=verified
+#   matmul_rc=verified rc_stabilise_pred=P rc_stabilise_meas=M tsp_task_err10=E
+#   tsp_global_in_interval=true|false tsp_global_width=W
+# (a failed check prints its name with `failed` and the script goes on to the end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=full
+case "${1:-}" in
+    "") ;;
+    --quick) mode=quick ;;
+    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
+esac
+
+scripts/setup.sh
+. scripts/env.sh
+target=${CARGO_TARGET_DIR:-target}
+cargo build --release --quiet -p hmw-cli -p hmw-cm -p hmw-srmsd -p hmw-tsp -p hmw-matmul
+hmw=$target/release/hmw
+work=$target/apps/$mode
+rm -rf "$work"
+mkdir -p "$work"
+
+# A plan of configs/ with values replaced: derive NAME SOURCE 'from|to' ... (each `from` must
+# be in the plan: a plan that changed fails loudly instead of running the wrong size).
+derive() {
+    local name=$1 source=configs/$2
+    shift 2
+    cp "$source" "$work/$name.toml"
+    local change from to
+    for change in "$@"; do
+        from=${change%%|*}
+        to=${change#*|}
+        if ! grep -qF -- "$from" "$work/$name.toml"; then
+            echo "apps: $source has no '$from'" >&2
+            exit 1
+        fi
+        python3 - "$work/$name.toml" "$from" "$to" <<'EOF'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+open(path, "w").write(text.replace(old, new))
+EOF
+    done
+}
+
+ok=true
+# launch NAME: runs $work/NAME.toml, its output in $work/NAME.out, its files in $work/NAME/.
+launch() {
+    local name=$1 start
+    start=$(date +%s)
+    if ! "$hmw" launch "$work/$name.toml" --work-dir "$work/$name" >"$work/$name.out" 2>&1; then
+        echo "apps: $name failed; the end of its output:" >&2
+        tail -20 "$work/$name.out" >&2
+        ok=false
+    fi
+    echo "apps: $name took $(($(date +%s) - start)) s: $(grep -E '^(srmsd members|tsp variant|matmul m)=?' "$work/$name.out" | tail -1)"
+}
+
+# verified NAME PATTERN: "verified" when the run's output has PATTERN, else "failed".
+verified() {
+    if grep -qE -- "$2" "$work/$1.out"; then echo verified; else ok=false; echo failed; fi
+}
+
+if [ "$mode" = quick ]; then
+    derive srmsd srmsd-ring-three-clusters.toml 'tasks = 120|tasks = 24' \
+        'members = 120|members = 24' 'steps = 200000|steps = 10000' \
+        't_off = 1000.0|t_off = 50.0' 'oper = 1600000|oper = 80000'
+    tsp_exhaustive=('n = 12|n = 10' 'tasks = 110|tasks = 72' 'oper = 986410|oper = 13700')
+    tsp_pruning=('n = 12|n = 14' 'tasks = 110|tasks = 156' 'oper = 986410|oper = 108505112')
+    derive matmul_rc matmul-row-column.toml 'm = 2048|m = 1024' 'b = 128|b = 64' \
+        'verify_up_to = 2048|verify_up_to = 1024' 'oper = 4177920|oper = 520192'
+else
+    derive srmsd srmsd-ring-three-clusters.toml
+    derive matmul_rc matmul-row-column.toml
+    tsp_exhaustive=()
+    # Held-Karp checks up to 18 cities; at 16 a pruning run lasts long enough (about 20 s
+    # here) for its progress samples to say something at 10 %.
+    tsp_pruning=('n = 12|n = 16' 'tasks = 110|tasks = 210' 'oper = 986410|oper = 16926797486')
+fi
+derive tsp_exhaustive tsp-three-clusters.toml "${tsp_exhaustive[@]}" 'statistics_interval = 1|statistics_interval = 0.25'
+derive tsp_task tsp-three-clusters.toml "${tsp_pruning[@]}" \
+    'variant = "exhaustive"|variant = "task-pruning"' 'statistics_interval = 1|statistics_interval = 0.25'
+# Pruned tasks take microseconds: with tail copies the main cluster would recompute every
+# task still out in the external clusters before their results crossed the WAN.
+derive tsp_global tsp-three-clusters.toml "${tsp_pruning[@]}" \
+    'variant = "exhaustive"|variant = "global-pruning"' 'statistics_interval = 1|statistics_interval = 0.25' \
+    'reassign_last_task = true|reassign_last_task = false'
+
+for name in srmsd tsp_exhaustive tsp_task tsp_global matmul_rc; do
+    launch "$name"
+done
+
+srmsd=$(verified srmsd '^srmsd members=[0-9]+ verified=true')
+tsp_exhaustive=$(verified tsp_exhaustive '^tsp variant=exhaustive .*verified=true')
+tsp_task=$(verified tsp_task '^tsp variant=task-pruning .*verified=true')
+tsp_global=$(verified tsp_global '^tsp variant=global-pruning .*verified=true')
+matmul_rc=$(verified matmul_rc '^matmul .*verified=true')
+
+rc_pred=$("$hmw" predict "$work/matmul_rc.toml" |
+    sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9]*\).*/\1/p')
+rc_meas=$(sed -n 's/^row_column cluster=spain .*stabilised_at=\([0-9a-z]*\).*/\1/p' \
+    "$work/matmul_rc.out")
+
+# The live prediction at 10 % of a run, from the main master's progress samples.
+at_tenth() {
+    python3 - "$work/$1/lyon.stats.json" "$2" <<'EOF'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+wall = stats["wall_s"]
+samples = [s for s in stats["progress"]
+           if s["t_s"] >= 0.1 * wall and s.get("predicted_total_s") is not None]
+if not samples:
+    print("none none" if sys.argv[2] == "interval" else "none")
+    sys.exit()
+s = samples[0]
+if sys.argv[2] == "error":
+    print(f"{abs(s['predicted_total_s'] - wall) / wall:.3f}")
+else:
+    interval = s.get("predicted_total_interval_s")
+    if interval is None:
+        print("none none")
+    else:
+        low, high = interval
+        inside = "true" if low <= wall <= high else "false"
+        print(f"{inside} {(high - low) / ((low + high) / 2):.3f}")
+EOF
+}
+tsp_task_err10=$(at_tenth tsp_task error)
+read -r tsp_global_in_interval tsp_global_width < <(at_tenth tsp_global interval)
+
+echo "apps srmsd=$srmsd tsp_exhaustive=$tsp_exhaustive tsp_task=$tsp_task tsp_global=$tsp_global matmul_rc=$matmul_rc rc_stabilise_pred=${rc_pred:-none} rc_stabilise_meas=${rc_meas:-none} tsp_task_err10=$tsp_task_err10 tsp_global_in_interval=$tsp_global_in_interval tsp_global_width=$tsp_global_width"
+$ok
