@@ -592,8 +592,8 @@ fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
 }
 
 /// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
-/// cluster computes during one emulated round trip (its requests take that long to come
-/// back), plus two. `None` without a prediction or an emulated delay.
+/// cluster computes during one round trip (its requests take that long to come back), plus
+/// two. `None` without a prediction or a round trip (`wan_rtt_s` or an emulated delay).
 fn window_for(
     plan: &Plan,
     prediction: Option<&Prediction>,
@@ -606,7 +606,8 @@ fn window_for(
         .iter()
         .find(|pc| pc.name == cluster.name)?
         .perf_ste;
-    let round_trip_s = 2.0 * (link.delay_ms + link.jitter_ms) / 1e3;
+    // The plan's round trip (`wan_rtt_s`, else twice the emulated delay), and the jitter.
+    let round_trip_s = cluster.wan_rtt_s(None) + 2.0 * link.jitter_ms / 1e3;
     if round_trip_s <= 0.0 {
         return None;
     }
