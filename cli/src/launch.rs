@@ -34,12 +34,21 @@ use crate::{
     ports::free_port,
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
+    remote::Deployment,
 };
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
     /// The plan (TOML): clusters, machines, [launch] and [run] tables.
-    plan: PathBuf,
+    #[arg(required_unless_present = "cleanup")]
+    plan: Option<PathBuf>,
+    /// Stop every process and remove every run folder that a launcher (killed, or cut from a
+    /// host) left on the hosts its state file names (WORK/launch-state.json), then exit.
+    #[arg(long, value_name = "STATE", conflicts_with = "plan")]
+    cleanup: Option<PathBuf>,
+    /// Keep the run folders on the clusters' hosts (launchers ssh and slurm).
+    #[arg(long)]
+    keep: bool,
     /// System parameters measured by `hmw calibrate`, used in place of the plan's `perf` and
     /// throughputs for the prediction printed first and the workers it selects.
     #[arg(long, value_name = "FILE")]
@@ -119,10 +128,16 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
 }
 
 pub fn run(args: LaunchArgs) -> Result<()> {
-    let plan = load_plan(&args.plan)?;
-    let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
+    if let Some(state) = &args.cleanup {
+        return crate::remote::cleanup(state);
+    }
+    let plan_path = args.plan.clone().context("no plan")?;
+    let plan = load_plan(&plan_path)?;
+    let remote =
+        crate::remote::is_remote(&plan).with_context(|| plan_path.display().to_string())?;
+    let plan_dir = plan_path.parent().unwrap_or(Path::new(".")).to_owned();
     let (prediction, measured) =
-        match model_input_with_measured(&plan, &args.plan, args.measured.as_deref()) {
+        match model_input_with_measured(&plan, &plan_path, args.measured.as_deref()) {
             Ok((input, measured)) => (predict(&input).map_err(anyhow::Error::from), measured),
             Err(e) => (Err(e.into()), None),
         };
@@ -131,10 +146,10 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             match measured_file {
                 Some(file) => println!(
                     "== predicted ({}, measured values from {})",
-                    args.plan.display(),
+                    plan_path.display(),
                     file.display()
                 ),
-                None => println!("== predicted ({})", args.plan.display()),
+                None => println!("== predicted ({})", plan_path.display()),
             }
             let source = measured_file
                 .as_deref()
@@ -148,7 +163,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             println!("== no prediction ({e:#}); launching every worker of the plan")
         }
     }
-    let target = if args.print {
+    let target = if args.print || remote {
         Target::Deployment
     } else {
         Target::Local
@@ -160,7 +175,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         args.binary.as_deref(),
         free_port,
     )
-    .with_context(|| format!("{}", args.plan.display()))?;
+    .with_context(|| format!("{}", plan_path.display()))?;
     for note in &layout.notes {
         println!("== note: {note}");
     }
@@ -224,7 +239,20 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .as_ref()
         .ok()
         .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
-    run_local(&layout, commands, &work, args.grace_s, predicted)
+    if remote {
+        let binary = binary.canonicalize().unwrap_or(binary);
+        let (deployment, commands) =
+            Deployment::prepare(&plan, &layout, &work, &certs, &binary, args.keep)?;
+        return run_local(
+            &layout,
+            commands,
+            &work,
+            args.grace_s,
+            predicted,
+            Some(&deployment),
+        );
+    }
+    run_local(&layout, commands, &work, args.grace_s, predicted, None)
 }
 
 fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {
@@ -293,6 +321,7 @@ fn run_local(
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
+    deployment: Option<&Deployment>,
 ) -> Result<()> {
     catch_signals()?;
     become_subreaper()?;
@@ -300,9 +329,11 @@ fn run_local(
         .worker_threads(1)
         .enable_all()
         .build()?;
+    // On real hosts the WAN is real: no emulator.
     let relays: Vec<(String, Wanem)> = layout
         .clusters
         .iter()
+        .filter(|_| deployment.is_none())
         .filter_map(|c: &ClusterLayout| c.link.as_ref().map(|l| (c, l)))
         .map(|(cluster, link)| {
             let relay = runtime
@@ -322,16 +353,25 @@ fn run_local(
             break;
         }
         let is_main = name == main_name;
-        command.stdin(Stdio::null());
-        local_mpi_environment(&mut command);
+        match deployment {
+            // The cluster's processes end when this connection does: its input stays open
+            // as long as the launcher lives.
+            Some(_) => {
+                command.stdin(Stdio::piped());
+            }
+            None => {
+                command.stdin(Stdio::null());
+                local_mpi_environment(&mut command);
+            }
+        }
         if !is_main {
             let path = work.join(format!("{name}.log"));
             let log = fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             command.stdout(log.try_clone()?).stderr(log);
         }
-        let group = Group::start(&mut command)
-            .with_context(|| format!("cannot start mpirun for cluster {name}"))?;
+        let group =
+            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
         let pid = group.id();
         println!("== cluster {name}: started (pid {pid})");
         started.0.push(Running {
@@ -401,6 +441,7 @@ fn run_local(
     // Every group not reaped yet, then whatever is left below the launcher (ranks whose
     // mpirun died included).
     started.stop();
+    let cleaned = deployment.map(|d| d.finish(work));
     let running = &started.0;
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());
@@ -412,6 +453,9 @@ fn run_local(
             .status()
             .map_or("killed".to_owned(), |s| s.to_string());
         println!("== cluster {}: {status}", r.name);
+    }
+    if let Some(Err(e)) = &cleaned {
+        println!("== cleanup: {e:#}");
     }
     let Some(status) = outcome else {
         bail!(

@@ -16,6 +16,7 @@ pub mod error;
 pub mod idle;
 pub mod live;
 pub mod machinefile;
+pub mod placement;
 pub mod protocol;
 pub mod roles;
 pub mod runner;
