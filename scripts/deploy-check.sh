@@ -14,19 +14,24 @@
 #              the plan's 50 MB/s: verified=true, every rank on its host
 #   misplaced  mpirun without --map-by seq puts a rank elsewhere: the rank's own check stops
 #              the cluster, naming the line and both hosts
+#   lost       the launcher's ssh connection to spain killed mid-run: spain's processes end
+#              within 10 s, the run completes with the others (after lost_after_s),
+#              verified=true
 #   sigint     SIGINT to hmw launch mid-run (the Slurm plan): within 10 s no process of the run
 #              on any host, no Slurm job in the queue, no run folder
 #   sigkill    SIGKILL to it, then hmw launch --cleanup STATE: the same (timed from the signal)
 # Last line:
-#   deploy demo=ok placement=ok keys=ok report=ok slurm=ok matmul=ok misplaced=ok sigint=ok sigint_s=S
+#   deploy demo=ok placement=ok keys=ok report=ok slurm=ok matmul=ok misplaced=ok lost=ok lost_s=S sigint=ok sigint_s=S
 #          sigkill=ok sigkill_s=S clean=true seconds=N
 # Exits non-zero when an item fails. Run by scripts/test.sh (as root).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 t_start=$(date +%s)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+# The release matmul with the packages scripts/validate.sh builds: the same features, the same
+# dependencies already built.
 cargo build --quiet -p hmw-cli -p hmw-synthetic -p hmw-testbed -p hmw-wan-router --bins &&
-    cargo build --quiet --release -p hmw-matmul --bins || {
+    cargo build --quiet --release -p hmw-cli -p hmw-synthetic -p hmw-matmul --bins || {
     echo "deploy-check: build failed" >&2
     exit 1
 }
@@ -53,7 +58,7 @@ trap cleanup EXIT
 
 if ! tb up "$slurm_plan" --require-router >"$work/up.log" 2>&1; then
     cat "$work/up.log" >&2
-    echo "deploy demo=fail placement=fail keys=fail report=fail slurm=fail matmul=fail misplaced=fail sigint=fail sigint_s=nan sigkill=fail sigkill_s=nan clean=false seconds=$(($(date +%s) - t_start))"
+    echo "deploy demo=fail placement=fail keys=fail report=fail slurm=fail matmul=fail misplaced=fail lost=fail lost_s=nan sigint=fail sigint_s=nan sigkill=fail sigkill_s=nan clean=false seconds=$(($(date +%s) - t_start))"
     exit 1
 fi
 note "$(tail -1 "$work/up.log")"
@@ -65,7 +70,7 @@ hosts=$(jq -r '.hosts[] | select(.host != "launch") | .host' "$work/state.json")
 run_processes() {
     jq -r '.hosts[] | "\(.host) \(.netns)"' "$work/state.json" | while read -r host netns; do
         for pid in $(ip netns pids "$netns" 2>/dev/null); do
-            args=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+            args=$({ tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null) || continue
             case "$args" in
             *hmw-synthetic* | *hmw-matmul* | *mpirun* | *orted* | */srv/hmw/*) echo "$host $pid $args" ;;
             esac
@@ -190,6 +195,35 @@ else
 fi
 for h in lyon-head lyon-1 lyon-2; do tb exec "$h" -- rm -rf $mp; done
 
+# --- the connection to an external cluster lost mid-run ---
+lost_ok=fail lost_s=nan
+launch "$demo" --work-dir "$work/lost" >"$work/lost.log" 2>&1 &
+launcher=$!
+for _ in $(seq 1 600); do
+    grep -q 'cluster lyon: started' "$work/lost.log" 2>/dev/null && break
+    sleep 0.1
+done
+sleep 3
+# The launcher's ssh to spain's head (its id in spain.pid): as if the network dropped it.
+kill -KILL "$(cat "$work/lost/spain.pid")"
+t_lost=$(date +%s.%N)
+while :; do
+    if [ -z "$(run_processes | grep '^spain-')" ]; then
+        lost_s=$(echo "$(date +%s.%N) - $t_lost" | bc | xargs printf '%.1f')
+        break
+    fi
+    [ "$(echo "$(date +%s.%N) - $t_lost > 10" | bc)" = 1 ] && break
+    sleep 0.2
+done
+wait $launcher
+lost_status=$?
+if [ $lost_status = 0 ] && [ "$lost_s" != nan ] && grep -q 'verified=true' "$work/lost.log" &&
+    grep -q 'cluster spain: failed while the main cluster runs' "$work/lost.log"; then
+    lost_ok=ok
+else
+    note "lost: exit $lost_status, spain's processes gone after ${lost_s} s: $(run_processes | grep '^spain-' | head -2 | paste -sd,); $(tail -4 "$work/lost.log")"
+fi
+
 # --- a signal to hmw launch mid-run ---
 # Starts the demo, waits until its clusters run, sends SIG to hmw; prints nothing.
 signal_mid_run() {
@@ -201,9 +235,13 @@ signal_mid_run() {
         sleep 0.1
     done
     sleep 3
-    # hmw-testbed exec runs nsenter, which becomes hmw: its child.
-    local hmw_pid
-    hmw_pid=$(ps -o pid= --ppid "$exec_pid" | head -1 | tr -d ' ')
+    # Below the job: hmw-testbed exec, its nsenter, which becomes hmw.
+    local hmw_pid="" level=$exec_pid
+    for _ in 1 2 3 4 5; do
+        level=$(ps -o pid= --ppid "$level" | head -1 | tr -d ' ')
+        [ -n "$level" ] || break
+        if [ "$(ps -o comm= -p "$level")" = hmw ]; then hmw_pid=$level; break; fi
+    done
     date +%s.%N >"$dir.t"
     if [ -n "$hmw_pid" ]; then kill -s "$sig" "$hmw_pid"; else note "$sig: no hmw below $exec_pid"; fi
     wait $exec_pid 2>/dev/null
@@ -231,11 +269,11 @@ tb down >"$work/down.log" 2>&1 || { clean=false; cat "$work/down.log"; }
 left=$("$T" leftovers "$work/state.json")
 [ -z "$left" ] || { clean=false; note "left after down: $left"; }
 
-for v in demo placement keys report slurm matmul misplaced sigint sigkill; do
+for v in demo placement keys report slurm matmul misplaced lost sigint sigkill; do
     var=${v}_ok
     [ "${!var}" = ok ] || failed+=("$v")
 done
 $clean || failed+=(clean)
 ((${#failed[@]})) && note "FAILED: ${failed[*]}" >&2
-echo "deploy demo=$demo_ok placement=$placement_ok keys=$keys_ok report=$report_ok slurm=$slurm_ok matmul=$matmul_ok misplaced=$misplaced_ok sigint=$sigint_ok sigint_s=$sigint_s sigkill=$sigkill_ok sigkill_s=$sigkill_s clean=$clean seconds=$(($(date +%s) - t_start))"
+echo "deploy demo=$demo_ok placement=$placement_ok keys=$keys_ok report=$report_ok slurm=$slurm_ok matmul=$matmul_ok misplaced=$misplaced_ok lost=$lost_ok lost_s=$lost_s sigint=$sigint_ok sigint_s=$sigint_s sigkill=$sigkill_ok sigkill_s=$sigkill_s clean=$clean seconds=$(($(date +%s) - t_start))"
 ((${#failed[@]} == 0))

@@ -219,6 +219,38 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;
+    let predicted = prediction
+        .as_ref()
+        .ok()
+        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    if remote {
+        let binary = binary.canonicalize().unwrap_or(binary);
+        let (deployment, commands) = Deployment::prepare(
+            &plan,
+            &layout,
+            &work,
+            &certs,
+            &binary,
+            args.keep,
+            args.print,
+        )?;
+        if args.print {
+            println!(
+                "# certificates in {}: each host's files are in its folder above; keep \
+                 ca.key.pem off the clusters",
+                certs.display()
+            );
+            return Ok(());
+        }
+        return run_local(
+            &layout,
+            commands,
+            &work,
+            args.grace_s,
+            predicted,
+            Some(&deployment),
+        );
+    }
     if args.print {
         for (name, command, _) in &commands {
             println!("# cluster {name}: on its head node");
@@ -234,23 +266,6 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             println!("#   {line}");
         }
         return Ok(());
-    }
-    let predicted = prediction
-        .as_ref()
-        .ok()
-        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
-    if remote {
-        let binary = binary.canonicalize().unwrap_or(binary);
-        let (deployment, commands) =
-            Deployment::prepare(&plan, &layout, &work, &certs, &binary, args.keep)?;
-        return run_local(
-            &layout,
-            commands,
-            &work,
-            args.grace_s,
-            predicted,
-            Some(&deployment),
-        );
     }
     run_local(&layout, commands, &work, args.grace_s, predicted, None)
 }

@@ -72,6 +72,10 @@ impl Deployment {
     /// Make each cluster's run folder, stage its files, and return the commands that run the
     /// clusters (in layout order, the main cluster first). `binary` is the application on this
     /// machine; `certs` holds the CA and every CM's keys (the CA key stays here).
+    ///
+    /// With `print`, nothing is done on any host: each host's files stay in
+    /// `WORK/stage/CLUSTER/HOST`, and the commands that would stage and run them are printed
+    /// (a relative `work_dir` then stays relative to the remote home).
     pub(crate) fn prepare(
         plan: &Plan,
         layout: &Layout,
@@ -79,6 +83,7 @@ impl Deployment {
         certs: &Path,
         binary: &Path,
         keep: bool,
+        print: bool,
     ) -> Result<(Deployment, Vec<ClusterCommand>)> {
         let stamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -105,11 +110,15 @@ impl Deployment {
             let head = SshTarget::head_of(&launch, &head_host);
             let parent = launch.work_dir.clone().unwrap_or_else(|| "hmw-runs".into());
             let parent = parent.strip_prefix("~/").unwrap_or(&parent).to_owned();
-            let absolute = head.run(
-                &format!("mkdir -p {p} && cd {p} && pwd", p = sh_quote(&parent)),
-                b"",
-                &format!("make the work folder {parent} of cluster {}", cluster.name),
-            )?;
+            let absolute = if print {
+                parent.clone()
+            } else {
+                head.run(
+                    &format!("mkdir -p {p} && cd {p} && pwd", p = sh_quote(&parent)),
+                    b"",
+                    &format!("make the work folder {parent} of cluster {}", cluster.name),
+                )?
+            };
             deployment.clusters.push(RemoteCluster {
                 name: cluster.name.clone(),
                 head,
@@ -120,7 +129,9 @@ impl Deployment {
             });
             settings.push(launch);
             // Recorded before anything is staged: a cleanup finds a half-staged run.
-            deployment.write_state(plan)?;
+            if !print {
+                deployment.write_state(plan)?;
+            }
         }
 
         let stage_root = work.join("stage");
@@ -229,6 +240,10 @@ impl Deployment {
                 work.join(format!("{}.stats.json", cluster.name)),
             ));
         }
+        if print {
+            print_commands(&deployment.clusters, &stages, &commands);
+            return Ok((deployment, commands));
+        }
         let staged: Vec<Result<()>> = std::thread::scope(|scope| {
             let sends: Vec<_> = stages
                 .iter()
@@ -277,6 +292,72 @@ impl Deployment {
         }
         clean_all(&self.clusters, self.keep, &self.state_file)
     }
+}
+
+/// `--print`: per cluster, where each host's files go and the commands that stage and run
+/// them, as `hmw launch` would.
+fn print_commands(
+    clusters: &[RemoteCluster],
+    stages: &[(&RemoteCluster, &str, PathBuf)],
+    commands: &[ClusterCommand],
+) {
+    for (cluster, (_, command, _)) in clusters.iter().zip(commands) {
+        println!(
+            "# cluster {}: {} on its head {}, in {} on each host",
+            cluster.name,
+            if cluster.slurm {
+                "sbatch of exactly its hosts, mpirun --map-by seq inside"
+            } else {
+                "mpirun --map-by seq"
+            },
+            cluster.head.describe(),
+            cluster.dir
+        );
+        for (_, host, dir) in stages.iter().filter(|(c, _, _)| c.name == cluster.name) {
+            let files: Vec<String> = walk(dir)
+                .iter()
+                .filter_map(|f| f.strip_prefix(dir).ok())
+                .map(|f| f.display().to_string())
+                .collect();
+            println!("#   {host}: {}", files.join(" "));
+            let unpack = format!(
+                "umask 077 && mkdir -p {d} && tar -xf - -C {d}",
+                d = sh_quote(&cluster.dir)
+            );
+            let ssh = cluster
+                .head
+                .command(&super::ssh::on_host(&cluster.head_host, host, &unpack));
+            println!(
+                "tar -C {} -cf - . | {}",
+                sh_quote(&dir.to_string_lossy()),
+                shell_line(&ssh)
+            );
+        }
+        println!("{}", shell_line(command));
+    }
+    println!("# after the run: fetch DIR/stats.json from each head; remove DIR on every host");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+fn shell_line(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| sh_quote(&a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn clean_all(clusters: &[RemoteCluster], keep: bool, state_file: &Path) -> Result<()> {
