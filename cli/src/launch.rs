@@ -1,6 +1,8 @@
 //! `hmw launch PLAN.toml`: run every cluster of a plan on this machine (one `mpirun` per
 //! cluster, a WAN emulator per link, certificates for the communication managers), wait, and
 //! clean up; or, with `--print`, write the files and print the commands of a real deployment.
+//! When the plan's clusters have launchers `ssh` or `slurm`, each runs on its own hosts
+//! instead ([`crate::remote`]): the same waiting loop watches one `ssh` per cluster.
 //!
 //! Cleanup ([`crate::processes`]): each `mpirun` runs in a process group of its own, and the
 //! launcher is the parent of every orphan below it (`PR_SET_CHILD_SUBREAPER`), so that ranks
@@ -226,13 +228,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
         let (deployment, commands) = Deployment::prepare(
-            &plan,
-            &layout,
-            &work,
-            &certs,
-            &binary,
-            args.keep,
-            args.print,
+            &plan, &layout, &work, &certs, &binary, args.keep, args.print,
         )?;
         if args.print {
             println!(
@@ -242,7 +238,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             );
             return Ok(());
         }
-        return run_local(
+        return run_clusters(
             &layout,
             commands,
             &work,
@@ -267,7 +263,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    run_local(&layout, commands, &work, args.grace_s, predicted, None)
+    run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
 }
 
 fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {
@@ -330,7 +326,7 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
-fn run_local(
+fn run_clusters(
     layout: &Layout,
     commands: Vec<(String, Command, PathBuf)>,
     work: &Path,
@@ -472,6 +468,7 @@ fn run_local(
     if let Some(Err(e)) = &cleaned {
         println!("== cleanup: {e:#}");
     }
+    let cleanup_failed = matches!(cleaned, Some(Err(_)));
     let Some(status) = outcome else {
         bail!(
             "interrupted after {:.1} s; every cluster stopped; logs in {}",
@@ -505,6 +502,9 @@ fn run_local(
             "the main cluster failed ({status}); logs in {}",
             work.display()
         );
+    }
+    if cleanup_failed {
+        bail!("the run ended but the cleanup of some hosts failed (said above)");
     }
     Ok(())
 }

@@ -180,7 +180,8 @@ impl RemoteCluster {
              echo $job > {dir}/job.id\n\
              echo \"hmw: cluster {name}: Slurm job $job\"\n\
              ( cat <&3 >/dev/null 2>&1\n  \
-               if [ -f {dir}/job.id ]; then scancel $job; fi ) >/dev/null 2>&1 &\n\
+               if [ -f {dir}/job.id ]; then scancel --signal=KILL --full $job; scancel $job; fi\n\
+             ) >/dev/null 2>&1 &\n\
              exec 3<&-\n\
              start=$(date +%s)\n\
              batch=\n\
@@ -237,44 +238,59 @@ impl RemoteCluster {
         let dir = sh_quote(&self.dir);
         let mut script = format!(
             "if [ -f {dir}/mpirun.pid ]; then\n  pid=$(cat {dir}/mpirun.pid)\n  \
-             kill -TERM -$pid 2>/dev/null; sleep 1; kill -KILL -$pid 2>/dev/null\nfi\n\
-             if [ -f {dir}/job.id ]; then\n  job=$(cat {dir}/job.id)\n  scancel $job\n  \
-             for i in 1 2 3 4 5 6 7 8 9 10; do\n    \
-               [ -z \"$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 1\n  done\nfi\n"
+             kill -TERM -$pid 2>/dev/null\n  \
+             for i in 1 2 3 4 5; do kill -0 -$pid 2>/dev/null || break; sleep 0.2; done\n  \
+             kill -KILL -$pid 2>/dev/null\nfi\n\
+             if [ -f {dir}/job.id ]; then\n  job=$(cat {dir}/job.id)\n  \
+             scancel --signal=KILL --full $job 2>/dev/null; scancel $job\n  \
+             for i in $(seq 1 50); do\n    \
+               [ -z \"$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 0.2\n  done\nfi\n"
         );
         // Each other host's part goes to its `sh -s` as a here-document: on its command
         // line, the folder would make the shell running the cleanup a target of its pkill.
+        // Three tries each (a loaded head may drop a connection); a host still not cleaned
+        // is named, and the cleanup fails.
+        script.push_str("failed=\n");
         for host in self.hosts.iter().filter(|h| **h != self.head_host) {
             script.push_str(&format!(
-                "{} <<'HMW_CLEANUP' &\n{on_each}\nHMW_CLEANUP\n",
+                "( for try in 1 2 3; do\n{} <<'HMW_CLEANUP' && exit 0\n{on_each}\nHMW_CLEANUP\n\
+                 sleep 1; done; exit 1 ) &\npids=\"$pids $!:{host}\"\n",
                 on_host(&self.head_host, host, "sh -s")
             ));
         }
-        script.push_str("wait\n");
+        script.push_str("for p in $pids; do wait ${p%%:*} || failed=\"$failed ${p#*:}\"; done\n");
         script.push_str(&on_each);
         script.push('\n');
+        script.push_str(
+            "if [ -n \"$failed\" ]; then echo \"cannot clean up on$failed\" >&2; exit 1; fi\n",
+        );
         script
     }
 
-    /// Run the cleanup; an error names the cluster and its head.
-    pub(crate) fn clean(&self, keep: bool) -> Result<()> {
-        self.head
-            .run(
-                "sh -s",
-                self.cleanup_script(keep).as_bytes(),
-                &format!("clean up cluster {}", self.name),
-            )
-            .map(|_| ())
-    }
-
-    /// Fetch a file of the run folder on the head into `to`.
-    pub(crate) fn fetch(&self, name: &str, to: &Path) -> Result<()> {
-        let text = self.head.run(
-            &format!("cat {}", sh_quote(&format!("{}/{name}", self.dir))),
-            b"",
-            &format!("fetch {name} of cluster {}", self.name),
+    /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the
+    /// same connection: a connection costs seconds on a loaded head). Returns whether there
+    /// were statistics; an error names the cluster and its head.
+    pub(crate) fn clean(&self, keep: bool, stats_to: Option<&Path>) -> Result<bool> {
+        let mut script = String::new();
+        if stats_to.is_some() {
+            script.push_str(&format!(
+                "cat {} 2>/dev/null\n",
+                sh_quote(&format!("{}/stats.json", self.dir))
+            ));
+        }
+        script.push_str(&self.cleanup_script(keep));
+        let stats = self.head.run(
+            "sh -s",
+            script.as_bytes(),
+            &format!("clean up cluster {}", self.name),
         )?;
-        fs::write(to, text).with_context(|| format!("cannot write {}", to.display()))
+        match stats_to {
+            Some(to) if !stats.trim().is_empty() => {
+                fs::write(to, stats).with_context(|| format!("cannot write {}", to.display()))?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

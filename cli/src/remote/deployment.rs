@@ -284,13 +284,7 @@ impl Deployment {
     /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote
     /// them), then every host of every cluster cleaned. Says what failed and goes on.
     pub(crate) fn finish(&self, work: &Path) -> Result<()> {
-        for cluster in &self.clusters {
-            let to = work.join(format!("{}.stats.json", cluster.name));
-            if let Err(e) = cluster.fetch("stats.json", &to) {
-                println!("== cluster {}: no statistics ({e:#})", cluster.name);
-            }
-        }
-        clean_all(&self.clusters, self.keep, &self.state_file)
+        clean_all(&self.clusters, self.keep, &self.state_file, Some(work))
     }
 }
 
@@ -360,11 +354,27 @@ fn shell_line(command: &Command) -> String {
         .join(" ")
 }
 
-fn clean_all(clusters: &[RemoteCluster], keep: bool, state_file: &Path) -> Result<()> {
+/// Clean every cluster at once; with `stats_into`, fetch each one's statistics there first
+/// (`CLUSTER.stats.json`).
+fn clean_all(
+    clusters: &[RemoteCluster],
+    keep: bool,
+    state_file: &Path,
+    stats_into: Option<&Path>,
+) -> Result<()> {
     let failed: Vec<String> = std::thread::scope(|scope| {
         let cleanups: Vec<_> = clusters
             .iter()
-            .map(|c| scope.spawn(move || c.clean(keep)))
+            .map(|c| {
+                scope.spawn(move || {
+                    let to = stats_into.map(|w| w.join(format!("{}.stats.json", c.name)));
+                    let fetched = c.clean(keep, to.as_deref());
+                    if let (Ok(false), Some(_)) = (&fetched, &to) {
+                        println!("== cluster {}: no statistics", c.name);
+                    }
+                    fetched
+                })
+            })
             .collect();
         cleanups
             .into_iter()
@@ -407,5 +417,5 @@ pub(crate) fn cleanup(state_file: &Path) -> Result<()> {
         state.plan,
         state.clusters.len()
     );
-    clean_all(&state.clusters, false, state_file)
+    clean_all(&state.clusters, false, state_file, None)
 }
