@@ -28,9 +28,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 t_start=$(date +%s)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-# The release matmul with the packages scripts/validate.sh builds: the same features, the same
-# dependencies already built.
-cargo build --quiet -p hmw-cli -p hmw-synthetic -p hmw-testbed -p hmw-wan-router --bins &&
+# The debug binaries as scripts/test.sh builds them (nothing to do after it), and the release
+# matmul with the packages scripts/validate.sh builds (their dependencies already built).
+cargo build --quiet --workspace --bins &&
     cargo build --quiet --release -p hmw-cli -p hmw-synthetic -p hmw-matmul --bins || {
     echo "deploy-check: build failed" >&2
     exit 1

@@ -403,10 +403,22 @@ fn run_clusters(
         .len()
         .checked_sub(1)
         .filter(|&m| running[m].name == main_name);
+    // A remote cluster's watchdog hears from the launcher every second (none listens
+    // locally: their input is /dev/null).
+    let mut last_beat = Instant::now();
+    let mut beat = |running: &mut [Running]| {
+        if last_beat.elapsed() >= Duration::from_secs(1) {
+            last_beat = Instant::now();
+            for r in running.iter_mut() {
+                r.group.heartbeat();
+            }
+        }
+    };
     let outcome = loop {
         if interrupted() {
             break None;
         }
+        beat(running);
         let Some(main) = main else { break None };
         // A cluster that fails before the main one ends: the master carries on without it (it
         // declares it lost after `lost_after_s`); say so at once. (One that ends well was
@@ -437,6 +449,7 @@ fn run_clusters(
                 && Instant::now() < deadline
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
+                beat(running);
                 thread::sleep(Duration::from_millis(50));
             }
         }

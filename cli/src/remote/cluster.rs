@@ -101,10 +101,10 @@ impl RemoteCluster {
             script.push('\n');
         }
         script.push_str(&format!(
-            "setsid {} </dev/null 3<&- &\n\
+            "setsid {mpirun} </dev/null 3<&- &\n\
              pid=$!\n\
              echo $pid > {dir}/mpirun.pid\n\
-             ( cat <&3 >/dev/null 2>&1\n  \
+             ( {watch}\n  \
                if [ -f {dir}/mpirun.pid ]; then\n    \
                  kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null\n  \
                fi ) >/dev/null 2>&1 &\n\
@@ -113,7 +113,8 @@ impl RemoteCluster {
              code=$?\n\
              rm -f {dir}/mpirun.pid\n\
              exit $code\n",
-            mpirun.join(" ")
+            mpirun = mpirun.join(" "),
+            watch = watch_launcher(),
         ));
         script
     }
@@ -179,7 +180,7 @@ impl RemoteCluster {
              job=${{job%%;*}}\n\
              echo $job > {dir}/job.id\n\
              echo \"hmw: cluster {name}: Slurm job $job\"\n\
-             ( cat <&3 >/dev/null 2>&1\n  \
+             ( {watch}\n  \
                if [ -f {dir}/job.id ]; then scancel --signal=KILL --full $job; scancel $job; fi\n\
              ) >/dev/null 2>&1 &\n\
              exec 3<&-\n\
@@ -212,6 +213,7 @@ impl RemoteCluster {
             sbatch = sbatch.join(" "),
             pending = job.pending_limit_s,
             timeout = super::ssh::CONNECT_TIMEOUT_S,
+            watch = watch_launcher(),
         ));
         script
     }
@@ -294,6 +296,15 @@ impl RemoteCluster {
     }
 }
 
+/// Seconds without a heartbeat from the launcher after which a cluster's watchdog stops it.
+pub(crate) const SILENCE_S: u32 = 20;
+
+/// The shell loop of a watchdog: returns once the launcher's connection (fd 3) closed or
+/// stayed silent for [`SILENCE_S`] (the launcher sends a byte every second).
+fn watch_launcher() -> String {
+    format!("while [ -n \"$(timeout {SILENCE_S} head -c1 <&3 2>/dev/null)\" ]; do :; done")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,6 +377,34 @@ mod tests {
             "{script}"
         );
         assert!(script.contains("kill -TERM -$pid"), "{script}");
+    }
+
+    #[test]
+    fn the_watchdog_returns_when_the_launcher_goes() {
+        let run = |input: &str| {
+            let started = std::time::Instant::now();
+            let status = std::process::Command::new("sh")
+                .args(["-c", &format!("exec 3<&0; {}; echo gone", watch_launcher())])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut child| {
+                    use std::io::Write as _;
+                    let mut stdin = child.stdin.take().unwrap();
+                    stdin.write_all(input.as_bytes())?;
+                    drop(stdin);
+                    child.wait_with_output()
+                })
+                .unwrap();
+            (
+                String::from_utf8_lossy(&status.stdout).into_owned(),
+                started.elapsed(),
+            )
+        };
+        // Beats, then the launcher goes: the loop ends at once.
+        let (out, took) = run("....");
+        assert_eq!(out, "gone\n");
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
     }
 
     #[test]
