@@ -34,7 +34,7 @@ launch() {
 placement=
 if [ "${1:-}" = --testbed ]; then
     T=$PWD/target/release/hmw-testbed
-    tb_name=demo$(($$ % 100000))
+    tb_name=dm$(($$ % 100000))
     plan=$PWD/configs/testbed/demo-three-clusters.toml
     work=$PWD/target/launch/demo-testbed
     rm -rf "$work"
