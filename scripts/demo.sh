@@ -7,9 +7,12 @@
 #   2. the three-cluster run of configs/demo-three-clusters.toml: the model's prediction
 #      first, then the live run with its live prediction, then the summary and the predicted
 #      against the measured makespan.
-# `scripts/demo.sh PLAN` runs PLAN alone instead. Last line (from the last run; verified is
-# true only when every run verified its answer):
-#   demo clusters=N tasks=N verified=true|false makespan_s=T
+# `scripts/demo.sh PLAN` runs PLAN alone instead. `scripts/demo.sh --testbed` runs the demo on
+# the testbed when the machine allows it (root, network namespaces, a CPU cgroup): each cluster
+# on its own emulated hosts over ssh (configs/testbed/demo-three-clusters.toml), and adds
+# placement=ok to the last line when every rank ran on its machine-file line's host. Last
+# line (from the last run; verified is true only when every run verified its answer):
+#   demo clusters=N tasks=N verified=true|false makespan_s=T [placement=ok|fail]
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 scripts/setup.sh || exit 1
@@ -28,7 +31,32 @@ launch() {
     last=$out
 }
 
-if [ $# -gt 0 ]; then
+placement=
+if [ "${1:-}" = --testbed ]; then
+    T=$PWD/target/release/hmw-testbed
+    tb_name=dm$(($$ % 100000))
+    plan=$PWD/configs/testbed/demo-three-clusters.toml
+    work=$PWD/target/launch/demo-testbed
+    rm -rf "$work"
+    trap '"$T" --name "$tb_name" down >/dev/null 2>&1' EXIT
+    if "$T" --name "$tb_name" up "$plan" --require-router >target/demo-testbed-up.log 2>&1; then
+        echo "== the demo on the testbed: $(tail -1 target/demo-testbed-up.log)"
+        out=target/demo-testbed.out
+        "$T" --name "$tb_name" exec launch -- "$PWD/target/release/hmw" launch "$plan" \
+            --work-dir "$work" | tee "$out"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || failed=1
+        grep -q ' verified=true' "$out" || verified=false
+        last=$out
+        # Every rank of every cluster on its line's host, as the rank itself observed.
+        misplaced=$(cat "$work"/*.stats.json 2>/dev/null |
+            jq -r '.placement[] | select(.line_host != .observed_host) | .rank' | wc -l)
+        ranks=$(cat "$work"/*.stats.json 2>/dev/null | jq -r '.placement[] | .rank' | wc -l)
+        if [ "$misplaced" = 0 ] && [ "$ranks" -gt 0 ]; then placement=" placement=ok"; else placement=" placement=fail"; fi
+    else
+        echo "== the testbed cannot run on this machine ($(tail -1 target/demo-testbed-up.log)): the demo on this machine instead"
+        launch configs/demo-three-clusters.toml three-clusters
+    fi
+elif [ $# -gt 0 ]; then
     launch "$1" plan
 else
     echo "== 1/2: a blocked matrix product across three clusters"
@@ -42,5 +70,5 @@ clusters=$(sed -n 's/.*clusters=\([0-9]*\).*/\1/p' <<<"$summary")
 tasks=$(sed -n 's/.*tasks=\([0-9]*\).*/\1/p' <<<"$summary")
 makespan=$(sed -n 's/.*makespan_s=\([0-9.]*\).*/\1/p' <<<"$summary")
 [ -n "$summary" ] || verified=false
-echo "demo clusters=${clusters:-0} tasks=${tasks:-0} verified=$verified makespan_s=${makespan:-0}"
+echo "demo clusters=${clusters:-0} tasks=${tasks:-0} verified=$verified makespan_s=${makespan:-0}$placement"
 exit $failed

@@ -10,11 +10,12 @@
 # two lines: the tests' totals, then the validation's own last line.
 #
 # Then the applications' quick check (scripts/apps.sh --quick: SRMSD, TSP in three variants
-# and the matrix product's row/column strategy across three clusters, each verified; its last
-# line is printed before the testbed's). Then the testbed's check (scripts/testbed-check.sh:
-# emulated hosts, LANs, the WAN emulator, CPU quotas, sshd, MPI over ssh, Slurm; about a
-# minute on this 2-core machine, as root); it fails the suite when it fails. Its last line is
-# printed last.
+# and the matrix product's row/column strategy across three clusters, each verified). Then the
+# testbed's check (scripts/testbed-check.sh: emulated hosts, LANs, the WAN emulator, CPU
+# quotas, sshd, MPI over ssh, Slurm; about a minute on this 2-core machine, as root); it fails
+# the suite when it fails. Then `hmw launch` on the testbed's hosts (scripts/deploy-check.sh:
+# ssh and Slurm launchers, every rank's host, the keys on each host, a lost connection, SIGINT
+# and SIGKILL with --cleanup; one testbed, a few minutes). Their last lines are printed last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -33,7 +34,8 @@ log=$(mktemp)
 validation_log=$(mktemp)
 testbed_log=$(mktemp)
 apps_log=$(mktemp)
-trap 'rm -f "$log" "$validation_log" "$testbed_log" "$apps_log"' EXIT
+deploy_log=$(mktemp)
+trap 'rm -f "$log" "$validation_log" "$testbed_log" "$apps_log" "$deploy_log"' EXIT
 tests_ok=true
 cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
 
@@ -65,9 +67,20 @@ if ! $testbed_ok; then
     tail -30 "$testbed_log" >&2
 fi
 
+deploy_ok=true
+echo "test: scripts/deploy-check.sh"
+deploy_start=$(date +%s)
+scripts/deploy-check.sh >"$deploy_log" 2>&1 || deploy_ok=false
+echo "test: the deployment check took $(($(date +%s) - deploy_start)) s"
+if ! $deploy_ok; then
+    echo "test: the deployment check failed; the end of its output:" >&2
+    tail -30 "$deploy_log" >&2
+fi
+
 # cargo test prints one summary line per test binary; add them up for a closing line.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
 tail -1 "$validation_log"
 tail -1 "$apps_log"
 tail -1 "$testbed_log"
-$checks_ok && $tests_ok && $validation_ok && $apps_ok && $testbed_ok
+tail -1 "$deploy_log"
+$checks_ok && $tests_ok && $validation_ok && $apps_ok && $testbed_ok && $deploy_ok

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use hmw_cm::keygen::{generate, KeygenOutput};
+use hmw_cm::keygen::{generate_each, KeygenOutput};
 use hmw_model::plan::load_plan;
 
 use crate::{
@@ -22,14 +22,14 @@ pub struct KeygenArgs {
     out: PathBuf,
 }
 
-/// Write a CA and a certificate per communication manager of `layout` into `dir`, with the
-/// extra names [`Layout::certificate_sans`] gives for `target`.
+/// Write a CA and a certificate per communication manager of `layout` into `dir`, each with
+/// the extra names [`Layout::certificate_sans`] gives it for `target`.
 pub(crate) fn write_certificates(
     layout: &Layout,
     dir: &Path,
     target: Target,
 ) -> Result<KeygenOutput> {
-    generate(dir, &layout.cm_names(), &layout.certificate_sans(target))
+    generate_each(dir, &layout.certificate_sans(target))
         .with_context(|| format!("cannot write the certificates into {}", dir.display()))
 }
 
@@ -68,15 +68,13 @@ pub fn run(args: KeygenArgs) -> Result<()> {
     let layout = layout(&plan, None, Target::Deployment, None, free_port)
         .with_context(|| format!("{}", args.plan.display()))?;
     let written = write_certificates(&layout, &args.out, Target::Deployment)?;
-    let sans = layout.certificate_sans(Target::Deployment);
     println!(
-        "wrote {} certificates for {} (CA {}, its key {}): each names its CM and carries the \
-         hosts {} as subject alternative names",
+        "wrote {} certificates for {} (CA {}, its key {}): each names its CM and its own host \
+         only as subject alternative names",
         written.cms.len(),
         args.plan.display(),
         written.ca_cert.display(),
         written.ca_key.display(),
-        sans.join(", ")
     );
     for line in host_files(&layout) {
         println!("{line}");

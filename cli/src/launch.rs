@@ -1,6 +1,8 @@
 //! `hmw launch PLAN.toml`: run every cluster of a plan on this machine (one `mpirun` per
 //! cluster, a WAN emulator per link, certificates for the communication managers), wait, and
 //! clean up; or, with `--print`, write the files and print the commands of a real deployment.
+//! When the plan's clusters have launchers `ssh` or `slurm`, each runs on its own hosts
+//! instead ([`crate::remote`]): the same waiting loop watches one `ssh` per cluster.
 //!
 //! Cleanup ([`crate::processes`]): each `mpirun` runs in a process group of its own, and the
 //! launcher is the parent of every orphan below it (`PR_SET_CHILD_SUBREAPER`), so that ranks
@@ -34,12 +36,21 @@ use crate::{
     ports::free_port,
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
+    remote::Deployment,
 };
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
     /// The plan (TOML): clusters, machines, [launch] and [run] tables.
-    plan: PathBuf,
+    #[arg(required_unless_present = "cleanup")]
+    plan: Option<PathBuf>,
+    /// Stop every process and remove every run folder that a launcher (killed, or cut from a
+    /// host) left on the hosts its state file names (WORK/launch-state.json), then exit.
+    #[arg(long, value_name = "STATE", conflicts_with = "plan")]
+    cleanup: Option<PathBuf>,
+    /// Keep the run folders on the clusters' hosts (launchers ssh and slurm).
+    #[arg(long)]
+    keep: bool,
     /// System parameters measured by `hmw calibrate`, used in place of the plan's `perf` and
     /// throughputs for the prediction printed first and the workers it selects.
     #[arg(long, value_name = "FILE")]
@@ -119,10 +130,16 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
 }
 
 pub fn run(args: LaunchArgs) -> Result<()> {
-    let plan = load_plan(&args.plan)?;
-    let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
+    if let Some(state) = &args.cleanup {
+        return crate::remote::cleanup(state);
+    }
+    let plan_path = args.plan.clone().context("no plan")?;
+    let plan = load_plan(&plan_path)?;
+    let remote =
+        crate::remote::is_remote(&plan).with_context(|| plan_path.display().to_string())?;
+    let plan_dir = plan_path.parent().unwrap_or(Path::new(".")).to_owned();
     let (prediction, measured) =
-        match model_input_with_measured(&plan, &args.plan, args.measured.as_deref()) {
+        match model_input_with_measured(&plan, &plan_path, args.measured.as_deref()) {
             Ok((input, measured)) => (predict(&input).map_err(anyhow::Error::from), measured),
             Err(e) => (Err(e.into()), None),
         };
@@ -131,10 +148,10 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             match measured_file {
                 Some(file) => println!(
                     "== predicted ({}, measured values from {})",
-                    args.plan.display(),
+                    plan_path.display(),
                     file.display()
                 ),
-                None => println!("== predicted ({})", args.plan.display()),
+                None => println!("== predicted ({})", plan_path.display()),
             }
             let source = measured_file
                 .as_deref()
@@ -148,7 +165,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             println!("== no prediction ({e:#}); launching every worker of the plan")
         }
     }
-    let target = if args.print {
+    let target = if args.print || remote {
         Target::Deployment
     } else {
         Target::Local
@@ -160,7 +177,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         args.binary.as_deref(),
         free_port,
     )
-    .with_context(|| format!("{}", args.plan.display()))?;
+    .with_context(|| format!("{}", plan_path.display()))?;
     for note in &layout.notes {
         println!("== note: {note}");
     }
@@ -204,6 +221,32 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;
+    let predicted = prediction
+        .as_ref()
+        .ok()
+        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    if remote {
+        let binary = binary.canonicalize().unwrap_or(binary);
+        let (deployment, commands) = Deployment::prepare(
+            &plan, &layout, &work, &certs, &binary, args.keep, args.print,
+        )?;
+        if args.print {
+            println!(
+                "# certificates in {}: each host's files are in its folder above; keep \
+                 ca.key.pem off the clusters",
+                certs.display()
+            );
+            return Ok(());
+        }
+        return run_clusters(
+            &layout,
+            commands,
+            &work,
+            args.grace_s,
+            predicted,
+            Some(&deployment),
+        );
+    }
     if args.print {
         for (name, command, _) in &commands {
             println!("# cluster {name}: on its head node");
@@ -220,11 +263,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let predicted = prediction
-        .as_ref()
-        .ok()
-        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
-    run_local(&layout, commands, &work, args.grace_s, predicted)
+    run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
 }
 
 fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {
@@ -287,12 +326,13 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
-fn run_local(
+fn run_clusters(
     layout: &Layout,
     commands: Vec<(String, Command, PathBuf)>,
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
+    deployment: Option<&Deployment>,
 ) -> Result<()> {
     catch_signals()?;
     become_subreaper()?;
@@ -300,9 +340,11 @@ fn run_local(
         .worker_threads(1)
         .enable_all()
         .build()?;
+    // On real hosts the WAN is real: no emulator.
     let relays: Vec<(String, Wanem)> = layout
         .clusters
         .iter()
+        .filter(|_| deployment.is_none())
         .filter_map(|c: &ClusterLayout| c.link.as_ref().map(|l| (c, l)))
         .map(|(cluster, link)| {
             let relay = runtime
@@ -322,16 +364,25 @@ fn run_local(
             break;
         }
         let is_main = name == main_name;
-        command.stdin(Stdio::null());
-        local_mpi_environment(&mut command);
+        match deployment {
+            // The cluster's processes end when this connection does: its input stays open
+            // as long as the launcher lives.
+            Some(_) => {
+                command.stdin(Stdio::piped());
+            }
+            None => {
+                command.stdin(Stdio::null());
+                local_mpi_environment(&mut command);
+            }
+        }
         if !is_main {
             let path = work.join(format!("{name}.log"));
             let log = fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             command.stdout(log.try_clone()?).stderr(log);
         }
-        let group = Group::start(&mut command)
-            .with_context(|| format!("cannot start mpirun for cluster {name}"))?;
+        let group =
+            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
         let pid = group.id();
         println!("== cluster {name}: started (pid {pid})");
         started.0.push(Running {
@@ -352,10 +403,22 @@ fn run_local(
         .len()
         .checked_sub(1)
         .filter(|&m| running[m].name == main_name);
+    // A remote cluster's watchdog hears from the launcher every second (none listens
+    // locally: their input is /dev/null).
+    let mut last_beat = Instant::now();
+    let mut beat = |running: &mut [Running]| {
+        if last_beat.elapsed() >= Duration::from_secs(1) {
+            last_beat = Instant::now();
+            for r in running.iter_mut() {
+                r.group.heartbeat();
+            }
+        }
+    };
     let outcome = loop {
         if interrupted() {
             break None;
         }
+        beat(running);
         let Some(main) = main else { break None };
         // A cluster that fails before the main one ends: the master carries on without it (it
         // declares it lost after `lost_after_s`); say so at once. (One that ends well was
@@ -386,6 +449,7 @@ fn run_local(
                 && Instant::now() < deadline
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
+                beat(running);
                 thread::sleep(Duration::from_millis(50));
             }
         }
@@ -401,6 +465,7 @@ fn run_local(
     // Every group not reaped yet, then whatever is left below the launcher (ranks whose
     // mpirun died included).
     started.stop();
+    let cleaned = deployment.map(|d| d.finish(work));
     let running = &started.0;
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());
@@ -413,6 +478,10 @@ fn run_local(
             .map_or("killed".to_owned(), |s| s.to_string());
         println!("== cluster {}: {status}", r.name);
     }
+    if let Some(Err(e)) = &cleaned {
+        println!("== cleanup: {e:#}");
+    }
+    let cleanup_failed = matches!(cleaned, Some(Err(_)));
     let Some(status) = outcome else {
         bail!(
             "interrupted after {:.1} s; every cluster stopped; logs in {}",
@@ -446,6 +515,9 @@ fn run_local(
             "the main cluster failed ({status}); logs in {}",
             work.display()
         );
+    }
+    if cleanup_failed {
+        bail!("the run ended but the cleanup of some hosts failed (said above)");
     }
     Ok(())
 }

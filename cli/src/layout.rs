@@ -126,27 +126,20 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Names of the CM certificates to generate.
-    pub fn cm_names(&self) -> Vec<String> {
-        self.cms.iter().map(|c| c.name.clone()).collect()
-    }
-
-    /// The subject alternative names every CM certificate carries beside its name: on this
-    /// machine the loopback names the CMs connect to, in a deployment every CM host (one CA
-    /// signs all certificates with the same extra names, so each carries all the hosts).
-    pub fn certificate_sans(&self, target: Target) -> Vec<String> {
-        match target {
-            Target::Local => vec!["localhost".to_owned(), "127.0.0.1".to_owned()],
-            Target::Deployment => {
-                let mut hosts: Vec<String> = Vec::new();
-                for cm in &self.cms {
-                    if !hosts.contains(&cm.host) {
-                        hosts.push(cm.host.clone());
-                    }
-                }
-                hosts
-            }
-        }
+    /// Each CM certificate's subject alternative names beside its name: on this machine the
+    /// loopback names the CMs connect to, in a deployment its own host only (a key staged on
+    /// one host cannot pose as another host's CM).
+    pub fn certificate_sans(&self, target: Target) -> Vec<(String, Vec<String>)> {
+        self.cms
+            .iter()
+            .map(|cm| {
+                let sans = match target {
+                    Target::Local => vec!["localhost".to_owned(), "127.0.0.1".to_owned()],
+                    Target::Deployment => vec![cm.host.clone()],
+                };
+                (cm.name.clone(), sans)
+            })
+            .collect()
     }
 }
 
@@ -678,15 +671,16 @@ mod tests {
                 },
             ]
         );
-        assert_eq!(layout.cm_names(), ["lyon-spain", "spain-lyon"]);
+        let own = |name: &str, host: &str| (name.to_owned(), vec![host.to_owned()]);
         assert_eq!(
             layout.certificate_sans(Target::Deployment),
-            ["lyon-cm", "spain-gw"]
+            [own("lyon-spain", "lyon-cm"), own("spain-lyon", "spain-gw")]
         );
-        assert_eq!(
-            layout.certificate_sans(Target::Local),
-            ["localhost", "127.0.0.1"]
-        );
+        let loopback = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+        assert!(layout
+            .certificate_sans(Target::Local)
+            .iter()
+            .all(|(_, sans)| *sans == loopback));
         assert!(layout.notes.is_empty(), "{:?}", layout.notes);
         assert_eq!(
             run_table(&layout)["reassign_last_task"].as_bool(),

@@ -11,6 +11,8 @@ mod ports;
 mod predict;
 #[cfg(feature = "mpi")]
 mod processes;
+#[cfg(feature = "mpi")]
+mod remote;
 mod report;
 mod row_column;
 mod simulate;

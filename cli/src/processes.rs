@@ -106,6 +106,18 @@ impl Group {
         self.child.id()
     }
 
+    /// One byte to its standard input, when that is a pipe: a remote cluster's watchdog stops
+    /// it when these stop coming, even when the connection died without closing. A failed
+    /// write closes the pipe (the process is gone, or no longer reads).
+    pub(crate) fn heartbeat(&mut self) {
+        use std::io::Write as _;
+        if let Some(stdin) = &mut self.child.stdin {
+            if stdin.write_all(b".").and_then(|()| stdin.flush()).is_err() {
+                self.child.stdin = None;
+            }
+        }
+    }
+
     /// Its exit status, once it ended (reaping it).
     pub(crate) fn poll(&mut self) -> Option<ExitStatus> {
         if self.status.is_none() {

@@ -100,7 +100,21 @@ pub fn generate(
     names: &[String],
     extra_sans: &[String],
 ) -> Result<KeygenOutput, KeygenError> {
-    for name in names {
+    let each: Vec<(String, Vec<String>)> = names
+        .iter()
+        .map(|name| (name.clone(), extra_sans.to_vec()))
+        .collect();
+    generate_each(out_dir, &each)
+}
+
+/// [`generate`] with names of its own for each CM: `(name, extra_sans)`, so that a deployed
+/// CM's certificate names its own host only (a key taken from one host cannot pose as
+/// another host's CM).
+pub fn generate_each(
+    out_dir: &Path,
+    cms_sans: &[(String, Vec<String>)],
+) -> Result<KeygenOutput, KeygenError> {
+    for (name, _) in cms_sans {
         let valid = !name.is_empty()
             && name
                 .chars()
@@ -128,8 +142,8 @@ pub fn generate(
         .map_err(generate_error("CA"))?;
     let issuer = Issuer::new(ca_params, &ca_key);
 
-    let mut cms = Vec::with_capacity(names.len());
-    for name in names {
+    let mut cms = Vec::with_capacity(cms_sans.len());
+    for (name, extra_sans) in cms_sans {
         let key = KeyPair::generate().map_err(generate_error(name))?;
         let mut sans = vec![name.clone()];
         sans.extend(extra_sans.iter().filter(|s| *s != name).cloned());

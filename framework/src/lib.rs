@@ -17,6 +17,7 @@ pub mod estimator;
 pub mod idle;
 pub mod live;
 pub mod machinefile;
+pub mod placement;
 pub mod protocol;
 pub mod roles;
 pub mod runner;

@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// skipped). Overrides [run] max_tasks.
     #[arg(long)]
     pub max_tasks: Option<u64>,
+    /// Check that each rank runs on its machine-file line's host (by its own host name and
+    /// addresses) and stop the cluster when one does not: on real hosts (`hmw launch` gives
+    /// it); off on one machine, where the file's host names are labels.
+    #[arg(long)]
+    pub check_placement: bool,
 }
 
 /// A splitter for one rank, made from the application's settings.
@@ -274,13 +279,24 @@ where
         return ExitCode::from(2);
     };
     let rank = transport.rank();
+    let observed = placement::observed_host();
     let prepared = prepare(
         args,
         rank,
         Some(transport.size()),
         make_problem,
         make_splitter,
-    );
+    )
+    .and_then(|prepared| {
+        let line = &prepared.machines.ranks[rank];
+        if args.check_placement && !placement::is_this_host(&line.host, &observed) {
+            anyhow::bail!(
+                "{}",
+                placement::misplaced(rank, line.line_no, &line.host, &observed)
+            );
+        }
+        Ok(prepared)
+    });
     let (all_ok, master_ok) = transport.all_agree(prepared.is_ok(), rank == 0);
     let prepared = match prepared {
         Ok(prepared) if all_ok => prepared,
@@ -300,6 +316,18 @@ where
         splitter,
         ..
     } = prepared;
+    let placement: Vec<RankPlacement> = transport
+        .gather_hosts(&observed)
+        .unwrap_or_default()
+        .into_iter()
+        .zip(&machines.ranks)
+        .enumerate()
+        .map(|(rank, (observed_host, line))| RankPlacement {
+            rank,
+            line_host: line.host.clone(),
+            observed_host,
+        })
+        .collect();
     let result = play_with(
         &mut transport,
         &machines,
@@ -308,6 +336,7 @@ where
         splitter,
         make_scheduler.as_ref(),
     )
+    .map(|outcome| with_placement(outcome, placement))
     .map_err(anyhow::Error::from)
     .and_then(|outcome| conclude(outcome, &config, args, finish));
     if let Err(e) = &result {
@@ -316,6 +345,25 @@ where
         transport.abort(1);
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(feature = "mpi")]
+use crate::placement::{self, RankPlacement};
+
+/// The outcome of a cluster's rank 0 with where each of its ranks ran.
+#[cfg(feature = "mpi")]
+fn with_placement<P>(outcome: Outcome<P>, placement: Vec<RankPlacement>) -> Outcome<P> {
+    match outcome {
+        Outcome::Master { problem, mut stats } => {
+            stats.placement = placement;
+            Outcome::Master { problem, stats }
+        }
+        Outcome::SubMaster { mut stats } => {
+            stats.placement = placement;
+            Outcome::SubMaster { stats }
+        }
+        Outcome::Done => Outcome::Done,
+    }
 }
 
 /// What playing a rank's role gave.

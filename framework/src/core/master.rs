@@ -893,6 +893,7 @@ impl<S: TaskSource> MasterCore<S> {
             links_up_s: self.links_up.map(|d| d.as_secs_f64()),
             join_s: self.source.join_s(),
             progress: std::mem::take(&mut self.progress),
+            placement: Vec::new(),
         }
     }
 }

@@ -197,6 +197,10 @@ pub struct RunStats {
     pub join_s: f64,
     /// The progress timeline, one sample per statistics interval.
     pub progress: Vec<ProgressSample>,
+    /// Each rank of this cluster: its machine-file line's host and the host it ran on (MPI
+    /// runs only; empty in one process).
+    #[serde(default)]
+    pub placement: Vec<crate::placement::RankPlacement>,
 }
 
 /// One cluster's live figures.

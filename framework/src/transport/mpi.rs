@@ -101,6 +101,30 @@ impl MpiTransport {
         (all[0] != 0, all[1] != 0)
     }
 
+    /// Collective: every rank gives its host name; rank 0 gets them all, in rank order (each
+    /// cut to 255 bytes), the others `None`.
+    pub fn gather_hosts(&self, mine: &str) -> Option<Vec<String>> {
+        const WIDTH: usize = 256;
+        let mut buffer = [0u8; WIDTH];
+        let bytes = &mine.as_bytes()[..mine.len().min(WIDTH - 1)];
+        buffer[..bytes.len()].copy_from_slice(bytes);
+        let root = self.world.process_at_rank(0);
+        if self.rank != 0 {
+            root.gather_into(&buffer[..]);
+            return None;
+        }
+        let mut all = vec![0u8; WIDTH * self.size];
+        root.gather_into_root(&buffer[..], &mut all[..]);
+        Some(
+            all.chunks(WIDTH)
+                .map(|name| {
+                    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+                    String::from_utf8_lossy(&name[..end]).into_owned()
+                })
+                .collect(),
+        )
+    }
+
     /// End the whole MPI job (every rank) with `code`.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)

@@ -20,6 +20,22 @@
 //! wan_loss = 0.0               # random loss, each way
 //! wan_outages = ["30-50"]      # seconds from the start when the link is down
 //! emulate_rates = true         # limit each way to wan_in/out_bytes_per_s
+//! # launcher = "ssh": the cluster's ranks start with mpirun on its head host, over ssh
+//! head = "lyon-head"           # the ssh host of its head (default: its master's host)
+//! ssh_user = "me"              # default: ssh's own (its configuration, then the local user)
+//! ssh_port = 22
+//! ssh_identity = "~/.ssh/id_ed25519"
+//! jump = "gw.example.org"      # reach the head through this host (ssh ProxyJump)
+//! work_dir = "/scratch/me/hmw" # the remote work folder's parent (default: hmw-runs in home)
+//! remote_binary = "/opt/hmw/bin/hmw-synthetic"   # the application on the cluster
+//! stage_binary = false         # copy the launching machine's binary instead
+//! environment = ["module load openmpi"]          # run first, in the remote shell
+//! mpirun_args = ["--mca", "btl", "self,tcp"]     # added to mpirun's options
+//! # launcher = "slurm": as ssh, mpirun inside an sbatch allocation of the plan's hosts
+//! partition = "batch"
+//! account = "project-42"
+//! time_limit = "30:00"         # sbatch --time
+//! pending_limit_s = 300        # a job still pending after this is cancelled, and said so
 //! ```
 
 use serde::Deserialize;
@@ -73,6 +89,34 @@ pub struct ClusterLaunch {
     pub wan_outages: Vec<String>,
     /// Limit each way to the cluster's `wan_in/out_bytes_per_s`.
     pub emulate_rates: bool,
+    /// The ssh host of the cluster's head (default: the host of its master or sub-master).
+    pub head: Option<String>,
+    /// The ssh user (default: ssh's own choice).
+    pub ssh_user: Option<String>,
+    /// The ssh port (default: ssh's own choice).
+    pub ssh_port: Option<u16>,
+    /// The ssh identity file.
+    pub ssh_identity: Option<String>,
+    /// A host the head is reached through (ssh `ProxyJump`).
+    pub jump: Option<String>,
+    /// The parent of the remote work folders (default: `hmw-runs` in the remote home).
+    pub work_dir: Option<String>,
+    /// The application binary's path on the cluster (default: the launching machine's path).
+    pub remote_binary: Option<String>,
+    /// Copy the launching machine's binary to every host of the cluster.
+    pub stage_binary: bool,
+    /// Shell lines run on the head before `mpirun` (`module load openmpi`).
+    pub environment: Vec<String>,
+    /// Extra `mpirun` options.
+    pub mpirun_args: Vec<String>,
+    /// Slurm: the partition (`sbatch --partition`).
+    pub partition: Option<String>,
+    /// Slurm: the account (`sbatch --account`).
+    pub account: Option<String>,
+    /// Slurm: the job's time limit (`sbatch --time`, Slurm's format).
+    pub time_limit: Option<String>,
+    /// Slurm: seconds a job may stay pending before it is cancelled.
+    pub pending_limit_s: u64,
 }
 
 impl Default for ClusterLaunch {
@@ -85,6 +129,20 @@ impl Default for ClusterLaunch {
             wan_loss: 0.0,
             wan_outages: Vec::new(),
             emulate_rates: true,
+            head: None,
+            ssh_user: None,
+            ssh_port: None,
+            ssh_identity: None,
+            jump: None,
+            work_dir: None,
+            remote_binary: None,
+            stage_binary: false,
+            environment: Vec::new(),
+            mpirun_args: Vec::new(),
+            partition: None,
+            account: None,
+            time_limit: None,
+            pending_limit_s: 300,
         }
     }
 }

@@ -1,0 +1,429 @@
+//! One cluster run on its own hosts over ssh: the files each host gets, the script that runs
+//! `mpirun` on the head (and stops it when the launcher's connection goes), and the cleanup
+//! that leaves no process and no file of the run on any of its hosts.
+//!
+//! Every process of the run on a host has the run's remote folder in its command line (the
+//! script `sh DIR/run.sh`, each rank `BINARY -m DIR/machines ...`), so the cleanup finds them by
+//! that folder, which is unique to the run; the cleanup script itself goes to `sh -s` on its
+//! standard input, so that no command line of the cleanup holds it.
+
+use std::{fs, path::Path};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use super::ssh::{on_host, sh_quote, SshTarget};
+
+/// A cluster's part of a remote run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RemoteCluster {
+    pub(crate) name: String,
+    /// How to reach its head.
+    pub(crate) head: SshTarget,
+    /// The head's name in the machine file (rank 0's host).
+    pub(crate) head_host: String,
+    /// Every host of its machine file, once each, in file order (the head first).
+    pub(crate) hosts: Vec<String>,
+    /// The run's folder on each of its hosts (absolute).
+    pub(crate) dir: String,
+    /// Its ranks run in a Slurm job (whose id the head's `DIR/job.id` holds while it runs).
+    #[serde(default)]
+    pub(crate) slurm: bool,
+}
+
+/// What an sbatch of a cluster asks for.
+pub(crate) struct SlurmJob<'a> {
+    pub(crate) partition: Option<&'a str>,
+    pub(crate) account: Option<&'a str>,
+    pub(crate) time_limit: Option<&'a str>,
+    pub(crate) pending_limit_s: u64,
+}
+
+impl RemoteCluster {
+    /// The hosts of a machine file, once each, in order.
+    pub(crate) fn hosts_of(machine_file: &str) -> Vec<String> {
+        let mut hosts: Vec<String> = Vec::new();
+        for line in machine_file.lines() {
+            let host = line.split('#').next().unwrap_or("").trim();
+            if !host.is_empty() && !hosts.iter().any(|h| h == host) {
+                hosts.push(host.to_owned());
+            }
+        }
+        hosts
+    }
+
+    /// The hostfile given to `mpirun --map-by seq`: line i is rank i's host, nothing else.
+    pub(crate) fn hostfile(machine_file: &str) -> String {
+        machine_file
+            .lines()
+            .map(|line| line.split('#').next().unwrap_or("").trim())
+            .filter(|host| !host.is_empty())
+            .map(|host| format!("{host}\n"))
+            .collect()
+    }
+
+    /// Send the folder `local` to `host`'s run folder (through the head: the head passes
+    /// the stream on and keeps nothing of another host's).
+    pub(crate) fn stage(&self, host: &str, local: &Path) -> Result<()> {
+        let archive = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(local)
+            .args(["-cf", "-", "."])
+            .output()
+            .with_context(|| format!("cannot pack {}", local.display()))?;
+        let unpack = format!(
+            "umask 077 && mkdir -p {dir} && tar -xf - -C {dir}",
+            dir = sh_quote(&self.dir)
+        );
+        self.head
+            .run(
+                &on_host(&self.head_host, host, &unpack),
+                &archive.stdout,
+                &format!("stage the files of cluster {} on {host}", self.name),
+            )
+            .map(|_| ())
+    }
+
+    /// The script run on the head (`sh DIR/run.sh`): `mpirun` in a session of its own; when
+    /// the launcher's connection ends (its standard input closes), `mpirun`'s whole session
+    /// is stopped, SIGTERM then SIGKILL. Exits with `mpirun`'s status.
+    pub(crate) fn run_script(&self, environment: &[String], mpirun: &[String]) -> String {
+        let dir = sh_quote(&self.dir);
+        let mpirun: Vec<String> = mpirun.iter().map(|a| sh_quote(a)).collect();
+        let mut script = format!(
+            "# hmw launch: cluster {} (generated)\ncd {dir} || exit 97\n\
+             # The launcher's connection, kept for the watchdog (a background job's own input\n\
+             # is /dev/null).\nexec 3<&0\n",
+            self.name
+        );
+        for line in environment {
+            script.push_str(line);
+            script.push('\n');
+        }
+        script.push_str(&format!(
+            "setsid {mpirun} </dev/null 3<&- &\n\
+             pid=$!\n\
+             echo $pid > {dir}/mpirun.pid\n\
+             ( {watch}\n  \
+               if [ -f {dir}/mpirun.pid ]; then\n    \
+                 kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null\n  \
+               fi ) >/dev/null 2>&1 &\n\
+             exec 3<&-\n\
+             wait $pid\n\
+             code=$?\n\
+             rm -f {dir}/mpirun.pid\n\
+             exit $code\n",
+            mpirun = mpirun.join(" "),
+            watch = watch_launcher(),
+        ));
+        script
+    }
+
+    /// The batch script of a Slurm cluster (`DIR/job.sh`): the environment, `mpirun` inside
+    /// the allocation, its status into `DIR/job.status`.
+    pub(crate) fn job_script(&self, environment: &[String], mpirun: &[String]) -> String {
+        let dir = sh_quote(&self.dir);
+        let mpirun: Vec<String> = mpirun.iter().map(|a| sh_quote(a)).collect();
+        let mut script = format!(
+            "#!/bin/sh\n# hmw launch: cluster {} (generated)\ncd {dir} || exit 97\n",
+            self.name
+        );
+        for line in environment {
+            script.push_str(line);
+            script.push('\n');
+        }
+        script.push_str(&format!(
+            "{}\necho $? > {dir}/job.status\n",
+            mpirun.join(" ")
+        ));
+        script
+    }
+
+    /// The script run on the head of a Slurm cluster (`sh DIR/run.sh`): sbatch of
+    /// `DIR/job.sh` on exactly the plan's hosts, the job cancelled when the launcher's
+    /// connection ends or when it stays pending longer than the plan allows; says why a job
+    /// ended without a status (its time limit, a cancellation). Exits with `mpirun`'s status.
+    pub(crate) fn slurm_run_script(&self, environment: &[String], job: &SlurmJob) -> String {
+        let dir = sh_quote(&self.dir);
+        let name = &self.name;
+        let mut sbatch = vec![
+            "sbatch".to_owned(),
+            "--parsable".into(),
+            format!("--job-name=hmw-{name}"),
+            format!("--nodelist={}", self.hosts.join(",")),
+            format!("--nodes={}", self.hosts.len()),
+            format!("--ntasks={}", self.hosts.len()),
+            format!("--output={}/job.out", self.dir),
+            format!("--chdir={}", self.dir),
+        ];
+        if let Some(partition) = job.partition {
+            sbatch.push(format!("--partition={partition}"));
+        }
+        if let Some(account) = job.account {
+            sbatch.push(format!("--account={account}"));
+        }
+        if let Some(limit) = job.time_limit {
+            sbatch.push(format!("--time={limit}"));
+        }
+        sbatch.push(format!("{}/job.sh", self.dir));
+        let sbatch: Vec<String> = sbatch.iter().map(|a| sh_quote(a)).collect();
+        let mut script = format!(
+            "# hmw launch: cluster {name} through Slurm (generated)\ncd {dir} || exit 97\n\
+             exec 3<&0\n"
+        );
+        for line in environment {
+            script.push_str(line);
+            script.push('\n');
+        }
+        script.push_str(&format!(
+            "job=$({sbatch}) || {{ echo \"hmw: cluster {name}: sbatch failed\" >&2; exit 96; }}\n\
+             job=${{job%%;*}}\n\
+             echo $job > {dir}/job.id\n\
+             echo \"hmw: cluster {name}: Slurm job $job\"\n\
+             ( {watch}\n  \
+               if [ -f {dir}/job.id ]; then scancel --signal=KILL --full $job; scancel $job; fi\n\
+             ) >/dev/null 2>&1 &\n\
+             exec 3<&-\n\
+             start=$(date +%s)\n\
+             batch=\n\
+             while :; do\n  \
+               state=$(squeue -h -j $job -o '%T %B' 2>/dev/null)\n  \
+               case \"$state\" in\n  \
+               '') break ;;\n  \
+               PENDING*|CONFIGURING*)\n    \
+                 if [ $(( $(date +%s) - start )) -ge {pending} ]; then\n      \
+                   scancel $job; rm -f {dir}/job.id\n      \
+                   echo \"hmw: cluster {name}: Slurm job $job still pending after {pending} s: cancelled\" >&2\n      \
+                   exit 95\n    \
+                 fi ;;\n  \
+               *) batch=${{state#* }} ;;\n  \
+               esac\n  \
+               sleep 1\n\
+             done\n\
+             rm -f {dir}/job.id\n\
+             # The batch script ran on the allocation's first node: its output is there.\n\
+             on_batch() {{ if [ -z \"$batch\" ] || [ \"$batch\" = \"$(hostname)\" ]; then sh -c \"$1\"; \
+             else ssh -o BatchMode=yes -o ConnectTimeout={timeout} \"$batch\" \"$1\"; fi; }}\n\
+             on_batch 'cat {dir}/job.out' 2>/dev/null\n\
+             status=$(on_batch 'cat {dir}/job.status' 2>/dev/null)\n\
+             if [ -n \"$status\" ]; then exit $status; fi\n\
+             state=$(scontrol show job $job 2>/dev/null | grep -o 'JobState=[A-Z_]*')\n\
+             echo \"hmw: cluster {name}: Slurm job $job ended without a status (${{state:-state unknown}}: its time limit, or cancelled)\" >&2\n\
+             exit 94\n",
+            sbatch = sbatch.join(" "),
+            pending = job.pending_limit_s,
+            timeout = super::ssh::CONNECT_TIMEOUT_S,
+            watch = watch_launcher(),
+        ));
+        script
+    }
+
+    /// The cleanup run on the head (`sh -s`, this on its input): stop `mpirun`'s session, then
+    /// on every host kill what holds the run's folder in its command line and (unless
+    /// `keep`) remove the folder.
+    pub(crate) fn cleanup_script(&self, keep: bool) -> String {
+        // `[/]x` matches `/x` but not itself: the pattern never matches a command line that
+        // holds the pattern.
+        let pattern = match self.dir.split_at_checked(1) {
+            Some((first, rest)) => format!("[{first}]{rest}"),
+            None => self.dir.clone(),
+        };
+        let on_each = format!(
+            "pkill -KILL -f -- {} 2>/dev/null; {}true",
+            sh_quote(&pattern),
+            if keep {
+                String::new()
+            } else {
+                format!("rm -rf -- {}; ", sh_quote(&self.dir))
+            }
+        );
+        let dir = sh_quote(&self.dir);
+        let mut script = format!(
+            "if [ -f {dir}/mpirun.pid ]; then\n  pid=$(cat {dir}/mpirun.pid)\n  \
+             kill -TERM -$pid 2>/dev/null\n  \
+             for i in 1 2 3 4 5; do kill -0 -$pid 2>/dev/null || break; sleep 0.2; done\n  \
+             kill -KILL -$pid 2>/dev/null\nfi\n\
+             if [ -f {dir}/job.id ]; then\n  job=$(cat {dir}/job.id)\n  \
+             scancel --signal=KILL --full $job 2>/dev/null; scancel $job\n  \
+             for i in $(seq 1 50); do\n    \
+               [ -z \"$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 0.2\n  done\nfi\n"
+        );
+        // Each other host's part goes to its `sh -s` as a here-document: on its command
+        // line, the folder would make the shell running the cleanup a target of its pkill.
+        // Three tries each (a loaded head may drop a connection); a host still not cleaned
+        // is named, and the cleanup fails.
+        script.push_str("failed=\n");
+        for host in self.hosts.iter().filter(|h| **h != self.head_host) {
+            script.push_str(&format!(
+                "( for try in 1 2 3; do\n{} <<'HMW_CLEANUP' && exit 0\n{on_each}\nHMW_CLEANUP\n\
+                 sleep 1; done; exit 1 ) &\npids=\"$pids $!:{host}\"\n",
+                on_host(&self.head_host, host, "sh -s")
+            ));
+        }
+        script.push_str("for p in $pids; do wait ${p%%:*} || failed=\"$failed ${p#*:}\"; done\n");
+        script.push_str(&on_each);
+        script.push('\n');
+        script.push_str(
+            "if [ -n \"$failed\" ]; then echo \"cannot clean up on$failed\" >&2; exit 1; fi\n",
+        );
+        script
+    }
+
+    /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the
+    /// same connection: a connection costs seconds on a loaded head). Returns whether there
+    /// were statistics; an error names the cluster and its head.
+    pub(crate) fn clean(&self, keep: bool, stats_to: Option<&Path>) -> Result<bool> {
+        let mut script = String::new();
+        if stats_to.is_some() {
+            script.push_str(&format!(
+                "cat {} 2>/dev/null\n",
+                sh_quote(&format!("{}/stats.json", self.dir))
+            ));
+        }
+        script.push_str(&self.cleanup_script(keep));
+        let stats = self.head.run(
+            "sh -s",
+            script.as_bytes(),
+            &format!("clean up cluster {}", self.name),
+        )?;
+        match stats_to {
+            Some(to) if !stats.trim().is_empty() => {
+                fs::write(to, stats).with_context(|| format!("cannot write {}", to.display()))?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// Seconds without a heartbeat from the launcher after which a cluster's watchdog stops it.
+pub(crate) const SILENCE_S: u32 = 20;
+
+/// The shell loop of a watchdog: returns once the launcher's connection (fd 3) closed or
+/// stayed silent for [`SILENCE_S`] (the launcher sends a byte every second).
+fn watch_launcher() -> String {
+    format!("while [ -n \"$(timeout {SILENCE_S} head -c1 <&3 2>/dev/null)\" ]; do :; done")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster() -> RemoteCluster {
+        RemoteCluster {
+            name: "spain".into(),
+            head: SshTarget {
+                host: "spain-head".into(),
+                user: None,
+                port: None,
+                identity: None,
+                jump: None,
+            },
+            head_host: "spain-head".into(),
+            hosts: vec!["spain-head".into(), "spain-1".into()],
+            dir: "/srv/hmw/demo-spain-1".into(),
+            slurm: false,
+        }
+    }
+
+    #[test]
+    fn hostfile_is_one_rank_per_line_in_rank_order() {
+        let machine_file = "# c\nhead # cluster=x\nb # speed=1\na\nb # S 0 7000 c\n";
+        assert_eq!(RemoteCluster::hostfile(machine_file), "head\nb\na\nb\n");
+        assert_eq!(RemoteCluster::hosts_of(machine_file), ["head", "b", "a"]);
+    }
+
+    #[test]
+    fn cleanup_finds_the_runs_processes_but_not_itself() {
+        let script = cluster().cleanup_script(false);
+        assert!(
+            script.contains("pkill -KILL -f -- '[/]srv/hmw/demo-spain-1'"),
+            "{script}"
+        );
+        assert!(script.contains("ssh -o BatchMode=yes"), "{script}");
+        assert!(
+            script.contains("spain-1 'sh -s' <<'HMW_CLEANUP' &"),
+            "{script}"
+        );
+        assert!(
+            script.contains("rm -rf -- /srv/hmw/demo-spain-1"),
+            "{script}"
+        );
+        assert!(!cluster().cleanup_script(true).contains("rm -rf"));
+        // The pattern matches a rank's command line and not the pattern's own.
+        let rank = "hmw-synthetic -m /srv/hmw/demo-spain-1/machines";
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                &format!(
+                    "printf '%s\\n' {} {} | grep -c -- '[/]srv/hmw/demo-spain-1'",
+                    sh_quote(rank),
+                    sh_quote("pkill -f [/]srv/hmw/demo-spain-1")
+                ),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    }
+
+    #[test]
+    fn the_run_script_stops_mpirun_when_the_connection_goes() {
+        let script = cluster().run_script(
+            &["module load openmpi".into()],
+            &["mpirun".into(), "-np".into(), "3".into()],
+        );
+        assert!(
+            script.contains("module load openmpi\nsetsid mpirun -np 3"),
+            "{script}"
+        );
+        assert!(script.contains("kill -TERM -$pid"), "{script}");
+    }
+
+    #[test]
+    fn the_watchdog_returns_when_the_launcher_goes() {
+        let run = |input: &str| {
+            let started = std::time::Instant::now();
+            let status = std::process::Command::new("sh")
+                .args(["-c", &format!("exec 3<&0; {}; echo gone", watch_launcher())])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut child| {
+                    use std::io::Write as _;
+                    let mut stdin = child.stdin.take().unwrap();
+                    stdin.write_all(input.as_bytes())?;
+                    drop(stdin);
+                    child.wait_with_output()
+                })
+                .unwrap();
+            (
+                String::from_utf8_lossy(&status.stdout).into_owned(),
+                started.elapsed(),
+            )
+        };
+        // Beats, then the launcher goes: the loop ends at once.
+        let (out, took) = run("....");
+        assert_eq!(out, "gone\n");
+        assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    }
+
+    #[test]
+    fn a_slurm_job_asks_for_exactly_the_plans_hosts() {
+        let job = SlurmJob {
+            partition: Some("main"),
+            account: None,
+            time_limit: Some("5:00"),
+            pending_limit_s: 60,
+        };
+        let script = cluster().slurm_run_script(&[], &job);
+        assert!(
+            script.contains("--nodelist=spain-head,spain-1 --nodes=2"),
+            "{script}"
+        );
+        assert!(script.contains("--partition=main"), "{script}");
+        assert!(script.contains("--time=5:00"), "{script}");
+        assert!(script.contains("-ge 60 ]"), "{script}");
+        assert!(script.contains("scancel $job"), "{script}");
+        assert!(cluster().cleanup_script(false).contains("scancel $job"));
+    }
+}

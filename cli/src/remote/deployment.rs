@@ -1,0 +1,421 @@
+//! A run on real hosts: per cluster, its run folder on each of its hosts with only what that
+//! host needs (the run configuration, the machine file, its own CM keys, the binary when
+//! asked), one `ssh HEAD sh DIR/run.sh` per cluster for the launcher to start and watch, then
+//! the statistics fetched back and every host cleaned. A state file in the launcher's work
+//! folder records what was staged where, so that `hmw launch --cleanup STATE` can remove what
+//! a killed launcher left.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{bail, Context as _, Result};
+use hmw_model::plan::{launch::Launcher, Plan};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    cluster::{RemoteCluster, SlurmJob},
+    ssh::{sh_quote, SshTarget},
+};
+use crate::layout::Layout;
+
+/// What `hmw launch --cleanup` reads.
+#[derive(Debug, Serialize, Deserialize)]
+struct StateFile {
+    plan: String,
+    clusters: Vec<RemoteCluster>,
+}
+
+/// The clusters of a run on their own hosts.
+pub(crate) struct Deployment {
+    clusters: Vec<RemoteCluster>,
+    state_file: PathBuf,
+    keep: bool,
+}
+
+/// A cluster's command for the launcher: its name, the `ssh` that runs it, and where its
+/// statistics land once fetched.
+pub(crate) type ClusterCommand = (String, Command, PathBuf);
+
+/// Whether any cluster of the plan runs elsewhere than on this machine; an error when some do
+/// and some do not (a cluster on this machine has no address its peers could reach).
+pub(crate) fn is_remote(plan: &Plan) -> Result<bool> {
+    let mut launchers = Vec::new();
+    for cluster in &plan.clusters {
+        let settings = cluster
+            .launch_settings()
+            .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
+        launchers.push((cluster.name.as_str(), settings.launcher));
+    }
+    let local: Vec<&str> = launchers
+        .iter()
+        .filter(|(_, l)| *l == Launcher::Local)
+        .map(|(n, _)| *n)
+        .collect();
+    if local.is_empty() {
+        return Ok(true);
+    }
+    if local.len() == launchers.len() {
+        return Ok(false);
+    }
+    bail!(
+        "clusters {} run on this machine (launcher = \"local\") and the others on their own \
+         hosts: give every cluster a launcher of \"ssh\" or \"slurm\", or none",
+        local.join(", ")
+    )
+}
+
+impl Deployment {
+    /// Make each cluster's run folder, stage its files, and return the commands that run the
+    /// clusters (in layout order, the main cluster first). `binary` is the application on this
+    /// machine; `certs` holds the CA and every CM's keys (the CA key stays here).
+    ///
+    /// With `print`, nothing is done on any host: each host's files stay in
+    /// `WORK/stage/CLUSTER/HOST`, and the commands that would stage and run them are printed
+    /// (a relative `work_dir` then stays relative to the remote home).
+    pub(crate) fn prepare(
+        plan: &Plan,
+        layout: &Layout,
+        work: &Path,
+        certs: &Path,
+        binary: &Path,
+        keep: bool,
+        print: bool,
+    ) -> Result<(Deployment, Vec<ClusterCommand>)> {
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let run_name = format!("{}-{stamp}-{}", plan.name, std::process::id());
+        let state_file = work.join("launch-state.json");
+        let mut deployment = Deployment {
+            clusters: Vec::new(),
+            state_file,
+            keep,
+        };
+        let mut settings = Vec::new();
+        for cluster in &layout.clusters {
+            let plan_cluster = plan
+                .clusters
+                .iter()
+                .find(|c| c.name == cluster.name)
+                .context("a laid-out cluster is in the plan")?;
+            let launch = plan_cluster
+                .launch_settings()
+                .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
+            let hosts = RemoteCluster::hosts_of(&cluster.machine_file);
+            let head_host = hosts.first().cloned().context("an empty machine file")?;
+            let head = SshTarget::head_of(&launch, &head_host);
+            let parent = launch.work_dir.clone().unwrap_or_else(|| "hmw-runs".into());
+            let parent = parent.strip_prefix("~/").unwrap_or(&parent).to_owned();
+            let absolute = if print {
+                parent.clone()
+            } else {
+                head.run(
+                    &format!("mkdir -p {p} && cd {p} && pwd", p = sh_quote(&parent)),
+                    b"",
+                    &format!("make the work folder {parent} of cluster {}", cluster.name),
+                )?
+            };
+            deployment.clusters.push(RemoteCluster {
+                name: cluster.name.clone(),
+                head,
+                head_host,
+                hosts,
+                dir: format!("{}/{run_name}-{}", absolute.trim(), cluster.name),
+                slurm: launch.launcher == Launcher::Slurm,
+            });
+            settings.push(launch);
+            // Recorded before anything is staged: a cleanup finds a half-staged run.
+            if !print {
+                deployment.write_state(plan)?;
+            }
+        }
+
+        let stage_root = work.join("stage");
+        let mut commands = Vec::new();
+        // (cluster, host, its folder here), sent all at once once written.
+        let mut stages: Vec<(&RemoteCluster, &str, PathBuf)> = Vec::new();
+        for ((cluster, remote), launch) in layout
+            .clusters
+            .iter()
+            .zip(&deployment.clusters)
+            .zip(&settings)
+        {
+            let binary_name = binary
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "app".into());
+            let remote_binary = match (&launch.remote_binary, launch.stage_binary) {
+                (Some(path), _) => path.clone(),
+                (None, true) => format!("{}/bin/{binary_name}", remote.dir),
+                (None, false) => binary.to_string_lossy().into_owned(),
+            };
+            let mut config = layout.config.clone();
+            if let Some(toml::Value::Table(cm)) = config.get_mut("cm") {
+                cm.insert(
+                    "certs".into(),
+                    toml::Value::String(format!("{}/certs", remote.dir)),
+                );
+            }
+            let config = toml::to_string(&config)?;
+            let at = |name: &str| format!("{}/{name}", remote.dir);
+            let mut mpirun = vec![
+                "mpirun".to_owned(),
+                "--hostfile".into(),
+                at("hostfile"),
+                "--map-by".into(),
+                "seq".into(),
+                "-np".into(),
+                cluster.ranks.to_string(),
+            ];
+            if remote.slurm {
+                // The allocation has one task per node; a host may run several ranks.
+                mpirun.push("--oversubscribe".into());
+            }
+            mpirun.extend(launch.mpirun_args.iter().cloned());
+            mpirun.extend([
+                remote_binary,
+                "-m".into(),
+                at("machines"),
+                "-c".into(),
+                at("run.toml"),
+                "--stats-json".into(),
+                at("stats.json"),
+                "--check-placement".into(),
+            ]);
+            for host in &remote.hosts {
+                let dir = stage_root.join(&cluster.name).join(host);
+                fs::create_dir_all(dir.join("certs"))
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+                fs::write(dir.join("run.toml"), &config)?;
+                fs::write(dir.join("machines"), &cluster.machine_file)?;
+                fs::copy(certs.join("ca.pem"), dir.join("certs/ca.pem"))
+                    .with_context(|| format!("cannot copy {}", certs.display()))?;
+                // Only this host's own CMs' keys.
+                for cm in layout.cms.iter().filter(|cm| &cm.host == host) {
+                    for file in [format!("{}.pem", cm.name), format!("{}.key.pem", cm.name)] {
+                        fs::copy(certs.join(&file), dir.join("certs").join(&file))
+                            .with_context(|| format!("cannot copy {file}"))?;
+                    }
+                }
+                // The batch script runs on the allocation's first node, whichever it is.
+                if *host == remote.head_host || remote.slurm {
+                    fs::write(
+                        dir.join("hostfile"),
+                        RemoteCluster::hostfile(&cluster.machine_file),
+                    )?;
+                    let run = if remote.slurm {
+                        fs::write(
+                            dir.join("job.sh"),
+                            remote.job_script(&launch.environment, &mpirun),
+                        )?;
+                        let job = SlurmJob {
+                            partition: launch.partition.as_deref(),
+                            account: launch.account.as_deref(),
+                            time_limit: launch.time_limit.as_deref(),
+                            pending_limit_s: launch.pending_limit_s,
+                        };
+                        remote.slurm_run_script(&launch.environment, &job)
+                    } else {
+                        remote.run_script(&launch.environment, &mpirun)
+                    };
+                    fs::write(dir.join("run.sh"), run)?;
+                }
+                if launch.stage_binary && launch.remote_binary.is_none() {
+                    fs::create_dir_all(dir.join("bin"))?;
+                    fs::copy(binary, dir.join("bin").join(&binary_name))
+                        .with_context(|| format!("cannot copy the binary {}", binary.display()))?;
+                }
+                stages.push((remote, host, dir));
+            }
+            let command = remote
+                .head
+                .command(&format!("sh {}", sh_quote(&at("run.sh"))));
+            commands.push((
+                cluster.name.clone(),
+                command,
+                work.join(format!("{}.stats.json", cluster.name)),
+            ));
+        }
+        if print {
+            print_commands(&deployment.clusters, &stages, &commands);
+            return Ok((deployment, commands));
+        }
+        let staged: Vec<Result<()>> = std::thread::scope(|scope| {
+            let sends: Vec<_> = stages
+                .iter()
+                .map(|(remote, host, dir)| scope.spawn(move || remote.stage(host, dir)))
+                .collect();
+            sends
+                .into_iter()
+                .map(|s| {
+                    s.join()
+                        .unwrap_or_else(|_| bail!("a staging thread panicked"))
+                })
+                .collect()
+        });
+        // The keys leave this folder whatever happened.
+        let _ = fs::remove_dir_all(&stage_root);
+        staged.into_iter().collect::<Result<Vec<()>>>()?;
+        for remote in &deployment.clusters {
+            println!(
+                "== cluster {}: staged in {} on {} (head {})",
+                remote.name,
+                remote.dir,
+                remote.hosts.join(", "),
+                remote.head.describe()
+            );
+        }
+        Ok((deployment, commands))
+    }
+
+    fn write_state(&self, plan: &Plan) -> Result<()> {
+        let state = StateFile {
+            plan: plan.name.clone(),
+            clusters: self.clusters.clone(),
+        };
+        fs::write(&self.state_file, serde_json::to_string_pretty(&state)?)
+            .with_context(|| format!("cannot write {}", self.state_file.display()))
+    }
+
+    /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote
+    /// them), then every host of every cluster cleaned. Says what failed and goes on.
+    pub(crate) fn finish(&self, work: &Path) -> Result<()> {
+        clean_all(&self.clusters, self.keep, &self.state_file, Some(work))
+    }
+}
+
+/// `--print`: per cluster, where each host's files go and the commands that stage and run
+/// them, as `hmw launch` would.
+fn print_commands(
+    clusters: &[RemoteCluster],
+    stages: &[(&RemoteCluster, &str, PathBuf)],
+    commands: &[ClusterCommand],
+) {
+    for (cluster, (_, command, _)) in clusters.iter().zip(commands) {
+        println!(
+            "# cluster {}: {} on its head {}, in {} on each host",
+            cluster.name,
+            if cluster.slurm {
+                "sbatch of exactly its hosts, mpirun --map-by seq inside"
+            } else {
+                "mpirun --map-by seq"
+            },
+            cluster.head.describe(),
+            cluster.dir
+        );
+        for (_, host, dir) in stages.iter().filter(|(c, _, _)| c.name == cluster.name) {
+            let files: Vec<String> = walk(dir)
+                .iter()
+                .filter_map(|f| f.strip_prefix(dir).ok())
+                .map(|f| f.display().to_string())
+                .collect();
+            println!("#   {host}: {}", files.join(" "));
+            let unpack = format!(
+                "umask 077 && mkdir -p {d} && tar -xf - -C {d}",
+                d = sh_quote(&cluster.dir)
+            );
+            let ssh = cluster
+                .head
+                .command(&super::ssh::on_host(&cluster.head_host, host, &unpack));
+            println!(
+                "tar -C {} -cf - . | {}",
+                sh_quote(&dir.to_string_lossy()),
+                shell_line(&ssh)
+            );
+        }
+        println!("{}", shell_line(command));
+    }
+    println!("# after the run: fetch DIR/stats.json from each head; remove DIR on every host");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+fn shell_line(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| sh_quote(&a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Clean every cluster at once; with `stats_into`, fetch each one's statistics there first
+/// (`CLUSTER.stats.json`).
+fn clean_all(
+    clusters: &[RemoteCluster],
+    keep: bool,
+    state_file: &Path,
+    stats_into: Option<&Path>,
+) -> Result<()> {
+    let failed: Vec<String> = std::thread::scope(|scope| {
+        let cleanups: Vec<_> = clusters
+            .iter()
+            .map(|c| {
+                scope.spawn(move || {
+                    let to = stats_into.map(|w| w.join(format!("{}.stats.json", c.name)));
+                    let fetched = c.clean(keep, to.as_deref());
+                    if let (Ok(false), Some(_)) = (&fetched, &to) {
+                        println!("== cluster {}: no statistics", c.name);
+                    }
+                    fetched
+                })
+            })
+            .collect();
+        cleanups
+            .into_iter()
+            .filter_map(|h| h.join().ok().and_then(|r| r.err()))
+            .map(|e| format!("{e:#}"))
+            .collect()
+    });
+    if !failed.is_empty() {
+        bail!(
+            "{}; run `hmw launch --cleanup {}` once the hosts are reachable",
+            failed.join("; "),
+            state_file.display()
+        );
+    }
+    let _ = fs::remove_file(state_file);
+    for cluster in clusters {
+        println!(
+            "== cluster {}: processes stopped{} on {}",
+            cluster.name,
+            if keep {
+                format!(", run folder {} kept", cluster.dir)
+            } else {
+                ", run folder removed".into()
+            },
+            cluster.hosts.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `hmw launch --cleanup STATE`: stop every process and remove every run folder a launcher
+/// left on the hosts its state file names.
+pub(crate) fn cleanup(state_file: &Path) -> Result<()> {
+    let text = fs::read_to_string(state_file)
+        .with_context(|| format!("cannot read {}", state_file.display()))?;
+    let state: StateFile = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not a launch state file", state_file.display()))?;
+    println!(
+        "== cleaning up the run of {} on {} clusters",
+        state.plan,
+        state.clusters.len()
+    );
+    clean_all(&state.clusters, false, state_file, None)
+}

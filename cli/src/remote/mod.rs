@@ -1,0 +1,8 @@
+//! `hmw launch` on real hosts: each cluster started on its head over ssh, its files staged on
+//! its hosts, everything stopped and removed at the end.
+
+mod cluster;
+mod deployment;
+mod ssh;
+
+pub(crate) use deployment::{cleanup, is_remote, Deployment};
