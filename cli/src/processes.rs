@@ -222,8 +222,17 @@ pub(crate) fn children_of(pid: i32) -> Vec<i32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Tests that start child processes hold this for reading; the test that kills every
+    /// descendant of the test process holds it for writing, so it reaches no other test's.
+    static CHILDREN: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+    /// Held by a test while its child processes run.
+    pub(crate) fn spawning_children() -> std::sync::RwLockReadGuard<'static, ()> {
+        CHILDREN.read().unwrap_or_else(|e| e.into_inner())
+    }
 
     /// A shell that starts a sleeping grandchild and waits: killing the shell orphans it.
     fn family() -> Group {
@@ -255,6 +264,7 @@ mod tests {
     /// One test: killing every descendant of the test process would reach another test's.
     #[test]
     fn orphans_come_here_and_are_killed_with_everything_below() {
+        let _alone = CHILDREN.write().unwrap_or_else(|e| e.into_inner());
         // Past its deadline: said so, and killed.
         let mut group = family();
         assert!(matches!(

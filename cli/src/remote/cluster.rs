@@ -381,6 +381,7 @@ mod tests {
 
     #[test]
     fn the_watchdog_returns_when_the_launcher_goes() {
+        let _children = crate::processes::tests::spawning_children();
         let run = |input: &str| {
             let started = std::time::Instant::now();
             let status = std::process::Command::new("sh")

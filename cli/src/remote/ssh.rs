@@ -177,6 +177,7 @@ mod tests {
         let inner = on_host("head", "node-1", "echo 'x y'");
         assert!(inner.starts_with("ssh -o BatchMode=yes"), "{inner}");
         assert!(inner.ends_with("node-1 'echo '\\''x y'\\'''"), "{inner}");
+        let _children = crate::processes::tests::spawning_children();
         let out = Command::new("sh")
             .args(["-c", &format!("echo {}", sh_quote("it's $HOME"))])
             .output()
