@@ -75,11 +75,10 @@ pub struct Options {
     pub measure_master: bool,
 }
 
-/// The simulated network: each cluster's LAN both ways, each link's WAN both ways.
+/// The simulated network: each cluster's LAN, each link's WAN both ways.
 struct Network {
     lan_rate: Vec<f64>,
-    lan_in: Vec<Serial>,
-    lan_out: Vec<Serial>,
+    lan: Vec<Serial>,
     wan_down: Vec<Option<WanDirection>>,
     wan_up: Vec<Option<WanDirection>>,
 }
@@ -87,14 +86,9 @@ struct Network {
 impl Network {
     fn arrival(&mut self, now: Duration, transfer: &Transfer) -> Duration {
         match transfer.via {
-            Via::Lan { cluster, to_head } => {
+            Via::Lan { cluster, .. } => {
                 let seconds = transfer.size / self.lan_rate[cluster];
-                let serial = if to_head {
-                    &mut self.lan_in[cluster]
-                } else {
-                    &mut self.lan_out[cluster]
-                };
-                serial.send(now, seconds)
+                self.lan[cluster].send(now, seconds)
             }
             Via::Link { link, down } => {
                 let direction = if down {
@@ -155,8 +149,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             .iter()
             .map(|c| c.lan_bytes_per_s.max(f64::MIN_POSITIVE))
             .collect(),
-        lan_in: vec![Serial::default(); spec.clusters.len()],
-        lan_out: vec![Serial::default(); spec.clusters.len()],
+        lan: vec![Serial::default(); spec.clusters.len()],
         wan_down: spec
             .clusters
             .iter()

@@ -1,7 +1,8 @@
 //! When a message arrives: the LANs and WANs of a simulated run, in virtual time.
 //!
-//! - A LAN is two serial links at the cluster's head (rank 0: the master or sub-master, which
-//!   every message of the cluster goes to or comes from), one each way, each moving
+//! - A LAN is one serial link at the cluster's head (rank 0: the master or sub-master, which
+//!   every message of the cluster goes to or comes from), shared by tasks and results as the
+//!   model's `tput_lan` is (its limit (26) is `oper * tput_lan / (s_task + s_result)`), moving
 //!   `lan_bytes_per_s`: a message waits for those before it, then takes `size / rate`.
 //! - A WAN direction is a serial link of the plan's rate, less the fraction `loss` (time lost
 //!   to retransmissions), then half the round-trip time. During an outage nothing moves: a
