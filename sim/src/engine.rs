@@ -86,7 +86,7 @@ struct Network {
 impl Network {
     fn arrival(&mut self, now: Duration, transfer: &Transfer) -> Duration {
         match transfer.via {
-            Via::Lan { cluster, .. } => {
+            Via::Lan { cluster } => {
                 let seconds = transfer.size / self.lan_rate[cluster];
                 self.lan[cluster].send(now, seconds)
             }

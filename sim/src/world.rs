@@ -70,8 +70,6 @@ pub enum Via {
     Lan {
         /// The cluster.
         cluster: usize,
-        /// Towards the head (else from it).
-        to_head: bool,
     },
     /// Over link `link` (the link of cluster `link` to its parent), down (tasks, parent to
     /// child) or up.
@@ -595,7 +593,7 @@ impl World {
                 };
                 let to_worker = upstream != Some(to);
                 let to = self.base[cluster] + to;
-                self.lan(node, to, bytes, true, to_worker);
+                self.lan(node, to, bytes, to_worker);
             }
         }
         if let Slot::Sub(sub) = &mut self.slots[node] {
@@ -612,7 +610,7 @@ impl World {
                     report: Some(Box::new(report)),
                 });
                 let to = self.base[cluster] + upstream;
-                self.lan(node, to, bye, true, false);
+                self.lan(node, to, bye, false);
             }
         }
     }
@@ -621,7 +619,7 @@ impl World {
         let head = self.base[self.cluster_of[node]];
         for output in std::mem::take(&mut self.out) {
             if let Output::Send { bytes, .. } = output {
-                self.lan(node, head, bytes, false, false);
+                self.lan(node, head, bytes, false);
             }
         }
     }
@@ -641,7 +639,7 @@ impl World {
         for output in std::mem::take(&mut self.cm_out) {
             match output {
                 // To the master a CM is a fed rank; to its sub-master, the upstream.
-                CmOutput::ToCluster(bytes) => self.lan(node, head, bytes, false, !down),
+                CmOutput::ToCluster(bytes) => self.lan(node, head, bytes, !down),
                 CmOutput::ToLink(bytes) => {
                     let size = self.size_of(&bytes, down, true, link);
                     let l = self.links[link].as_mut().expect("exists");
@@ -672,7 +670,7 @@ impl World {
             if core.is_done() && !*bye_sent {
                 *bye_sent = true;
                 let bye = core.bye(summary);
-                self.lan(node, head, bye, false, false);
+                self.lan(node, head, bye, false);
             }
         }
     }
@@ -693,7 +691,7 @@ impl World {
 
     /// A LAN transfer from `from` to `to` (one of them the head) of a `ToWorker` message
     /// (`to_worker`) or a `ToMaster` one.
-    fn lan(&mut self, from: usize, to: usize, bytes: Vec<u8>, from_head: bool, to_worker: bool) {
+    fn lan(&mut self, from: usize, to: usize, bytes: Vec<u8>, to_worker: bool) {
         let cluster = self.cluster_of[from];
         let size = self.size_of(&bytes, to_worker, false, 0);
         self.sent.push(Transfer {
@@ -701,10 +699,7 @@ impl World {
             to,
             bytes,
             size,
-            via: Via::Lan {
-                cluster,
-                to_head: !from_head,
-            },
+            via: Via::Lan { cluster },
         });
     }
 
