@@ -31,56 +31,35 @@ echo "test: scripts/check-mpi-off.sh"
 scripts/check-mpi-off.sh || checks_ok=false
 
 log=$(mktemp)
-validation_log=$(mktemp)
-testbed_log=$(mktemp)
-apps_log=$(mktemp)
-deploy_log=$(mktemp)
-trap 'rm -f "$log" "$validation_log" "$testbed_log" "$apps_log" "$deploy_log"' EXIT
+steps_dir=$(mktemp -d)
+trap 'rm -rf "$log" "$steps_dir"' EXIT
 tests_ok=true
 cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
 
-validation_ok=true
-echo "test: scripts/validate.sh --quick"
-scripts/validate.sh --quick >"$validation_log" 2>&1 || validation_ok=false
-if ! $validation_ok; then
-    echo "test: the validation failed; the end of its output:" >&2
-    tail -30 "$validation_log" >&2
-fi
-
-apps_ok=true
-echo "test: scripts/apps.sh --quick"
-apps_start=$(date +%s)
-scripts/apps.sh --quick >"$apps_log" 2>&1 || apps_ok=false
-echo "test: the applications' check took $(($(date +%s) - apps_start)) s"
-if ! $apps_ok; then
-    echo "test: the applications' check failed; the end of its output:" >&2
-    tail -30 "$apps_log" >&2
-fi
-
-testbed_ok=true
-echo "test: scripts/testbed-check.sh"
-testbed_start=$(date +%s)
-scripts/testbed-check.sh >"$testbed_log" 2>&1 || testbed_ok=false
-echo "test: the testbed's check took $(($(date +%s) - testbed_start)) s"
-if ! $testbed_ok; then
-    echo "test: the testbed's check failed; the end of its output:" >&2
-    tail -30 "$testbed_log" >&2
-fi
-
-deploy_ok=true
-echo "test: scripts/deploy-check.sh"
-deploy_start=$(date +%s)
-scripts/deploy-check.sh >"$deploy_log" 2>&1 || deploy_ok=false
-echo "test: the deployment check took $(($(date +%s) - deploy_start)) s"
-if ! $deploy_ok; then
-    echo "test: the deployment check failed; the end of its output:" >&2
-    tail -30 "$deploy_log" >&2
-fi
+# Runs a check script (its output kept in $steps_dir/NAME.log), says how long it took, and on
+# failure shows the end of its output and fails the suite. Usage: step NAME WHAT COMMAND...
+steps_ok=true
+step() {
+    local name=$1 what=$2 start
+    shift 2
+    echo "test: $*"
+    start=$(date +%s)
+    if "$@" >"$steps_dir/$name.log" 2>&1; then
+        echo "test: $what took $(($(date +%s) - start)) s"
+    else
+        echo "test: $what took $(($(date +%s) - start)) s and failed; the end of its output:" >&2
+        tail -30 "$steps_dir/$name.log" >&2
+        steps_ok=false
+    fi
+}
+step validation "the validation" scripts/validate.sh --quick
+step apps "the applications' check" scripts/apps.sh --quick
+step testbed "the testbed's check" scripts/testbed-check.sh
+step deploy "the deployment check" scripts/deploy-check.sh
 
 # cargo test prints one summary line per test binary; add them up for a closing line.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
-tail -1 "$validation_log"
-tail -1 "$apps_log"
-tail -1 "$testbed_log"
-tail -1 "$deploy_log"
-$checks_ok && $tests_ok && $validation_ok && $apps_ok && $testbed_ok && $deploy_ok
+for name in validation apps testbed deploy; do
+    tail -1 "$steps_dir/$name.log"
+done
+$checks_ok && $tests_ok && $steps_ok
