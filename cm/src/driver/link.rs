@@ -333,6 +333,11 @@ impl Link {
     /// connection dying under load does. For tests and for an operator who wants fresh
     /// connections (new addresses of the server's name, say).
     pub fn reset_connections(&self) {
+        self.close_connections(close_code::RESET, b"connections reset");
+    }
+
+    /// Closes every open connection with `code` and `reason`.
+    fn close_connections(&self, code: u32, reason: &[u8]) {
         for conn in self
             .shared
             .connections
@@ -340,7 +345,7 @@ impl Link {
             .expect("connections lock")
             .values()
         {
-            conn.close(close_code::RESET.into(), b"connections reset");
+            conn.close(code.into(), reason);
         }
     }
 
@@ -358,15 +363,7 @@ impl Link {
             return;
         }
         self.shared.wake_all();
-        for conn in self
-            .shared
-            .connections
-            .lock()
-            .expect("connections lock")
-            .values()
-        {
-            conn.close(close_code::LINK_CLOSED.into(), b"link closed");
-        }
+        self.close_connections(close_code::LINK_CLOSED, b"link closed");
         self.endpoint
             .close(close_code::LINK_CLOSED.into(), b"link closed");
     }
