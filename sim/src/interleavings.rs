@@ -327,14 +327,11 @@ proptest! {
     }
 }
 
-/// The lost cluster case, written out: the link goes down past the deadline with tasks out
-/// there; the master takes them back and its own workers compute them; when the link comes
-/// back, the far results arrive late and are discharged, and the cluster rejoins and takes
-/// new tasks.
-#[test]
-fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
+/// A run of `tasks` tasks, one main worker and a far cluster of two, once the far cluster has
+/// taken tasks and computed none.
+fn far_holding_tasks(tasks: u64) -> Sim {
     let shape = Shape {
-        tasks: 40,
+        tasks,
         workers: 1,
         buffers: 1,
         reassign: false,
@@ -342,7 +339,6 @@ fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_dischar
         far: Some((2, 2, 1, 1, None)),
     };
     let mut sim = Sim::new(&shape);
-    // Let the far cluster take tasks, without computing any.
     for _ in 0..200 {
         sim.apply(&Op::Deliver(0));
         sim.apply(&Op::Tick(1));
@@ -351,6 +347,16 @@ fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_dischar
         sim.far_workers().iter().any(|&n| sim.world.holds_tasks(n)),
         "the far cluster holds tasks"
     );
+    sim
+}
+
+/// The lost cluster case, written out: the link goes down past the deadline with tasks out
+/// there; the master takes them back and its own workers compute them; when the link comes
+/// back, the far results arrive late and are discharged, and the cluster rejoins and takes
+/// new tasks.
+#[test]
+fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
+    let mut sim = far_holding_tasks(40);
     sim.apply(&Op::LinkDown);
     // Far workers compute: their results wait behind the link.
     for _ in 0..50 {
@@ -382,19 +388,7 @@ fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_dischar
 /// A link gone for good: the cluster stays lost, the run ends without it.
 #[test]
 fn a_cluster_whose_link_never_returns_stays_lost() {
-    let shape = Shape {
-        tasks: 12,
-        workers: 1,
-        buffers: 1,
-        reassign: false,
-        policy: Policy::OnDemand,
-        far: Some((2, 2, 1, 1, None)),
-    };
-    let mut sim = Sim::new(&shape);
-    for _ in 0..200 {
-        sim.apply(&Op::Deliver(0));
-        sim.apply(&Op::Tick(1));
-    }
+    let mut sim = far_holding_tasks(12);
     sim.apply(&Op::LinkGone);
     sim.apply(&Op::Tick(11_000));
     sim.settle();
