@@ -86,7 +86,8 @@ pub struct WorkEstimator {
     task_work: Vec<f64>,
     /// Whether `task_work` is sorted.
     sorted: bool,
-    workers: BTreeMap<usize, Rate>,
+    /// By rank (ranks are small dense integers: a vector finds one without a search).
+    workers: Vec<Rate>,
     clusters: BTreeMap<String, Rate>,
 }
 
@@ -119,10 +120,10 @@ impl WorkEstimator {
         self.task_work
             .extend(std::iter::repeat_n(per_task, tasks.min(1 << 20) as usize));
         self.sorted = false;
-        self.workers
-            .entry(rank)
-            .or_default()
-            .add(tasks, operations, busy_s);
+        if rank >= self.workers.len() {
+            self.workers.resize(rank + 1, Rate::default());
+        }
+        self.workers[rank].add(tasks, operations, busy_s);
         match self.clusters.get_mut(cluster) {
             Some(rate) => rate.add(tasks, operations, busy_s),
             None => {
@@ -135,7 +136,10 @@ impl WorkEstimator {
 
     /// What rank `rank` delivered so far.
     pub fn worker(&self, rank: usize) -> Option<Rate> {
-        self.workers.get(&rank).copied()
+        self.workers
+            .get(rank)
+            .copied()
+            .filter(|rate| rate.tasks > 0)
     }
 
     /// What cluster `name` delivered so far.

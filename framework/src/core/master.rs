@@ -20,12 +20,16 @@
 //! idle.
 
 use std::{
-    collections::{BTreeMap, BTreeSet, VecDeque},
+    collections::{BTreeSet, VecDeque},
     time::Duration,
 };
 
+use rustc_hash::FxHashMap;
+use smallvec::{smallvec, SmallVec};
+
 use super::{
     output::Output,
+    rank_table::RankTable,
     task_source::{Next, TaskSource},
 };
 use crate::{
@@ -46,8 +50,9 @@ use crate::{
 struct InFlight {
     operations: f64,
     body: Vec<u8>,
-    /// Ranks holding a copy (more than one after reassignment).
-    holders: Vec<usize>,
+    /// Ranks holding a copy (more than one after reassignment; inline, so handing a task out
+    /// allocates nothing for it).
+    holders: SmallVec<[usize; 2]>,
     /// Clusters (their CMs) that held it when they were lost: one that comes back may still
     /// hold it and deliver it late, and must not be handed it again.
     lost_holders: Vec<usize>,
@@ -72,7 +77,7 @@ struct Tally {
     kind: Kind,
     stats: WorkerStats,
     /// Tasks handed to this rank whose result has not come back from it.
-    outstanding: BTreeSet<TaskId>,
+    outstanding: Held,
     /// New tasks handed to it (for a bounded share).
     handed: u64,
     /// Lost: no more tasks go there.
@@ -89,6 +94,40 @@ struct Tally {
     window: Window,
     /// A CM's link, as it last reported it.
     link: Option<LinkState>,
+}
+
+/// The tasks a rank holds, in the order handed: a worker's few buffers (inline, so the master
+/// touches no other memory for them), a CM's window. Results come back mostly oldest first, so
+/// a removal finds its task near the front.
+#[derive(Debug, Default)]
+struct Held(SmallVec<[TaskId; 4]>);
+
+impl Held {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn extend(&mut self, ids: impl IntoIterator<Item = TaskId>) {
+        self.0.extend(ids);
+    }
+
+    /// Forget task `id`, if held.
+    fn remove(&mut self, id: &TaskId) {
+        if let Some(at) = self.0.iter().position(|held| held == id) {
+            self.0.remove(at);
+        }
+    }
+
+    /// Every task held, oldest first; none is held any more.
+    fn take_sorted(&mut self) -> Vec<TaskId> {
+        let mut ids = std::mem::take(&mut self.0).into_vec();
+        ids.sort_unstable();
+        ids
+    }
 }
 
 /// What a rank delivered since the last progress line.
@@ -135,14 +174,20 @@ pub struct MasterCore<S> {
     config: RunConfig,
     name: String,
     phase: Phase,
-    in_flight: BTreeMap<TaskId, InFlight>,
+    /// Hashed: task ids are looked up on every result, and a hash table finds one in `O(1)`
+    /// however many tasks are out.
+    in_flight: FxHashMap<TaskId, InFlight>,
+    /// At the end, the in-flight tasks by (holders, id), whence idle workers take copies:
+    /// built when the first copy is wanted (no new task is handed out after that), then kept
+    /// up to date as holders come and go, so a copy costs `O(log n)`, not a scan of the table.
+    tail: Option<BTreeSet<(usize, TaskId)>>,
     /// In-flight tasks that no rank holds any more: served before new tasks.
     retry: VecDeque<TaskId>,
     next_id: TaskId,
     exhausted: bool,
     /// The requests for work not served yet (one per batch of room).
     waiting: Waiting,
-    tallies: BTreeMap<usize, Tally>,
+    tallies: RankTable<Tally>,
     gathered: u64,
     /// Basic operations of the tasks this cluster's own workers delivered.
     local_operations: f64,
@@ -181,7 +226,7 @@ impl<S: TaskSource> MasterCore<S> {
         scheduler: Box<dyn Scheduler>,
         source: S,
     ) -> Self {
-        let mut tallies = BTreeMap::new();
+        let mut tallies = RankTable::default();
         let mut waiting = Waiting::default();
         for (rank, line) in machines.ranks.iter().enumerate().skip(1) {
             let kind = match &line.cm {
@@ -209,7 +254,7 @@ impl<S: TaskSource> MasterCore<S> {
                 Tally {
                     kind,
                     stats,
-                    outstanding: BTreeSet::new(),
+                    outstanding: Held::default(),
                     handed: 0,
                     gone: false,
                     rejoins: 0,
@@ -238,7 +283,8 @@ impl<S: TaskSource> MasterCore<S> {
                 .clone()
                 .unwrap_or_else(|| "main".to_owned()),
             phase: Phase::Gathering,
-            in_flight: BTreeMap::new(),
+            in_flight: FxHashMap::default(),
+            tail: None,
             retry: VecDeque::new(),
             next_id: 0,
             exhausted: false,
@@ -372,7 +418,7 @@ impl<S: TaskSource> MasterCore<S> {
                     // sub-master takes them in but sends nothing more up.
                     self.wall = now.saturating_sub(self.started_at);
                     self.phase = Phase::Stopping;
-                    for &rank in self.tallies.keys() {
+                    for rank in self.tallies.keys() {
                         out.push(Output::Send {
                             to: rank,
                             bytes: encode(&ToWorker::Stop),
@@ -515,6 +561,7 @@ impl<S: TaskSource> MasterCore<S> {
                         continue;
                     }
                     flight.holders.push(rank);
+                    retarget(&mut self.tail, id, 0, 1);
                     retried = Some(id);
                     break;
                 }
@@ -551,7 +598,7 @@ impl<S: TaskSource> MasterCore<S> {
                     InFlight {
                         operations,
                         body,
-                        holders: vec![rank],
+                        holders: smallvec![rank],
                         lost_holders: Vec::new(),
                     },
                 );
@@ -621,7 +668,11 @@ impl<S: TaskSource> MasterCore<S> {
                 let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
                 if fresh {
                     for id in &result.ids {
-                        self.in_flight.remove(id);
+                        if let Some(flight) = self.in_flight.remove(id) {
+                            if let Some(tail) = &mut self.tail {
+                                tail.remove(&(flight.holders.len(), *id));
+                            }
+                        }
                     }
                     tally.stats.tasks_done += result.ids.len() as u64;
                     tally.window.tasks += result.ids.len() as u64;
@@ -658,7 +709,9 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.gone = true;
                 // Its tasks still wanted (a copy of some may have been gathered elsewhere).
                 let in_flight = &self.in_flight;
-                let outstanding: Vec<TaskId> = std::mem::take(&mut tally.outstanding)
+                let outstanding: Vec<TaskId> = tally
+                    .outstanding
+                    .take_sorted()
                     .into_iter()
                     .filter(|id| in_flight.contains_key(id))
                     .collect();
@@ -717,7 +770,9 @@ impl<S: TaskSource> MasterCore<S> {
                 return;
             };
             flight.holders.swap_remove(at);
-            if flight.holders.is_empty() {
+            let holders = flight.holders.len();
+            retarget(&mut self.tail, id, holders + 1, holders);
+            if holders == 0 {
                 self.retry.push_back(id);
                 // A task to retry: ranks set aside may take it.
                 self.waiting.restore_all();
@@ -838,12 +893,23 @@ impl<S: TaskSource> MasterCore<S> {
     /// A copy of the in-flight task with the fewest holders (oldest first) that `rank` does not
     /// already hold; `rank` holds it from now on.
     fn duplicate_for(&mut self, rank: usize) -> Option<TaskId> {
-        let (&id, flight) = self
-            .in_flight
-            .iter_mut()
-            .filter(|(_, f)| !f.holders.contains(&rank) && !f.lost_holders.contains(&rank))
-            .min_by_key(|(id, f)| (f.holders.len(), **id))?;
-        flight.holders.push(rank);
+        let in_flight = &mut self.in_flight;
+        let tail = self.tail.get_or_insert_with(|| {
+            in_flight
+                .iter()
+                .map(|(&id, flight)| (flight.holders.len(), id))
+                .collect()
+        });
+        let &(holders, id) = tail.iter().find(|(_, id)| {
+            let flight = &in_flight[id];
+            !flight.holders.contains(&rank) && !flight.lost_holders.contains(&rank)
+        })?;
+        in_flight
+            .get_mut(&id)
+            .expect("the tail index holds tasks in flight")
+            .holders
+            .push(rank);
+        retarget(&mut self.tail, id, holders, holders + 1);
         Some(id)
     }
 
@@ -894,6 +960,15 @@ impl<S: TaskSource> MasterCore<S> {
             join_s: self.source.join_s(),
             progress: std::mem::take(&mut self.progress),
             placement: Vec::new(),
+        }
+    }
+}
+
+/// Task `id` went from `from` holders to `to` in the tail index, once there is one.
+fn retarget(tail: &mut Option<BTreeSet<(usize, TaskId)>>, id: TaskId, from: usize, to: usize) {
+    if let Some(tail) = tail {
+        if tail.remove(&(from, id)) {
+            tail.insert((to, id));
         }
     }
 }

@@ -19,6 +19,7 @@
 mod cm;
 mod master;
 mod output;
+mod rank_table;
 mod submaster;
 mod task_source;
 mod worker;

@@ -1,15 +1,18 @@
 //! [`Waiting`]: the requests for work a master has not served yet, indexed so that a
 //! scheduler picks in `O(log W)`.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
+
+use smallvec::SmallVec;
 
 use super::requests::Requester;
 
 /// One fed rank, as the index knows it.
 #[derive(Debug, Default)]
 struct Slot {
-    /// Its waiting requests (one per batch of room), oldest first, by arrival number.
-    requests: VecDeque<u64>,
+    /// Its waiting requests (one per batch of room), oldest first, by arrival number: a
+    /// worker offers a few (its buffers), kept inline.
+    requests: SmallVec<[u64; 4]>,
     holding: usize,
     worker: bool,
     /// Set aside by the master for this round (or until it can be served): out of the
@@ -28,8 +31,9 @@ pub struct Waiting {
     /// (oldest request, rank).
     by_arrival: BTreeSet<(u64, usize)>,
     /// Ranks with requests.
-    by_rank: BTreeSet<usize>,
-    /// Ranks set aside.
+    by_rank: RankSet,
+    /// Ranks set aside, and possibly some restored since (their slot says which): restoring
+    /// one does not search this list.
     aside: Vec<usize>,
     next_request: u64,
     len: usize,
@@ -58,12 +62,12 @@ impl Waiting {
 
     /// The highest rank waiting.
     pub fn highest_rank(&self) -> Option<usize> {
-        self.by_rank.last().copied()
+        self.by_rank.last()
     }
 
     /// The lowest rank waiting.
     pub fn lowest_rank(&self) -> Option<usize> {
-        self.by_rank.first().copied()
+        self.by_rank.first()
     }
 
     /// `rank` as a requester, if it waits.
@@ -86,7 +90,7 @@ impl Waiting {
 
     /// Every rank waiting, by rank (`O(W)`: for policies that must see them all).
     pub fn iter(&self) -> impl Iterator<Item = Requester> + '_ {
-        self.by_rank.iter().filter_map(|&rank| self.get(rank))
+        self.by_rank.iter().filter_map(|rank| self.get(rank))
     }
 
     fn slot(&mut self, rank: usize) -> &mut Slot {
@@ -98,17 +102,17 @@ impl Waiting {
 
     fn unindex(&mut self, rank: usize) {
         let slot = &self.slots[rank];
-        if let (Some(&oldest), false) = (slot.requests.front(), slot.aside) {
+        if let (Some(&oldest), false) = (slot.requests.first(), slot.aside) {
             self.by_holding.remove(&(slot.holding, oldest, rank));
             self.by_arrival.remove(&(oldest, rank));
-            self.by_rank.remove(&rank);
+            self.by_rank.remove(rank);
             self.len -= slot.requests.len();
         }
     }
 
     fn index(&mut self, rank: usize) {
         let slot = &self.slots[rank];
-        if let (Some(&oldest), false) = (slot.requests.front(), slot.aside) {
+        if let (Some(&oldest), false) = (slot.requests.first(), slot.aside) {
             self.by_holding.insert((slot.holding, oldest, rank));
             self.by_arrival.insert((oldest, rank));
             self.by_rank.insert(rank);
@@ -131,7 +135,7 @@ impl Waiting {
         for _ in 0..count {
             let request = self.next_request;
             self.next_request += 1;
-            self.slots[rank].requests.push_back(request);
+            self.slots[rank].requests.push(request);
         }
         self.index(rank);
     }
@@ -142,7 +146,7 @@ impl Waiting {
             return;
         }
         self.unindex(rank);
-        self.slots[rank].requests.pop_front();
+        self.slots[rank].requests.remove(0);
         self.index(rank);
     }
 
@@ -163,7 +167,6 @@ impl Waiting {
             self.unindex(rank);
             self.slots[rank].requests.clear();
             self.slots[rank].aside = false;
-            self.aside.retain(|&r| r != rank);
         }
     }
 
@@ -175,6 +178,13 @@ impl Waiting {
         }
         self.unindex(rank);
         self.slots[rank].aside = true;
+        if self.aside.len() >= 2 * self.slots.len() {
+            // Mostly ranks restored since: keep those still aside, once each.
+            let slots = &self.slots;
+            self.aside.retain(|&r| slots[r].aside);
+            self.aside.sort_unstable();
+            self.aside.dedup();
+        }
         self.aside.push(rank);
     }
 
@@ -189,16 +199,80 @@ impl Waiting {
             return;
         }
         self.slots[rank].aside = false;
-        self.aside.retain(|&r| r != rank);
         self.index(rank);
     }
 
     /// Put every rank set aside back.
     pub(crate) fn restore_all(&mut self) {
         for rank in std::mem::take(&mut self.aside) {
-            self.slots[rank].aside = false;
-            self.index(rank);
+            if self.slots[rank].aside {
+                self.slots[rank].aside = false;
+                self.index(rank);
+            }
         }
+    }
+}
+
+/// A set of ranks as bits: ranks are small dense integers, so membership costs a bit flip and
+/// the first or last a scan of `W / 64` words.
+#[derive(Debug, Default)]
+struct RankSet {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl RankSet {
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn insert(&mut self, rank: usize) {
+        let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+        if word >= self.words.len() {
+            self.words.resize(word + 1, 0);
+        }
+        if self.words[word] & bit == 0 {
+            self.words[word] |= bit;
+            self.len += 1;
+        }
+    }
+
+    fn remove(&mut self, rank: usize) {
+        let (word, bit) = (rank / 64, 1u64 << (rank % 64));
+        if let Some(w) = self.words.get_mut(word) {
+            if *w & bit != 0 {
+                *w &= !bit;
+                self.len -= 1;
+            }
+        }
+    }
+
+    fn first(&self) -> Option<usize> {
+        self.iter().next()
+    }
+
+    fn last(&self) -> Option<usize> {
+        let (word, &bits) = self
+            .words
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, w)| **w != 0)?;
+        Some(word * 64 + 63 - bits.leading_zeros() as usize)
+    }
+
+    /// The ranks, in increasing order.
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(word, &bits)| {
+            let mut rest = bits;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    word * 64 + bit
+                })
+            })
+        })
     }
 }
 
@@ -232,5 +306,26 @@ mod tests {
             waiting.iter().map(|r| r.rank).collect::<Vec<_>>(),
             vec![2, 3]
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rank_set_is_an_ordered_set(ops in proptest::collection::vec((0usize..300, proptest::bool::ANY), 0..200)) {
+            let mut set = RankSet::default();
+            let mut model = BTreeSet::new();
+            for (rank, add) in ops {
+                if add {
+                    set.insert(rank);
+                    model.insert(rank);
+                } else {
+                    set.remove(rank);
+                    model.remove(&rank);
+                }
+                proptest::prop_assert_eq!(set.is_empty(), model.is_empty());
+                proptest::prop_assert_eq!(set.first(), model.first().copied());
+                proptest::prop_assert_eq!(set.last(), model.last().copied());
+            }
+            proptest::prop_assert_eq!(set.iter().collect::<Vec<_>>(), model.into_iter().collect::<Vec<_>>());
+        }
     }
 }
