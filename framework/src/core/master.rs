@@ -39,9 +39,7 @@ use crate::{
     estimator::WorkEstimator,
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
-    protocol::{
-        decode, encode, encode_with_capacity, LinkState, TasksRef, ToMaster, ToWorker, WireTaskRef,
-    },
+    protocol::{encode, LinkState, TasksRef, ToMaster, ToWorker, WireTaskRef},
     scheduler::{Demand, Requester, Scheduler, Waiting},
     stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
 };
@@ -331,13 +329,13 @@ impl<S: TaskSource> MasterCore<S> {
         if Some(from) == self.source.upstream() {
             // Once stopping, upstream has nothing more to say that matters.
             if matches!(self.phase, Phase::Gathering | Phase::Running) {
-                let message: ToWorker =
-                    decode(bytes, "message from upstream").map_err(RunError::decoding(from))?;
+                let message: ToWorker = ToWorker::decode(bytes, "message from upstream")
+                    .map_err(RunError::decoding(from))?;
                 self.source.on_upstream(message)?;
             }
         } else {
-            let message: ToMaster =
-                decode(bytes, "message to the master").map_err(RunError::decoding(from))?;
+            let message: ToMaster = ToMaster::decode(bytes, "message to the master")
+                .map_err(RunError::decoding(from))?;
             self.handle_message(from, message)?;
         }
         self.step(now, out)
@@ -863,12 +861,6 @@ impl<S: TaskSource> MasterCore<S> {
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
             tally.outstanding.extend(batch.iter().copied());
             let in_flight = &self.in_flight;
-            // The bodies, and a few bytes of framing each.
-            let size = batch
-                .iter()
-                .map(|id| in_flight[id].body.len() + 24)
-                .sum::<usize>()
-                + 8;
             let tasks = TasksRef {
                 ids: &batch,
                 task: |id| {
@@ -880,7 +872,7 @@ impl<S: TaskSource> MasterCore<S> {
                     }
                 },
             };
-            let bytes = encode_with_capacity(&tasks, size);
+            let bytes = tasks.encode();
             out.push(Output::Send { to: rank, bytes });
             self.holding_changed(rank);
         }

@@ -14,7 +14,7 @@ use crate::{
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
-    protocol::{decode, encode, encode_with_capacity, ToMaster, ToWorker, WireResult, WireTask},
+    protocol::{encode, ToMaster, ToWorker, WireResult, WireTask},
 };
 
 /// How often a worker holding all the tasks it asked for looks at the master's messages: then
@@ -113,7 +113,8 @@ impl WorkerCore {
         rank: usize,
         tasks: &mut VecDeque<Queued>,
     ) -> Result<Received, RunError> {
-        let message = decode(bytes, "message to a worker").map_err(RunError::decoding(rank))?;
+        let message =
+            ToWorker::decode(bytes, "message to a worker").map_err(RunError::decoding(rank))?;
         let batch = match message {
             ToWorker::Tasks(batch) => batch,
             ToWorker::Stop => return Ok(Received::Stop),
@@ -155,8 +156,7 @@ impl WorkerCore {
         let room = u32::from(computed.closes_batch);
         match computed.result {
             Ok(result) => {
-                let size = result.body.len() + 64;
-                let bytes = encode_with_capacity(&ToMaster::Result { result, room }, size);
+                let bytes = result.encode_message(room);
                 out.push(Output::Send { to: MASTER, bytes });
                 self.asked += room;
                 Ok(())

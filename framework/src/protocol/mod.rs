@@ -10,6 +10,7 @@
 //! messages. A batch sent to a communication manager is one inter-cluster task; a result may
 //! join the results of several tasks (`ids`).
 
+mod hot_path;
 pub mod report;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
@@ -98,6 +99,37 @@ impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
     }
 }
 
+impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> TasksRef<'a, F> {
+    /// The batch's bytes: those of [`encode`], written directly (the master's hot path).
+    pub fn encode(&self) -> Vec<u8> {
+        hot_path::encode_tasks(self)
+    }
+}
+
+impl ToWorker {
+    /// Decode a message to a worker (a batch of tasks on the hot path, without serde); `what`
+    /// names it in the error.
+    pub fn decode(bytes: &[u8], what: &'static str) -> Result<ToWorker, DecodeError> {
+        hot_path::decode_tasks(bytes).map_or_else(|| decode(bytes, what), Ok)
+    }
+}
+
+impl ToMaster {
+    /// Decode a message to a master (a result on the hot path, without serde); `what` names
+    /// it in the error.
+    pub fn decode(bytes: &[u8], what: &'static str) -> Result<ToMaster, DecodeError> {
+        hot_path::decode_result(bytes).map_or_else(|| decode(bytes, what), Ok)
+    }
+}
+
+impl WireResult {
+    /// The bytes of `ToMaster::Result { result: self, room }`, as [`encode`] gives them,
+    /// written directly (a worker's hot path).
+    pub fn encode_message(&self, room: u32) -> Vec<u8> {
+        hot_path::encode_result(self, room)
+    }
+}
+
 /// Worker to master.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ToMaster {
@@ -166,17 +198,8 @@ pub struct DecodeError {
 
 /// Encode a value with the framework's bincode configuration.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    encode_with_capacity(value, SMALL_MESSAGE)
-}
-
-/// Room a buffer starts with: most control messages and small tasks fit.
-const SMALL_MESSAGE: usize = 128;
-
-/// [`encode`] into a buffer that starts with room for `capacity` bytes: with the size of the
-/// bodies a message carries, it is encoded without growing its buffer again and again (which
-/// costs more than the encoding when tasks are tiny).
-pub fn encode_with_capacity<T: Serialize>(value: &T, capacity: usize) -> Vec<u8> {
-    let mut bytes = Vec::with_capacity(capacity);
+    // Most control messages fit: the buffer need not grow while it is written.
+    let mut bytes = Vec::with_capacity(128);
     bincode::serde::encode_into_writer(value, Buffer(&mut bytes), bincode::config::standard())
         .expect("bincode encoding of an in-memory value cannot fail");
     bytes
