@@ -28,9 +28,12 @@ case "${1:-}" in
     *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
 esac
 
-# Every scenario, in the order of issue 6, and the quick subset.
+# Every scenario, in the order of issue 6 then issue 16's additions (latency-200ms,
+# lossy-wan, wan-in-nt4, depth2-tree), and the quick subset. two-clusters-capped runs with a
+# model-derived cap (`load_balance = true`): listed apart, not counted.
 full_scenarios=(local-compute local-comm two-clusters wan-out wan-out-nr3 hetero-reassign
-    hetero-no-reassign hetero-no-reassign-buffered three-auto)
+    hetero-no-reassign hetero-no-reassign-buffered three-auto latency-200ms lossy-wan
+    wan-in-nt4 depth2-tree two-clusters-capped)
 quick_scenarios=(local-compute two-clusters hetero-no-reassign)
 # A prediction this far off (|error|) fails the suite.
 wild_error=0.25
