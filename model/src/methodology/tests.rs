@@ -1001,7 +1001,7 @@ proptest! {
 /// A heterogeneous plan small enough for the exhaustive search: 2 to 4 clusters, 10 to 14
 /// workers in all, speeds over an order of magnitude, LANs that sometimes bind, WAN-out limits
 /// from 0.3 to 3 times an external cluster's full `cperf`, `nr` and `nt` 1 or 2, thresholds 0.7 to 0.9,
-/// 50 to 5,000 tasks.
+/// 50 to 5,000 tasks, WAN round trips of 0 to 2 s (96)(97), one or two tasks per worker (99).
 fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
     let cluster = (
         1usize..=5,
@@ -1020,56 +1020,59 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
         1e3f64..1e6,
         0.7f64..0.9,
         prop::bool::weighted(0.8),
+        (0.0f64..2.0, 1u32..=2),
     )
         .prop_filter("10 to 14 workers", |(clusters, ..)| {
             (10..=14).contains(&clusters.iter().map(|c| c.0).sum::<usize>())
         })
         .prop_map(
-            |(clusters, tasks, result_bytes, task_bytes, threshold, reassign)| ModelInput {
-                application: ApplicationParams {
-                    tasks,
-                    oper: 1.0,
-                    task_bytes,
-                    result_bytes,
-                    task_bytes_inter: None,
-                    result_bytes_inter: None,
-                },
-                grains: vec![],
-                system: SystemParams {
-                    clusters: clusters
-                        .iter()
-                        .enumerate()
-                        .map(|(c, (n, spread, base, lan, wan_out, wan_in, nr, nt))| {
-                            let workers: Vec<WorkerParams> = (0..*n)
-                                .map(|i| WorkerParams {
-                                    host: format!("c{c}w{i}"),
-                                    perf: base * spread[i],
-                                })
-                                .collect();
-                            let cperf: f64 = workers.iter().map(|w| w.perf).sum();
-                            ClusterParams {
-                                name: format!("c{c}"),
-                                lan_bytes_per_s: cperf * (task_bytes + result_bytes) * lan,
-                                workers,
-                                external: (c > 0).then(|| ExternalLink {
-                                    wan_in_bytes_per_s: cperf * task_bytes * wan_in,
-                                    wan_out_bytes_per_s: cperf * result_bytes * wan_out,
-                                    tasks_per_inter_task: *nt,
-                                    results_per_inter_result: *nr,
-                                    wan_rtt_s: 0.0,
-                                }),
-                            }
-                        })
-                        .collect(),
-                },
-                options: ModelOptions {
-                    efficiency_threshold: threshold,
-                    reassign_last_task: reassign,
-                    exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
-                    selection_budget_s: 60.0,
-                    worker_buffers: 1,
-                },
-                selection: SelectionRequest::Auto,
+            |(clusters, tasks, result_bytes, task_bytes, threshold, reassign, (rtt, buffers))| {
+                ModelInput {
+                    application: ApplicationParams {
+                        tasks,
+                        oper: 1.0,
+                        task_bytes,
+                        result_bytes,
+                        task_bytes_inter: None,
+                        result_bytes_inter: None,
+                    },
+                    grains: vec![],
+                    system: SystemParams {
+                        clusters: clusters
+                            .iter()
+                            .enumerate()
+                            .map(|(c, (n, spread, base, lan, wan_out, wan_in, nr, nt))| {
+                                let workers: Vec<WorkerParams> = (0..*n)
+                                    .map(|i| WorkerParams {
+                                        host: format!("c{c}w{i}"),
+                                        perf: base * spread[i],
+                                    })
+                                    .collect();
+                                let cperf: f64 = workers.iter().map(|w| w.perf).sum();
+                                ClusterParams {
+                                    name: format!("c{c}"),
+                                    lan_bytes_per_s: cperf * (task_bytes + result_bytes) * lan,
+                                    workers,
+                                    external: (c > 0).then(|| ExternalLink {
+                                        wan_in_bytes_per_s: cperf * task_bytes * wan_in,
+                                        wan_out_bytes_per_s: cperf * result_bytes * wan_out,
+                                        tasks_per_inter_task: *nt,
+                                        results_per_inter_result: *nr,
+                                        wan_rtt_s: rtt * c as f64,
+                                    }),
+                                }
+                            })
+                            .collect(),
+                    },
+                    options: ModelOptions {
+                        efficiency_threshold: threshold,
+                        reassign_last_task: reassign,
+                        exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
+                        selection_budget_s: 60.0,
+                        worker_buffers: buffers,
+                    },
+                    selection: SelectionRequest::Auto,
+                }
             },
         )
 }
