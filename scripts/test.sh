@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite: the layout checks (no import cycle between files, the `hmw` command
 # built without MPI predicting as the MPI build does), unit tests, in-process cluster tests,
-# multi-process runs under mpirun, and the reduced validation suite of the model
-# (scripts/validate.sh --quick: three short scenarios, about 20 s once its release build is
-# done). This is what CI runs.
+# multi-process runs under mpirun, and the model's gate (scripts/validate.sh --quick: four
+# short scenarios, three runs each, about two minutes once its release build is done). This
+# is what CI runs.
 #
-# Fails when a test fails or when the validation script fails (a run that fails, or a
-# prediction beyond its error threshold); a validation target missed is only reported. Last
-# two lines: the tests' totals, then the validation's own last line.
+# Fails when a test fails or when the gate fails (a run that fails, or a scenario whose median
+# makespan of three runs is outside [0.90 best, 1.10 worst] of its prediction). Last two
+# lines: the tests' totals, then the validation's own last line.
 #
 # Then the applications' quick check (scripts/apps.sh --quick: SRMSD, TSP in three variants
 # and the matrix product's row/column strategy across three clusters, each verified). Then the

@@ -37,6 +37,7 @@ use std::{collections::BTreeMap, fmt::Write as _};
 use hmw_wan::Outage;
 
 use hmw_model::{
+    external::request_window,
     methodology::Prediction,
     plan::{launch::ClusterLaunch, ClusterPlan, Plan, Role},
 };
@@ -586,7 +587,8 @@ fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
 
 /// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
 /// cluster computes during one round trip (its requests take that long to come back), plus
-/// two. `None` without a prediction or a round trip (`wan_rtt_s` or an emulated delay).
+/// two, the model's (98). `None` without a prediction or a round trip (`wan_rtt_s` or an
+/// emulated delay).
 fn window_for(
     plan: &Plan,
     prediction: Option<&Prediction>,
@@ -601,12 +603,12 @@ fn window_for(
         .perf_ste;
     // The plan's round trip (`wan_rtt_s`, else twice the emulated delay), and the jitter.
     let round_trip_s = cluster.wan_rtt_s(None) + 2.0 * link.jitter_ms / 1e3;
-    if round_trip_s <= 0.0 {
-        return None;
-    }
-    let tasks_per_s = steady / plan.application.oper;
-    let batches = tasks_per_s * round_trip_s / cluster.tasks_per_inter_task.max(1) as f64;
-    Some(batches.ceil() as u64 + 2)
+    request_window(
+        steady,
+        plan.application.oper,
+        cluster.tasks_per_inter_task,
+        round_trip_s,
+    )
 }
 
 #[cfg(test)]

@@ -74,6 +74,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                     wan_out_bytes_per_s: wan_out_limit * nr as f64 * result_bytes / nr as f64,
                     tasks_per_inter_task: 1,
                     results_per_inter_result: nr,
+                    wan_rtt_s: 0.0,
                 }
             });
             ClusterParams {
@@ -100,6 +101,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
             reassign_last_task: rng.below(5) != 0,
             exhaustive_limit: 1,
             selection_budget_s: 5.0,
+            worker_buffers: 1,
         },
         selection: SelectionRequest::Auto,
     }

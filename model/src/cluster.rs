@@ -5,7 +5,7 @@ use super::execution::{cluster_performance, execution_time};
 use super::external::{self, ExternalLimitsInput};
 use super::limits::{Bottleneck, PerformanceLimits};
 use super::local;
-use super::params::{ApplicationParams, ClusterParams, ExternalLink};
+use super::params::{ApplicationParams, ClusterParams, EndOptions, ExternalLink};
 
 /// Which end time a prediction uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,35 +46,35 @@ impl ClusterModel {
     /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
     /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
     /// `None` when `perfs` is empty (the cluster takes no part).
+    /// `end` says how the last tasks are handed out: whether the master copies them to idle
+    /// workers, and how many tasks a worker holds ([`EndOptions`]; a `bool` is the first with
+    /// one buffer).
     pub fn new(
         application: &ApplicationParams,
         cluster: &ClusterParams,
         perfs: &[f64],
-        reassign_last_task: bool,
+        end: impl Into<EndOptions>,
     ) -> Option<Self> {
+        let end = end.into();
         match &cluster.external {
-            None => Self::local(
-                application,
-                cluster.lan_bytes_per_s,
-                perfs,
-                reassign_last_task,
-            ),
+            None => Self::local(application, cluster.lan_bytes_per_s, perfs, end),
             Some(link) => Self::external(
                 application,
                 cluster.lan_bytes_per_s,
                 link,
                 perfs,
-                reassign_last_task,
+                end.worker_buffers,
             ),
         }
     }
 
-    /// The main cluster: equations (11), (12), (26), (37), (39)/(43), (44).
+    /// The main cluster: equations (11), (12), (26), (37), (39)/(43) — (39) with the workers'
+    /// buffers (99) —, (44).
     pub fn local(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         perfs: &[f64],
-        reassign_last_task: bool,
+        end: EndOptions,
     ) -> Option<Self> {
         if perfs.is_empty() {
             return None;
@@ -91,7 +91,7 @@ impl ClusterModel {
         let tc_task = local::task_transfer_time(application.task_bytes, lan_bytes_per_s);
         let t_up = local::startup_time(tc_task, workers);
         let t_end_best = local::best_end_time(application.result_bytes, lan_bytes_per_s, workers);
-        let computation_bound_end = if reassign_last_task {
+        let computation_bound_end = if end.reassign_last_task {
             local::worst_end_time_computation_bound_reassigned(
                 oper,
                 perfs,
@@ -102,6 +102,7 @@ impl ClusterModel {
             local::worst_end_time_computation_bound(
                 oper,
                 perfs,
+                end.worker_buffers,
                 application.result_bytes,
                 lan_bytes_per_s,
             )
@@ -123,13 +124,17 @@ impl ClusterModel {
         ))
     }
 
-    /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56).
+    /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56), with the
+    /// WAN's round trip (96)(97). Its worst end is the form without reassignment, (49)/(54),
+    /// whatever `reassign_last_task` says: a sub-master hands out no tail copies (it cannot
+    /// know its master has no task left for it), so its slowest worker's last task is waited
+    /// for as (49) assumes, with the workers' buffers (99).
     pub fn external(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         link: &ExternalLink,
         perfs: &[f64],
-        reassign_last_task: bool,
+        worker_buffers: u32,
     ) -> Option<Self> {
         if perfs.is_empty() {
             return None;
@@ -157,24 +162,33 @@ impl ClusterModel {
             external::inter_task_transfer_time(inter_task_bytes, link.wan_in_bytes_per_s);
         let tc_task_sc =
             external::sub_cluster_transfer_time(application.task_bytes, lan_bytes_per_s);
-        let t_up = external::startup_time(workers, nt, tc_task_msm, tc_task_sc);
+        let rtt = link.wan_rtt_s;
+        let t_up = external::startup_time_with_latency(
+            external::startup_time(workers, nt, tc_task_msm, tc_task_sc),
+            rtt,
+        );
         let tc_result_sc =
             external::sub_cluster_transfer_time(application.result_bytes, lan_bytes_per_s);
         let tc_result_smm =
             external::inter_result_transfer_time(inter_result_bytes, link.wan_out_bytes_per_s);
-        let t_end_best = external::best_end_time(tc_result_sc, tc_result_smm, workers, nr);
-        let computation_bound_end = if reassign_last_task {
-            external::worst_end_time_computation_bound_reassigned(
+        let t_end_best = external::end_time_with_latency(
+            external::best_end_time(tc_result_sc, tc_result_smm, workers, nr),
+            rtt,
+        );
+        let computation_bound_end = external::end_time_with_latency(
+            external::worst_end_time_computation_bound(
                 oper,
                 perfs,
+                worker_buffers,
                 tc_result_sc,
                 tc_result_smm,
-            )
-        } else {
-            external::worst_end_time_computation_bound(oper, perfs, tc_result_sc, tc_result_smm)
-        };
-        let communication_bound_end =
-            external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr);
+            ),
+            rtt,
+        );
+        let communication_bound_end = external::end_time_with_latency(
+            external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr),
+            rtt,
+        );
         Some(Self::assemble(
             workers,
             cperf,
@@ -277,6 +291,7 @@ mod tests {
                 wan_out_bytes_per_s: 21_206.0,
                 tasks_per_inter_task: 1,
                 results_per_inter_result: 1,
+                wan_rtt_s: 0.0,
             }),
         }
     }
@@ -297,9 +312,18 @@ mod tests {
         assert!(model.is_computation_bound());
         assert!(close(model.t_up, 3.673_555_159_074_89e-4));
         assert!(close(model.t_end_best, 218.126_552_729_465_94));
-        assert!(close(model.t_end_worst, 435.989_988_460_900_35));
+        // (49) with reassignment too: a sub-master makes no tail copies ((50) would give
+        // 435.99 s)
+        assert!(close(model.t_end_worst, 437.704_119_945_004_3));
         let no_reassign = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, false).unwrap();
         assert!(close(no_reassign.t_end_worst, 437.704_119_945_004_3));
+        // (96)(97): a 0.2 s round trip adds 0.2 s before and 0.1 s after
+        let mut far = spain(&perfs);
+        far.external.as_mut().unwrap().wan_rtt_s = 0.2;
+        let late = ClusterModel::new(&srmsd(), &far, &perfs, true).unwrap();
+        assert!(close(late.t_up, model.t_up + 0.2));
+        assert!(close(late.t_end_best, model.t_end_best + 0.1));
+        assert!(close(late.t_end_worst, model.t_end_worst + 0.1));
     }
 
     #[test]

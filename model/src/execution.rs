@@ -42,6 +42,17 @@ pub fn last_task_tail(oper: f64, perfs: &[f64]) -> f64 {
     (oper / slowest) * (workers as f64 - 1.0) / workers as f64
 }
 
+/// Equation (99): the computation term of the worst end without reassignment when each worker
+/// holds up to `b` tasks (`worker_buffers`: one computing, `b - 1` received ahead),
+/// `b * (oper / min(perf)) * (W - 1) / W`. A worker asks for work when a buffer frees, so when
+/// the last tasks are handed out the slowest worker may have just started one with `b - 1`
+/// more queued: it still has `b` tasks to compute, `b * oper / min(perf)`, of which the steady
+/// state (25)(31) counted the share its cluster's `W` workers would have done, as in (39).
+/// With `b = 1` it is (39)'s term exactly; `b = 0` counts as 1.
+pub fn buffered_last_task_tail(oper: f64, perfs: &[f64], worker_buffers: u32) -> f64 {
+    worker_buffers.max(1) as f64 * last_task_tail(oper, perfs)
+}
+
 /// The computation term of the worst end with reassignment, middle term of (43) and (50):
 /// `(1/W) * sum_{i != fastest} oper / perf[i]`, the sum over every worker except one fastest.
 /// Zero for no workers.
@@ -107,5 +118,14 @@ mod tests {
         assert_eq!(reassigned_last_task_tail(3.0, &[1.0]), 0.0);
         // ties: exactly one fastest is excluded
         assert!(close(reassigned_last_task_tail(1.0, &[2.0, 2.0]), 0.25));
+        // (99): hetero-no-reassign-buffered.toml's workers, 0.1 s of work per task at perf
+        // 10, 10, 5, 2.5 and two buffers: 2 * (1/2.5) * 3/4 = 0.6 s (one buffer: 0.3 s)
+        let hetero = [10.0, 10.0, 5.0, 2.5];
+        assert!(close(buffered_last_task_tail(1.0, &hetero, 2), 0.6));
+        assert!(close(buffered_last_task_tail(1.0, &hetero, 1), 0.3));
+        assert_eq!(
+            buffered_last_task_tail(1.0, &hetero, 0),
+            last_task_tail(1.0, &hetero)
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! inter-cluster result) reduce to the one-to-one forms when `nt = nr = 1`; both are here, and
 //! the tests check the reduction.
 
-use super::execution::{last_task_tail, reassigned_last_task_tail};
+use super::execution::{buffered_last_task_tail, reassigned_last_task_tail};
 use super::limits::PerformanceLimits;
 use super::local::link_limit;
 
@@ -153,14 +153,18 @@ pub fn best_end_time(
 }
 
 /// Equations (49) and (54): worst end of a computation-bound cluster without reassignment,
-/// `(oper / min(perf)) * (W-1)/W + tc_result_sc + tc_result_smm`.
+/// `(oper / min(perf)) * (W-1)/W + tc_result_sc + tc_result_smm`; with `worker_buffers` tasks
+/// held per worker the first term is (99)'s (one buffer: (49)).
 pub fn worst_end_time_computation_bound(
     oper: f64,
     perfs: &[f64],
+    worker_buffers: u32,
     sub_cluster_result_time: f64,
     inter_result_transfer_time: f64,
 ) -> f64 {
-    last_task_tail(oper, perfs) + sub_cluster_result_time + inter_result_transfer_time
+    buffered_last_task_tail(oper, perfs, worker_buffers)
+        + sub_cluster_result_time
+        + inter_result_transfer_time
 }
 
 /// Equations (50) and (55): worst end of a computation-bound cluster with reassignment,
@@ -185,6 +189,43 @@ pub fn worst_end_time_communication_bound(
     let nr = results_per_inter_result.max(1);
     let inter_results = (workers as u64).div_ceil(nr);
     nr as f64 * sub_cluster_result_time + inter_results as f64 * inter_result_transfer_time
+}
+
+/// Equation (96): startup behind a WAN with latency, `T_up_rtt = T_up + rtt`. The master's
+/// clock starts when every worker has asked for work; the sub-master's request then crosses
+/// the WAN up (`rtt/2`) and its first inter-cluster task comes back down (`rtt/2` more, its
+/// transfer time being in `T_up` already, (18)/(21)): each worker's wait (20) grows by one
+/// round trip, and so does their mean.
+pub fn startup_time_with_latency(startup_time: f64, round_trip_s: f64) -> f64 {
+    startup_time + round_trip_s
+}
+
+/// Equation (97): end behind a WAN with latency, `T_end_rtt = T_end + rtt/2`, for the best
+/// and the worst end alike. The last inter-cluster result leaves the sub-master after the
+/// times (47 corrected)-(56) count, and reaches the master one way later.
+pub fn end_time_with_latency(end_time: f64, round_trip_s: f64) -> f64 {
+    end_time + round_trip_s / 2.0
+}
+
+/// Equation (98): the request window that keeps a WAN with latency busy,
+/// `window = ceil(perf_ste * rtt / (oper * nt)) + 2` inter-cluster tasks sent ahead of the
+/// sub-master's requests. A CM that sends `w` inter-cluster tasks per round trip delivers at
+/// most `w * nt * oper / rtt` basic operations per second, so the cluster keeps its steady
+/// performance while `w >= perf_ste * rtt / (oper * nt)` (the bandwidth-delay product in
+/// inter-cluster tasks); the two more cover the task in transfer at each end. `hmw launch`
+/// gives each CM this window, so the window never lowers `perf_ste` in a run it lays out;
+/// `None` without a round trip (the CM's configured window then applies).
+pub fn request_window(
+    steady_performance: f64,
+    oper: f64,
+    tasks_per_inter_task: u64,
+    round_trip_s: f64,
+) -> Option<u64> {
+    if !(round_trip_s > 0.0 && steady_performance.is_finite() && oper > 0.0) {
+        return None;
+    }
+    let bdp = steady_performance * round_trip_s / (oper * tasks_per_inter_task.max(1) as f64);
+    Some(bdp.ceil() as u64 + 2)
 }
 
 #[cfg(test)]
@@ -332,11 +373,38 @@ mod tests {
     }
 
     #[test]
+    fn latency_adds_a_round_trip_before_and_half_one_after_eq96_eq97() {
+        // two-clusters.toml's spain at a 0.2 s round trip: (18) gives 3.2e-4 s of startup
+        let startup = startup_time_one_to_one(1040.0 / 5e6, 1040.0 / 3.1e9, 3);
+        assert!(close(startup, 4.163_354_838_709_677e-4));
+        assert!(close(
+            startup_time_with_latency(startup, 0.2),
+            0.200_416_335_483_870_97
+        ));
+        assert_eq!(end_time_with_latency(0.1, 0.2), 0.2);
+        assert_eq!(startup_time_with_latency(1.5, 0.0), 1.5);
+        assert_eq!(end_time_with_latency(1.5, 0.0), 1.5);
+    }
+
+    #[test]
+    fn the_window_covers_the_bandwidth_delay_product_eq98() {
+        // 30 tasks/s for 0.2 s is 6 tasks in flight: 6 + 2 one by one, 2 + 2 by fours
+        assert_eq!(request_window(30.0, 1.0, 1, 0.2), Some(8));
+        assert_eq!(request_window(30.0, 1.0, 4, 0.2), Some(4));
+        // 6.000001 tasks in flight round up
+        assert_eq!(request_window(30.000_005, 1.0, 1, 0.2), Some(9));
+        assert_eq!(request_window(30.0, 1.0, 1, 0.0), None);
+        assert_eq!(request_window(f64::INFINITY, 1.0, 1, 0.2), None);
+        // nt = 0 counts as 1
+        assert_eq!(request_window(30.0, 1.0, 0, 0.2), Some(8));
+    }
+
+    #[test]
     fn worst_ends_eq49_eq50_eq51_eq56() {
         let tc_sc = sub_cluster_transfer_time(RESULT, LAN);
         let tc_smm = inter_result_transfer_time(RESULT, WAN_OUT);
         assert!(close(
-            worst_end_time_computation_bound(1.0, &PINNED, tc_sc, tc_smm),
+            worst_end_time_computation_bound(1.0, &PINNED, 1, tc_sc, tc_smm),
             437.704_119_945_004_3
         ));
         assert!(close(

@@ -39,8 +39,9 @@ pub use methodology::advice::{
 pub use methodology::selection::{SelectionMethod, SelectionOutcome};
 pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPrediction};
 pub use params::{
-    ApplicationParams, ClusterParams, ExternalLink, GrainCandidate, MeasuredCluster,
+    ApplicationParams, ClusterParams, EndOptions, ExternalLink, GrainCandidate, MeasuredCluster,
     MeasuredSystem, MeasuredWorker, ModelInput, ModelOptions, SelectionRequest, SystemParams,
     WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
+    RUNTIME_WORKER_BUFFERS,
 };
 pub use range::{check_working_range, RangeError};

@@ -1,7 +1,7 @@
 //! The local (main) cluster: the master and its workers share one LAN
 //! (`docs/model.md` section 2, "Local cluster").
 
-use super::execution::{last_task_tail, reassigned_last_task_tail};
+use super::execution::{buffered_last_task_tail, reassigned_last_task_tail};
 
 /// Equation (11): `tc_task = s_task / tput_lan`, the time to send one task on the LAN.
 pub fn task_transfer_time(task_bytes: f64, lan_bytes_per_s: f64) -> f64 {
@@ -59,13 +59,16 @@ pub fn best_end_time(result_bytes: f64, lan_bytes_per_s: f64, workers: usize) ->
 
 /// Equation (39): worst end of a computation-bound cluster without reassignment,
 /// `(oper / min(perf)) * (W - 1)/W + s_result / tput_lan`.
+///
+/// With `worker_buffers` tasks held per worker the first term is (99)'s (one buffer: (39)).
 pub fn worst_end_time_computation_bound(
     oper: f64,
     perfs: &[f64],
+    worker_buffers: u32,
     result_bytes: f64,
     lan_bytes_per_s: f64,
 ) -> f64 {
-    last_task_tail(oper, perfs) + result_bytes / lan_bytes_per_s
+    buffered_last_task_tail(oper, perfs, worker_buffers) + result_bytes / lan_bytes_per_s
 }
 
 /// Equation (43): worst end of a computation-bound cluster with reassignment,
@@ -152,11 +155,11 @@ mod tests {
     #[test]
     fn worst_ends_eq39_eq43_eq44() {
         assert!(close(
-            worst_end_time_computation_bound(1.0, &ARGENTINA, RESULT, LAN),
+            worst_end_time_computation_bound(1.0, &ARGENTINA, 1, RESULT, LAN),
             634.352_960_151_039_6
         ));
         assert!(close(
-            worst_end_time_computation_bound(1.0, &BRAZIL, RESULT, BRAZIL_LAN),
+            worst_end_time_computation_bound(1.0, &BRAZIL, 1, RESULT, BRAZIL_LAN),
             2_198.934_494_868_710_3
         ));
         assert!(close(

@@ -85,6 +85,11 @@ pub struct ExternalLink {
     pub tasks_per_inter_task: u64,
     /// `nr`: local results joined into one inter-cluster result.
     pub results_per_inter_result: u64,
+    /// `rtt`: the round-trip time of the WAN path between the master and this cluster's
+    /// sub-master, seconds (the sum over the links of a tree's path); 0 without one. Read by
+    /// (96) and (97).
+    #[serde(default)]
+    pub wan_rtt_s: f64,
 }
 
 /// System parameters of one cluster.
@@ -143,6 +148,30 @@ pub const MAX_EXHAUSTIVE_LIMIT: u64 = 1 << 22;
 /// and reports the best selection found and its gap to the lower bound.
 pub const DEFAULT_SELECTION_BUDGET_S: f64 = 5.0;
 
+/// How many tasks a worker holds when the plan's `[run]` does not say (`worker_buffers`, the
+/// runtime's default: one computing, one received ahead).
+pub const RUNTIME_WORKER_BUFFERS: u32 = 2;
+
+/// How the last tasks of a cluster are handed out: what its worst end (39)/(43)/(49)/(99)
+/// depends on besides the machines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndOptions {
+    /// Whether the master copies tasks still in flight to idle workers at the end.
+    pub reassign_last_task: bool,
+    /// Tasks a worker holds at once (1: it asks when done), (99).
+    pub worker_buffers: u32,
+}
+
+impl From<bool> for EndOptions {
+    /// `reassign_last_task`, with one task per worker (the thesis's assumption).
+    fn from(reassign_last_task: bool) -> Self {
+        EndOptions {
+            reassign_last_task,
+            worker_buffers: 1,
+        }
+    }
+}
+
 /// Choices of the user that are not application or system parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelOptions {
@@ -155,6 +184,24 @@ pub struct ModelOptions {
     /// Wall-clock budget of the branch-and-bound selection beyond the exhaustive limit, seconds.
     #[serde(default = "default_selection_budget_s")]
     pub selection_budget_s: f64,
+    /// Tasks a worker holds at once (`[run] worker_buffers` of the plan), read by (99);
+    /// 1 when absent from a serialised input (the thesis's assumption).
+    #[serde(default = "one_buffer")]
+    pub worker_buffers: u32,
+}
+
+impl ModelOptions {
+    /// What the worst end of a cluster depends on besides its machines.
+    pub fn end_options(&self) -> EndOptions {
+        EndOptions {
+            reassign_last_task: self.reassign_last_task,
+            worker_buffers: self.worker_buffers,
+        }
+    }
+}
+
+fn one_buffer() -> u32 {
+    1
 }
 
 fn default_selection_budget_s() -> f64 {

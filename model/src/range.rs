@@ -100,7 +100,7 @@ pub fn check_working_range(input: &ModelInput) -> Result<(), RangeError> {
     for (prefix, app) in applications {
         check_workload(&prefix, app)?;
         for cluster in &input.system.clusters {
-            check_cluster(&prefix, app, cluster, input.options.reassign_last_task)?;
+            check_cluster(&prefix, app, cluster, input.options.end_options())?;
         }
         check_best_time(&prefix, app, mcperf)?;
     }
@@ -152,7 +152,7 @@ fn check_cluster(
     prefix: &str,
     app: &ApplicationParams,
     cluster: &ClusterParams,
-    reassign: bool,
+    reassign: crate::params::EndOptions,
 ) -> Result<(), RangeError> {
     // a cluster without workers (a main cluster holding the master alone) takes no part
     if cluster.workers.is_empty() {
@@ -406,6 +406,7 @@ mod tests {
                             wan_out_bytes_per_s: 21_206.0,
                             tasks_per_inter_task: 1,
                             results_per_inter_result: 1,
+                            wan_rtt_s: 0.0,
                         }),
                     },
                 ],
@@ -415,6 +416,7 @@ mod tests {
                 reassign_last_task: true,
                 exhaustive_limit: 65_536,
                 selection_budget_s: 5.0,
+                worker_buffers: 1,
             },
             selection: SelectionRequest::All,
         }

@@ -681,7 +681,7 @@ impl Report {
                 side.text("measured; efficiency predicted, measured")?;
                 for cc in &c.clusters {
                     side.text(&format!(
-                        "  {}: {}/{}, {}; {:.3}/{:.3}, {:.3}",
+                        "  {}: {}/{}, {}; {:.3}/{:.3}, {}",
                         cc.name,
                         cc.tasks_best,
                         cc.tasks_worst,
@@ -689,6 +689,7 @@ impl Report {
                         cc.efficiency_best,
                         cc.efficiency_worst,
                         cc.efficiency
+                            .map_or_else(|| "-".to_owned(), |e| format!("{e:.3} (busy)"))
                     ))?;
                 }
             }

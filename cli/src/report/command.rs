@@ -8,7 +8,7 @@ use std::{fs, path::PathBuf};
 use anyhow::{anyhow, Context as _, Result};
 use hmw::stats::RunStats;
 use hmw_model::{
-    plan::{load_plan, model_input_with_measured},
+    plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
     predict,
 };
 
@@ -84,11 +84,15 @@ pub fn run(args: ReportArgs) -> Result<()> {
                     unknown.join(", ")
                 );
             }
-            Report::new(
+            let mut report = Report::new(
                 &plan.name,
                 &stats,
                 Some((&prediction, plan.application.oper, plan.application.tasks)),
-            )
+            );
+            if let Some(comparison) = report.comparison.as_mut() {
+                comparison.fold_subtrees(&subtree_tops(&plan), plan.application.tasks);
+            }
+            report
         }
         None => Report::new(&stats.name, &stats, None),
     };
@@ -134,6 +138,30 @@ pub fn run(args: ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Each external cluster of `plan` and the cluster under the main one its path up the tree
+/// (`[cluster.launch] parent`) goes through: itself for a cluster under the main one. A parent
+/// the plan does not have, or a cycle, ends the path where it is.
+fn subtree_tops(plan: &Plan) -> Vec<(String, String)> {
+    let parent_of = |c: &ClusterPlan| -> Option<&ClusterPlan> {
+        let name = c.launch_settings().ok()?.parent?;
+        plan.clusters.iter().find(|p| p.name == name && !p.main)
+    };
+    plan.clusters
+        .iter()
+        .filter(|c| !c.main)
+        .map(|c| {
+            let mut top = c;
+            for _ in 0..plan.clusters.len() {
+                match parent_of(top) {
+                    Some(p) => top = p,
+                    None => break,
+                }
+            }
+            (c.name.clone(), top.name.clone())
+        })
+        .collect()
 }
 
 /// The table without a plan: tasks and rates per cluster.

@@ -317,7 +317,7 @@ pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec
                 &candidate.application,
                 params,
                 &perfs,
-                input.options.reassign_last_task,
+                input.options.end_options(),
             )?;
             Some(GrainRow {
                 cluster: params.name.clone(),

@@ -120,7 +120,13 @@ struct Cluster {
     tc_sc: f64,
     /// `tc_result_smm` (external; 0 for the main cluster).
     tc_smm: f64,
+    /// The WAN's round trip (96)(97) (external; 0 for the main cluster).
+    rtt: f64,
+    /// Whether the worst end is (43): the main cluster with reassignment (an external
+    /// cluster's is (49), `ClusterModel::external`).
     reassign: bool,
+    /// Tasks a worker holds, (99).
+    worker_buffers: u32,
     oper: f64,
     threshold: f64,
     /// Optimistic points of the cluster before any decision: `free_by_count[k - 1]` for `k`
@@ -129,7 +135,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// The computation-bound worst end (39)/(43)/(49)/(50) for a tail term `tail` (the
+    /// The computation-bound worst end (39)/(43)/(49) and (97) for a tail term `tail` (the
     /// `(oper/min perf)(W-1)/W` or `(1/W) sum_{i != fastest} oper/perf_i` part), with the same
     /// operations in the same order as the model, so that a smaller tail gives a smaller or
     /// equal end (floating-point addition is monotone).
@@ -137,8 +143,7 @@ impl Cluster {
         match (self.external, self.reassign) {
             (false, true) => self.tc_sc + tail,
             (false, false) => tail + self.tc_sc,
-            (true, true) => self.tc_sc + tail + self.tc_smm,
-            (true, false) => tail + self.tc_sc + self.tc_smm,
+            (true, _) => external::end_time_with_latency(tail + self.tc_sc + self.tc_smm, self.rtt),
         }
     }
 
@@ -172,14 +177,15 @@ impl Cluster {
                 };
                 (inv_rest + added) / k as f64
             } else {
-                // (39)/(49): (oper/min perf)(W-1)/W. The slowest added worker sits at position
-                // j+a-1 or later, so its perf is at most perf[j+a-1].
+                // (39)/(49) with the buffers (99): b (oper/min perf)(W-1)/W. The slowest added
+                // worker sits at position j+a-1 or later, so its perf is at most perf[j+a-1].
                 let min_perf = if a == 0 {
                     slowest
                 } else {
                     slowest.min(self.perf[j + a - 1])
                 };
-                (self.oper / min_perf) * (k as f64 - 1.0) / k as f64
+                self.worker_buffers.max(1) as f64
+                    * ((self.oper / min_perf) * (k as f64 - 1.0) / k as f64)
             };
             let mut t_end = self.comp_end(tail * (1.0 - SLACK));
             // A completion whose cperf exceeds the limit is communication bound and uses the
@@ -223,8 +229,8 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
     let mut comm_end = vec![0.0; n + 1];
     let mut limit = f64::INFINITY;
     let lan = params.lan_bytes_per_s;
-    let (external, tc_sc, tc_smm) = match &params.external {
-        None => (false, app.result_bytes / lan, 0.0),
+    let (external, tc_sc, tc_smm, rtt) = match &params.external {
+        None => (false, app.result_bytes / lan, 0.0, 0.0),
         Some(link) => (
             true,
             external::sub_cluster_transfer_time(app.result_bytes, lan),
@@ -232,6 +238,7 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
                 app.inter_result_bytes(link.results_per_inter_result),
                 link.wan_out_bytes_per_s,
             ),
+            link.wan_rtt_s,
         ),
     };
     for k in 1..=n {
@@ -243,11 +250,14 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         }
         comm_end[k] = match &params.external {
             None => local::worst_end_time_communication_bound(app.result_bytes, lan, k),
-            Some(link) => external::worst_end_time_communication_bound(
-                tc_sc,
-                tc_smm,
-                k,
-                link.results_per_inter_result,
+            Some(link) => external::end_time_with_latency(
+                external::worst_end_time_communication_bound(
+                    tc_sc,
+                    tc_smm,
+                    k,
+                    link.results_per_inter_result,
+                ),
+                rtt,
             ),
         };
     }
@@ -262,7 +272,9 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         external,
         tc_sc,
         tc_smm,
-        reassign: input.options.reassign_last_task,
+        rtt,
+        reassign: input.options.reassign_last_task && !external,
+        worker_buffers: input.options.worker_buffers,
         oper,
         threshold: input.options.efficiency_threshold,
         free_by_count: Vec::new(),

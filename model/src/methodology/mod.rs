@@ -119,7 +119,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
     let threshold = input.options.efficiency_threshold;
-    let reassign = input.options.reassign_last_task;
+    let reassign = input.options.end_options();
     let app = &input.application;
     let clusters = &input.system.clusters;
 

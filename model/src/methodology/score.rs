@@ -72,6 +72,6 @@ pub(super) fn model_of(
         &input.application,
         params,
         &params.perfs_of(workers),
-        input.options.reassign_last_task,
+        input.options.end_options(),
     )
 }

@@ -22,7 +22,7 @@ use crate::methodology::MAX_TASKS_PER_UNIT;
 use crate::params::{
     ApplicationParams, ClusterParams, ExternalLink, GrainCandidate, MeasuredSystem, ModelInput,
     ModelOptions, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
-    DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
+    DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT, RUNTIME_WORKER_BUFFERS,
 };
 use crate::range::check_working_range;
 
@@ -370,6 +370,55 @@ pub struct ClusterPlan {
     pub machines: Vec<Machine>,
     /// The cluster's `launch` table, reserved for the command that runs a plan.
     pub launch: Option<toml::Table>,
+}
+
+impl Plan {
+    /// Tasks a worker holds at once: `[run] worker_buffers` (what the runtime reads), else
+    /// the runtime's default ([`RUNTIME_WORKER_BUFFERS`]); read by (99).
+    pub fn worker_buffers(&self) -> Result<u32, PlanError> {
+        let Some(value) = self.run.as_ref().and_then(|run| run.get("worker_buffers")) else {
+            return Ok(RUNTIME_WORKER_BUFFERS);
+        };
+        value
+            .as_integer()
+            .and_then(|b| u32::try_from(b).ok())
+            .filter(|&b| b >= 1)
+            .ok_or_else(|| {
+                invalid(
+                    None,
+                    "run.worker_buffers",
+                    format!("expected a whole number of tasks, at least 1, got {value}"),
+                )
+            })
+    }
+
+    /// The round trip between the master and `cluster`'s sub-master, seconds: the sum of
+    /// [`ClusterPlan::wan_rtt_s`] over the links of its path up the tree (`[cluster.launch]
+    /// parent`, default the main cluster); 0 for the main cluster. A parent that names no
+    /// cluster, or a cycle, ends the path there (the launcher reports those).
+    pub fn round_trip_to_master_s(
+        &self,
+        cluster: &ClusterPlan,
+        measured: Option<&MeasuredSystem>,
+    ) -> f64 {
+        let mut total = 0.0;
+        let mut at = cluster;
+        for _ in 0..self.clusters.len() {
+            if at.main {
+                break;
+            }
+            total += at.wan_rtt_s(measured);
+            let parent = at.launch_settings().ok().and_then(|l| l.parent);
+            match parent {
+                Some(name) => match self.clusters.iter().find(|c| c.name == name) {
+                    Some(next) => at = next,
+                    None => break,
+                },
+                None => break,
+            }
+        }
+        total
+    }
 }
 
 impl ClusterPlan {
@@ -819,6 +868,7 @@ impl Plan {
                     )?,
                     tasks_per_inter_task: plan.tasks_per_inter_task,
                     results_per_inter_result: plan.results_per_inter_result,
+                    wan_rtt_s: self.round_trip_to_master_s(plan, Some(measured)),
                 })
             };
             let mut workers = Vec::new();
@@ -873,6 +923,7 @@ impl Plan {
                 reassign_last_task: self.reassign_last_task,
                 exhaustive_limit: self.exhaustive_limit,
                 selection_budget_s: self.selection_budget_s,
+                worker_buffers: self.worker_buffers()?,
             },
             selection,
         };

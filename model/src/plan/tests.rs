@@ -734,3 +734,42 @@ fn task_times_may_spread() {
     let err = error_of(&SMALL.replace("tasks = 10\n", "tasks = 10\noper_cv = -1\n"));
     assert!(err.contains("key `application.oper_cv`"), "{err}");
 }
+
+#[test]
+fn a_cluster_down_a_tree_adds_the_round_trips_of_its_path() {
+    let far = "\n[[cluster]]\nname = \"far\"\nlan_bytes_per_s = 1000\nwan_in_bytes_per_s = 100\n\
+               wan_out_bytes_per_s = 100\nwan_rtt_s = 0.03\nmachines = [\n\
+               { host = \"f\", role = \"submaster\" },\n{ host = \"f1\", role = \"worker\", perf = 1.0 },\n]\n\
+               [cluster.launch]\nparent = \"away\"\n";
+    let text = format!("{SMALL}[cluster.launch]\nwan_delay_ms = 25\n{far}");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    assert_eq!(plan.round_trip_to_master_s(&plan.clusters[0], None), 0.0);
+    assert_eq!(plan.round_trip_to_master_s(&plan.clusters[1], None), 0.05);
+    assert!((plan.round_trip_to_master_s(&plan.clusters[2], None) - 0.08).abs() < 1e-12);
+    // the model input carries the path's round trip to (96)(97)
+    let input = plan.model_input(None).unwrap();
+    let rtt = |i: usize| {
+        input.system.clusters[i]
+            .external
+            .as_ref()
+            .unwrap()
+            .wan_rtt_s
+    };
+    assert_eq!(rtt(1), 0.05);
+    assert!((rtt(2) - 0.08).abs() < 1e-12);
+}
+
+#[test]
+fn worker_buffers_come_from_the_run_table_or_the_runtime_default() {
+    let plan = Plan::from_toml_str(SMALL).unwrap();
+    assert_eq!(
+        plan.worker_buffers().unwrap(),
+        crate::RUNTIME_WORKER_BUFFERS
+    );
+    assert_eq!(plan.model_input(None).unwrap().options.worker_buffers, 2);
+    let one = Plan::from_toml_str(&format!("[run]\nworker_buffers = 1\n{SMALL}")).unwrap();
+    assert_eq!(one.model_input(None).unwrap().options.worker_buffers, 1);
+    let bad = Plan::from_toml_str(&format!("[run]\nworker_buffers = 0\n{SMALL}")).unwrap();
+    let err = bad.model_input(None).unwrap_err().to_string();
+    assert!(err.contains("key `run.worker_buffers`"), "{err}");
+}
