@@ -86,10 +86,7 @@ pub fn fit_iteration_terms(iterations: &[MeasuredIteration]) -> Option<FittedTer
         .iter()
         .map(|it| {
             let n = it.workers as f64;
-            (
-                [n + 1.0, it.volume / n, 1.0],
-                it.time - it.worker_time / n,
-            )
+            ([n + 1.0, it.volume / n, 1.0], it.time - it.worker_time / n)
         })
         .collect();
     let mut best: Option<([f64; 3], f64)> = None;
@@ -158,7 +155,7 @@ fn least_squares(rows: &[([f64; 3], f64)], support: &[usize]) -> Option<Vec<f64>
         .iter()
         .map(|&j| rows.iter().map(|(x, _)| x[j] * x[j]).sum::<f64>().sqrt())
         .collect();
-    if scale.iter().any(|&s| !(s > 0.0)) {
+    if scale.iter().any(|&s| s.is_nan() || s <= 0.0) {
         return None;
     }
     // [A^T A | A^T y] of the scaled columns.
@@ -186,10 +183,12 @@ fn solve(mut a: Vec<Vec<f64>>) -> Option<Vec<f64>> {
             return None;
         }
         a.swap(col, pivot);
-        for row in col + 1..k {
-            let f = a[row][col] / a[col][col];
-            for c in col..=k {
-                a[row][c] -= f * a[col][c];
+        let (upper, lower) = a.split_at_mut(col + 1);
+        let pivot_row = &upper[col];
+        for row in lower.iter_mut() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
             }
         }
     }

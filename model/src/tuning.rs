@@ -256,7 +256,10 @@ mod tests {
         p.master_time = 50.0;
         let x = performance_index_stationary_point(&p, IterationForm::AsyncSmallMessages);
         let expected = (-51.0 + (51.0f64 * 51.0 + 12.0 * 1604.096).sqrt()) / 6.0;
-        assert!((x - expected).abs() < 1e-9 && (x - 16.14).abs() < 0.01, "{x}");
+        assert!(
+            (x - expected).abs() < 1e-9 && (x - 16.14).abs() < 0.01,
+            "{x}"
+        );
         let best = best_worker_count(200, WorkerObjective::PerformanceIndex, |_| p);
         assert_eq!(
             best,
