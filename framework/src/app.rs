@@ -109,6 +109,20 @@ pub trait Problem: Send + 'static {
     fn task_count(&self) -> Option<u64> {
         None
     }
+
+    /// For an iterative problem ([`crate::iterative::Iterations`]): the iterations completed
+    /// so far (their barrier passed). The master measures each iteration and may tune the
+    /// number of workers between them. Default: `None`, the problem is not iterative.
+    fn iterations_completed(&self) -> Option<u64> {
+        None
+    }
+
+    /// For an iterative problem: the number of workers the master has active for the
+    /// iterations to come (`[run] active_workers`, or the tuner's choice); the problem divides
+    /// its next iteration for that many. Default: ignored.
+    fn set_active_workers(&mut self, workers: usize) {
+        let _ = workers;
+    }
 }
 
 /// Who asks the master for a task ([`Problem::next_task_for`]).

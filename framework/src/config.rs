@@ -11,6 +11,9 @@
 //!                             # adaptive_multi_round
 //! chunk_fraction = 0.5        # the f of fixed_size and factoring
 //! chunk_overhead_s = 1e-4     # the h of kruskal_weiss (required by it)
+//! tune_workers = "off"        # iterative applications: "time" or "pi" tunes the workers
+//! active_workers = 8          # iterative applications: workers that take tasks (default all)
+//! tune_drift = 0.25           # relative change of a measured term the tuner acts on
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -89,6 +92,29 @@ pub struct RunConfig {
     /// Hand out only the first tasks of the problem (calibration runs); the application's
     /// final check is skipped, its answer being partial.
     pub max_tasks: Option<u64>,
+    /// Iterative applications: tune the number of active workers between iterations, for the
+    /// fastest iteration (`time`) or the smallest performance index (`pi`); `off` keeps
+    /// `active_workers`.
+    pub tune_workers: TuneWorkers,
+    /// Iterative applications: the workers that take tasks (the others idle); with the
+    /// tuner, the most it may use. Default: every worker.
+    pub active_workers: Option<usize>,
+    /// Iterative applications: the relative change of a measured term (`Tc`, or the
+    /// communication time over the iteration time) that the tuner takes for drift.
+    pub tune_drift: f64,
+}
+
+/// `[run] tune_workers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TuneWorkers {
+    /// No tuning: `active_workers`, or every worker.
+    #[default]
+    Off,
+    /// The count with the fastest iteration.
+    Time,
+    /// The count with the smallest performance index (the cheapest for its time).
+    Pi,
 }
 
 impl Default for RunConfig {
@@ -103,6 +129,9 @@ impl Default for RunConfig {
             chunk_fraction: 0.5,
             chunk_overhead_s: None,
             max_tasks: None,
+            tune_workers: TuneWorkers::Off,
+            active_workers: None,
+            tune_drift: 0.25,
         }
     }
 }
@@ -150,6 +179,21 @@ impl RunConfig {
                 format!(
                     "run.chunk_fraction = {}: expected a fraction in (0, 1]",
                     self.chunk_fraction
+                ),
+            ));
+        }
+        if self.active_workers == Some(0) {
+            return Err(Invalid::new(
+                "run.active_workers",
+                "run.active_workers = 0: expected at least 1".into(),
+            ));
+        }
+        if !(self.tune_drift.is_finite() && self.tune_drift > 0.0) {
+            return Err(Invalid::new(
+                "run.tune_drift",
+                format!(
+                    "run.tune_drift = {}: expected a relative change > 0",
+                    self.tune_drift
                 ),
             ));
         }

@@ -15,6 +15,7 @@ pub mod core;
 pub mod error;
 pub mod estimator;
 pub mod idle;
+pub mod iterative;
 pub mod live;
 pub mod machinefile;
 pub mod placement;
@@ -24,11 +25,13 @@ pub mod runner;
 pub mod scheduler;
 pub mod stats;
 pub mod transport;
+pub mod tuner;
 
 pub use app::{
     Handout, Problem, Recipient, Split, Splitter, Task, TaskId, TaskResult, WorkerContext,
 };
 pub use builder::App;
 pub use error::RunError;
+pub use iterative::{Iterations, Iterative};
 pub use runner::{run, run_split};
 pub use stats::RunStats;

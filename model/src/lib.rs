@@ -13,7 +13,7 @@
 //!   [`predict`] is the entry point;
 //! - [`range`]: the working range every derived quantity must stay in;
 //! - [`tuning`] and [`chunking`]: tuning inside a cluster and the scheduler's chunk sizes
-//!   (section 5);
+//!   (section 5); [`iteration_fit`]: section 5's terms fitted to measured iterations;
 //! - [`row_column`]: the matrix product's row/column strategy (section 7);
 //! - [`plan`]: the plan file and the measured-system file, read and checked with errors that
 //!   name the file, the cluster, the machine and the key.
@@ -22,6 +22,7 @@ pub mod chunking;
 pub mod cluster;
 pub mod execution;
 pub mod external;
+pub mod iteration_fit;
 pub mod limits;
 pub mod local;
 pub mod methodology;

@@ -78,8 +78,10 @@ pub enum IterationForm {
     Sync,
 }
 
-/// Section 5: the positive root `x* = (-b + sqrt(b^2 + 12 * m_o * S)) / (6 * m_o)` where `Pi`
-/// is stationary, with `S` and `b` of `form`.
+/// Section 5 and (96): the positive root `x* = (-b + sqrt(b^2 + 12 * m_o * S)) / (6 * m_o)`
+/// where `Pi` is stationary, with `S` and `b` of `form`. The specification's `b` (`m_o`, or
+/// `m_o + alpha*lambda*V`) assumes `mu_m = 0`; with the master's own time the stationary
+/// condition is `3*m_o*x^2 + (b + mu_m)*x - S = 0` (96), so `mu_m` adds to `b`.
 pub fn performance_index_stationary_point(p: &IterationParams, form: IterationForm) -> f64 {
     let m_o = p.message_overhead;
     let (s, b) = match form {
@@ -89,7 +91,45 @@ pub fn performance_index_stationary_point(p: &IterationParams, form: IterationFo
             m_o + p.master_share * p.volume_time(),
         ),
     };
+    let b = b + p.master_time;
     (-b + (b * b + 12.0 * m_o * s).sqrt()) / (6.0 * m_o)
+}
+
+/// What a number of workers is chosen for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerObjective {
+    /// The fastest iteration: the smallest `Tt(n)`.
+    Time,
+    /// The cheapest count for its time: the smallest performance index `Pi(n)`.
+    PerformanceIndex,
+}
+
+/// The whole number of workers in `1..=max_workers` that minimises `objective` for the
+/// asynchronous small-message form, each count `n` evaluated with the parameters
+/// `params_at(n)` (a volume that depends on `n`, say); the smaller count on a tie. With
+/// constant parameters it is [`optimal_workers_async`] (time) or
+/// [`workers_minimising_performance_index`] (performance index), capped at `max_workers`.
+pub fn best_worker_count(
+    max_workers: u64,
+    objective: WorkerObjective,
+    params_at: impl Fn(u64) -> IterationParams,
+) -> u64 {
+    let score = |n: u64| {
+        let p = params_at(n);
+        let time = iteration_time_async_small_messages(&p, n as f64);
+        match objective {
+            WorkerObjective::Time => time,
+            WorkerObjective::PerformanceIndex => performance_index(n as f64, time, p.worker_time),
+        }
+    };
+    let mut best = (1, score(1));
+    for n in 2..=max_workers.max(1) {
+        let s = score(n);
+        if s < best.1 {
+            best = (n, s);
+        }
+    }
+    best.0
 }
 
 /// Section 5: the whole number of workers minimising `Pi` — the floor or the ceiling of `x*`,
@@ -193,5 +233,38 @@ mod tests {
         assert!((1..200).all(|n| pi(best) <= pi(n)), "{best}");
         // feeding limit, alpha = 0: floor(sqrt(1 + 1604.096) + 1) = 41
         assert_eq!(max_workers_fed(&vector()), 41);
+    }
+
+    #[test]
+    fn the_best_count_by_evaluation_agrees_with_the_closed_forms() {
+        let p = vector();
+        let time = best_worker_count(200, WorkerObjective::Time, |_| p);
+        assert_eq!(time, optimal_workers_async(&p));
+        assert_eq!(time, 40);
+        let pi = best_worker_count(200, WorkerObjective::PerformanceIndex, |_| p);
+        assert_eq!(pi, 23);
+        // capped by the workers there are
+        assert_eq!(best_worker_count(16, WorkerObjective::Time, |_| p), 16);
+        assert_eq!(best_worker_count(1, WorkerObjective::Time, |_| p), 1);
+    }
+
+    #[test]
+    fn the_masters_own_time_moves_the_performance_index_minimum_down() {
+        // (96): with mu_m = 50 ms, 3*x^2 + 51*x - 1604.096 = 0 gives x* = 16.14 (vs 22.95);
+        // the whole-number evaluation agrees.
+        let mut p = vector();
+        p.master_time = 50.0;
+        let x = performance_index_stationary_point(&p, IterationForm::AsyncSmallMessages);
+        let expected = (-51.0 + (51.0f64 * 51.0 + 12.0 * 1604.096).sqrt()) / 6.0;
+        assert!(
+            (x - expected).abs() < 1e-9 && (x - 16.14).abs() < 0.01,
+            "{x}"
+        );
+        let best = best_worker_count(200, WorkerObjective::PerformanceIndex, |_| p);
+        assert_eq!(
+            best,
+            workers_minimising_performance_index(&p, IterationForm::AsyncSmallMessages)
+        );
+        assert_eq!(best, 16);
     }
 }

@@ -1,4 +1,4 @@
-//! The example applications `hmw-srmsd`, `hmw-tsp` and `hmw-matmul`'s row/column strategy:
+//! The example applications `hmw-srmsd`, `hmw-tsp`, `hmw-nbody` and `hmw-matmul`'s row/column strategy:
 //! correctness in one process
 //! (`--threads`), under `mpirun`, and across three clusters (`hmw launch` of the plans in
 //! `configs/`, at smaller sizes).
@@ -339,4 +339,96 @@ fn matmul_row_column_across_three_clusters_is_verified() {
         .unwrap_or_else(|| panic!("no row/column line: {}", run.stdout));
     assert!(field(pairs, "pairs").parse::<u64>().unwrap() > 0, "{pairs}");
     every_cluster_took_part(&stats);
+}
+
+/// The iterations of a run's statistics: (workers, tasks) of each.
+fn iterations(stats: &Value) -> Vec<(u64, u64)> {
+    stats["iterations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|it| {
+            (
+                it["workers"].as_u64().unwrap(),
+                it["tasks"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn nbody_tuned_in_one_process_is_verified_and_records_its_counts() {
+    let dir = scratch("nbody-tuned");
+    let run = threads(
+        &dir,
+        "hmw-nbody",
+        4,
+        "[run]\nstatistics_interval = 0\nworker_buffers = 1\ntune_workers = \"pi\"\n\
+         [application]\nbodies = 64\nsteps = 10\n",
+    );
+    run.assert_success();
+    let line = last_line(&run);
+    assert_eq!(field(line, "verified"), "true", "{line}");
+    let stats = json(&dir.join("stats.json"));
+    let its = iterations(&stats);
+    assert_eq!(its.len(), 10);
+    // The probes (a warm-up and two at 4, two at 2, two at 1), then the choice; one block per
+    // active worker each step.
+    let counts: Vec<u64> = its.iter().map(|&(w, _)| w).collect();
+    assert_eq!(&counts[..7], &[4, 4, 4, 2, 2, 1, 1], "{counts:?}");
+    assert!(its.iter().all(|&(w, t)| w == t), "{its:?}");
+    let decisions = stats["tuner"].as_array().unwrap();
+    let fit = decisions.iter().find(|d| d["reason"] == "fit").unwrap();
+    assert_eq!(fit["after_iteration"], 7);
+    assert_eq!(fit["workers"].as_u64(), Some(counts[7]));
+    assert_eq!(
+        field(line, "workers_per_step"),
+        counts
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+}
+
+#[test]
+fn nbody_on_fixed_active_workers_leaves_the_others_idle() {
+    let dir = scratch("nbody-fixed");
+    let run = threads(
+        &dir,
+        "hmw-nbody",
+        4,
+        "[run]\nstatistics_interval = 0\nactive_workers = 2\n\
+         [application]\nbodies = 50\nsteps = 6\n",
+    );
+    run.assert_success();
+    assert_eq!(field(last_line(&run), "verified"), "true");
+    let stats = json(&dir.join("stats.json"));
+    assert_eq!(iterations(&stats), vec![(2, 2); 6]);
+    let done: Vec<u64> = stats["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["tasks_done"].as_u64().unwrap())
+        .collect();
+    assert_eq!(done, vec![6, 6, 0, 0]);
+}
+
+#[test]
+fn nbody_under_mpirun_is_verified() {
+    let dir = scratch("nbody-mpi");
+    let hosts = write(&dir, "hosts", &hosts(3));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\ntune_workers = \"time\"\n\
+         [application]\nbodies = 48\nsteps = 9\n",
+    );
+    let run = mpirun(4, "hmw-nbody", &["-m", &hosts, "-c", &config]).finish(LIMIT);
+    run.assert_success();
+    assert!(
+        run.stdout.contains("nbody bodies=48 steps=9 verified=true"),
+        "{}",
+        run.stdout
+    );
 }

@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::{
+    iterations::IterationTracker,
     output::Output,
     rank_table::RankTable,
     task_source::{Next, TaskSource},
@@ -213,6 +214,8 @@ pub struct MasterCore<S> {
     /// Workers and CMs that have not spoken yet (kept as counts, so no message costs a scan).
     unheard_workers: usize,
     unheard_cms: usize,
+    /// An iterative problem's iterations and active workers.
+    iterations: Option<IterationTracker>,
 }
 
 impl<S: TaskSource> MasterCore<S> {
@@ -222,7 +225,7 @@ impl<S: TaskSource> MasterCore<S> {
         machines: &MachineFile,
         config: RunConfig,
         scheduler: Box<dyn Scheduler>,
-        source: S,
+        mut source: S,
     ) -> Self {
         let mut tallies = RankTable::default();
         let mut waiting = Waiting::default();
@@ -271,6 +274,16 @@ impl<S: TaskSource> MasterCore<S> {
             .count();
         let cms = tallies.len() - workers;
         let feeds_clusters = !config.wait_for_links && cms > 0;
+        let iterations = source.iterations_completed().map(|_| {
+            let ranks = tallies
+                .iter()
+                .filter(|(_, t)| matches!(t.kind, Kind::Worker))
+                .map(|(rank, _)| rank)
+                .collect();
+            let tracker = IterationTracker::new(&config, ranks);
+            source.set_active_workers(tracker.active());
+            tracker
+        });
         MasterCore {
             source,
             scheduler,
@@ -305,6 +318,7 @@ impl<S: TaskSource> MasterCore<S> {
             stopping: BTreeSet::new(),
             unheard_workers: workers,
             unheard_cms: cms,
+            iterations,
         }
     }
 
@@ -394,6 +408,9 @@ impl<S: TaskSource> MasterCore<S> {
                 self.started_at = now;
                 self.next_report =
                     now.saturating_add(Duration::from_secs_f64(self.config.statistics_interval));
+                if let Some(tracker) = &mut self.iterations {
+                    tracker.start(now);
+                }
                 out.push(Output::Started);
             }
         }
@@ -406,6 +423,7 @@ impl<S: TaskSource> MasterCore<S> {
                 {
                     self.links_up = Some(now.saturating_sub(self.started_at));
                 }
+                self.track_iterations(now);
                 if !self.source.stopped() {
                     self.dispatch(out);
                 }
@@ -432,6 +450,21 @@ impl<S: TaskSource> MasterCore<S> {
             self.phase = Phase::Done;
         }
         Ok(())
+    }
+
+    /// An iterative problem passed a barrier: record the iteration; when the tuner changed
+    /// the active count, the problem divides its next iteration for it and every rank set
+    /// aside is looked at again.
+    fn track_iterations(&mut self, now: Duration) {
+        let (Some(tracker), Some(completed)) =
+            (&mut self.iterations, self.source.iterations_completed())
+        else {
+            return;
+        };
+        if let Some(active) = tracker.progressed(now, completed) {
+            self.source.set_active_workers(active);
+            self.waiting.restore_all();
+        }
     }
 
     /// Upstream said stop, or every task is gathered.
@@ -663,6 +696,9 @@ impl<S: TaskSource> MasterCore<S> {
                 if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
                     self.scheduler.observe(from, result.busy_s);
                 }
+                if let (Some(tracker), Kind::Worker) = (&mut self.iterations, &tally.kind) {
+                    tracker.returned(result.ids.len(), result.busy_s, result.body.len());
+                }
                 let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
                 if fresh {
                     for id in &result.ids {
@@ -796,6 +832,13 @@ impl<S: TaskSource> MasterCore<S> {
                 break;
             }
             let tally = &self.tallies[&rank];
+            if matches!(tally.kind, Kind::Worker)
+                && self.iterations.as_ref().is_some_and(|t| !t.is_active(rank))
+            {
+                // An idle worker of an iterative problem: aside until the active count changes.
+                self.waiting.set_aside(rank);
+                continue;
+            }
             let idle = tally.outstanding.is_empty();
             let (size, room_for_new, is_worker) = match &tally.kind {
                 Kind::Worker => {
@@ -873,6 +916,9 @@ impl<S: TaskSource> MasterCore<S> {
                 },
             };
             let bytes = tasks.encode();
+            if let (Some(tracker), true) = (&mut self.iterations, is_worker) {
+                tracker.sent(bytes.len());
+            }
             out.push(Output::Send { to: rank, bytes });
             self.holding_changed(rank);
         }
@@ -938,6 +984,11 @@ impl<S: TaskSource> MasterCore<S> {
                 }
             }
         }
+        let (iterations, tuner) = self
+            .iterations
+            .as_ref()
+            .map(IterationTracker::report)
+            .unwrap_or_default();
         RunStats {
             name: self.name.clone(),
             started_unix_s,
@@ -952,6 +1003,8 @@ impl<S: TaskSource> MasterCore<S> {
             join_s: self.source.join_s(),
             progress: std::mem::take(&mut self.progress),
             placement: Vec::new(),
+            iterations,
+            tuner,
         }
     }
 }

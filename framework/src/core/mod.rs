@@ -17,6 +17,7 @@
 //! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs.
 
 mod cm;
+mod iterations;
 mod master;
 mod output;
 mod rank_table;

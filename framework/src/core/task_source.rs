@@ -65,6 +65,14 @@ pub trait TaskSource {
     fn join_s(&self) -> f64 {
         0.0
     }
+    /// [`Problem::iterations_completed`]: `None` unless the source is iterative.
+    fn iterations_completed(&self) -> Option<u64> {
+        None
+    }
+    /// [`Problem::set_active_workers`].
+    fn set_active_workers(&mut self, workers: usize) {
+        let _ = workers;
+    }
 }
 
 /// A typed [`Problem`] seen as a [`TaskSource`].
@@ -122,5 +130,13 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
 
     fn join_s(&self) -> f64 {
         self.join_s
+    }
+
+    fn iterations_completed(&self) -> Option<u64> {
+        self.problem.iterations_completed()
+    }
+
+    fn set_active_workers(&mut self, workers: usize) {
+        self.problem.set_active_workers(workers);
     }
 }

@@ -201,6 +201,36 @@ pub struct RunStats {
     /// runs only; empty in one process).
     #[serde(default)]
     pub placement: Vec<crate::placement::RankPlacement>,
+    /// An iterative application's iterations, in order (empty otherwise).
+    #[serde(default)]
+    pub iterations: Vec<IterationSample>,
+    /// The counts the number-of-workers tuner set (`[run] tune_workers`), in order.
+    #[serde(default)]
+    pub tuner: Vec<crate::tuner::TunerDecision>,
+}
+
+/// One iteration of an iterative application, as its master measured it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IterationSample {
+    /// Its number, from 0.
+    pub iteration: u64,
+    /// The workers active during it.
+    pub workers: u64,
+    /// `Tt`: seconds from the previous barrier (the start, for the first) to its own.
+    pub time_s: f64,
+    /// `Tc`: the computation seconds its workers reported, summed.
+    pub worker_time_s: f64,
+    /// `V`: bytes of its task and result messages.
+    pub bytes: u64,
+    /// Its tasks.
+    pub tasks: u64,
+}
+
+impl IterationSample {
+    /// The performance index of the iteration, `n * Tt^2 / Tc` (section 5).
+    pub fn performance_index(&self) -> f64 {
+        hmw_model::tuning::performance_index(self.workers as f64, self.time_s, self.worker_time_s)
+    }
 }
 
 /// One cluster's live figures.
