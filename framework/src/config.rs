@@ -11,6 +11,11 @@
 //!                             # adaptive_multi_round
 //! chunk_fraction = 0.5        # the f of fixed_size and factoring
 //! chunk_overhead_s = 1e-4     # the h of kruskal_weiss (required by it)
+//! adapt = false               # re-plan between clusters from live measurements
+//! adapt_interval_s = 10       # at most one plan per interval (events aside)
+//! adapt_rate_change = 0.3     # a cluster's rate moving this much is an event
+//! adapt_min_efficiency = 0.1  # below this share of its capacity a cluster is dropped
+//! adapt_hold_s = 10           # a cluster may hold what it computes in this time
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -89,6 +94,18 @@ pub struct RunConfig {
     /// Hand out only the first tasks of the problem (calibration runs); the application's
     /// final check is skipped, its answer being partial.
     pub max_tasks: Option<u64>,
+    /// Re-plan between clusters during the run from what is measured ([`crate::adapt`]):
+    /// each cluster's credit and `nt`, dropping and re-admitting clusters. Needs
+    /// `statistics_interval > 0` (plans are made at progress lines).
+    pub adapt: bool,
+    /// At most one plan per this many seconds, events aside.
+    pub adapt_interval_s: f64,
+    /// A relative move of a cluster's smoothed rate that is an event.
+    pub adapt_rate_change: f64,
+    /// A cluster computing less than this share of what its workers can is dropped.
+    pub adapt_min_efficiency: f64,
+    /// A cluster may hold what it computes in this many seconds.
+    pub adapt_hold_s: f64,
 }
 
 impl Default for RunConfig {
@@ -103,6 +120,11 @@ impl Default for RunConfig {
             chunk_fraction: 0.5,
             chunk_overhead_s: None,
             max_tasks: None,
+            adapt: false,
+            adapt_interval_s: 10.0,
+            adapt_rate_change: 0.3,
+            adapt_min_efficiency: 0.1,
+            adapt_hold_s: 10.0,
         }
     }
 }
@@ -116,7 +138,55 @@ impl RunConfig {
         }
     }
 
+    /// The settings of [`crate::adapt`], when `adapt` is on.
+    pub fn adapt_settings(&self) -> Option<crate::adapt::AdaptSettings> {
+        self.adapt.then_some(crate::adapt::AdaptSettings {
+            interval_s: self.adapt_interval_s,
+            rate_change: self.adapt_rate_change,
+            min_efficiency: self.adapt_min_efficiency,
+            hold_s: self.adapt_hold_s,
+        })
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
+        for (key, value, what) in [
+            (
+                "run.adapt_interval_s",
+                self.adapt_interval_s,
+                "seconds >= 0",
+            ),
+            (
+                "run.adapt_rate_change",
+                self.adapt_rate_change,
+                "a share > 0",
+            ),
+            (
+                "run.adapt_min_efficiency",
+                self.adapt_min_efficiency,
+                "a share in [0, 1)",
+            ),
+            ("run.adapt_hold_s", self.adapt_hold_s, "seconds > 0"),
+        ] {
+            let valid = value.is_finite()
+                && match key {
+                    "run.adapt_interval_s" => value >= 0.0,
+                    "run.adapt_min_efficiency" => (0.0..1.0).contains(&value),
+                    _ => value > 0.0,
+                };
+            if !valid {
+                return Err(Invalid::new(
+                    key,
+                    format!("{key} = {value}: expected {what}"),
+                ));
+            }
+        }
+        if self.adapt && self.statistics_interval <= 0.0 {
+            return Err(Invalid::new(
+                "run.adapt",
+                "run.adapt = true re-plans at progress lines: it needs run.statistics_interval > 0"
+                    .to_string(),
+            ));
+        }
         match self.chunk_overhead_s {
             Some(h) if !(h.is_finite() && h >= 0.0) => {
                 return Err(Invalid::new(

@@ -201,6 +201,22 @@ pub struct RunStats {
     /// runs only; empty in one process).
     #[serde(default)]
     pub placement: Vec<crate::placement::RankPlacement>,
+    /// The re-planning decisions made during the run (`[run] adapt`), in order.
+    #[serde(default)]
+    pub adaptations: Vec<Adaptation>,
+}
+
+/// One re-planning decision ([`crate::adapt`]), as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Adaptation {
+    /// Seconds since the start.
+    pub t_s: f64,
+    /// The cluster it concerns.
+    pub cluster: String,
+    /// What was decided: `credit N`, `nt N`, `drop`, `readmit`.
+    pub action: String,
+    /// Why, with the figures.
+    pub reason: String,
 }
 
 /// One cluster's live figures.
