@@ -12,7 +12,7 @@
 //!
 //! - its *credit*, the tasks it may hold at once: what it computes in `adapt_hold_s` at its
 //!   rate, never more than its balanced share of what is left, never less than what keeps
-//!   its pipeline full (two inter-tasks, two tasks per worker); changed only when it moves by
+//!   its pipeline full (an inter-task and a task per worker); changed only when it moves by
 //!   more than a fifth (hysteresis), so a cluster does not hoard tasks the others would finish
 //!   first;
 //! - its `nt`, when its link holds it down (the live estimate's bottleneck is `wan_in`): the
@@ -34,7 +34,7 @@ use hmw_model::methodology::{
 };
 
 /// Weight of the newest rate in the smoothed rate (an exponential moving average).
-const SMOOTHING: f64 = 0.5;
+const SMOOTHING: f64 = 0.3;
 /// Relative move below which a new credit is not worth a decision.
 const CREDIT_HYSTERESIS: f64 = 0.2;
 /// A dropped cluster is re-admitted for good at this many times the efficiency threshold.
@@ -391,9 +391,9 @@ impl Adapter {
     }
 }
 
-/// The tasks that keep a cluster's pipeline full: two inter-tasks, two tasks per worker.
+/// The tasks that keep a cluster's pipeline full: an inter-task and a task per worker.
 fn pipeline_floor(nt: usize, workers: Option<usize>) -> u64 {
-    2 * nt as u64 + 2 * workers.unwrap_or(1) as u64
+    nt as u64 + workers.unwrap_or(1) as u64
 }
 
 /// Update `track` with `c`; the event it is, if any.
@@ -502,12 +502,16 @@ mod tests {
     fn a_cluster_slowed_to_a_third_gets_less_credit_at_once() {
         let mut a = Adapter::new(settings());
         a.decide(&sample(1.0, 10_000, vec![cluster(1, 9.0, 9.0)]));
-        // Smoothed 9 -> 6: more than 30 %, an event within the interval.
-        let d = a.decide(&sample(2.0, 9_000, vec![cluster(1, 3.0, 3.0)]));
-        assert_eq!(actions(&d), vec![(1, Action::Credit(60))]);
-        // 6 -> 4.5: 25 %, no event.
+        // Smoothed 9 -> 7.2: 20 %, no event yet; then 5.94: more than 30 %, an event within
+        // the interval.
         assert!(a
-            .decide(&sample(3.0, 8_000, vec![cluster(1, 3.0, 3.0)]))
+            .decide(&sample(2.0, 9_000, vec![cluster(1, 3.0, 3.0)]))
+            .is_empty());
+        let d = a.decide(&sample(3.0, 9_000, vec![cluster(1, 3.0, 3.0)]));
+        assert_eq!(actions(&d), vec![(1, Action::Credit(60))]);
+        // 5.94 -> 5.06: 15 %, no event.
+        assert!(a
+            .decide(&sample(4.0, 8_000, vec![cluster(1, 3.0, 3.0)]))
             .is_empty());
     }
 
@@ -528,15 +532,13 @@ mod tests {
         let mut a = Adapter::new(settings());
         a.decide(&sample(1.0, 10_000, vec![cluster(1, 10.0, 10.0)]));
         // Its link brings it 0.2 of 10 tasks/s: below 0.1 of its capacity once smoothed.
-        let d = a.decide(&sample(2.0, 9_000, vec![cluster(1, 0.2, 10.0)]));
-        assert_eq!(actions(&d), vec![(1, Action::Credit(51))], "5.1/s: half");
         // Smoothed, its rate falls below 1 task/s within a few samples: dropped then.
-        let dropped_at = (3..20).find(|&t| {
+        let dropped_at = (2..20).find(|&t| {
             let d = a.decide(&sample(t as f64, 9_000, vec![cluster(1, 0.2, 10.0)]));
             d.iter().any(|d| d.action == Action::Drop)
         });
         let t = dropped_at.expect("dropped") as f64;
-        assert!(t <= 8.0, "{t}");
+        assert!(t <= 12.0, "{t}");
         let mut dropped = cluster(1, 0.0, 10.0);
         dropped.presence = Presence::Dropped;
         dropped.held = 0;
@@ -547,7 +549,7 @@ mod tests {
         let d = a.decide(&sample(t + 10.0, 8_000, vec![dropped.clone()]));
         assert_eq!(
             actions(&d),
-            vec![(1, Action::Credit(6)), (1, Action::Readmit)]
+            vec![(1, Action::Credit(3)), (1, Action::Readmit)]
         );
         // On trial it recovered: an ordinary credit after the interval.
         let d = a.decide(&sample(t + 20.0, 7_000, vec![cluster(1, 9.0, 10.0)]));

@@ -2,7 +2,8 @@
 //! chooses which message is delivered next (each channel keeps its order, as MPI and the link
 //! do), which worker finishes a task, when time passes, when the link goes down (past the
 //! lost-after deadline: the cluster is lost, its tasks taken back, its late results arriving
-//! after) and comes back, and the run's shape (workers, buffers, `nt`, `nr`, window, bounded
+//! after) and comes back, which re-planning decisions the master takes (credit, `nt`, drop
+//! and re-admission of the far cluster), and the run's shape (workers, buffers, `nt`, `nr`, window, bounded
 //! share, tail copies, scheduling policy). Whatever the interleaving, the run ends and the
 //! problem sees every task exactly once.
 
@@ -13,6 +14,7 @@ use std::{
 };
 
 use hmw::{
+    adapt::{Action, Decision},
     config::{ConfigFile, RunConfig},
     core::{MasterCore, Output, ProblemSource},
     machinefile::MachineFile,
@@ -52,6 +54,8 @@ enum Op {
     LinkUp,
     /// The link goes down for good: the far cluster never returns.
     LinkGone,
+    /// A re-planning decision for the far cluster.
+    Adapt(Action),
 }
 
 const LOST_AFTER_S: f64 = 10.0;
@@ -222,13 +226,37 @@ impl Sim {
                 self.link_gone = true;
                 self.set_link(false);
             }
+            Op::Adapt(action) => self.adapt(action),
         }
+    }
+
+    /// Apply `action` to the far cluster (its CM is the main cluster's last rank).
+    fn adapt(&mut self, action: Action) {
+        if self.world.links().next().is_none() {
+            return;
+        }
+        let rank = self
+            .world
+            .workers()
+            .filter(|&n| self.world.locate(n).0 == 0)
+            .count()
+            + 1;
+        let decision = Decision {
+            rank,
+            cluster: "far".into(),
+            action,
+            reason: "chosen by the test".into(),
+        };
+        let sent = self.world.adapt(self.now, &decision);
+        self.queue(sent);
     }
 
     /// Bring the link up (unless it is gone) and let everything flow until the master is
     /// done.
     fn settle(&mut self) {
         self.set_link(true);
+        // A cluster dropped with its master's workers all gone would wait for ever.
+        self.adapt(Action::Readmit);
         for _ in 0..10_000 {
             if self.world.is_done() {
                 return;
@@ -295,6 +323,13 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         1 => Just(Op::LinkDown),
         1 => Just(Op::LinkUp),
         1 => Just(Op::LinkGone),
+        2 => prop_oneof![
+            (0u64..6).prop_map(Action::Credit),
+            (1usize..5).prop_map(Action::Nt),
+            Just(Action::Drop),
+            Just(Action::Readmit),
+        ]
+        .prop_map(Op::Adapt),
     ];
     proptest::collection::vec(op, 0..400)
 }
