@@ -149,31 +149,38 @@ impl RunConfig {
     }
 
     fn validate(&self) -> Result<(), Invalid> {
-        for (key, value, what) in [
+        let adapt = [
             (
                 "run.adapt_interval_s",
                 self.adapt_interval_s,
+                0.0,
+                f64::INFINITY,
                 "seconds >= 0",
             ),
             (
                 "run.adapt_rate_change",
                 self.adapt_rate_change,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
                 "a share > 0",
             ),
             (
                 "run.adapt_min_efficiency",
                 self.adapt_min_efficiency,
+                0.0,
+                1.0,
                 "a share in [0, 1)",
             ),
-            ("run.adapt_hold_s", self.adapt_hold_s, "seconds > 0"),
-        ] {
-            let valid = value.is_finite()
-                && match key {
-                    "run.adapt_interval_s" => value >= 0.0,
-                    "run.adapt_min_efficiency" => (0.0..1.0).contains(&value),
-                    _ => value > 0.0,
-                };
-            if !valid {
+            (
+                "run.adapt_hold_s",
+                self.adapt_hold_s,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
+                "seconds > 0",
+            ),
+        ];
+        for (key, value, low, below, what) in adapt {
+            if !(value >= low && value < below) {
                 return Err(Invalid::new(
                     key,
                     format!("{key} = {value}: expected {what}"),
@@ -493,6 +500,21 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("run.toml:3: ") && err.contains("cm.lost_after_s"),
+            "{err}"
+        );
+
+        let err = parse("[run]\nadapt = true\nadapt_min_efficiency = 1.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.toml:3: ") && err.contains("[0, 1)"),
+            "{err}"
+        );
+        let err = parse("[run]\nstatistics_interval = 0\nadapt = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.toml:3: ") && err.contains("statistics_interval > 0"),
             "{err}"
         );
 
