@@ -436,6 +436,63 @@ fn a_cluster_whose_link_never_returns_stays_lost() {
     );
 }
 
+/// The task ids of each batch `out` sends to `rank`.
+fn batches_to(out: &[Output], rank: usize) -> Vec<Vec<u64>> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Send { to, bytes } if *to == rank => match decode(bytes, "batch").unwrap() {
+                ToWorker::Tasks(tasks) => Some(tasks.iter().map(|t| t.id).collect()),
+                ToWorker::Stop => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// A credit bounds what a cluster holds; a drop takes its tasks back and parks the room it
+/// offers; a re-admission serves that room with new tasks, not the ones it was dropped with.
+#[test]
+fn credit_drop_and_readmission_through_the_master_core() {
+    let machines = MachineFile::parse(
+        Path::new("m.hosts"),
+        "m\nw\nc # M 1 7000 name=a peer=b cluster=far nt=1\n",
+    )
+    .unwrap();
+    let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
+    let config = ConfigFile::defaults().run;
+    let mut master = MasterCore::new(
+        &machines,
+        config,
+        Box::new(OnDemand),
+        ProblemSource::new(problem),
+    );
+    let decision = |action| Decision {
+        rank: 2,
+        cluster: "far".into(),
+        action,
+        reason: "test".into(),
+    };
+    let now = Duration::ZERO;
+    let mut out = Vec::new();
+    master.start(now, &mut out).unwrap();
+    let ready = |room| encode(&ToMaster::Ready { room });
+    master.handle(now, 1, &ready(1), &mut out).unwrap();
+    master.adapt(now, &decision(Action::Credit(3)), &mut out);
+    master.handle(now, 2, &ready(10), &mut out).unwrap();
+    assert_eq!(batches_to(&out, 2), vec![vec![1], vec![2], vec![3]]);
+    out.clear();
+    master.adapt(now, &decision(Action::Drop), &mut out);
+    // Room offered while dropped waits too.
+    master.handle(now, 2, &ready(2), &mut out).unwrap();
+    assert!(batches_to(&out, 2).is_empty());
+    master.adapt(now, &decision(Action::Credit(4)), &mut out);
+    master.adapt(now, &decision(Action::Readmit), &mut out);
+    assert_eq!(
+        batches_to(&out, 2),
+        vec![vec![4], vec![5], vec![6], vec![7]]
+    );
+}
+
 /// Serves the highest rank first, rank 1 in batches of three.
 struct HighestFirst;
 
