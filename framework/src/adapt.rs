@@ -19,6 +19,11 @@
 //!   smallest multiple of the inter-task rate its link carries now that reaches what its
 //!   workers can compute (section 3.3's advice), at most eight times the plan's and half its
 //!   credit; back to the plan's once the link no longer holds it down;
+//! - its `nr`, when its results' way back holds it down (the bottleneck is `wan_out`): the
+//!   smallest multiple of the inter-result rate the link carries that reaches what its workers
+//!   can compute, sent down to its sub-master (`ToWorker::Join`, adopted for the results it
+//!   joins next); only ever raised, by at least twice the `nr` measured (tasks per result
+//!   message), at most 64;
 //! - a *drop*: a cluster the balance gives no work (its last inter-task alone would end after
 //!   the others finish everything), or whose rate fell below `adapt_min_efficiency` of what
 //!   its workers can compute, while others compute: its tasks go back;
@@ -29,7 +34,7 @@
 use std::{collections::BTreeMap, fmt};
 
 use hmw_model::methodology::{
-    advice::tasks_per_inter_task_needed,
+    advice::{results_per_inter_result_needed, tasks_per_inter_task_needed},
     balance::{balance_workload, ClusterTiming},
 };
 
@@ -41,6 +46,8 @@ const CREDIT_HYSTERESIS: f64 = 0.2;
 const READMIT_MARGIN: f64 = 1.2;
 /// `nt` never goes beyond this many times the plan's.
 const NT_CEILING: usize = 8;
+/// `nr` never goes beyond this.
+const NR_CEILING: usize = 64;
 
 /// The settings of re-planning, from the `[run]` table.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,6 +91,10 @@ pub struct ClusterSample {
     pub capacity_tasks_per_s: Option<f64>,
     /// Its link holds it down: tasks wait on the master's side of the link.
     pub link_bound: bool,
+    /// Neither its workers nor the tasks' way hold it down: its results' way back does.
+    pub results_bound: bool,
+    /// Tasks per result message over the interval (its `nr` as joined), when any came.
+    pub nr: Option<f64>,
     /// Tasks it holds now.
     pub held: u64,
     /// Tasks per inter-task now.
@@ -112,6 +123,8 @@ pub enum Action {
     Credit(u64),
     /// Its next inter-tasks carry this many tasks.
     Nt(usize),
+    /// Its sub-master joins up to this many results per inter-cluster result from now on.
+    Nr(usize),
     /// It takes no new task; its tasks go back.
     Drop,
     /// It takes tasks again.
@@ -136,6 +149,7 @@ impl fmt::Display for Action {
         match self {
             Action::Credit(tasks) => write!(f, "credit {tasks}"),
             Action::Nt(nt) => write!(f, "nt {nt}"),
+            Action::Nr(nr) => write!(f, "nr {nr}"),
             Action::Drop => f.write_str("drop"),
             Action::Readmit => f.write_str("readmit"),
         }
@@ -173,6 +187,8 @@ struct Track {
     /// The credit and `nt` last decided.
     credit: Option<u64>,
     nt: usize,
+    /// The `nr` last decided (none: the plan's).
+    nr: Option<usize>,
     /// The plan's `nt`.
     base_nt: usize,
     /// Seconds a dropped cluster waits before its next trial.
@@ -217,6 +233,7 @@ impl Adapter {
                 reference: None,
                 credit: None,
                 nt: c.nt.max(1),
+                nr: None,
                 base_nt: c.nt.max(1),
                 back_off_s: self.settings.interval_s,
             });
@@ -370,6 +387,23 @@ impl Adapter {
                     },
                 );
             }
+            // nr: lift a cluster its results' way back holds down, as the advice says; only
+            // ever up, and only by a clear step (the measured `nr` counts partial joins).
+            if let (true, Some(capacity), Some(joined)) =
+                (c.results_bound, c.capacity_tasks_per_s, c.nr)
+            {
+                let carried = rate / joined;
+                let needed = results_per_inter_result_needed(capacity, 1.0, carried, 1.0)
+                    .map_or(NR_CEILING, |n| n as usize)
+                    .min(NR_CEILING);
+                if needed as f64 > 2.0 * joined && needed > track.nr.unwrap_or(0) {
+                    track.nr = Some(needed);
+                    decide(
+                        Action::Nr(needed),
+                        format!("results-bound at {rate:.2} tasks/s, {joined:.1} per result"),
+                    );
+                }
+            }
             let moved = track.credit.is_none_or(|old| {
                 (credit as f64 - old as f64).abs() > CREDIT_HYSTERESIS * old as f64
             });
@@ -458,6 +492,8 @@ mod tests {
             tasks_per_s: rate,
             capacity_tasks_per_s: Some(capacity),
             link_bound: false,
+            results_bound: false,
+            nr: None,
             held: 10,
             nt: 1,
             workers: Some(2),
@@ -590,6 +626,28 @@ mod tests {
     }
 
     #[test]
+    fn a_results_bound_cluster_gets_a_larger_nr_and_never_a_smaller_one() {
+        let mut a = Adapter::new(settings());
+        let mut bound = cluster(1, 2.0, 8.0);
+        bound.results_bound = true;
+        bound.nr = Some(1.0);
+        let d = a.decide(&sample(1.0, 10_000, vec![bound.clone()]));
+        assert_eq!(
+            actions(&d),
+            vec![(1, Action::Nr(4)), (1, Action::Credit(20))]
+        );
+        // Now joining 4 at 4.1 tasks/s smoothed: 8 would do, not more than twice the joined:
+        // no new nr (and never a smaller one).
+        bound.nr = Some(4.0);
+        bound.tasks_per_s = 9.0;
+        let d = a.decide(&sample(12.0, 9_000, vec![bound]));
+        assert!(
+            d.iter().all(|d| !matches!(d.action, Action::Nr(_))),
+            "{d:?}"
+        );
+    }
+
+    #[test]
     fn the_only_cluster_is_never_dropped() {
         let mut a = Adapter::new(settings());
         let mut s = sample(1.0, 10_000, vec![cluster(1, 0.01, 10.0)]);
@@ -626,6 +684,7 @@ mod tests {
                     match d.action {
                         Action::Credit(credit) => prop_assert!(credit >= 1),
                         Action::Nt(nt) => prop_assert!((1..=2 * NT_CEILING).contains(&nt)),
+                        Action::Nr(nr) => prop_assert!((1..=NR_CEILING).contains(&nr)),
                         Action::Drop => {
                             prop_assert!(!dropped, "dropped twice");
                             dropped = true;

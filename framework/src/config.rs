@@ -95,7 +95,7 @@ pub struct RunConfig {
     /// final check is skipped, its answer being partial.
     pub max_tasks: Option<u64>,
     /// Re-plan between clusters during the run from what is measured ([`crate::adapt`]):
-    /// each cluster's credit and `nt`, dropping and re-admitting clusters. Needs
+    /// each cluster's credit, `nt` and `nr`, dropping and re-admitting clusters. Needs
     /// `statistics_interval > 0` (plans are made at progress lines).
     pub adapt: bool,
     /// At most one plan per this many seconds, events aside.

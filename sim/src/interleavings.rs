@@ -326,6 +326,7 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         2 => prop_oneof![
             (0u64..6).prop_map(Action::Credit),
             (1usize..5).prop_map(Action::Nt),
+            (1usize..5).prop_map(Action::Nr),
             Just(Action::Drop),
             Just(Action::Readmit),
         ]
@@ -442,7 +443,7 @@ fn batches_to(out: &[Output], rank: usize) -> Vec<Vec<u64>> {
         .filter_map(|o| match o {
             Output::Send { to, bytes } if *to == rank => match decode(bytes, "batch").unwrap() {
                 ToWorker::Tasks(tasks) => Some(tasks.iter().map(|t| t.id).collect()),
-                ToWorker::Stop => None,
+                ToWorker::Stop | ToWorker::Join(_) => None,
             },
             _ => None,
         })
@@ -527,7 +528,7 @@ fn first_batches(scheduler: Box<dyn Scheduler>) -> Vec<(usize, usize)> {
         .filter_map(|o| match o {
             Output::Send { to, bytes } => match decode(&bytes, "batch").unwrap() {
                 ToWorker::Tasks(tasks) => Some((to, tasks.len())),
-                ToWorker::Stop => None,
+                ToWorker::Stop | ToWorker::Join(_) => None,
             },
             _ => None,
         })

@@ -93,8 +93,10 @@ struct Tally {
     taken_back: u64,
     /// The report that came with its `Bye`.
     report: Option<Box<ClusterReport>>,
-    /// Since the last progress line: what the live prediction measures.
+    /// Since the last progress line: what the live prediction measures; and the interval
+    /// before it, for re-planning.
     window: Window,
+    last_window: Window,
     /// A CM's link, as it last reported it.
     link: Option<LinkState>,
 }
@@ -107,6 +109,8 @@ struct Window {
     busy_s: f64,
     computed: u64,
     computed_operations: f64,
+    /// Result messages (from a CM, each an inter-cluster result of up to `nr` tasks).
+    messages: u64,
 }
 
 /// Where a master is in its run.
@@ -232,6 +236,7 @@ impl<S: TaskSource> MasterCore<S> {
                     taken_back: 0,
                     report: None,
                     window: Window::default(),
+                    last_window: Window::default(),
                     link: None,
                 },
             );
@@ -474,7 +479,8 @@ impl<S: TaskSource> MasterCore<S> {
         };
         let mut clusters = Vec::new();
         for tally in self.tallies.values_mut() {
-            let w = std::mem::take(&mut tally.window);
+            tally.last_window = std::mem::take(&mut tally.window);
+            let w = tally.last_window;
             match &tally.kind {
                 Kind::Worker => {
                     local.workers = local.workers.map(|n| n + 1);
@@ -637,6 +643,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.stats.decode_s += result.decode_s;
                 tally.stats.encode_s += result.encode_s;
                 tally.window.computed += result.ids.len() as u64;
+                tally.window.messages += 1;
                 tally.window.busy_s += result.busy_s;
                 tally.stats.operations += result.operations;
                 tally.window.computed_operations += result.operations;
@@ -762,6 +769,10 @@ impl<S: TaskSource> MasterCore<S> {
         match decision.action {
             Action::Credit(tasks) => *credit = Some(tasks.max(1)),
             Action::Nt(tasks) => *nt = tasks.max(1),
+            Action::Nr(results) => out.push(Output::Send {
+                to: rank,
+                bytes: encode(&ToWorker::Join(results.max(1) as u32)),
+            }),
             Action::Drop if !tally.dropped => {
                 tally.dropped = true;
                 tally.parked_room = self.waiting.requests(rank) as u32;
@@ -812,6 +823,8 @@ impl<S: TaskSource> MasterCore<S> {
                     tasks_per_s: 0.0,
                     capacity_tasks_per_s: None,
                     link_bound: false,
+                    results_bound: false,
+                    nr: None,
                     held: 0,
                     nt: *nt,
                     workers: *workers,
@@ -833,6 +846,9 @@ impl<S: TaskSource> MasterCore<S> {
                     .filter(|_| per_task > 0.0)
                     .map(|ops| ops / per_task),
                 link_bound: estimate.bottleneck.as_deref() == Some("wan_in"),
+                results_bound: estimate.bottleneck.as_deref() == Some("wan_out"),
+                nr: (tally.last_window.messages > 0)
+                    .then(|| tally.last_window.computed as f64 / tally.last_window.messages as f64),
                 held: tally.outstanding.len() as u64,
                 nt: *nt,
                 workers: *workers,
