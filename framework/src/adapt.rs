@@ -17,13 +17,16 @@
 //!   first;
 //! - its `nt`, when its link holds it down (the live estimate's bottleneck is `wan_in`): the
 //!   smallest multiple of the inter-task rate its link carries now that reaches what its
-//!   workers can compute (section 3.3's advice), at most eight times the plan's and half its
-//!   credit; back to the plan's once the link no longer holds it down;
+//!   workers can compute (section 3.3's advice), at most doubled per plan, eight times the
+//!   plan's and half its credit; back to the plan's once the link no longer holds it down;
 //! - its `nr`, when its results' way back holds it down (the bottleneck is `wan_out`): the
 //!   smallest multiple of the inter-result rate the link carries that reaches what its workers
 //!   can compute, sent down to its sub-master (`ToWorker::Join`, adopted for the results it
-//!   joins next); only ever raised, by at least twice the `nr` measured (tasks per result
-//!   message), at most 64;
+//!   joins next); only ever raised, when the advice is at least twice the `nr` measured
+//!   (tasks per result message), at most doubled per plan, at most 64;
+//!
+//! `nt` and `nr` change only once a cluster's rate has been measured three times, so a
+//! cluster still starting is not read as held down.
 //! - a *drop*: a cluster the balance gives no work (its last inter-task alone would end after
 //!   the others finish everything), or whose rate fell below `adapt_min_efficiency` of what
 //!   its workers can compute, while others compute: its tasks go back;
@@ -48,6 +51,8 @@ const READMIT_MARGIN: f64 = 1.2;
 const NT_CEILING: usize = 8;
 /// `nr` never goes beyond this.
 const NR_CEILING: usize = 64;
+/// Rates measured before `nt` or `nr` are changed: not on a cluster still starting.
+const STEADY_SAMPLES: u32 = 3;
 
 /// The settings of re-planning, from the `[run]` table.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -180,8 +185,10 @@ enum Standing {
 #[derive(Debug, Clone)]
 struct Track {
     standing: Standing,
-    /// The smoothed rate, tasks per second, once it delivered something.
+    /// The smoothed rate, tasks per second, once it delivered something, and how many rates
+    /// it smooths.
     rate: Option<f64>,
+    samples: u32,
     /// The smoothed rate at the last plan.
     reference: Option<f64>,
     /// The credit and `nt` last decided.
@@ -230,6 +237,7 @@ impl Adapter {
             let track = self.tracks.entry(c.rank).or_insert_with(|| Track {
                 standing: Standing::Active,
                 rate: None,
+                samples: 0,
                 reference: None,
                 credit: None,
                 nt: c.nt.max(1),
@@ -355,15 +363,18 @@ impl Adapter {
             }
             let Some(rate) = track.rate else { continue };
             track.standing = Standing::Active;
-            // nt: lift a cluster its link holds down, as the advice says; back when it no
-            // longer does.
+            // nt: lift a cluster its link holds down, as the advice says, at most doubling it
+            // per plan; back when it no longer does. Not while it starts.
+            let steady = track.samples >= STEADY_SAMPLES;
             let nt = match (c.link_bound, c.capacity_tasks_per_s) {
-                (true, Some(capacity)) if rate > 0.0 => {
+                (true, Some(capacity)) if rate > 0.0 && steady => {
                     let carried = rate / track.nt as f64;
                     tasks_per_inter_task_needed(capacity, 1.0, carried, 1.0)
-                        .map_or(track.base_nt * NT_CEILING, |n| n as usize)
+                        .map_or(usize::MAX, |n| n as usize)
+                        .min(2 * track.nt)
                         .clamp(track.nt, track.base_nt * NT_CEILING)
                 }
+                (true, _) => track.nt,
                 _ => track.base_nt,
             };
             // The credit: what it computes in `hold_s`, within its balanced share, enough to
@@ -388,18 +399,20 @@ impl Adapter {
                 );
             }
             // nr: lift a cluster its results' way back holds down, as the advice says; only
-            // ever up, and only by a clear step (the measured `nr` counts partial joins).
-            if let (true, Some(capacity), Some(joined)) =
-                (c.results_bound, c.capacity_tasks_per_s, c.nr)
+            // ever up, when the advice is at least twice the `nr` measured (which counts
+            // partial joins), by doubling it at most. Not while it starts.
+            if let (true, true, Some(capacity), Some(joined)) =
+                (steady, c.results_bound, c.capacity_tasks_per_s, c.nr)
             {
                 let carried = rate / joined;
                 let needed = results_per_inter_result_needed(capacity, 1.0, carried, 1.0)
                     .map_or(NR_CEILING, |n| n as usize)
                     .min(NR_CEILING);
-                if needed as f64 > 2.0 * joined && needed > track.nr.unwrap_or(0) {
-                    track.nr = Some(needed);
+                let step = needed.min(2 * joined.ceil() as usize).min(NR_CEILING);
+                if needed as f64 >= 2.0 * joined && step > track.nr.unwrap_or(0) {
+                    track.nr = Some(step);
                     decide(
-                        Action::Nr(needed),
+                        Action::Nr(step),
                         format!("results-bound at {rate:.2} tasks/s, {joined:.1} per result"),
                     );
                 }
@@ -459,6 +472,9 @@ fn observe(track: &mut Track, c: &ClusterSample, now_s: f64, change: f64) -> Opt
         && (c.tasks_per_s > 0.0 || c.held > 0);
     if measurable {
         track.rate = Some(smooth(track.rate, c.tasks_per_s));
+        track.samples += 1;
+    } else if track.rate.is_none() {
+        track.samples = 0;
     }
     if let Some(event) = presence_event {
         return Some(event.into());
@@ -613,16 +629,33 @@ mod tests {
         assert!(d.iter().any(|d| d.rank == 2), "back: a plan at once {d:?}");
     }
 
+    /// Three samples at `t0`, `t0 + 1`, `t0 + 2`, one a second: a cluster now steady.
+    fn steady(a: &mut Adapter, t0: f64, c: &ClusterSample) -> Vec<Decision> {
+        (0..3)
+            .flat_map(|k| a.decide(&sample(t0 + k as f64, 10_000, vec![c.clone()])))
+            .collect()
+    }
+
     #[test]
-    fn a_link_bound_cluster_gets_a_larger_nt() {
+    fn a_link_bound_cluster_gets_a_larger_nt_doubling_once_steady() {
         let mut a = Adapter::new(settings());
         let mut bound = cluster(1, 2.0, 8.0);
         bound.link_bound = true;
-        let d = a.decide(&sample(1.0, 10_000, vec![bound]));
+        // Starting: a credit only.
         assert_eq!(
-            actions(&d),
-            vec![(1, Action::Nt(4)), (1, Action::Credit(20))]
+            actions(&steady(&mut a, 1.0, &bound)),
+            vec![(1, Action::Credit(20))]
         );
+        // 2 inter-tasks a second carried, 8 tasks/s wanted: nt 4, reached by doubling.
+        let d = a.decide(&sample(11.0, 9_000, vec![bound.clone()]));
+        assert_eq!(actions(&d), vec![(1, Action::Nt(2))]);
+        bound.nt = 2;
+        let d = a.decide(&sample(21.0, 8_000, vec![bound.clone()]));
+        assert_eq!(actions(&d), vec![(1, Action::Nt(4))]);
+        // The link no longer holds it down: back to the plan's.
+        bound.link_bound = false;
+        let d = a.decide(&sample(31.0, 7_000, vec![bound]));
+        assert_eq!(actions(&d), vec![(1, Action::Nt(1))]);
     }
 
     #[test]
@@ -631,16 +664,21 @@ mod tests {
         let mut bound = cluster(1, 2.0, 8.0);
         bound.results_bound = true;
         bound.nr = Some(1.0);
-        let d = a.decide(&sample(1.0, 10_000, vec![bound.clone()]));
         assert_eq!(
-            actions(&d),
-            vec![(1, Action::Nr(4)), (1, Action::Credit(20))]
+            actions(&steady(&mut a, 1.0, &bound)),
+            vec![(1, Action::Credit(20))]
         );
-        // Now joining 4 at 4.1 tasks/s smoothed: 8 would do, not more than twice the joined:
-        // no new nr (and never a smaller one).
+        let d = a.decide(&sample(11.0, 9_000, vec![bound.clone()]));
+        assert_eq!(actions(&d), vec![(1, Action::Nr(2))]);
+        bound.nr = Some(2.0);
+        let d = a.decide(&sample(21.0, 8_000, vec![bound.clone()]));
+        assert_eq!(actions(&d), vec![(1, Action::Nr(4))]);
+        // Joining 4 at 5 tasks/s smoothed: 7 would do, less than twice the joined: no new
+        // nr, and never a smaller one.
         bound.nr = Some(4.0);
-        bound.tasks_per_s = 9.0;
-        let d = a.decide(&sample(12.0, 9_000, vec![bound]));
+        bound.tasks_per_s = 12.0;
+        let d = a.decide(&sample(22.0, 7_000, vec![bound]));
+        assert!(!d.is_empty(), "a rate event");
         assert!(
             d.iter().all(|d| !matches!(d.action, Action::Nr(_))),
             "{d:?}"
