@@ -157,6 +157,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
             perf,
             lan_bytes_per_s: params.lan_bytes_per_s,
             wan,
+            speed_changes: Vec::new(),
         });
     }
     let app = &plan.application;

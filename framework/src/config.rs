@@ -14,6 +14,11 @@
 //! tune_workers = "off"        # iterative applications: "time" or "pi" tunes the workers
 //! active_workers = 8          # iterative applications: workers that take tasks (default all)
 //! tune_drift = 0.25           # relative change of a measured term the tuner acts on
+//! adapt = false               # re-plan between clusters from live measurements
+//! adapt_interval_s = 10       # at most one plan per interval (events aside)
+//! adapt_rate_change = 0.3     # a cluster's rate moving this much is an event
+//! adapt_min_efficiency = 0.1  # below this share of its capacity a cluster is dropped
+//! adapt_hold_s = 10           # a cluster may hold what it computes in this time
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -102,6 +107,18 @@ pub struct RunConfig {
     /// Iterative applications: the relative change of a measured term (`Tc`, or the
     /// communication time over the iteration time) that the tuner takes for drift.
     pub tune_drift: f64,
+    /// Re-plan between clusters during the run from what is measured ([`crate::adapt`]):
+    /// each cluster's credit, `nt` and `nr`, dropping and re-admitting clusters. Needs
+    /// `statistics_interval > 0` (plans are made at progress lines).
+    pub adapt: bool,
+    /// At most one plan per this many seconds, events aside.
+    pub adapt_interval_s: f64,
+    /// A relative move of a cluster's smoothed rate that is an event.
+    pub adapt_rate_change: f64,
+    /// A cluster computing less than this share of what its workers can is dropped.
+    pub adapt_min_efficiency: f64,
+    /// A cluster may hold what it computes in this many seconds.
+    pub adapt_hold_s: f64,
 }
 
 /// `[run] tune_workers`.
@@ -132,6 +149,11 @@ impl Default for RunConfig {
             tune_workers: TuneWorkers::Off,
             active_workers: None,
             tune_drift: 0.25,
+            adapt: false,
+            adapt_interval_s: 10.0,
+            adapt_rate_change: 0.3,
+            adapt_min_efficiency: 0.1,
+            adapt_hold_s: 10.0,
         }
     }
 }
@@ -145,7 +167,62 @@ impl RunConfig {
         }
     }
 
+    /// The settings of [`crate::adapt`], when `adapt` is on.
+    pub fn adapt_settings(&self) -> Option<crate::adapt::AdaptSettings> {
+        self.adapt.then_some(crate::adapt::AdaptSettings {
+            interval_s: self.adapt_interval_s,
+            rate_change: self.adapt_rate_change,
+            min_efficiency: self.adapt_min_efficiency,
+            hold_s: self.adapt_hold_s,
+        })
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
+        let adapt = [
+            (
+                "run.adapt_interval_s",
+                self.adapt_interval_s,
+                0.0,
+                f64::INFINITY,
+                "seconds >= 0",
+            ),
+            (
+                "run.adapt_rate_change",
+                self.adapt_rate_change,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
+                "a share > 0",
+            ),
+            (
+                "run.adapt_min_efficiency",
+                self.adapt_min_efficiency,
+                0.0,
+                1.0,
+                "a share in [0, 1)",
+            ),
+            (
+                "run.adapt_hold_s",
+                self.adapt_hold_s,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
+                "seconds > 0",
+            ),
+        ];
+        for (key, value, low, below, what) in adapt {
+            if !(value >= low && value < below) {
+                return Err(Invalid::new(
+                    key,
+                    format!("{key} = {value}: expected {what}"),
+                ));
+            }
+        }
+        if self.adapt && self.statistics_interval <= 0.0 {
+            return Err(Invalid::new(
+                "run.adapt",
+                "run.adapt = true re-plans at progress lines: it needs run.statistics_interval > 0"
+                    .to_string(),
+            ));
+        }
         match self.chunk_overhead_s {
             Some(h) if !(h.is_finite() && h >= 0.0) => {
                 return Err(Invalid::new(
@@ -467,6 +544,21 @@ mod tests {
             .to_string();
         assert!(
             err.starts_with("run.toml:3: ") && err.contains("cm.lost_after_s"),
+            "{err}"
+        );
+
+        let err = parse("[run]\nadapt = true\nadapt_min_efficiency = 1.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.toml:3: ") && err.contains("[0, 1)"),
+            "{err}"
+        );
+        let err = parse("[run]\nstatistics_interval = 0\nadapt = true\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("run.toml:3: ") && err.contains("statistics_interval > 0"),
             "{err}"
         );
 

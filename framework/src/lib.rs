@@ -8,6 +8,7 @@
 //!
 //! See `docs/architecture.md` for the system as built.
 
+pub mod adapt;
 pub mod app;
 mod builder;
 pub mod config;

@@ -5,8 +5,8 @@ use std::{fmt::Write as _, time::Duration};
 
 use crate::live::Estimate;
 pub use crate::protocol::report::{
-    ClusterEstimate, ClusterReport, ClusterStats, LinkSummary, Outage, ProgressSample, RunStats,
-    WorkerStats,
+    Adaptation, ClusterEstimate, ClusterReport, ClusterStats, LinkSummary, Outage, ProgressSample,
+    RunStats, WorkerStats,
 };
 
 impl WorkerStats {

@@ -131,6 +131,7 @@ fn run(
                     }
                 }
                 ToWorker::Stop => ToMaster::Bye { report: None },
+                ToWorker::Join(_) => panic!("a master of workers only sends no join factor"),
             };
             pending.push_back((to, encode(&reply)));
         }

@@ -2,7 +2,8 @@
 //! chooses which message is delivered next (each channel keeps its order, as MPI and the link
 //! do), which worker finishes a task, when time passes, when the link goes down (past the
 //! lost-after deadline: the cluster is lost, its tasks taken back, its late results arriving
-//! after) and comes back, and the run's shape (workers, buffers, `nt`, `nr`, window, bounded
+//! after) and comes back, which re-planning decisions the master takes (credit, `nt`, drop
+//! and re-admission of the far cluster), and the run's shape (workers, buffers, `nt`, `nr`, window, bounded
 //! share, tail copies, scheduling policy). Whatever the interleaving, the run ends and the
 //! problem sees every task exactly once.
 
@@ -13,6 +14,7 @@ use std::{
 };
 
 use hmw::{
+    adapt::{Action, Decision},
     config::{ConfigFile, RunConfig},
     core::{MasterCore, Output, ProblemSource},
     machinefile::MachineFile,
@@ -52,6 +54,8 @@ enum Op {
     LinkUp,
     /// The link goes down for good: the far cluster never returns.
     LinkGone,
+    /// A re-planning decision for the far cluster.
+    Adapt(Action),
 }
 
 const LOST_AFTER_S: f64 = 10.0;
@@ -222,13 +226,37 @@ impl Sim {
                 self.link_gone = true;
                 self.set_link(false);
             }
+            Op::Adapt(action) => self.adapt(action),
         }
+    }
+
+    /// Apply `action` to the far cluster (its CM is the main cluster's last rank).
+    fn adapt(&mut self, action: Action) {
+        if self.world.links().next().is_none() {
+            return;
+        }
+        let rank = self
+            .world
+            .workers()
+            .filter(|&n| self.world.locate(n).0 == 0)
+            .count()
+            + 1;
+        let decision = Decision {
+            rank,
+            cluster: "far".into(),
+            action,
+            reason: "chosen by the test".into(),
+        };
+        let sent = self.world.adapt(self.now, &decision);
+        self.queue(sent);
     }
 
     /// Bring the link up (unless it is gone) and let everything flow until the master is
     /// done.
     fn settle(&mut self) {
         self.set_link(true);
+        // A cluster dropped with its master's workers all gone would wait for ever.
+        self.adapt(Action::Readmit);
         for _ in 0..10_000 {
             if self.world.is_done() {
                 return;
@@ -295,6 +323,14 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         1 => Just(Op::LinkDown),
         1 => Just(Op::LinkUp),
         1 => Just(Op::LinkGone),
+        2 => prop_oneof![
+            (0u64..6).prop_map(Action::Credit),
+            (1usize..5).prop_map(Action::Nt),
+            (1usize..5).prop_map(Action::Nr),
+            Just(Action::Drop),
+            Just(Action::Readmit),
+        ]
+        .prop_map(Op::Adapt),
     ];
     proptest::collection::vec(op, 0..400)
 }
@@ -401,6 +437,63 @@ fn a_cluster_whose_link_never_returns_stays_lost() {
     );
 }
 
+/// The task ids of each batch `out` sends to `rank`.
+fn batches_to(out: &[Output], rank: usize) -> Vec<Vec<u64>> {
+    out.iter()
+        .filter_map(|o| match o {
+            Output::Send { to, bytes } if *to == rank => match decode(bytes, "batch").unwrap() {
+                ToWorker::Tasks(tasks) => Some(tasks.iter().map(|t| t.id).collect()),
+                ToWorker::Stop | ToWorker::Join(_) => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// A credit bounds what a cluster holds; a drop takes its tasks back and parks the room it
+/// offers; a re-admission serves that room with new tasks, not the ones it was dropped with.
+#[test]
+fn credit_drop_and_readmission_through_the_master_core() {
+    let machines = MachineFile::parse(
+        Path::new("m.hosts"),
+        "m\nw\nc # M 1 7000 name=a peer=b cluster=far nt=1\n",
+    )
+    .unwrap();
+    let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
+    let config = ConfigFile::defaults().run;
+    let mut master = MasterCore::new(
+        &machines,
+        config,
+        Box::new(OnDemand),
+        ProblemSource::new(problem),
+    );
+    let decision = |action| Decision {
+        rank: 2,
+        cluster: "far".into(),
+        action,
+        reason: "test".into(),
+    };
+    let now = Duration::ZERO;
+    let mut out = Vec::new();
+    master.start(now, &mut out).unwrap();
+    let ready = |room| encode(&ToMaster::Ready { room });
+    master.handle(now, 1, &ready(1), &mut out).unwrap();
+    master.adapt(now, &decision(Action::Credit(3)), &mut out);
+    master.handle(now, 2, &ready(10), &mut out).unwrap();
+    assert_eq!(batches_to(&out, 2), vec![vec![1], vec![2], vec![3]]);
+    out.clear();
+    master.adapt(now, &decision(Action::Drop), &mut out);
+    // Room offered while dropped waits too.
+    master.handle(now, 2, &ready(2), &mut out).unwrap();
+    assert!(batches_to(&out, 2).is_empty());
+    master.adapt(now, &decision(Action::Credit(4)), &mut out);
+    master.adapt(now, &decision(Action::Readmit), &mut out);
+    assert_eq!(
+        batches_to(&out, 2),
+        vec![vec![4], vec![5], vec![6], vec![7]]
+    );
+}
+
 /// Serves the highest rank first, rank 1 in batches of three.
 struct HighestFirst;
 
@@ -435,7 +528,7 @@ fn first_batches(scheduler: Box<dyn Scheduler>) -> Vec<(usize, usize)> {
         .filter_map(|o| match o {
             Output::Send { to, bytes } => match decode(&bytes, "batch").unwrap() {
                 ToWorker::Tasks(tasks) => Some((to, tasks.len())),
-                ToWorker::Stop => None,
+                ToWorker::Stop | ToWorker::Join(_) => None,
             },
             _ => None,
         })

@@ -55,6 +55,20 @@ pub struct ClusterSpec {
     pub lan_bytes_per_s: f64,
     /// Its WAN to its parent (`None` for the main cluster).
     pub wan: Option<WanSpec>,
+    /// Changes of its workers' speed during the run: from `at_s` seconds on, they compute
+    /// at `factor` times their `perf` (a task computes at the speed of its start).
+    pub speed_changes: Vec<(f64, f64)>,
+}
+
+impl ClusterSpec {
+    /// The factor of its workers' speed at `at_s` seconds.
+    pub fn speed_at(&self, at_s: f64) -> f64 {
+        self.speed_changes
+            .iter()
+            .filter(|(from, _)| *from <= at_s)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map_or(1.0, |&(_, factor)| factor)
+    }
 }
 
 /// A simulated run.

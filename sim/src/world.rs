@@ -384,6 +384,17 @@ impl World {
         std::mem::take(&mut self.sent)
     }
 
+    /// Apply a re-planning decision to the main master at `now`, as its own re-planning
+    /// does (for tests that choose decisions themselves). Returns what it sends.
+    pub fn adapt(&mut self, now: Duration, decision: &hmw::adapt::Decision) -> Vec<Transfer> {
+        self.now = self.now.max(now);
+        if let Slot::Master(core) = &mut self.slots[0] {
+            core.adapt(now, decision, &mut self.out);
+            self.flush_head(0);
+        }
+        std::mem::take(&mut self.sent)
+    }
+
     /// The main master is done: the run is over.
     pub fn is_done(&self) -> bool {
         matches!(&self.slots[0], Slot::Master(core) if core.is_done())

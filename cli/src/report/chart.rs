@@ -4,7 +4,9 @@
 //! shaded, the tolerance on the makespan, the predicted makespan range inside it, and when a
 //! cluster's link was down; below, one row per cluster behind a communication manager with its
 //! link's outages (recorded by the CM; inferred from a cluster delivering nothing while others
-//! did when the statistics have no such records); on the right, the legend and the figures.
+//! did when the statistics have no such records); re-planning decisions (`[run] adapt`) as
+//! short ticks at the top of both charts, in the colour of the cluster they concern; on the
+//! right, the legend and the figures.
 //!
 //! One function draws on any plotters backend; [`Report::svg`] and [`Report::png`] pick one.
 //! Text is measured (SVG) and drawn (PNG) with the system's sans-serif font, found through
@@ -304,6 +306,19 @@ impl Report {
             vec![(wall, 0.0), (wall, y_top)],
             END_LINE.stroke_width(2),
         ))))?;
+        // Each re-planning decision: a tick down from the top, in its cluster's colour
+        // (thicker for a drop or a re-admission).
+        for a in &self.observed.adaptations {
+            let width = if a.action.starts_with("credit") || a.action.starts_with("nt") {
+                1
+            } else {
+                3
+            };
+            drawn(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(a.t_s, y_top), (a.t_s, y_top * 0.9)],
+                self.colour_of(&a.cluster).stroke_width(width),
+            ))))?;
+        }
         Ok(())
     }
 
@@ -604,6 +619,26 @@ impl Report {
             Mark::Vertical(END_LINE),
             &format!("measured makespan: {:.2} s", self.observed.wall_s),
         )?;
+        let adaptations = &self.observed.adaptations;
+        if !adaptations.is_empty() {
+            let count = |what: &str| {
+                adaptations
+                    .iter()
+                    .filter(|a| a.action.starts_with(what))
+                    .count()
+            };
+            side.entry(
+                Mark::Vertical(END_LINE),
+                &format!(
+                    "re-planning (ticks at the top, its cluster's colour): {} credit, {} nt, \
+                     {} drop, {} readmit",
+                    count("credit"),
+                    count("nt"),
+                    count("drop"),
+                    count("readmit")
+                ),
+            )?;
+        }
         if !self.linked().is_empty() {
             side.entry(
                 Mark::Band(LINK_UP.to_rgba()),
@@ -974,6 +1009,38 @@ mod tests {
         assert!(
             svg.contains("fill=\"#DC322F\""),
             "the inferred silence shading"
+        );
+    }
+
+    #[test]
+    fn re_planning_decisions_are_marked_and_counted() {
+        let mut stats = two_cluster_stats();
+        stats.adaptations = ["credit 12", "drop", "readmit"]
+            .iter()
+            .enumerate()
+            .map(|(i, action)| hmw::stats::Adaptation {
+                t_s: 1.0 + i as f64,
+                cluster: "spain".into(),
+                action: (*action).into(),
+                reason: "test".into(),
+            })
+            .collect();
+        let bare = report(false).svg(DEFAULT_SIZE).unwrap();
+        let observed = super::super::observed::Observed::from_stats(&stats);
+        let svg = Report::from_parts("adapt", observed, None, 80)
+            .svg(DEFAULT_SIZE)
+            .unwrap();
+        assert!(
+            svg.contains("1 credit, 0 nt, 1 drop, 1 readmit"),
+            "the legend's count"
+        );
+        // A tick per decision on each of the two charts, in spain's colour.
+        let ticks = |svg: &str| svg.matches("stroke=\"#E69F00\"").count();
+        assert!(
+            ticks(&svg) >= ticks(&bare) + 6,
+            "{} {}",
+            ticks(&svg),
+            ticks(&bare)
         );
     }
 

@@ -127,6 +127,8 @@ pub struct Observed {
     pub clusters: Vec<ObservedCluster>,
     /// Tasks done by the whole run at each sample, same times as the clusters'.
     pub total: Vec<(f64, u64)>,
+    /// The re-planning decisions (`[run] adapt`), in order.
+    pub adaptations: Vec<hmw::stats::Adaptation>,
 }
 
 impl ObservedCluster {
@@ -219,6 +221,7 @@ impl Observed {
             tasks: stats.tasks,
             clusters,
             total: strictly_increasing_times(total),
+            adaptations: stats.adaptations.clone(),
         }
     }
 

@@ -21,6 +21,7 @@
 
 use std::{
     collections::{BTreeSet, VecDeque},
+    fmt::Write as _,
     time::Duration,
 };
 
@@ -34,6 +35,7 @@ use super::{
     task_source::{Next, TaskSource},
 };
 use crate::{
+    adapt::{Action, Adapter, ClusterSample, Decision, Presence, Sample},
     app::{Recipient, TaskId},
     config::RunConfig,
     error::RunError,
@@ -42,7 +44,7 @@ use crate::{
     machinefile::{Facing, MachineFile},
     protocol::{encode, LinkState, TasksRef, ToMaster, ToWorker, WireTaskRef},
     scheduler::{Demand, Requester, Scheduler, Waiting},
-    stats::{ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
+    stats::{Adaptation, ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
 };
 
 /// A task handed out and not yet gathered.
@@ -68,6 +70,8 @@ enum Kind {
         max_tasks: Option<u64>,
         /// Workers behind it (`workers=`), for the live prediction.
         workers: Option<usize>,
+        /// At most this many tasks held at once (set by re-planning).
+        credit: Option<u64>,
     },
 }
 
@@ -81,6 +85,10 @@ struct Tally {
     handed: u64,
     /// Lost: no more tasks go there.
     gone: bool,
+    /// Dropped by re-planning: no more tasks go there until re-admitted; the room it offers
+    /// meanwhile is kept for then.
+    dropped: bool,
+    parked_room: u32,
     /// Times it came back after being lost, and its tasks done when it last did.
     rejoins: u64,
     done_at_rejoin: u64,
@@ -89,8 +97,10 @@ struct Tally {
     taken_back: u64,
     /// The report that came with its `Bye`.
     report: Option<Box<ClusterReport>>,
-    /// Since the last progress line: what the live prediction measures.
+    /// Since the last progress line: what the live prediction measures; and the interval
+    /// before it, for re-planning.
     window: Window,
+    last_window: Window,
     /// A CM's link, as it last reported it.
     link: Option<LinkState>,
 }
@@ -137,6 +147,8 @@ struct Window {
     busy_s: f64,
     computed: u64,
     computed_operations: f64,
+    /// Result messages (from a CM, each an inter-cluster result of up to `nr` tasks).
+    messages: u64,
 }
 
 /// Where a master is in its run.
@@ -216,6 +228,9 @@ pub struct MasterCore<S> {
     unheard_cms: usize,
     /// An iterative problem's iterations and active workers.
     iterations: Option<IterationTracker>,
+    /// Re-planning between clusters (`[run] adapt`) and the decisions made.
+    adapter: Option<Adapter>,
+    adaptations: Vec<Adaptation>,
 }
 
 impl<S: TaskSource> MasterCore<S> {
@@ -241,6 +256,7 @@ impl<S: TaskSource> MasterCore<S> {
                     nt: line.annotations.nt.unwrap_or(1),
                     max_tasks: line.annotations.max_tasks,
                     workers: line.annotations.workers,
+                    credit: None,
                 },
                 Some(_) => continue, // the upstream CM of a sub-master
             };
@@ -258,12 +274,15 @@ impl<S: TaskSource> MasterCore<S> {
                     outstanding: Held::default(),
                     handed: 0,
                     gone: false,
+                    dropped: false,
+                    parked_room: 0,
                     rejoins: 0,
                     done_at_rejoin: 0,
                     heard: false,
                     taken_back: 0,
                     report: None,
                     window: Window::default(),
+                    last_window: Window::default(),
                     link: None,
                 },
             );
@@ -284,6 +303,10 @@ impl<S: TaskSource> MasterCore<S> {
             source.set_active_workers(tracker.active());
             tracker
         });
+        let adapter = config
+            .adapt_settings()
+            .filter(|_| cms > 0)
+            .map(Adapter::new);
         MasterCore {
             source,
             scheduler,
@@ -319,6 +342,8 @@ impl<S: TaskSource> MasterCore<S> {
             unheard_workers: workers,
             unheard_cms: cms,
             iterations,
+            adapter,
+            adaptations: Vec::new(),
         }
     }
 
@@ -363,7 +388,12 @@ impl<S: TaskSource> MasterCore<S> {
         if now >= self.next_report {
             let interval = self.config.statistics_interval;
             let sample = self.progress(now.saturating_sub(self.started_at), interval);
-            out.push(Output::Progress(sample.line(self.source.task_count())));
+            let mut line = sample.line(self.source.task_count());
+            for decision in self.replan(&sample) {
+                let _ = write!(line, " | adapt {decision}");
+                self.adapt(now, &decision, out);
+            }
+            out.push(Output::Progress(line));
             self.progress.push(sample);
             self.next_report += Duration::from_secs_f64(interval);
         }
@@ -501,6 +531,11 @@ impl<S: TaskSource> MasterCore<S> {
         if tally.gone || room == 0 {
             return;
         }
+        if tally.dropped {
+            let tally = self.tallies.get_mut(&rank).expect("fed");
+            tally.parked_room = tally.parked_room.saturating_add(room);
+            return;
+        }
         let requester = Requester {
             rank,
             holding: tally.outstanding.len(),
@@ -521,7 +556,8 @@ impl<S: TaskSource> MasterCore<S> {
         };
         let mut clusters = Vec::new();
         for tally in self.tallies.values_mut() {
-            let w = std::mem::take(&mut tally.window);
+            tally.last_window = std::mem::take(&mut tally.window);
+            let w = tally.last_window;
             match &tally.kind {
                 Kind::Worker => {
                     local.workers = local.workers.map(|n| n + 1);
@@ -685,6 +721,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.stats.decode_s += result.decode_s;
                 tally.stats.encode_s += result.encode_s;
                 tally.window.computed += result.ids.len() as u64;
+                tally.window.messages += 1;
                 tally.window.busy_s += result.busy_s;
                 tally.stats.operations += result.operations;
                 tally.window.computed_operations += result.operations;
@@ -741,28 +778,8 @@ impl<S: TaskSource> MasterCore<S> {
             }
             ToMaster::Lost => {
                 tally.gone = true;
-                // Its tasks still wanted (a copy of some may have been gathered elsewhere).
-                let in_flight = &self.in_flight;
-                let outstanding: Vec<TaskId> = tally
-                    .outstanding
-                    .take_sorted()
-                    .into_iter()
-                    .filter(|id| in_flight.contains_key(id))
-                    .collect();
-                tally.taken_back += outstanding.len() as u64;
-                self.reassigned += outstanding.len() as u64;
-                tracing::warn!(
-                    rank = from,
-                    tasks = outstanding.len(),
-                    "cluster lost: taking its tasks back"
-                );
-                for id in outstanding {
-                    if let Some(flight) = self.in_flight.get_mut(&id) {
-                        flight.lost_holders.push(from);
-                    }
-                    self.release(id, from);
-                }
-                self.waiting.remove(from);
+                let tasks = self.take_back(from);
+                tracing::warn!(rank = from, tasks, "cluster lost: taking its tasks back");
             }
             ToMaster::Back if tally.gone && matches!(tally.kind, Kind::Cm { .. }) => {
                 tally.gone = false;
@@ -794,6 +811,148 @@ impl<S: TaskSource> MasterCore<S> {
             }
         }
         Ok(())
+    }
+
+    /// Take back the tasks `rank` (a cluster lost or dropped) holds that are still wanted (a
+    /// copy of some may have been gathered elsewhere), and its requests: how many tasks.
+    /// It is not handed them again (it may still deliver them late).
+    fn take_back(&mut self, rank: usize) -> usize {
+        let Some(tally) = self.tallies.get_mut(&rank) else {
+            return 0;
+        };
+        let in_flight = &self.in_flight;
+        let outstanding: Vec<TaskId> = tally
+            .outstanding
+            .take_sorted()
+            .into_iter()
+            .filter(|id| in_flight.contains_key(id))
+            .collect();
+        tally.taken_back += outstanding.len() as u64;
+        self.reassigned += outstanding.len() as u64;
+        for &id in &outstanding {
+            if let Some(flight) = self.in_flight.get_mut(&id) {
+                flight.lost_holders.push(rank);
+            }
+            self.release(id, rank);
+        }
+        self.waiting.remove(rank);
+        outstanding.len()
+    }
+
+    /// Apply a re-planning decision ([`crate::adapt`]) at time `now` to the cluster whose CM
+    /// is rank `decision.rank`, then serve whoever may be served. A credit or `nt` holds
+    /// from the next batch on; a dropped cluster's tasks go back (its late results are
+    /// gathered or discharged as a lost cluster's) and the room it offers is kept for its
+    /// re-admission. No task is lost or gathered twice whatever the decisions and their
+    /// order; a decision for a rank that is not a CM is ignored.
+    pub fn adapt(&mut self, now: Duration, decision: &Decision, out: &mut Vec<Output>) {
+        let rank = decision.rank;
+        let Some(tally) = self.tallies.get_mut(&rank) else {
+            return;
+        };
+        let Kind::Cm { nt, credit, .. } = &mut tally.kind else {
+            return;
+        };
+        match decision.action {
+            Action::Credit(tasks) => *credit = Some(tasks.max(1)),
+            Action::Nt(tasks) => *nt = tasks.max(1),
+            Action::Nr(results) => out.push(Output::Send {
+                to: rank,
+                bytes: encode(&ToWorker::Join(results.max(1) as u32)),
+            }),
+            Action::Drop if !tally.dropped => {
+                tally.dropped = true;
+                tally.parked_room = self.waiting.requests(rank) as u32;
+                self.take_back(rank);
+            }
+            Action::Readmit if tally.dropped => {
+                tally.dropped = false;
+                let room = std::mem::take(&mut tally.parked_room);
+                self.request(rank, room);
+            }
+            Action::Drop | Action::Readmit => {}
+        }
+        // A credit raised or a rank re-admitted may be served now.
+        self.waiting.restore(rank);
+        self.adaptations.push(Adaptation {
+            t_s: now.saturating_sub(self.started_at).as_secs_f64(),
+            cluster: decision.cluster.clone(),
+            action: decision.action.to_string(),
+            reason: decision.reason.clone(),
+        });
+        if self.phase == Phase::Running && !self.source.stopped() {
+            self.dispatch(out);
+        }
+    }
+
+    /// The decisions of re-planning over the progress `sample` just taken, if it is on.
+    fn replan(&mut self, sample: &ProgressSample) -> Vec<Decision> {
+        let Some(adapter) = &mut self.adapter else {
+            return Vec::new();
+        };
+        let per_task = self.useful_operations / self.gathered.max(1) as f64;
+        let mut local_tasks_per_s = 0.0;
+        let mut clusters = Vec::new();
+        for (rank, tally) in self.tallies.iter() {
+            let Kind::Cm {
+                name, nt, workers, ..
+            } = &tally.kind
+            else {
+                continue;
+            };
+            let Some(estimate) = sample.clusters.iter().find(|c| &c.name == name) else {
+                // Lost clusters are not in the live figures.
+                clusters.push(ClusterSample {
+                    rank,
+                    name: name.clone(),
+                    presence: Presence::Lost,
+                    tasks_done: tally.stats.tasks_done,
+                    tasks_per_s: 0.0,
+                    capacity_tasks_per_s: None,
+                    link_bound: false,
+                    results_bound: false,
+                    nr: None,
+                    held: 0,
+                    nt: *nt,
+                    workers: *workers,
+                });
+                continue;
+            };
+            clusters.push(ClusterSample {
+                rank,
+                name: name.clone(),
+                presence: match (tally.gone, tally.dropped) {
+                    (true, _) => Presence::Lost,
+                    (false, true) => Presence::Dropped,
+                    (false, false) => Presence::Active,
+                },
+                tasks_done: tally.stats.tasks_done,
+                tasks_per_s: estimate.tasks_per_s,
+                capacity_tasks_per_s: estimate
+                    .available_ops_per_s
+                    .filter(|_| per_task > 0.0)
+                    .map(|ops| ops / per_task),
+                link_bound: estimate.bottleneck.as_deref() == Some("wan_in"),
+                results_bound: estimate.bottleneck.as_deref() == Some("wan_out"),
+                nr: (tally.last_window.messages > 0)
+                    .then(|| tally.last_window.computed as f64 / tally.last_window.messages as f64),
+                held: tally.outstanding.len() as u64,
+                nt: *nt,
+                workers: *workers,
+            });
+        }
+        if let Some(local) = sample.clusters.first().filter(|c| c.name == self.name) {
+            local_tasks_per_s = local.tasks_per_s;
+        }
+        adapter.decide(&Sample {
+            now_s: sample.t_s,
+            remaining_tasks: self
+                .source
+                .task_count()
+                .map(|total| total.saturating_sub(self.gathered)),
+            local_tasks_per_s,
+            clusters,
+        })
     }
 
     /// `rank` no longer holds task `id`: if nobody else does, it goes to the retry queue (once:
@@ -852,9 +1011,18 @@ impl<S: TaskSource> MasterCore<S> {
                     };
                     (self.scheduler.batch_size(&demand).max(1), u64::MAX, true)
                 }
-                Kind::Cm { nt, max_tasks, .. } => (
+                Kind::Cm {
+                    nt,
+                    max_tasks,
+                    credit,
+                    ..
+                } => (
                     (*nt).max(1),
-                    max_tasks.map_or(u64::MAX, |m| m.saturating_sub(tally.handed)),
+                    max_tasks
+                        .map_or(u64::MAX, |m| m.saturating_sub(tally.handed))
+                        .min(credit.map_or(u64::MAX, |c| {
+                            c.saturating_sub(tally.outstanding.len() as u64)
+                        })),
                     false,
                 ),
             };
@@ -1005,6 +1173,7 @@ impl<S: TaskSource> MasterCore<S> {
             placement: Vec::new(),
             iterations,
             tuner,
+            adaptations: std::mem::take(&mut self.adaptations),
         }
     }
 }

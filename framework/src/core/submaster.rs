@@ -454,6 +454,10 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 }
                 self.top_up();
             }
+            ToWorker::Join(nr) => {
+                tracing::info!(nr, "re-planning: joining up to nr results from now on");
+                self.nr = (nr as usize).max(1);
+            }
             ToWorker::Stop => {
                 // SubMasterSource has every result it needs: what is queued or held is not.
                 self.stopped = true;

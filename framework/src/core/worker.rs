@@ -118,6 +118,12 @@ impl WorkerCore {
         let batch = match message {
             ToWorker::Tasks(batch) => batch,
             ToWorker::Stop => return Ok(Received::Stop),
+            ToWorker::Join(_) => {
+                return Err(RunError::Protocol {
+                    rank,
+                    message: "a worker was told how many results to join".into(),
+                })
+            }
         };
         self.asked = self.asked.saturating_sub(1);
         let last = batch.len().saturating_sub(1);

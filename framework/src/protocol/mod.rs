@@ -56,6 +56,9 @@ pub enum ToWorker {
     Tasks(Vec<WireTask>),
     /// No more work: answer `Bye` and stop.
     Stop,
+    /// To a sub-master, through its CMs: join up to this many results per inter-cluster
+    /// result (`nr`) from now on (re-planning, [`crate::adapt`]).
+    Join(u32),
 }
 
 /// [`ToWorker::Tasks`] of tasks kept elsewhere: `task` gives each of `ids` with a borrowed body.

@@ -207,6 +207,9 @@ pub struct RunStats {
     /// The counts the number-of-workers tuner set (`[run] tune_workers`), in order.
     #[serde(default)]
     pub tuner: Vec<crate::tuner::TunerDecision>,
+    /// The re-planning decisions made during the run (`[run] adapt`), in order.
+    #[serde(default)]
+    pub adaptations: Vec<Adaptation>,
 }
 
 /// One iteration of an iterative application, as its master measured it.
@@ -231,6 +234,19 @@ impl IterationSample {
     pub fn performance_index(&self) -> f64 {
         hmw_model::tuning::performance_index(self.workers as f64, self.time_s, self.worker_time_s)
     }
+}
+
+/// One re-planning decision ([`crate::adapt`]), as recorded.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Adaptation {
+    /// Seconds since the start.
+    pub t_s: f64,
+    /// The cluster it concerns.
+    pub cluster: String,
+    /// What was decided: `credit N`, `nt N`, `drop`, `readmit`.
+    pub action: String,
+    /// Why, with the figures.
+    pub reason: String,
 }
 
 /// One cluster's live figures.

@@ -110,6 +110,7 @@ impl CmMasterSide {
                 self.stopping = true;
                 out.push(CmOutput::ToLink(encode(&ToWorker::Stop)));
             }
+            ToWorker::Join(nr) => out.push(CmOutput::ToLink(encode(&ToWorker::Join(nr)))),
         }
         Ok(())
     }

@@ -18,14 +18,22 @@ use crate::{
     protocol::{decode, encode, ToMaster, ToWorker},
 };
 
+/// What a message queued for the sub-master is: a batch waits for room, the others do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    Tasks,
+    Stop,
+    Join,
+}
+
 /// A CM in an external cluster, in front of its sub-master, as a state machine.
 pub struct CmSubMasterSide {
     rank: usize,
     give_up_after: Duration,
     /// Room the sub-master offered and that no batch used yet.
     room: u32,
-    /// Messages from the link for the sub-master, as encoded, and whether each is `Stop`.
-    queue: VecDeque<(Vec<u8>, bool)>,
+    /// Messages from the link for the sub-master, as encoded, and what each is.
+    queue: VecDeque<(Vec<u8>, Relay)>,
     stop_sent: bool,
     down_since: Option<Duration>,
     done: bool,
@@ -82,10 +90,12 @@ impl CmSubMasterSide {
             ToWorker::Stop => {
                 // Tasks still queued are not needed any more.
                 self.queue.clear();
-                self.queue.push_back((bytes, true));
+                self.queue.push_back((bytes, Relay::Stop));
             }
+            ToWorker::Join(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Join)),
+            ToWorker::Join(_) => {}
             // Once this cluster is stopping, tasks that still come are not for it.
-            ToWorker::Tasks(_) if !self.stop_sent => self.queue.push_back((bytes, false)),
+            ToWorker::Tasks(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Tasks)),
             ToWorker::Tasks(_) => {}
         }
         Ok(())
@@ -103,20 +113,18 @@ impl CmSubMasterSide {
         if !self.stop_sent && down_for > self.give_up_after {
             tracing::warn!("WAN link down past the deadline: stopping this cluster");
             self.queue.clear();
-            self.queue.push_back((encode(&ToWorker::Stop), true));
+            self.queue.push_back((encode(&ToWorker::Stop), Relay::Stop));
         }
-        while let Some(&(_, is_stop)) = self.queue.front() {
-            if !is_stop && self.room == 0 {
+        while let Some(&(_, relay)) = self.queue.front() {
+            if relay == Relay::Tasks && self.room == 0 {
                 break;
             }
             let (bytes, _) = self.queue.pop_front().expect("front exists");
-            if is_stop {
-                if self.stop_sent {
-                    continue;
-                }
-                self.stop_sent = true;
-            } else {
-                self.room -= 1;
+            match relay {
+                Relay::Stop if self.stop_sent => continue,
+                Relay::Stop => self.stop_sent = true,
+                Relay::Tasks => self.room -= 1,
+                Relay::Join => {}
             }
             out.push(CmOutput::ToCluster(bytes));
         }
