@@ -434,6 +434,9 @@ impl LanCalibration<'_> {
         let app = &self.plan.application;
         let bytes_per_task = app.task_bytes + app.result_bytes;
         let mut all = Vec::new();
+        // The rate with the previous worker count: it sizes the first run with the next one
+        // (scaled by the count) when no run of that kind has been seen yet.
+        let mut previous: Option<(usize, f64)> = None;
         for (index, count) in lan_worker_counts(workers).into_iter().enumerate() {
             // Which of one, half and all (a cluster of two has no separate half).
             let kind = if count == workers { 2 } else { index.min(1) };
@@ -451,7 +454,9 @@ impl LanCalibration<'_> {
                     args.lan_runs
                 ));
                 // Long enough at the last rate seen, with a margin.
-                let tasks = self.rates[kind]
+                let rate =
+                    self.rates[kind].or_else(|| previous.map(|(c, r)| r * count as f64 / c as f64));
+                let tasks = rate
                     .map_or(args.lan_tasks, |r| {
                         (r * args.lan_seconds.as_secs_f64() * 1.25).ceil() as u64
                     })
@@ -462,6 +467,7 @@ impl LanCalibration<'_> {
                     bail!("LAN of cluster {name} with {count} workers: a run of no duration");
                 }
                 self.rates[kind] = Some(tasks as f64 / stats.wall_s);
+                previous = Some((count, tasks as f64 / stats.wall_s));
                 if stats.wall_s < args.lan_seconds.as_secs_f64() && tasks < LAN_TASKS_MAX {
                     // Too short to count (the very first, at the fewest tasks, is a warm-up
                     // that sizes the next): again, longer, at most a few times.

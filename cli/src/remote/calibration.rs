@@ -67,8 +67,8 @@ const STATS_MARK: &str = "@@hmw-calibration-stats@@";
 pub(crate) struct RemoteCalibration {
     /// Per cluster: its calibration folder on every one of its hosts.
     clusters: Vec<RemoteCluster>,
-    /// Per cluster, per run: the run's subfolder, its hosts those of the run.
-    runs: Vec<Vec<RemoteCluster>>,
+    /// Per cluster, per run: its name and its subfolder (as a cluster of the run's hosts).
+    runs: Vec<Vec<(String, RemoteCluster)>>,
     work: PathBuf,
     state_file: PathBuf,
     finished: bool,
@@ -222,7 +222,7 @@ impl RemoteCalibration {
                         stage_keys(certs, cms, name, host, &dir.join("certs"))?;
                     }
                 }
-                subfolders.push(sub);
+                subfolders.push((run.name.clone(), sub));
             }
             if launch.stage_binary && launch.remote_binary.is_none() {
                 let mut programs: Vec<PathBuf> = Vec::new();
@@ -297,9 +297,9 @@ impl RemoteCalibration {
         timeout: Duration,
     ) -> Result<RunOutput> {
         let top = &self.clusters[cluster];
-        let sub = self.runs[cluster]
+        let (_, sub) = self.runs[cluster]
             .iter()
-            .find(|s| s.dir.ends_with(&format!("/{run}")))
+            .find(|(name, _)| name == run)
             .with_context(|| format!("cluster {}: no calibration run {run}", top.name))?;
         let args: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
         let stats = sh_quote(&format!("{}/stats.json", sub.dir));
