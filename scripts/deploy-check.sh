@@ -16,7 +16,7 @@
 #              no run folder and no Slurm job left after it. Each WAN's goodput (both ways)
 #              is reported against its rate (cal_rate_err) but not gated: saturated by the
 #              probe, the plan's links (2 connections of BBR) overshoot the emulator's 100 ms
-#              queue, which dropped 34-67 % of their packets, and delivered 20-46 % less than
+#              queue, which dropped 34-67 % of their packets, and delivered up to 63 % less than
 #              the rate (2026-11-23, load average 10); the same probe with Cubic lost 0-10 %
 #              there and came within 7 % of the rate, except on brazil's 0.5 % random loss
 #   matmul     configs/testbed/matmul-three-clusters.toml over ssh (release build), WANs set to
