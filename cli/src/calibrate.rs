@@ -29,7 +29,6 @@ use std::{
     fs,
     path::{Path, PathBuf},
     process::{Command, Stdio},
-    sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
@@ -37,9 +36,9 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use hmw::{
     config::{CmConfig, ConfigFile},
     machinefile::MachineFile,
-    stats::RunStats,
+    stats::{RunStats, WorkerStats},
 };
-use hmw_cm::{wanem::Wanem, BlockingLink, LinkConfig, TrySendError};
+use hmw_cm::{wanem::Wanem, BlockingLink};
 use hmw_model::{
     params::{ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker},
     plan::{load_measured_system, load_plan, Plan},
@@ -54,6 +53,8 @@ use crate::{
     processes::{
         become_subreaper, catch_signals, interrupted, kill_every_descendant, Group, Waited,
     },
+    remote::{is_remote, Program, RemoteCalibration, RunFiles, RunOutput},
+    wan_probe::{self, cm_config, echo, exchange, ping, wait_connected},
 };
 
 #[derive(Debug, clap::Args)]
@@ -191,7 +192,13 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
     catch_signals()?;
     become_subreaper()?;
-    let layout = layout(&plan, None, Target::Local, None, free_port)
+    let remote = is_remote(&plan).with_context(|| args.plan.display().to_string())?;
+    let target = if remote {
+        Target::Deployment
+    } else {
+        Target::Local
+    };
+    let layout = layout(&plan, None, target, None, free_port)
         .with_context(|| format!("{}", args.plan.display()))?;
     let mut work = match &args.work_dir {
         Some(dir) => WorkDir {
@@ -212,7 +219,11 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
     fs::create_dir_all(&work.path)
         .with_context(|| format!("cannot create {}", work.path.display()))?;
     work.path = work.path.canonicalize()?;
-    let result = calibrate(&args, &plan, &plan_dir, &layout, &work.path);
+    let result = if remote {
+        calibrate_remote(&args, &plan, &plan_dir, &layout, &work.path)
+    } else {
+        calibrate(&args, &plan, &plan_dir, &layout, &work.path)
+    };
     // Whatever the way out, nothing started here outlives it.
     kill_every_descendant(Duration::from_secs(10));
     // Files of a failed calibration are kept for a look; not those of an interrupted one.
@@ -288,19 +299,11 @@ fn calibrate(
         clusters: Vec::new(),
     };
     let mut lan_all = Vec::new();
-    let mut workers_table = String::new();
-    let _ = writeln!(
-        workers_table,
-        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}",
-        "cluster", "worker", "ops/s", "tasks/s", "read ms", "work ms", "write ms", "join ms"
-    );
+    let mut workers_table = workers_header();
     let (mut workers_time, mut lan_time) = (Duration::ZERO, Duration::ZERO);
     let mut lan_calibration = LanCalibration {
         args,
-        layout,
         plan,
-        synthetic: &synthetic,
-        work,
         bar: &bar,
         rates: [None; 3],
     };
@@ -326,21 +329,12 @@ fn calibrate(
                     line.host, cluster.name
                 )
             })?;
-            // Per task: reading it (decoding, on the worker), working, writing the result
-            // (encoding), and joining it at the master (decoding and gathering).
-            let per_task = |seconds: f64| 1e3 * seconds / worker.tasks_computed.max(1) as f64;
-            let _ = writeln!(
-                workers_table,
-                "{:<12} {:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
-                cluster.name,
-                line.host,
-                worker.ops_per_s,
-                worker.tasks_per_s,
-                per_task(worker.decode_s),
-                per_task(worker.busy_s),
-                per_task(worker.encode_s),
-                1e3 * stats.join_s / stats.tasks.max(1) as f64
-            );
+            workers_table.push_str(&worker_row(
+                &cluster.name,
+                &line.host,
+                worker,
+                stats.join_s / stats.tasks.max(1) as f64,
+            ));
             workers.push(MeasuredWorker {
                 host: line.host.clone(),
                 perf: worker.ops_per_s,
@@ -349,7 +343,15 @@ fn calibrate(
         }
         workers_time += phase.elapsed();
         let phase = Instant::now();
-        let lan = lan_calibration.measure(cluster, &machines, &head_line)?;
+        let worker_ranks = machines.worker_ranks();
+        let lan = lan_calibration.measure(&cluster.name, worker_ranks.len(), |count, tasks| {
+            let mut hosts = format!("{head_line}\n");
+            for &rank in worker_ranks.iter().take(count) {
+                hosts.push_str(&format!("{}\n", machines.ranks[rank].host));
+            }
+            let config = app_config(&layout.config, Some(&lan_application(app, tasks)))?;
+            run_cluster(&synthetic, work, &hosts, &config, None, args)
+        })?;
         // No workers, no LAN measured: the plan's value stays.
         let used = lan.last().map(LanRuns::mean);
         system.clusters.push(MeasuredCluster {
@@ -401,43 +403,43 @@ fn calibrate(
 /// What the LAN measurements of every cluster share.
 struct LanCalibration<'a> {
     args: &'a CalibrateArgs,
-    layout: &'a Layout,
     plan: &'a Plan,
-    synthetic: &'a Path,
-    work: &'a Path,
     bar: &'a ProgressBar,
     /// Tasks per second of the last run with one, half and all of a cluster's workers: what
-    /// sizes the next such run (every cluster runs on this machine).
+    /// sizes the next such run (on this machine every cluster's; on real hosts the cluster's).
     rates: [Option<f64>; 3],
 }
 
+/// The synthetic application of a LAN run: `tasks` tasks of the plan's sizes, no computation.
+fn lan_application(app: &ApplicationParams, tasks: u64) -> String {
+    format!(
+        "tasks = {tasks}\ntask_seconds = 0.0\ntask_bytes = {}\nresult_bytes = {}\n",
+        app.task_bytes as u64, app.result_bytes as u64
+    )
+}
+
+/// The most tasks of a LAN run.
+const LAN_TASKS_MAX: u64 = 10_000_000;
+
 impl LanCalibration<'_> {
-    /// The LAN of one cluster with 1, half and all of its workers.
+    /// The LAN of cluster `name`, of `workers` workers, with 1, half and all of them:
+    /// `run(count, tasks)` runs `tasks` tasks of [`lan_application`] with the first `count`.
     fn measure(
         &mut self,
-        cluster: &ClusterLayout,
-        machines: &MachineFile,
-        head_line: &str,
+        name: &str,
+        workers: usize,
+        mut run: impl FnMut(usize, u64) -> Result<RunStats>,
     ) -> Result<Vec<LanRuns>> {
         let args = self.args;
         let app = &self.plan.application;
         let bytes_per_task = app.task_bytes + app.result_bytes;
-        let worker_ranks = machines.worker_ranks();
         let mut all = Vec::new();
-        for (index, count) in lan_worker_counts(worker_ranks.len())
-            .into_iter()
-            .enumerate()
-        {
+        // The rate with the previous worker count: it sizes the first run with the next one
+        // (scaled by the count) when no run of that kind has been seen yet.
+        let mut previous: Option<(usize, f64)> = None;
+        for (index, count) in lan_worker_counts(workers).into_iter().enumerate() {
             // Which of one, half and all (a cluster of two has no separate half).
-            let kind = if count == worker_ranks.len() {
-                2
-            } else {
-                index.min(1)
-            };
-            let mut hosts = format!("{head_line}\n");
-            for &rank in worker_ranks.iter().take(count) {
-                hosts.push_str(&format!("{}\n", machines.ranks[rank].host));
-            }
+            let kind = if count == workers { 2 } else { index.min(1) };
             let mut runs = LanRuns {
                 workers: count,
                 tasks_per_run: 0,
@@ -446,42 +448,33 @@ impl LanCalibration<'_> {
             };
             while runs.values.len() < args.lan_runs as usize {
                 self.bar.set_message(format!(
-                    "{}: LAN with {count} worker{}, run {} of {}",
-                    cluster.name,
+                    "{name}: LAN with {count} worker{}, run {} of {}",
                     if count == 1 { "" } else { "s" },
                     runs.values.len() + 1,
                     args.lan_runs
                 ));
                 // Long enough at the last rate seen, with a margin.
-                let tasks = self.rates[kind]
+                let rate =
+                    self.rates[kind].or_else(|| previous.map(|(c, r)| r * count as f64 / c as f64));
+                let tasks = rate
                     .map_or(args.lan_tasks, |r| {
                         (r * args.lan_seconds.as_secs_f64() * 1.25).ceil() as u64
                     })
-                    .clamp(args.lan_tasks, 100_000_000);
-                let probe = format!(
-                    "tasks = {tasks}\ntask_seconds = 0.0\ntask_bytes = {}\nresult_bytes = {}\n",
-                    app.task_bytes as u64, app.result_bytes as u64
-                );
-                let config = app_config(&self.layout.config, Some(&probe))?;
-                let stats = run_cluster(self.synthetic, self.work, &hosts, &config, None, args)
-                    .with_context(|| {
-                        format!("LAN of cluster {} with {count} workers", cluster.name)
-                    })?;
+                    .clamp(args.lan_tasks, LAN_TASKS_MAX);
+                let stats = run(count, tasks)
+                    .with_context(|| format!("LAN of cluster {name} with {count} workers"))?;
                 if stats.wall_s <= 0.0 {
-                    bail!(
-                        "LAN of cluster {} with {count} workers: a run of no duration",
-                        cluster.name
-                    );
+                    bail!("LAN of cluster {name} with {count} workers: a run of no duration");
                 }
                 self.rates[kind] = Some(tasks as f64 / stats.wall_s);
-                if stats.wall_s < args.lan_seconds.as_secs_f64() {
+                previous = Some((count, tasks as f64 / stats.wall_s));
+                if stats.wall_s < args.lan_seconds.as_secs_f64() && tasks < LAN_TASKS_MAX {
                     // Too short to count (the very first, at the fewest tasks, is a warm-up
                     // that sizes the next): again, longer, at most a few times.
                     runs.discarded += 1;
                     if runs.discarded > 5 {
                         bail!(
-                            "LAN of cluster {} with {count} workers: runs stay under {} s",
-                            cluster.name,
+                            "LAN of cluster {name} with {count} workers: runs stay under {} s",
                             args.lan_seconds.as_secs_f64()
                         );
                     }
@@ -724,14 +717,7 @@ fn measure_wans(
             &cm_name(&cluster.name, &parent.name),
             &cm,
         )?;
-        let plan_cluster = plan
-            .clusters
-            .iter()
-            .find(|c| c.name == cluster.name)
-            .with_context(|| format!("cluster {} is not in the plan", cluster.name))?;
-        let app = &plan.application;
-        let nt = plan_cluster.tasks_per_inter_task as f64;
-        let nr = plan_cluster.results_per_inter_result as f64;
+        let (task_size, result_size) = link_message_sizes(plan, &cluster.name)?;
         // Steady state only: no outage while measuring.
         let mut steady = link.clone();
         steady.outages.clear();
@@ -745,41 +731,36 @@ fn measure_wans(
             server: BlockingLink::start(server).map_err(link_error)?,
             client: BlockingLink::start(client).map_err(link_error)?,
             relay,
-            task_size: app.task_bytes_inter.unwrap_or(nt * app.task_bytes) as usize,
-            result_size: app.result_bytes_inter.unwrap_or(nr * app.result_bytes) as usize,
+            task_size,
+            result_size,
         });
     }
     for p in &probes {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if interrupted() {
-                bail!("interrupted");
-            }
-            match p.client.wait_connected(Duration::from_millis(100)) {
-                Ok(()) => break,
-                Err(hmw_cm::LinkError::Timeout) if Instant::now() < deadline => {}
-                Err(e) => bail!("WAN of {}: {e}", p.cluster),
-            }
-        }
+        wait_connected(&p.client, Duration::from_secs(20))
+            .with_context(|| format!("WAN of {}", p.cluster))?;
     }
     // Round trips first, on idle links: a loaded link adds its queue to them.
     let mut round_trips = Vec::new();
     for p in &probes {
-        round_trips.push(
-            round_trip(&p.server, &p.client)
-                .with_context(|| format!("WAN of {}, round trip", p.cluster))?,
-        );
+        let rtt = std::thread::scope(|scope| {
+            let echoing = scope.spawn(|| echo(&p.client));
+            let rtt = ping(&p.server);
+            echoing
+                .join()
+                .unwrap_or_else(|_| Err(anyhow!("the echoing thread panicked")))?;
+            rtt
+        });
+        round_trips.push(rtt.with_context(|| format!("WAN of {}, round trip", p.cluster))?);
     }
     let (warmup, window) = (args.wan_warmup, args.wan_seconds);
     let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
         let threads: Vec<_> = probes
             .iter()
             .map(|p| {
-                // Both directions at once, as in a run.
-                let tasks =
-                    scope.spawn(|| goodput(&p.server, &p.client, p.task_size, warmup, window));
-                let results =
-                    scope.spawn(|| goodput(&p.client, &p.server, p.result_size, warmup, window));
+                // Both directions at once, as in a run: each end sends while it measures what
+                // it receives (tasks reach the client, results the server).
+                let tasks = scope.spawn(|| exchange(&p.client, p.result_size, warmup, window));
+                let results = scope.spawn(|| exchange(&p.server, p.task_size, warmup, window));
                 (tasks, results)
             })
             .collect();
@@ -809,122 +790,402 @@ fn measure_wans(
     Ok(out)
 }
 
-/// The round-trip time of a link, seconds: the median of 15 one-byte messages sent by
-/// `server` and echoed by `client` (after 3 not counted, which set the connections up).
-fn round_trip(server: &BlockingLink, client: &BlockingLink) -> Result<f64> {
-    const ROUNDS: usize = 18;
-    const SKIPPED: usize = 3;
-    let timeout = Duration::from_secs(10);
-    let mut times = std::thread::scope(|scope| -> Result<Vec<f64>> {
-        let echo = scope.spawn(|| -> Result<()> {
-            for _ in 0..ROUNDS {
-                let message = client
-                    .recv_timeout(timeout)?
-                    .context("no ping within 10 s")?;
-                client.send(&message)?;
-            }
-            Ok(())
-        });
-        let mut times = Vec::new();
-        for round in 0..ROUNDS {
-            let sent = Instant::now();
-            server.send(&[round as u8])?;
-            server
-                .recv_timeout(timeout)?
-                .context("no echo within 10 s")?;
-            if round >= SKIPPED {
-                times.push(sent.elapsed().as_secs_f64());
-            }
+/// The sizes of the messages on the link of cluster `name` to its parent, bytes: its
+/// inter-cluster tasks and results.
+fn link_message_sizes(plan: &Plan, name: &str) -> Result<(usize, usize)> {
+    let cluster = plan
+        .clusters
+        .iter()
+        .find(|c| c.name == name)
+        .with_context(|| format!("cluster {name} is not in the plan"))?;
+    let app = &plan.application;
+    let nt = cluster.tasks_per_inter_task as f64;
+    let nr = cluster.results_per_inter_result as f64;
+    Ok((
+        app.task_bytes_inter.unwrap_or(nt * app.task_bytes) as usize,
+        app.result_bytes_inter.unwrap_or(nr * app.result_bytes) as usize,
+    ))
+}
+
+/// A worker's row of the workers' table.
+fn worker_row(cluster: &str, host: &str, worker: &WorkerStats, join_s_per_task: f64) -> String {
+    // Per task: reading it (decoding, on the worker), working, writing the result (encoding),
+    // and joining it at the master (decoding and gathering).
+    let per_task = |seconds: f64| 1e3 * seconds / worker.tasks_computed.max(1) as f64;
+    format!(
+        "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+        worker.ops_per_s,
+        worker.tasks_per_s,
+        per_task(worker.decode_s),
+        per_task(worker.busy_s),
+        per_task(worker.encode_s),
+        1e3 * join_s_per_task
+    )
+}
+
+/// The header of the workers' table.
+fn workers_header() -> String {
+    format!(
+        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
+        "cluster", "worker", "ops/s", "tasks/s", "read ms", "work ms", "write ms", "join ms"
+    )
+}
+
+/// `hmw calibrate` of a plan whose clusters run on their own hosts, through each cluster's
+/// launcher (ssh, or Slurm), ranks placed by their machine-file lines as `hmw launch` places
+/// them ([`crate::remote`]):
+/// - workers: every worker of a cluster at once, every cluster at once (the load a run puts
+///   on each host), `--tasks` tasks per worker handed out on demand; a worker's perf is its
+///   basic operations per busy second. Hosts shared by several worker lines are measured
+///   with all of them computing; the fewer tasks left at the very end of the run (some workers
+///   done, others not) are the only time a host carries less than a run's load.
+/// - LANs: as on one machine, each cluster's runs on its own hosts, every cluster at once.
+/// - WANs: `hmw wan-probe` on each CM's host, the link configured as the CM configures it,
+///   across the real network between the CM hosts: round trip, then both directions at once.
+fn calibrate_remote(
+    args: &CalibrateArgs,
+    plan: &Plan,
+    plan_dir: &Path,
+    layout: &Layout,
+    work: &Path,
+) -> Result<MeasuredSystem> {
+    let binary = find_binary(
+        layout
+            .binary
+            .as_deref()
+            .context("no application binary: set [launch] binary in the plan")?,
+        plan_dir,
+    )?;
+    let binary = binary.canonicalize().unwrap_or(binary);
+    let synthetic = find_binary("hmw-synthetic", plan_dir)?;
+    let synthetic = synthetic.canonicalize().unwrap_or(synthetic);
+    let certs = work.join("certs");
+    write_certificates(layout, &certs, Target::Deployment)?;
+    let mut machine_files = Vec::new();
+    let mut clusters = Vec::new();
+    for cluster in &layout.clusters {
+        let machines = MachineFile::parse(
+            Path::new(&format!("{}.hosts", cluster.name)),
+            &cluster.machine_file,
+        )?;
+        let runs = calibration_runs(args, plan, layout, cluster, &machines, &binary, &synthetic)?;
+        clusters.push((cluster.name.clone(), cluster.machine_file.clone(), runs));
+        machine_files.push(machines);
+    }
+    let calibration = RemoteCalibration::prepare(plan, clusters, work, &certs, &layout.cms)?;
+    let measured = measure_remote(args, plan, layout, &machine_files, &calibration);
+    let cleaned = calibration.finish();
+    let system = measured?;
+    cleaned?;
+    Ok(system)
+}
+
+/// The calibration runs of one cluster on its own hosts: `perf` (every worker at once, the
+/// plan's application), `lan-K` (the synthetic application with K workers), `wan` (a probe
+/// per CM, on its host).
+fn calibration_runs(
+    args: &CalibrateArgs,
+    plan: &Plan,
+    layout: &Layout,
+    cluster: &ClusterLayout,
+    machines: &MachineFile,
+    binary: &Path,
+    synthetic: &Path,
+) -> Result<Vec<RunFiles>> {
+    let head = &machines.ranks[0].host;
+    let head_line = format!("{head} # cluster={}", cluster.name);
+    let workers = machines.worker_ranks();
+    let mut runs = Vec::new();
+    let with_workers = |lines: &mut dyn Iterator<Item = (String, String)>| {
+        let mut text = format!("{head_line}\n");
+        let mut hosts = vec![head.clone()];
+        for (line, host) in lines {
+            text.push_str(&line);
+            text.push('\n');
+            hosts.push(host);
         }
-        echo.join()
-            .unwrap_or_else(|_| Err(anyhow!("the echoing thread panicked")))?;
-        Ok(times)
-    })?;
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+        (text, hosts)
+    };
+    if !workers.is_empty() {
+        let (machine_file, hosts) = with_workers(&mut workers.iter().map(|&r| {
+            let line = &machines.ranks[r];
+            (rank_line(line), line.host.clone())
+        }));
+        runs.push(RunFiles {
+            name: "perf".into(),
+            machine_file,
+            hosts,
+            config: app_config(&layout.config, None)?,
+            program: Program::Application(binary.to_owned()),
+        });
+        let lan = app_config(
+            &layout.config,
+            Some(&lan_application(&plan.application, LAN_TASKS_MAX)),
+        )?;
+        for count in lan_worker_counts(workers.len()) {
+            let (machine_file, hosts) = with_workers(&mut workers.iter().take(count).map(|&r| {
+                let host = machines.ranks[r].host.clone();
+                (host.clone(), host)
+            }));
+            runs.push(RunFiles {
+                name: format!("lan-{count}"),
+                machine_file,
+                hosts,
+                config: lan.clone(),
+                program: Program::Application(synthetic.to_owned()),
+            });
+        }
+    }
+    // The WAN probe: one rank per CM of the cluster, on the CM's host, sending what its CM
+    // sends (a client, facing the parent: results; a server: tasks for its child).
+    let parent = cluster
+        .link
+        .as_ref()
+        .map(|l| &layout.clusters[l.parent].name);
+    let mut probe_args = Vec::new();
+    let mut cm_hosts = Vec::new();
+    for line in machines.ranks.iter().filter(|r| r.cm.is_some()) {
+        let name = line
+            .annotations
+            .name
+            .as_deref()
+            .with_context(|| format!("cluster {}: a CM line without name=", cluster.name))?;
+        let bytes = match parent {
+            Some(parent) if name == cm_name(&cluster.name, parent) => {
+                link_message_sizes(plan, &cluster.name)?.1
+            }
+            _ => {
+                let child = line.annotations.cluster.as_deref().with_context(|| {
+                    format!("cluster {}: CM {name} without cluster=", cluster.name)
+                })?;
+                link_message_sizes(plan, child)?.0
+            }
+        };
+        probe_args.extend(["--cm".to_owned(), format!("{name}={bytes}")]);
+        cm_hosts.push(line.host.clone());
+    }
+    if !cm_hosts.is_empty() {
+        probe_args.extend([
+            "--warmup".to_owned(),
+            args.wan_warmup.as_secs_f64().to_string(),
+            "--seconds".to_owned(),
+            args.wan_seconds.as_secs_f64().to_string(),
+        ]);
+        runs.push(RunFiles {
+            name: "wan".into(),
+            machine_file: cluster.machine_file.clone(),
+            hosts: cm_hosts,
+            config: layout.config.clone(),
+            program: Program::WanProbe(probe_args),
+        });
+    }
+    Ok(runs)
 }
 
-/// The link configuration of CM `name` from its line of `machines`, as the CM builds it.
-fn cm_config(machines: &MachineFile, name: &str, cm: &CmConfig) -> Result<LinkConfig> {
-    let rank = (0..machines.ranks.len())
-        .find(|&r| {
-            machines.ranks[r].cm.is_some()
-                && machines.ranks[r].annotations.name.as_deref() == Some(name)
-        })
-        .with_context(|| format!("{}: no CM named {name}", machines.path.display()))?;
-    hmw::roles::cm::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
+/// The statistics of a calibration run on real hosts.
+fn run_stats(output: RunOutput, what: &str) -> Result<RunStats> {
+    let text = output
+        .stats
+        .with_context(|| format!("{what}: no statistics came back"))?;
+    serde_json::from_str(&text).with_context(|| format!("{what}: not run statistics"))
 }
 
-/// Bytes per second `to` receives while `from` keeps sending `size`-byte messages: the message
-/// bytes that reached it during `window`, after `warmup`, over `window`. Deliveries come in
-/// bursts (a lost packet holds back what follows it until it is repaired), so the window
-/// should span several: a ratio from the first to the last message, or a slope, would swing
-/// with where the bursts fall.
-fn goodput(
-    from: &BlockingLink,
-    to: &BlockingLink,
-    size: usize,
-    warmup: Duration,
-    window: Duration,
-) -> Result<f64> {
-    let message = vec![0x5A; size.clamp(1, from.max_message())];
-    let stop = AtomicBool::new(false);
+/// Run `f` for each cluster at once, in a thread each; the results in cluster order.
+fn each_cluster<T: Send>(count: usize, f: impl Fn(usize) -> Result<T> + Sync) -> Vec<Result<T>> {
     std::thread::scope(|scope| {
-        let sender = scope.spawn(|| -> Result<()> {
-            while !stop.load(Ordering::Relaxed) {
-                match from.try_send(&message) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full { .. }) => {
-                        from.wait_for_space(message.len(), Duration::from_millis(50))?;
-                    }
-                    Err(TrySendError::Link(e)) => return Err(e.into()),
-                }
-            }
-            Ok(())
-        });
-        let start = Instant::now();
-        let (opens, closes) = (start + warmup, start + warmup + window);
-        // Message bytes that reached `to`, at a window's edge: first take every message
-        // already delivered, so that this thread's own pace does not count (a reader that fell
-        // behind and caught up inside the window would count the backlog in it).
-        let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
-            while to.try_recv()?.is_some() {}
-            Ok((Instant::now(), to.stats().bytes_received))
-        };
-        let mut window_open = None;
-        let received = loop {
-            let now = Instant::now();
-            if window_open.is_none() && now >= opens {
-                match arrived() {
-                    Ok(edge) => window_open = Some(edge),
-                    Err(e) => break Err(e),
-                }
-            }
-            if now >= closes || interrupted() {
-                break Ok(());
-            }
-            match to.recv_timeout(Duration::from_millis(20)) {
-                Ok(_) => {}
-                Err(e) => break Err(e),
-            }
-        };
-        let window_closed = arrived();
-        stop.store(true, Ordering::Relaxed);
-        let sent = sender
-            .join()
-            .map_err(|_| anyhow!("the sending thread panicked"))?;
-        if interrupted() {
-            bail!("interrupted");
-        }
-        received?;
-        sent?;
-        let (opened_at, before) = window_open.context("the timed window never opened")?;
-        let (closed_at, after) = window_closed?;
-        if after <= before {
-            bail!("no message crossed the emulated WAN in the {window:?} timed");
-        }
-        Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
+        let f = &f;
+        let threads: Vec<_> = (0..count).map(|i| scope.spawn(move || f(i))).collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a calibration thread panicked")))
+            })
+            .collect()
     })
+}
+
+/// The measurements of [`calibrate_remote`], once everything is staged.
+fn measure_remote(
+    args: &CalibrateArgs,
+    plan: &Plan,
+    layout: &Layout,
+    machine_files: &[MachineFile],
+    calibration: &RemoteCalibration,
+) -> Result<MeasuredSystem> {
+    let app = &plan.application;
+    let timeout = args.run_timeout;
+    let workers: Vec<Vec<usize>> = machine_files.iter().map(|m| m.worker_ranks()).collect();
+    let links = layout.clusters.iter().any(|c| c.link.is_some());
+    let steps: u64 = workers
+        .iter()
+        .map(|w| {
+            u64::from(!w.is_empty())
+                + lan_worker_counts(w.len()).len() as u64 * u64::from(args.lan_runs)
+        })
+        .sum::<u64>()
+        + u64::from(links);
+    let bar = ProgressBar::new(steps).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+            .expect("a valid progress template"),
+    );
+
+    // Workers: all of them at once, as in a run.
+    let phase = Instant::now();
+    bar.set_message("workers, every cluster at once".to_owned());
+    let perf = each_cluster(layout.clusters.len(), |i| {
+        let name = &layout.clusters[i].name;
+        if workers[i].is_empty() {
+            return Ok(None);
+        }
+        let tasks = args.tasks * workers[i].len() as u64;
+        let output = calibration.run(
+            i,
+            "perf",
+            &["--max-tasks".into(), tasks.to_string()],
+            timeout,
+        )?;
+        let stats = run_stats(output, &format!("cluster {name}, workers"))?;
+        bar.inc(1);
+        Ok(Some(stats))
+    });
+    let mut workers_table = workers_header();
+    let mut measured_workers = Vec::new();
+    for (i, stats) in perf.into_iter().enumerate() {
+        let name = &layout.clusters[i].name;
+        let mut list = Vec::new();
+        if let Some(stats) = stats? {
+            let join_s = stats.join_s / stats.tasks.max(1) as f64;
+            // Rank r of the run is the cluster's worker r (its master is rank 0).
+            for (k, &rank) in workers[i].iter().enumerate() {
+                let host = &machine_files[i].ranks[rank].host;
+                let worker = stats
+                    .workers
+                    .iter()
+                    .find(|w| w.rank == k + 1)
+                    .with_context(|| {
+                        format!(
+                            "cluster {name}: worker {host} (rank {}) computed nothing",
+                            k + 1
+                        )
+                    })?;
+                workers_table.push_str(&worker_row(name, host, worker, join_s));
+                list.push(MeasuredWorker {
+                    host: host.clone(),
+                    perf: worker.ops_per_s,
+                });
+            }
+        }
+        measured_workers.push(list);
+    }
+    let workers_time = phase.elapsed();
+
+    // LANs: each cluster's own, every cluster at once.
+    let phase = Instant::now();
+    let lans = each_cluster(layout.clusters.len(), |i| {
+        let name = &layout.clusters[i].name;
+        let mut lan = LanCalibration {
+            args,
+            plan,
+            bar: &bar,
+            rates: [None; 3],
+        };
+        lan.measure(name, workers[i].len(), |count, tasks| {
+            let output = calibration.run(
+                i,
+                &format!("lan-{count}"),
+                &["--max-tasks".into(), tasks.to_string()],
+                timeout,
+            )?;
+            run_stats(output, &format!("cluster {name}, LAN with {count} workers"))
+        })
+    });
+    let lans: Vec<Vec<LanRuns>> = lans.into_iter().collect::<Result<_>>()?;
+    let lan_time = phase.elapsed();
+
+    // WANs: a probe on each CM host, every link at once.
+    let phase = Instant::now();
+    let mut probes = Vec::new();
+    if links {
+        bar.set_message("WANs, both ways".to_owned());
+        let has_cms: Vec<bool> = machine_files
+            .iter()
+            .map(|m| m.ranks.iter().any(|r| r.cm.is_some()))
+            .collect();
+        for output in each_cluster(layout.clusters.len(), |i| {
+            if !has_cms[i] {
+                return Ok(Vec::new());
+            }
+            let output = calibration.run(i, "wan", &[], timeout)?;
+            wan_probe::results_in(&output.output)
+        }) {
+            probes.extend(output?);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+
+    let mut system = MeasuredSystem {
+        measured_at: Some(now()),
+        conditions: Some(format!(
+            "hmw calibrate {} on the clusters' own hosts through their launchers (ssh, Slurm),              ranks placed by their machine-file lines: every worker at once, every LAN at              once, each WAN between its CMs' hosts (load average here {} at the end)",
+            args.plan.display(),
+            load_average()
+        )),
+        clusters: Vec::new(),
+    };
+    let mut wan_table = String::new();
+    for ((cluster, workers), lan) in layout.clusters.iter().zip(measured_workers).zip(&lans) {
+        let mut entry = MeasuredCluster {
+            name: cluster.name.clone(),
+            lan_bytes_per_s: lan.last().map(LanRuns::mean),
+            wan_in_bytes_per_s: None,
+            wan_out_bytes_per_s: None,
+            wan_rtt_s: None,
+            workers,
+            lan_runs: lan.iter().map(LanRuns::summary).collect(),
+        };
+        if let Some(link) = &cluster.link {
+            let parent = &layout.clusters[link.parent].name;
+            let end = |cm: String| {
+                probes.iter().find(|p| p.cm == cm).with_context(|| {
+                    format!("WAN of {}: no measurement from CM {cm}", cluster.name)
+                })
+            };
+            let client = end(cm_name(&cluster.name, parent))?;
+            let server = end(cm_name(parent, &cluster.name))?;
+            let rtt = client
+                .rtt_s
+                .context("the client end measured no round trip")?;
+            let _ = writeln!(
+                wan_table,
+                "{:<12} WAN in (tasks) {:>12.4e} B/s, out (results) {:>12.4e} B/s, round trip \
+                 {:.1} ms ({} - {})",
+                cluster.name,
+                client.received_bytes_per_s,
+                server.received_bytes_per_s,
+                rtt * 1e3,
+                server.host,
+                client.host
+            );
+            entry.wan_in_bytes_per_s = Some(client.received_bytes_per_s);
+            entry.wan_out_bytes_per_s = Some(server.received_bytes_per_s);
+            entry.wan_rtt_s = Some(rtt);
+        }
+        system.clusters.push(entry);
+    }
+    print!("{workers_table}");
+    for (cluster, runs) in layout.clusters.iter().zip(&lans) {
+        print!("{}", lan_table(&cluster.name, app, runs));
+    }
+    print!("{wan_table}");
+    println!(
+        "measured in: workers {:.0} s, LANs {:.0} s, WANs {:.0} s",
+        workers_time.as_secs_f64(),
+        lan_time.as_secs_f64(),
+        phase.elapsed().as_secs_f64()
+    );
+    Ok(system)
 }
 
 /// The load average over the last minute, from /proc.

@@ -16,6 +16,8 @@ mod remote;
 mod report;
 mod row_column;
 mod simulate;
+#[cfg(feature = "mpi")]
+mod wan_probe;
 
 #[cfg(feature = "mpi")]
 use std::time::Duration;
@@ -51,6 +53,10 @@ enum Command {
     Report(report::ReportArgs),
     /// Run a plan in virtual time: the real cores against simulated workers, LANs and WANs.
     Simulate(simulate::SimulateArgs),
+    /// One end of a WAN measured by `hmw calibrate`, on its CM's host (started by calibrate).
+    #[cfg(feature = "mpi")]
+    #[command(hide = true)]
+    WanProbe(wan_probe::WanProbeArgs),
 }
 
 /// A command-line duration: seconds, a finite number of at least zero.
@@ -86,6 +92,8 @@ fn main() -> std::process::ExitCode {
         Command::Launch(args) => launch::run(args),
         Command::Report(args) => report::run(args),
         Command::Simulate(args) => simulate::run(args),
+        #[cfg(feature = "mpi")]
+        Command::WanProbe(args) => wan_probe::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -147,9 +147,14 @@ impl Group {
     }
 
     /// Wait until `mpirun` ends, `deadline` passes or [`interrupted`] is set, whichever
-    /// comes first.
+    /// comes first; a [`heartbeat`](Self::heartbeat) every second meanwhile.
     pub(crate) fn wait_until(&mut self, deadline: Instant) -> Waited {
+        let mut beat = Instant::now();
         loop {
+            if beat.elapsed() >= Duration::from_secs(1) {
+                beat = Instant::now();
+                self.heartbeat();
+            }
             if let Some(status) = self.poll() {
                 return Waited::Exited(status);
             }

@@ -62,6 +62,26 @@ impl RemoteCluster {
             .collect()
     }
 
+    /// The start of the `mpirun` command line of `ranks` ranks in this folder: rank i on the
+    /// host of line i of `DIR/hostfile`, then the plan's own options (`mpirun_args`).
+    pub(crate) fn mpirun(&self, ranks: usize, mpirun_args: &[String]) -> Vec<String> {
+        let mut mpirun = vec![
+            "mpirun".to_owned(),
+            "--hostfile".into(),
+            format!("{}/hostfile", self.dir),
+            "--map-by".into(),
+            "seq".into(),
+            "-np".into(),
+            ranks.to_string(),
+        ];
+        if self.slurm {
+            // The allocation has one task per node; a host may run several ranks.
+            mpirun.push("--oversubscribe".into());
+        }
+        mpirun.extend(mpirun_args.iter().cloned());
+        mpirun
+    }
+
     /// Send the folder `local` to `host`'s run folder (through the head: the head passes
     /// the stream on and keeps nothing of another host's).
     pub(crate) fn stage(&self, host: &str, local: &Path) -> Result<()> {
@@ -84,9 +104,10 @@ impl RemoteCluster {
             .map(|_| ())
     }
 
-    /// The script run on the head (`sh DIR/run.sh`): `mpirun` in a session of its own; when
-    /// the launcher's connection ends (its standard input closes), `mpirun`'s whole session
-    /// is stopped, SIGTERM then SIGKILL. Exits with `mpirun`'s status.
+    /// The script run on the head (`sh DIR/run.sh [ARGS]`): `mpirun` in a session of its own,
+    /// the script's arguments added to its command line; when the launcher's connection ends
+    /// (its standard input closes), `mpirun`'s whole session is stopped, SIGTERM then SIGKILL.
+    /// Exits with `mpirun`'s status.
     pub(crate) fn run_script(&self, environment: &[String], mpirun: &[String]) -> String {
         let dir = sh_quote(&self.dir);
         let mpirun: Vec<String> = mpirun.iter().map(|a| sh_quote(a)).collect();
@@ -101,7 +122,7 @@ impl RemoteCluster {
             script.push('\n');
         }
         script.push_str(&format!(
-            "setsid {mpirun} </dev/null 3<&- &\n\
+            "setsid {mpirun} \"$@\" </dev/null 3<&- &\n\
              pid=$!\n\
              echo $pid > {dir}/mpirun.pid\n\
              ( {watch}\n  \
@@ -119,8 +140,9 @@ impl RemoteCluster {
         script
     }
 
-    /// The batch script of a Slurm cluster (`DIR/job.sh`): the environment, `mpirun` inside
-    /// the allocation, its status into `DIR/job.status`.
+    /// The batch script of a Slurm cluster (`DIR/job.sh [ARGS]`): the environment, `mpirun`
+    /// inside the allocation (the arguments added to its command line), its status into
+    /// `DIR/job.status`.
     pub(crate) fn job_script(&self, environment: &[String], mpirun: &[String]) -> String {
         let dir = sh_quote(&self.dir);
         let mpirun: Vec<String> = mpirun.iter().map(|a| sh_quote(a)).collect();
@@ -133,14 +155,14 @@ impl RemoteCluster {
             script.push('\n');
         }
         script.push_str(&format!(
-            "{}\necho $? > {dir}/job.status\n",
+            "{} \"$@\"\necho $? > {dir}/job.status\n",
             mpirun.join(" ")
         ));
         script
     }
 
-    /// The script run on the head of a Slurm cluster (`sh DIR/run.sh`): sbatch of
-    /// `DIR/job.sh` on exactly the plan's hosts, the job cancelled when the launcher's
+    /// The script run on the head of a Slurm cluster (`sh DIR/run.sh [ARGS]`): sbatch of
+    /// `DIR/job.sh ARGS` on exactly the plan's hosts, the job cancelled when the launcher's
     /// connection ends or when it stays pending longer than the plan allows; says why a job
     /// ended without a status (its time limit, a cancellation). Exits with `mpirun`'s status.
     pub(crate) fn slurm_run_script(&self, environment: &[String], job: &SlurmJob) -> String {
@@ -176,7 +198,7 @@ impl RemoteCluster {
             script.push('\n');
         }
         script.push_str(&format!(
-            "job=$({sbatch}) || {{ echo \"hmw: cluster {name}: sbatch failed\" >&2; exit 96; }}\n\
+            "job=$({sbatch} \"$@\") || {{ echo \"hmw: cluster {name}: sbatch failed\" >&2; exit 96; }}\n\
              job=${{job%%;*}}\n\
              echo $job > {dir}/job.id\n\
              echo \"hmw: cluster {name}: Slurm job $job\"\n\
@@ -238,15 +260,19 @@ impl RemoteCluster {
             }
         );
         let dir = sh_quote(&self.dir);
+        // The run's own `mpirun` and job, and those of the runs in its subfolders (`hmw
+        // calibrate` runs several from one folder).
         let mut script = format!(
-            "if [ -f {dir}/mpirun.pid ]; then\n  pid=$(cat {dir}/mpirun.pid)\n  \
+            "for f in {dir}/mpirun.pid {dir}/*/mpirun.pid; do\n  [ -f \"$f\" ] || continue\n  \
+             pid=$(cat \"$f\")\n  \
              kill -TERM -$pid 2>/dev/null\n  \
              for i in 1 2 3 4 5; do kill -0 -$pid 2>/dev/null || break; sleep 0.2; done\n  \
-             kill -KILL -$pid 2>/dev/null\nfi\n\
-             if [ -f {dir}/job.id ]; then\n  job=$(cat {dir}/job.id)\n  \
+             kill -KILL -$pid 2>/dev/null\ndone\n\
+             for f in {dir}/job.id {dir}/*/job.id; do\n  [ -f \"$f\" ] || continue\n  \
+             job=$(cat \"$f\")\n  \
              scancel --signal=KILL --full $job 2>/dev/null; scancel $job\n  \
              for i in $(seq 1 50); do\n    \
-               [ -z \"$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 0.2\n  done\nfi\n"
+               [ -z \"$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 0.2\n  done\ndone\n"
         );
         // Each other host's part goes to its `sh -s` as a here-document: on its command
         // line, the folder would make the shell running the cleanup a target of its pkill.
@@ -406,6 +432,126 @@ mod tests {
         let (out, took) = run("....");
         assert_eq!(out, "gone\n");
         assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    }
+
+    /// Run the Slurm run script of `cluster()` in `dir` against fake `sbatch`, `squeue`,
+    /// `scancel` and `scontrol` (the shell functions `fakes` defines, as scripts in `dir/bin`):
+    /// its exit code and standard error.
+    fn run_slurm_script(name: &str, job: &SlurmJob, fakes: &[(&str, &str)]) -> (i32, String) {
+        let _children = crate::processes::tests::spawning_children();
+        let dir = std::env::temp_dir().join(format!("hmw-slurm-{name}-{}", std::process::id()));
+        let bin = dir.join("bin");
+        fs::create_dir_all(&bin).unwrap();
+        for (command, body) in fakes {
+            let path = bin.join(command);
+            fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            use std::os::unix::fs::PermissionsExt as _;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let mut remote = cluster();
+        remote.dir = dir.to_string_lossy().into_owned();
+        let script = remote.slurm_run_script(&[], job);
+        let path = std::env::var("PATH").unwrap_or_default();
+        // Its input stays open while it runs (the launcher's connection): the watchdog waits.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .env("PATH", format!("{}:{path}", bin.display()))
+            .env("FAKE", &dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "the script still runs after 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        drop(child.stdin.take());
+        let mut stderr = String::new();
+        use std::io::Read as _;
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let cancelled = fs::read_to_string(dir.join("cancelled")).unwrap_or_default();
+        let _ = fs::remove_dir_all(&dir);
+        (
+            status.code().unwrap_or(-1),
+            format!("{stderr}cancelled: {cancelled}"),
+        )
+    }
+
+    #[test]
+    fn a_job_pending_past_its_limit_is_cancelled_and_named() {
+        let job = SlurmJob {
+            partition: None,
+            account: None,
+            time_limit: None,
+            pending_limit_s: 1,
+        };
+        let (code, said) = run_slurm_script(
+            "pending",
+            &job,
+            &[
+                ("sbatch", "echo 42"),
+                ("squeue", "echo 'PENDING n/a'"),
+                ("scancel", "echo \"$@\" >> \"$FAKE/cancelled\""),
+                ("scontrol", "true"),
+            ],
+        );
+        assert_eq!(code, 95, "{said}");
+        assert!(
+            said.contains("cluster spain: Slurm job 42 still pending after 1 s: cancelled"),
+            "{said}"
+        );
+        assert!(said.contains("cancelled: 42"), "{said}");
+    }
+
+    #[test]
+    fn a_job_ended_by_its_time_limit_is_said_so() {
+        let job = SlurmJob {
+            partition: None,
+            account: None,
+            time_limit: Some("0:01"),
+            pending_limit_s: 60,
+        };
+        // Running for two looks, then gone without a status: Slurm ended it.
+        let (code, said) = run_slurm_script(
+            "timelimit",
+            &job,
+            &[
+                ("sbatch", "echo \"$@\" > \"$FAKE/sbatch\"; echo 43"),
+                (
+                    "squeue",
+                    "n=$(cat \"$FAKE/looks\" 2>/dev/null || echo 0); echo $((n + 1)) > \
+                     \"$FAKE/looks\"; [ $n -lt 2 ] && echo \"RUNNING $(hostname)\"; true",
+                ),
+                ("scancel", "echo \"$@\" >> \"$FAKE/cancelled\""),
+                (
+                    "scontrol",
+                    "echo 'JobId=43 JobState=TIMEOUT Reason=TimeLimit'",
+                ),
+            ],
+        );
+        assert_eq!(code, 94, "{said}");
+        assert!(
+            said.contains(
+                "cluster spain: Slurm job 43 ended without a status (JobState=TIMEOUT: its time \
+                 limit, or cancelled)"
+            ),
+            "{said}"
+        );
+        // Nothing left to cancel: the job ended by itself.
+        assert!(said.ends_with("cancelled: "), "{said}");
     }
 
     #[test]

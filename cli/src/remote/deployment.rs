@@ -13,7 +13,10 @@ use std::{
 };
 
 use anyhow::{bail, Context as _, Result};
-use hmw_model::plan::{launch::Launcher, Plan};
+use hmw_model::plan::{
+    launch::{ClusterLaunch, Launcher},
+    Plan,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{
@@ -85,10 +88,7 @@ impl Deployment {
         keep: bool,
         print: bool,
     ) -> Result<(Deployment, Vec<ClusterCommand>)> {
-        let stamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let run_name = format!("{}-{stamp}-{}", plan.name, std::process::id());
+        let run_name = run_name(plan);
         let state_file = work.join("launch-state.json");
         let mut deployment = Deployment {
             clusters: Vec::new(),
@@ -108,23 +108,13 @@ impl Deployment {
             let hosts = RemoteCluster::hosts_of(&cluster.machine_file);
             let head_host = hosts.first().cloned().context("an empty machine file")?;
             let head = SshTarget::head_of(&launch, &head_host);
-            let parent = launch.work_dir.clone().unwrap_or_else(|| "hmw-runs".into());
-            let parent = parent.strip_prefix("~/").unwrap_or(&parent).to_owned();
-            let absolute = if print {
-                parent.clone()
-            } else {
-                head.run(
-                    &format!("mkdir -p {p} && cd {p} && pwd", p = sh_quote(&parent)),
-                    b"",
-                    &format!("make the work folder {parent} of cluster {}", cluster.name),
-                )?
-            };
+            let absolute = work_folder(&head, &launch, &cluster.name, print)?;
             deployment.clusters.push(RemoteCluster {
                 name: cluster.name.clone(),
                 head,
                 head_host,
                 hosts,
-                dir: format!("{}/{run_name}-{}", absolute.trim(), cluster.name),
+                dir: format!("{absolute}/{run_name}-{}", cluster.name),
                 slurm: launch.launcher == Launcher::Slurm,
             });
             settings.push(launch);
@@ -162,20 +152,7 @@ impl Deployment {
             }
             let config = toml::to_string(&config)?;
             let at = |name: &str| format!("{}/{name}", remote.dir);
-            let mut mpirun = vec![
-                "mpirun".to_owned(),
-                "--hostfile".into(),
-                at("hostfile"),
-                "--map-by".into(),
-                "seq".into(),
-                "-np".into(),
-                cluster.ranks.to_string(),
-            ];
-            if remote.slurm {
-                // The allocation has one task per node; a host may run several ranks.
-                mpirun.push("--oversubscribe".into());
-            }
-            mpirun.extend(launch.mpirun_args.iter().cloned());
+            let mut mpirun = remote.mpirun(cluster.ranks, &launch.mpirun_args);
             mpirun.extend([
                 remote_binary,
                 "-m".into(),
@@ -273,12 +250,7 @@ impl Deployment {
     }
 
     fn write_state(&self, plan: &Plan) -> Result<()> {
-        let state = StateFile {
-            plan: plan.name.clone(),
-            clusters: self.clusters.clone(),
-        };
-        fs::write(&self.state_file, serde_json::to_string_pretty(&state)?)
-            .with_context(|| format!("cannot write {}", self.state_file.display()))
+        write_state(&self.state_file, plan, &self.clusters)
     }
 
     /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote
@@ -286,6 +258,45 @@ impl Deployment {
     pub(crate) fn finish(&self, work: &Path) -> Result<()> {
         clean_all(&self.clusters, self.keep, &self.state_file, Some(work))
     }
+}
+
+/// A name unique to a run of `plan`: the plan's name, the time, this process.
+pub(crate) fn run_name(plan: &Plan) -> String {
+    let stamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    format!("{}-{stamp}-{}", plan.name, std::process::id())
+}
+
+/// The absolute folder on a cluster's head that its run folders go in (`work_dir`, by default
+/// `hmw-runs` in the remote home), made if missing; as given when only printing.
+pub(crate) fn work_folder(
+    head: &SshTarget,
+    launch: &ClusterLaunch,
+    cluster: &str,
+    print: bool,
+) -> Result<String> {
+    let parent = launch.work_dir.clone().unwrap_or_else(|| "hmw-runs".into());
+    let parent = parent.strip_prefix("~/").unwrap_or(&parent).to_owned();
+    if print {
+        return Ok(parent);
+    }
+    let absolute = head.run(
+        &format!("mkdir -p {p} && cd {p} && pwd", p = sh_quote(&parent)),
+        b"",
+        &format!("make the work folder {parent} of cluster {cluster}"),
+    )?;
+    Ok(absolute.trim().to_owned())
+}
+
+/// Record what is staged where, for `hmw launch --cleanup STATE`.
+pub(crate) fn write_state(path: &Path, plan: &Plan, clusters: &[RemoteCluster]) -> Result<()> {
+    let state = StateFile {
+        plan: plan.name.clone(),
+        clusters: clusters.to_vec(),
+    };
+    fs::write(path, serde_json::to_string_pretty(&state)?)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// `--print`: per cluster, where each host's files go and the commands that stage and run
@@ -356,7 +367,7 @@ fn shell_line(command: &Command) -> String {
 
 /// Clean every cluster at once; with `stats_into`, fetch each one's statistics there first
 /// (`CLUSTER.stats.json`).
-fn clean_all(
+pub(crate) fn clean_all(
     clusters: &[RemoteCluster],
     keep: bool,
     state_file: &Path,

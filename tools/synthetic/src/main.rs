@@ -6,11 +6,13 @@
 //!
 //! `[application] work` says what a task does for its time:
 //! - `"sleep"` (the default): sleeps `task_seconds / speed` (exact on an oversubscribed host);
-//! - `"compute"`: computes. At its first task a worker measures how many rounds of a small
-//!   floating-point kernel one core does per second of this thread's CPU time (about 0.2 s of
-//!   CPU, so a CPU quota does not bias it); a task is then `task_seconds x rounds_per_s / speed`
-//!   rounds. On an unthrottled core it takes `task_seconds / speed`; on the testbed, where a
-//!   host's cgroup quota is its speed, `speed` stays 1 and the quota makes it slower.
+//! - `"compute"`: computes rounds of a small floating-point kernel. A worker's first tasks run
+//!   the kernel until their thread has used `task_seconds / speed` of CPU time, and count the
+//!   rounds: once 0.2 s of CPU is counted so (CPU time, so a CPU quota does not bias it), a task
+//!   is `task_seconds x rounds_per_s / speed` rounds. Measuring costs no extra work: every task
+//!   is its time of CPU from the first on (`hmw calibrate` counts every task). On an
+//!   unthrottled core it takes `task_seconds / speed`; on the testbed, where a host's cgroup
+//!   quota is its speed, `speed` stays 1 and the quota makes it slower.
 
 use std::time::{Duration, Instant};
 
@@ -82,20 +84,39 @@ fn thread_cpu_s() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
-/// Kernel rounds per second of CPU time on this machine's core, measured once per process.
-fn rounds_per_cpu_s() -> f64 {
-    static RATE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *RATE.get_or_init(|| {
-        let start = thread_cpu_s();
-        let mut rounds = 0u64;
-        let mut v = 1.0;
-        while thread_cpu_s() - start < 0.2 {
-            v = kernel(v, 20_000);
-            rounds += 20_000;
+/// CPU time over which the kernel's rate is counted before it is fixed, seconds.
+const RATE_CPU_S: f64 = 0.2;
+
+/// Kernel rounds per second of CPU time on this machine's core: counted over the first tasks,
+/// fixed once they used [`RATE_CPU_S`] of CPU (per process).
+static RATE: std::sync::Mutex<(u64, f64, Option<f64>)> = std::sync::Mutex::new((0, 0.0, None));
+
+/// Compute `cpu_s` seconds of work: by rounds at the fixed rate, or, until it is fixed, by CPU
+/// time, the rounds done counting towards it.
+fn compute(cpu_s: f64) {
+    let fixed = RATE.lock().map_or(None, |r| r.2);
+    if let Some(rate) = fixed {
+        std::hint::black_box(kernel(1.0, (cpu_s * rate).round() as u64));
+        return;
+    }
+    let start = thread_cpu_s();
+    let mut rounds = 0u64;
+    let mut v = 1.0;
+    while thread_cpu_s() - start < cpu_s {
+        v = kernel(v, 5_000);
+        rounds += 5_000;
+    }
+    std::hint::black_box(v);
+    let used = thread_cpu_s() - start;
+    if let Ok(mut rate) = RATE.lock() {
+        if rate.2.is_none() {
+            rate.0 += rounds;
+            rate.1 += used;
+            if rate.1 >= RATE_CPU_S {
+                rate.2 = Some(rate.0 as f64 / rate.1);
+            }
         }
-        std::hint::black_box(v);
-        rounds as f64 / (thread_cpu_s() - start)
-    })
+    }
 }
 
 /// Bounds that keep a run within this machine's memory and a human's patience.
@@ -161,8 +182,7 @@ impl Task for Work {
         assert!(!self.fail, "this task was configured to fail (fail_at)");
         let time = Duration::from_secs_f64(self.seconds / worker.speed());
         if self.compute {
-            let rounds = (self.seconds * rounds_per_cpu_s() / worker.speed()).round() as u64;
-            std::hint::black_box(kernel(1.0, rounds));
+            compute(self.seconds / worker.speed());
         } else if self.busy {
             let start = Instant::now();
             while start.elapsed() < time {
@@ -266,16 +286,19 @@ mod tests {
     }
 
     #[test]
-    fn compute_takes_its_time_in_cpu() {
-        let rate = rounds_per_cpu_s();
-        assert!(rate > 0.0);
-        let start = thread_cpu_s();
-        std::hint::black_box(kernel(1.0, (0.1 * rate) as u64));
-        let took = thread_cpu_s() - start;
-        // CPU time, so another engineer's load does not change it much; generous bounds.
-        assert!(
-            (0.05..0.2).contains(&took),
-            "0.1 s of work took {took} s of CPU"
-        );
+    fn compute_takes_its_time_in_cpu_while_counting_and_after() {
+        // The first tasks count the rate (by CPU time), the later ones use it (by rounds):
+        // each takes its time in CPU either way.
+        for _ in 0..6 {
+            let start = thread_cpu_s();
+            compute(0.05);
+            let took = thread_cpu_s() - start;
+            // CPU time, so another engineer's load does not change it much; generous bounds.
+            assert!(
+                (0.025..0.1).contains(&took),
+                "0.05 s of work took {took} s of CPU"
+            );
+        }
+        assert!(RATE.lock().unwrap().2.is_some_and(|r| r > 0.0));
     }
 }

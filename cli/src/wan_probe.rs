@@ -1,0 +1,304 @@
+//! How `hmw calibrate` measures a WAN: one end of a link, configured exactly as the
+//! communication manager of its machine-file line configures its own, measures the round-trip
+//! time (the client end pings, the server end echoes) and then, both directions at once as in
+//! a run, the goodput it receives while it sends. On one machine both ends run in
+//! `hmw calibrate` itself; on real hosts each end is `hmw wan-probe` (a command hidden from
+//! the help) on its CM's host, started by the cluster's launcher, which prints one
+//! `hmw-wan-probe {JSON}` line ([`ProbeResult`]).
+
+use std::{
+    path::PathBuf,
+    sync::atomic::{AtomicBool, Ordering},
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Context as _, Result};
+use hmw::{
+    config::{CmConfig, ConfigFile},
+    machinefile::MachineFile,
+};
+use hmw_cm::{BlockingLink, LinkConfig, Role, TrySendError};
+use serde::{Deserialize, Serialize};
+
+use crate::processes::interrupted;
+
+/// Round trips timed, after [`SKIPPED`] that set the connections up.
+const ROUNDS: usize = 18;
+const SKIPPED: usize = 3;
+
+/// The prefix of the line `hmw wan-probe` prints its result on.
+pub(crate) const RESULT_PREFIX: &str = "hmw-wan-probe ";
+
+/// What one end of a link measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ProbeResult {
+    /// The CM's name (its certificate's).
+    pub(crate) cm: String,
+    /// The host it ran on.
+    pub(crate) host: String,
+    /// The median round trip, seconds (the client end only).
+    pub(crate) rtt_s: Option<f64>,
+    /// Message bytes per second received while sending.
+    pub(crate) received_bytes_per_s: f64,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WanProbeArgs {
+    /// The cluster's machine file, as its CMs read it.
+    #[arg(short = 'm', long)]
+    machinefile: PathBuf,
+    /// The run configuration (its [cm] table, certs included).
+    #[arg(short = 'c', long)]
+    config: PathBuf,
+    /// NAME=BYTES: the CM whose link end this is and the size of the messages it sends;
+    /// several: the process of MPI rank i (OMPI_COMM_WORLD_RANK) takes the i-th.
+    #[arg(long = "cm", required = true, value_name = "NAME=BYTES")]
+    cms: Vec<String>,
+    /// Seconds of traffic before the timed window.
+    #[arg(long, value_parser = crate::seconds, default_value = "1")]
+    warmup: Duration,
+    /// Seconds timed.
+    #[arg(long, value_parser = crate::positive_seconds, default_value = "6")]
+    seconds: Duration,
+    /// Seconds to wait for the link to come up.
+    #[arg(long, value_parser = crate::positive_seconds, default_value = "60")]
+    connect_timeout: Duration,
+}
+
+/// `hmw wan-probe`: one link end, its result printed as one line.
+pub fn run(args: WanProbeArgs) -> Result<()> {
+    let rank: usize = std::env::var("OMPI_COMM_WORLD_RANK")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    let spec = args.cms.get(rank).with_context(|| {
+        format!(
+            "rank {rank}: only {} --cm given (one per rank)",
+            args.cms.len()
+        )
+    })?;
+    let (name, bytes) = spec
+        .split_once('=')
+        .and_then(|(n, b)| Some((n, b.parse::<usize>().ok()?)))
+        .with_context(|| format!("--cm {spec}: expected NAME=BYTES"))?;
+    let host = hostname();
+    let context = || format!("CM {name} on {host}");
+    let machines = MachineFile::load(&args.machinefile)?;
+    let cm = ConfigFile::load(&args.config)?.cm;
+    let config = cm_config(&machines, name, &cm).with_context(context)?;
+    let role = config.role;
+    let link = BlockingLink::start(config).map_err(|e| anyhow!("{}: {e}", context()))?;
+    let measured = (|| -> Result<ProbeResult> {
+        wait_connected(&link, args.connect_timeout)?;
+        let rtt_s = match role {
+            Role::Client => Some(ping(&link)?),
+            Role::Server => {
+                echo(&link)?;
+                None
+            }
+        };
+        let received_bytes_per_s = exchange(&link, bytes, args.warmup, args.seconds)?;
+        Ok(ProbeResult {
+            cm: name.to_owned(),
+            host: host.clone(),
+            rtt_s,
+            received_bytes_per_s,
+        })
+    })()
+    .with_context(context);
+    // The peer may still be in its window (it started up to a round trip later): drain a
+    // little before closing, so that its sending does not fail.
+    linger(&link, Duration::from_secs(2));
+    link.close();
+    let result = measured?;
+    println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
+    Ok(())
+}
+
+/// This host's name.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "unknown host".to_owned())
+}
+
+/// The link configuration of CM `name` from its line of `machines`, as the CM builds it.
+pub(crate) fn cm_config(machines: &MachineFile, name: &str, cm: &CmConfig) -> Result<LinkConfig> {
+    let rank = (0..machines.ranks.len())
+        .find(|&r| {
+            machines.ranks[r].cm.is_some()
+                && machines.ranks[r].annotations.name.as_deref() == Some(name)
+        })
+        .with_context(|| format!("{}: no CM named {name}", machines.path.display()))?;
+    hmw::roles::cm::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
+}
+
+/// Wait until the link is up, at most `timeout` (or until interrupted).
+pub(crate) fn wait_connected(link: &BlockingLink, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if interrupted() {
+            bail!("interrupted");
+        }
+        match link.wait_connected(Duration::from_millis(100)) {
+            Ok(()) => return Ok(()),
+            Err(hmw_cm::LinkError::Timeout) if Instant::now() < deadline => {}
+            Err(hmw_cm::LinkError::Timeout) => {
+                bail!(
+                    "the link did not come up within {} s",
+                    timeout.as_secs_f64()
+                )
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The server end of the round trips: echo [`ROUNDS`] messages.
+pub(crate) fn echo(link: &BlockingLink) -> Result<()> {
+    for _ in 0..ROUNDS {
+        let message = link
+            .recv_timeout(Duration::from_secs(10))?
+            .context("no ping within 10 s")?;
+        link.send(&message)?;
+    }
+    Ok(())
+}
+
+/// The client end of the round trips, seconds: the median of the one-byte messages echoed
+/// after [`SKIPPED`] not counted (which set the connections up).
+pub(crate) fn ping(link: &BlockingLink) -> Result<f64> {
+    let mut times = Vec::new();
+    for round in 0..ROUNDS {
+        let sent = Instant::now();
+        link.send(&[round as u8])?;
+        link.recv_timeout(Duration::from_secs(10))?
+            .context("no echo within 10 s")?;
+        if round >= SKIPPED {
+            times.push(sent.elapsed().as_secs_f64());
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+/// Bytes per second `link` receives while it keeps sending `size`-byte messages: the message
+/// bytes that reached it during `window`, after `warmup`, over `window`. Deliveries come in
+/// bursts (a lost packet holds back what follows it until it is repaired), so the window
+/// should span several: a ratio from the first to the last message, or a slope, would swing
+/// with where the bursts fall.
+pub(crate) fn exchange(
+    link: &BlockingLink,
+    size: usize,
+    warmup: Duration,
+    window: Duration,
+) -> Result<f64> {
+    let message = vec![0x5A; size.clamp(1, link.max_message())];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let sender = scope.spawn(|| -> Result<()> {
+            while !stop.load(Ordering::Relaxed) {
+                let sent = match link.try_send(&message) {
+                    Ok(()) => Ok(()),
+                    Err(TrySendError::Full { .. }) => link
+                        .wait_for_space(message.len(), Duration::from_millis(50))
+                        .map(|_| ()),
+                    Err(TrySendError::Link(e)) => Err(e),
+                };
+                // Once stopped, the peer may be gone: that is no error.
+                if let Err(e) = sent {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    return Err(e.into());
+                }
+            }
+            Ok(())
+        });
+        let start = Instant::now();
+        let (opens, closes) = (start + warmup, start + warmup + window);
+        // Message bytes that reached the link, at a window's edge: first take every message
+        // already delivered, so that this thread's own pace does not count (a reader that fell
+        // behind and caught up inside the window would count the backlog in it).
+        let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
+            while link.try_recv()?.is_some() {}
+            Ok((Instant::now(), link.stats().bytes_received))
+        };
+        let mut window_open = None;
+        let received = loop {
+            let now = Instant::now();
+            if window_open.is_none() && now >= opens {
+                match arrived() {
+                    Ok(edge) => window_open = Some(edge),
+                    Err(e) => break Err(e),
+                }
+            }
+            if now >= closes || interrupted() {
+                break Ok(());
+            }
+            match link.recv_timeout(Duration::from_millis(20)) {
+                Ok(_) => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let window_closed = arrived();
+        stop.store(true, Ordering::Relaxed);
+        let sent = sender
+            .join()
+            .map_err(|_| anyhow!("the sending thread panicked"))?;
+        if interrupted() {
+            bail!("interrupted");
+        }
+        received?;
+        sent?;
+        let (opened_at, before) = window_open.context("the timed window never opened")?;
+        let (closed_at, after) = window_closed?;
+        if after <= before {
+            bail!("no message crossed the WAN in the {window:?} timed");
+        }
+        Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
+    })
+}
+
+/// Take what arrives for `time` (or until the peer closed the link).
+fn linger(link: &BlockingLink, time: Duration) {
+    let until = Instant::now() + time;
+    while Instant::now() < until {
+        if link.recv_timeout(Duration::from_millis(50)).is_err() {
+            return;
+        }
+    }
+}
+
+/// The `hmw-wan-probe` results in a run's output.
+pub(crate) fn results_in(output: &str) -> Result<Vec<ProbeResult>> {
+    output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(RESULT_PREFIX))
+        .map(|json| {
+            serde_json::from_str(json).with_context(|| format!("not a probe result: {json}"))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_read_back_from_a_runs_output() {
+        let result = ProbeResult {
+            cm: "spain-lyon".into(),
+            host: "spain-cm".into(),
+            rtt_s: Some(0.04),
+            received_bytes_per_s: 1.9e6,
+        };
+        let output = format!(
+            "some mpirun line\n{RESULT_PREFIX}{}\nother\n",
+            serde_json::to_string(&result).unwrap()
+        );
+        assert_eq!(results_in(&output).unwrap(), [result]);
+        assert!(results_in(&format!("{RESULT_PREFIX}{{bad")).is_err());
+        assert!(results_in("nothing").unwrap().is_empty());
+    }
+}
