@@ -264,13 +264,7 @@ fn calibrate(
     layout: &Layout,
     work: &Path,
 ) -> Result<MeasuredSystem> {
-    let binary = find_binary(
-        layout
-            .binary
-            .as_deref()
-            .context("no application binary: set [launch] binary in the plan")?,
-        plan_dir,
-    )?;
+    let binary = application_binary(layout, plan_dir)?;
     let synthetic = find_binary("hmw-synthetic", plan_dir)?;
     let app = &plan.application;
     let steps: u64 = layout
@@ -849,13 +843,7 @@ fn calibrate_remote(
     layout: &Layout,
     work: &Path,
 ) -> Result<MeasuredSystem> {
-    let binary = find_binary(
-        layout
-            .binary
-            .as_deref()
-            .context("no application binary: set [launch] binary in the plan")?,
-        plan_dir,
-    )?;
+    let binary = application_binary(layout, plan_dir)?;
     let binary = binary.canonicalize().unwrap_or(binary);
     let synthetic = find_binary("hmw-synthetic", plan_dir)?;
     let synthetic = synthetic.canonicalize().unwrap_or(synthetic);
@@ -1204,6 +1192,18 @@ fn now() -> String {
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()
+}
+
+
+/// The plan's application binary (`[launch] binary`), found as `hmw launch` finds it.
+fn application_binary(layout: &Layout, plan_dir: &Path) -> Result<PathBuf> {
+    find_binary(
+        layout
+            .binary
+            .as_deref()
+            .context("no application binary: set [launch] binary in the plan")?,
+        plan_dir,
+    )
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use hmw_model::plan::{
 
 use super::{
     cluster::{RemoteCluster, SlurmJob},
-    deployment::{clean_all, run_name, work_folder, write_state},
+    deployment::{clean_all, run_name, stage_all, work_folder, write_state},
     ssh::{on_host, sh_quote, SshTarget},
 };
 use crate::{
@@ -255,25 +255,12 @@ impl RemoteCalibration {
             }
             calibration.runs.push(subfolders);
         }
-        let staged: Vec<Result<()>> = std::thread::scope(|scope| {
-            let sends: Vec<_> = stages
+        stage_all(
+            stages
                 .iter()
-                .map(|(cluster, host, dir)| {
-                    let cluster = &calibration.clusters[*cluster];
-                    scope.spawn(move || cluster.stage(host, dir))
-                })
-                .collect();
-            sends
-                .into_iter()
-                .map(|s| {
-                    s.join()
-                        .unwrap_or_else(|_| bail!("a staging thread panicked"))
-                })
-                .collect()
-        });
-        // The keys leave this folder whatever happened.
-        let _ = fs::remove_dir_all(&stage_root);
-        staged.into_iter().collect::<Result<Vec<()>>>()?;
+                .map(|(cluster, host, dir)| (&calibration.clusters[*cluster], host.as_str(), dir.as_path())),
+            &stage_root,
+        )?;
         for cluster in &calibration.clusters {
             println!(
                 "== cluster {}: calibration staged in {} on {} (head {})",

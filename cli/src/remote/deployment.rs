@@ -221,22 +221,10 @@ impl Deployment {
             print_commands(&deployment.clusters, &stages, &commands);
             return Ok((deployment, commands));
         }
-        let staged: Vec<Result<()>> = std::thread::scope(|scope| {
-            let sends: Vec<_> = stages
-                .iter()
-                .map(|(remote, host, dir)| scope.spawn(move || remote.stage(host, dir)))
-                .collect();
-            sends
-                .into_iter()
-                .map(|s| {
-                    s.join()
-                        .unwrap_or_else(|_| bail!("a staging thread panicked"))
-                })
-                .collect()
-        });
-        // The keys leave this folder whatever happened.
-        let _ = fs::remove_dir_all(&stage_root);
-        staged.into_iter().collect::<Result<Vec<()>>>()?;
+        stage_all(
+            stages.iter().map(|(remote, host, dir)| (*remote, *host, dir.as_path())),
+            &stage_root,
+        )?;
         for remote in &deployment.clusters {
             println!(
                 "== cluster {}: staged in {} on {} (head {})",
@@ -429,4 +417,26 @@ pub(crate) fn cleanup(state_file: &Path) -> Result<()> {
         state.clusters.len()
     );
     clean_all(&state.clusters, false, state_file, None)
+}
+
+/// Send each (cluster, host, folder) of `stages` to its host, all at once (a thread each);
+/// then remove `stage_root`, which holds the keys, whatever happened.
+pub(super) fn stage_all<'a>(
+    stages: impl Iterator<Item = (&'a RemoteCluster, &'a str, &'a Path)>,
+    stage_root: &Path,
+) -> Result<()> {
+    let staged: Vec<Result<()>> = std::thread::scope(|scope| {
+        let sends: Vec<_> = stages
+            .map(|(remote, host, dir)| scope.spawn(move || remote.stage(host, dir)))
+            .collect();
+        sends
+            .into_iter()
+            .map(|s| {
+                s.join()
+                    .unwrap_or_else(|_| bail!("a staging thread panicked"))
+            })
+            .collect()
+    });
+    let _ = fs::remove_dir_all(stage_root);
+    staged.into_iter().collect()
 }
