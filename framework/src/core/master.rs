@@ -474,7 +474,7 @@ impl<S: TaskSource> MasterCore<S> {
             clusters.insert(0, local);
         }
         // Tasks still to do, at the mean basic operations of those gathered so far (within
-        // the quantiles of those seen).
+        // its sampling error and any drift along the dispatch order).
         let total = self.source.task_count();
         let remaining = total.and_then(|total| {
             self.estimator
@@ -638,6 +638,7 @@ impl<S: TaskSource> MasterCore<S> {
                     self.estimator.observe(
                         cluster,
                         from,
+                        result.ids.iter().copied().min().unwrap_or_default(),
                         result.ids.len() as u64,
                         result.operations,
                         result.busy_s,
