@@ -1194,7 +1194,6 @@ fn now() -> String {
         .unwrap_or_default()
 }
 
-
 /// The plan's application binary (`[launch] binary`), found as `hmw launch` finds it.
 fn application_binary(layout: &Layout, plan_dir: &Path) -> Result<PathBuf> {
     find_binary(

@@ -36,6 +36,10 @@ pub struct ClusterWindow {
     pub window_computed_operations: f64,
     /// The link to the cluster, as its communication manager last reported it.
     pub link: Option<LinkState>,
+    /// The cluster's rate for the balance, measured over the whole run so far, when known
+    /// (else the interval's delivered rate): over an interval shorter than a few tasks the
+    /// delivered rate swings between nothing and several times the steady one.
+    pub steady_ops_per_s: Option<f64>,
 }
 
 /// The live prediction of the whole run.
@@ -84,13 +88,17 @@ pub fn estimate(
             }
         })
         .collect();
-    let measured: Vec<usize> = (0..clusters.len())
-        .filter(|&i| estimates[i].ops_per_s > 0.0)
-        .collect();
+    let steady = |i: usize| {
+        clusters[i]
+            .steady_ops_per_s
+            .filter(|r| *r > 0.0)
+            .unwrap_or(estimates[i].ops_per_s)
+    };
+    let measured: Vec<usize> = (0..clusters.len()).filter(|&i| steady(i) > 0.0).collect();
     let timings: Vec<ClusterTiming> = measured
         .iter()
         .map(|&i| ClusterTiming {
-            perf_ste: estimates[i].ops_per_s,
+            perf_ste: steady(i),
             t_up: 0.0,
             // The last task under way ends, on average, one task time after the balance says.
             t_end: clusters[i].window_busy_s / clusters[i].window_computed.max(1) as f64,
@@ -167,6 +175,7 @@ mod tests {
             window_computed: tasks,
             window_computed_operations: tasks as f64,
             link,
+            steady_ops_per_s: None,
         }
     }
 
@@ -233,6 +242,32 @@ mod tests {
                 .bottleneck
                 .as_deref(),
             Some("down")
+        );
+    }
+
+    /// An interval in which no result came back still predicts from the rate measured over
+    /// the run, and that rate, not the interval's, sets the balance.
+    #[test]
+    fn the_steady_rate_sets_the_balance() {
+        let quiet = ClusterWindow {
+            window_tasks: 0,
+            window_operations: 0.0,
+            window_busy_s: 0.0,
+            window_computed: 0,
+            steady_ops_per_s: Some(50.0),
+            ..window("main", None, 2, 0, 0.0)
+        };
+        assert_eq!(
+            estimate(1.0, 1.0, &[quiet], 0.0, 100.0).remaining_s,
+            Some(2.0)
+        );
+        let busy = ClusterWindow {
+            steady_ops_per_s: Some(10.0),
+            ..window("main", None, 2, 40, 0.0)
+        };
+        assert_eq!(
+            estimate(2.0, 2.0, &[busy], 40.0, 100.0).remaining_s,
+            Some(10.0)
         );
     }
 

@@ -256,9 +256,13 @@ impl RemoteCalibration {
             calibration.runs.push(subfolders);
         }
         stage_all(
-            stages
-                .iter()
-                .map(|(cluster, host, dir)| (&calibration.clusters[*cluster], host.as_str(), dir.as_path())),
+            stages.iter().map(|(cluster, host, dir)| {
+                (
+                    &calibration.clusters[*cluster],
+                    host.as_str(),
+                    dir.as_path(),
+                )
+            }),
             &stage_root,
         )?;
         for cluster in &calibration.clusters {

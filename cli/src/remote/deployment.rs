@@ -222,7 +222,9 @@ impl Deployment {
             return Ok((deployment, commands));
         }
         stage_all(
-            stages.iter().map(|(remote, host, dir)| (*remote, *host, dir.as_path())),
+            stages
+                .iter()
+                .map(|(remote, host, dir)| (*remote, *host, dir.as_path())),
             &stage_root,
         )?;
         for remote in &deployment.clusters {

@@ -1,8 +1,9 @@
 //! Exact travelling salesman by branch and bound (`tsp`), the search tree divided at a level.
 //!
 //! Tours start at city 0. The master divides the search at level L: a task is a prefix of L
-//! cities starting at city 0 (every ordered choice of L - 1 other cities, in lexicographic
-//! order), and explores every completion of it depth first ([`Search`]). Three variants:
+//! cities starting at city 0 (every ordered choice of L - 1 other cities, handed out in a
+//! stratified order, [`Order`]), and explores every completion of it depth first ([`Search`]).
+//! Three variants:
 //!
 //! - `exhaustive`: no pruning, every complete tour of the subtree is visited;
 //! - `task-pruning`: a partial tour whose lower bound reaches the best tour the task found
@@ -362,8 +363,9 @@ struct Tsp {
     variant: Variant,
     distances: Distances,
     level: usize,
-    /// The next prefix to hand out (`None` once all are).
-    next: Option<Vec<u8>>,
+    /// The order the prefixes are handed out in, and how many were.
+    order: Order,
+    handed: u64,
     tasks: u64,
     best: Best,
     verify: bool,
@@ -371,25 +373,65 @@ struct Tsp {
     task_bytes: Option<usize>,
 }
 
-/// The prefix after `prefix` in lexicographic order (same length, city 0 first, no city
-/// twice), or `None` after the last.
-fn next_prefix(prefix: &[u8], n: usize) -> Option<Vec<u8>> {
-    let mut p = prefix.to_vec();
-    // Advance the last position that can take a larger city unused before it; refill the
-    // positions after it with the smallest unused cities.
-    for i in (1..p.len()).rev() {
-        let larger = (p[i] + 1..n as u8).find(|c| !p[..i].contains(c));
-        if let Some(c) = larger {
-            p[i] = c;
-            for j in i + 1..p.len() {
-                p[j] = (0..n as u8)
-                    .find(|c| !p[..j].contains(c))
-                    .expect("enough cities");
-            }
-            return Some(p);
-        }
+/// The prefix of lexicographic rank `rank` (from 0) among the prefixes of `level` cities from
+/// city 0 of `n` cities: its i-th city is the (rank / (n-1-i)!/(n-level)! mod (n-i))-th smallest
+/// city not before it (the factorial number system of arrangements).
+fn prefix_of_rank(mut rank: u64, n: usize, level: usize) -> Vec<u8> {
+    let mut left: Vec<u8> = (1..n as u8).collect();
+    let mut prefix = vec![0u8];
+    for i in 1..level {
+        // Prefixes sharing the cities up to position i: arrangements of those after it.
+        let below = arrangements(n - 1 - i, level - 1 - i) as u64;
+        let choice = (rank / below) as usize;
+        rank %= below;
+        prefix.push(left.remove(choice));
     }
-    None
+    prefix
+}
+
+/// The dispatch order: the k-th task handed out is the prefix of lexicographic rank
+/// `k * stride mod tasks`, the stride the integer nearest `tasks / golden ratio` that is coprime
+/// with `tasks` (so every rank comes exactly once).
+///
+/// Why not the lexicographic order: a task's work depends on its first cities, so neighbours
+/// in that order weigh alike and the order runs through heavy and light stretches (measured on
+/// 16 random cities, seed 1, level 3, task-pruning: the tenths of the order weigh 0.79 to 1.35
+/// times the mean task, the middle heaviest; README). The live prediction extrapolates the
+/// tasks gathered so far to those left; in the lexicographic order the first 10 % are the
+/// prefixes of one or two second cities, a biased sample. The golden-ratio stride visits the
+/// lexicographic order evenly (for the golden ratio itself the first k points leave gaps of at
+/// most three sizes, all within 2.6 times tasks / k: the three-distance theorem; the integer
+/// stride keeps them within 5 times, tested), a stratified sample at every point of the run,
+/// without storing the order. Task-pruning does the same work in any order (each task prunes with its own best);
+/// global-pruning finds a good bound sooner from prefixes spread over the whole tree.
+#[derive(Debug, Clone, Copy)]
+struct Order {
+    tasks: u64,
+    stride: u64,
+}
+
+impl Order {
+    fn new(tasks: u64) -> Order {
+        let golden = (5f64.sqrt() - 1.0) / 2.0;
+        let mut stride = ((tasks as f64 * golden).round() as u64).max(1);
+        while gcd(stride, tasks) != 1 {
+            stride += 1;
+        }
+        Order { tasks, stride }
+    }
+
+    /// The lexicographic rank of the `k`-th task handed out.
+    fn rank(&self, k: u64) -> u64 {
+        ((k as u128 * self.stride as u128) % self.tasks as u128) as u64
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 impl Tsp {
@@ -398,13 +440,14 @@ impl Tsp {
     }
 
     fn with(settings: &Settings, distances: Distances) -> Self {
-        let first: Vec<u8> = (0..settings.level as u8).collect();
+        let tasks = task_count(distances.n, settings.level) as u64;
         Tsp {
             variant: settings.variant,
-            tasks: task_count(distances.n, settings.level) as u64,
+            order: Order::new(tasks),
+            handed: 0,
+            tasks,
             distances,
             level: settings.level,
-            next: Some(first),
             best: Best {
                 tour: None,
                 nodes: 0,
@@ -421,8 +464,12 @@ impl Problem for Tsp {
 
     /// Built when handed out: a `global-pruning` task carries the best length gathered so far.
     fn next_task(&mut self) -> Option<Prefix> {
-        let cities = self.next.take()?;
-        self.next = next_prefix(&cities, self.distances.n);
+        if self.handed == self.tasks {
+            return None;
+        }
+        let rank = self.order.rank(self.handed);
+        self.handed += 1;
+        let cities = prefix_of_rank(rank, self.distances.n, self.level);
         let task = Prefix {
             variant: self.variant,
             cities,
@@ -620,17 +667,67 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_come_in_lexicographic_order_without_repeats() {
-        let mut all = vec![vec![0u8, 1, 2]];
-        while let Some(p) = next_prefix(all.last().unwrap(), 5) {
-            all.push(p);
-        }
-        assert_eq!(all.len(), 12);
+    fn prefixes_by_rank_are_in_lexicographic_order() {
+        let all: Vec<Vec<u8>> = (0..12).map(|r| prefix_of_rank(r, 5, 3)).collect();
+        assert_eq!(all[0], vec![0, 1, 2]);
         assert_eq!(all[1], vec![0, 1, 3]);
         assert_eq!(all[3], vec![0, 2, 1]);
-        assert_eq!(all.last().unwrap(), &vec![0, 4, 3]);
+        assert_eq!(all[11], vec![0, 4, 3]);
         assert!(all.windows(2).all(|w| w[0] < w[1]));
-        assert_eq!(next_prefix(&[0], 5), None);
+        assert_eq!(prefix_of_rank(0, 5, 1), vec![0]);
+        for (n, level) in [(5, 5), (7, 3), (9, 4)] {
+            let count = task_count(n, level) as u64;
+            let ranked: Vec<Vec<u8>> = (0..count).map(|r| prefix_of_rank(r, n, level)).collect();
+            assert!(ranked.windows(2).all(|w| w[0] < w[1]), "n={n} L={level}");
+            assert!(ranked.iter().all(|p| {
+                let mut s = p.clone();
+                s.sort_unstable();
+                s.dedup();
+                s.len() == level && p[0] == 0
+            }));
+        }
+    }
+
+    #[test]
+    fn the_order_hands_out_every_prefix_once_spread_evenly() {
+        for tasks in [1u64, 2, 12, 110, 210, 720, 1000] {
+            let order = Order::new(tasks);
+            let mut ranks: Vec<u64> = (0..tasks).map(|k| order.rank(k)).collect();
+            // Stratified: the first tenth leaves no gap in the lexicographic order much wider
+            // than tasks / tenth (at most 2.6 times for the golden ratio itself by the
+            // three-distance theorem; the coprime integer stride drifts from it a little).
+            let tenth = (tasks / 10).max(1) as usize;
+            let mut first: Vec<u64> = ranks[..tenth].to_vec();
+            first.sort_unstable();
+            let widest = first
+                .windows(2)
+                .map(|w| w[1] - w[0])
+                .chain([first[0] + tasks - first[tenth - 1]])
+                .max()
+                .unwrap();
+            assert!(
+                widest as f64 <= 5.0 * tasks as f64 / tenth as f64,
+                "{tasks}: {widest}"
+            );
+            ranks.sort_unstable();
+            assert_eq!(ranks, (0..tasks).collect::<Vec<_>>());
+        }
+        let d = random_cities(6, 1, 100);
+        let mut tsp = Tsp::with(
+            &Settings {
+                level: 3,
+                ..Settings::default()
+            },
+            d,
+        );
+        let mut handed = Vec::new();
+        while let Some(task) = tsp.next_task() {
+            handed.push(task.cities);
+        }
+        assert_eq!(handed.len(), 20);
+        handed.sort();
+        handed.dedup();
+        assert_eq!(handed.len(), 20);
     }
 
     #[test]

@@ -579,6 +579,7 @@ impl<S: TaskSource> MasterCore<S> {
                     window_computed: w.computed,
                     window_computed_operations: w.computed_operations,
                     link: tally.link,
+                    steady_ops_per_s: None,
                 }),
                 Kind::Cm { .. } => {}
             }
@@ -586,8 +587,16 @@ impl<S: TaskSource> MasterCore<S> {
         if local.workers != Some(0) {
             clusters.insert(0, local);
         }
+        // The balance's rate of each cluster: its available performance (3) over every result
+        // so far, its workers' basic operations per busy second times their number.
+        for cluster in &mut clusters {
+            cluster.steady_ops_per_s = cluster
+                .workers
+                .zip(self.estimator.cluster(&cluster.name))
+                .and_then(|(workers, rate)| Some(workers as f64 * rate.per_busy_s()?));
+        }
         // Tasks still to do, at the mean basic operations of those gathered so far (within
-        // the quantiles of those seen).
+        // its sampling error and any drift along the dispatch order).
         let total = self.source.task_count();
         let remaining = total.and_then(|total| {
             self.estimator
@@ -760,6 +769,7 @@ impl<S: TaskSource> MasterCore<S> {
                     self.estimator.observe(
                         cluster,
                         from,
+                        result.ids.iter().copied().min().unwrap_or_default(),
                         result.ids.len() as u64,
                         result.operations,
                         result.busy_s,
