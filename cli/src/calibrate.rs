@@ -380,16 +380,14 @@ fn calibrate(
         bar.inc(1);
     }
     bar.finish_and_clear();
-    print!("{workers_table}");
-    for (name, runs) in &lan_all {
-        print!("{}", lan_table(name, app, runs));
-    }
-    print!("{wan_table}");
-    println!(
-        "measured in: workers {:.0} s, LANs {:.0} s, WANs {:.0} s",
-        workers_time.as_secs_f64(),
-        lan_time.as_secs_f64(),
-        phase.elapsed().as_secs_f64()
+    let lan_tables = lan_all
+        .iter()
+        .map(|(name, runs)| lan_table(name, app, runs));
+    print_tables(
+        &workers_table,
+        lan_tables,
+        &wan_table,
+        [workers_time, lan_time, phase.elapsed()],
     );
     Ok(system)
 }
@@ -1162,16 +1160,16 @@ fn measure_remote(
         }
         system.clusters.push(entry);
     }
-    print!("{workers_table}");
-    for (cluster, runs) in layout.clusters.iter().zip(&lans) {
-        print!("{}", lan_table(&cluster.name, app, runs));
-    }
-    print!("{wan_table}");
-    println!(
-        "measured in: workers {:.0} s, LANs {:.0} s, WANs {:.0} s",
-        workers_time.as_secs_f64(),
-        lan_time.as_secs_f64(),
-        phase.elapsed().as_secs_f64()
+    let lan_tables = layout
+        .clusters
+        .iter()
+        .zip(&lans)
+        .map(|(cluster, runs)| lan_table(&cluster.name, app, runs));
+    print_tables(
+        &workers_table,
+        lan_tables,
+        &wan_table,
+        [workers_time, lan_time, phase.elapsed()],
     );
     Ok(system)
 }
@@ -1194,6 +1192,25 @@ fn now() -> String {
         .unwrap_or_default()
 }
 
+/// The calibration's tables, and how long each part took (workers, LANs, WANs).
+fn print_tables(
+    workers_table: &str,
+    lan_tables: impl Iterator<Item = String>,
+    wan_table: &str,
+    [workers, lans, wans]: [Duration; 3],
+) {
+    print!("{workers_table}");
+    for table in lan_tables {
+        print!("{table}");
+    }
+    print!("{wan_table}");
+    println!(
+        "measured in: workers {:.0} s, LANs {:.0} s, WANs {:.0} s",
+        workers.as_secs_f64(),
+        lans.as_secs_f64(),
+        wans.as_secs_f64()
+    );
+}
 /// The plan's application binary (`[launch] binary`), found as `hmw launch` finds it.
 fn application_binary(layout: &Layout, plan_dir: &Path) -> Result<PathBuf> {
     find_binary(

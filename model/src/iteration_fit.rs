@@ -207,17 +207,8 @@ mod tests {
         best_worker_count, iteration_time_async_small_messages, IterationParams, WorkerObjective,
     };
 
-    /// Section 5's test vector (milliseconds): m_o = 1, lambda = 0.001, V = 4096, Tc = 1600.
-    fn vector() -> IterationParams {
-        IterationParams {
-            message_overhead: 1.0,
-            time_per_byte: 0.001,
-            volume: 4096.0,
-            master_share: 0.0,
-            worker_time: 1600.0,
-            master_time: 0.0,
-        }
-    }
+    // Section 5's test vector (milliseconds): m_o = 1, lambda = 0.001, V = 4096, Tc = 1600.
+    use crate::tuning::tests::vector;
 
     fn measured(p: &IterationParams, n: u64) -> MeasuredIteration {
         MeasuredIteration {

@@ -160,12 +160,12 @@ pub fn max_workers_fed(p: &IterationParams) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// The test vector of section 5: m_o = 1 ms, lambda = 0.001 ms/byte, V = 4096 bytes,
     /// Tc = 1600 ms, mu_m = 0.
-    fn vector() -> IterationParams {
+    pub(crate) fn vector() -> IterationParams {
         IterationParams {
             message_overhead: 1.0,
             time_per_byte: 0.001,
