@@ -901,7 +901,6 @@ impl<S: TaskSource> MasterCore<S> {
             return Vec::new();
         };
         let per_task = self.useful_operations / self.gathered.max(1) as f64;
-        let mut local_tasks_per_s = 0.0;
         let mut clusters = Vec::new();
         for (rank, tally) in self.tallies.iter() {
             let Kind::Cm {
@@ -910,50 +909,38 @@ impl<S: TaskSource> MasterCore<S> {
             else {
                 continue;
             };
-            let Some(estimate) = sample.clusters.iter().find(|c| &c.name == name) else {
-                // Lost clusters are not in the live figures.
-                clusters.push(ClusterSample {
-                    rank,
-                    name: name.clone(),
-                    presence: Presence::Lost,
-                    tasks_done: tally.stats.tasks_done,
-                    tasks_per_s: 0.0,
-                    capacity_tasks_per_s: None,
-                    link_bound: false,
-                    results_bound: false,
-                    nr: None,
-                    held: 0,
-                    nt: *nt,
-                    workers: *workers,
-                });
-                continue;
-            };
+            // Lost clusters are not in the live figures.
+            let estimate = sample.clusters.iter().find(|c| &c.name == name);
+            let window = &tally.last_window;
             clusters.push(ClusterSample {
                 rank,
                 name: name.clone(),
-                presence: match (tally.gone, tally.dropped) {
-                    (true, _) => Presence::Lost,
-                    (false, true) => Presence::Dropped,
-                    (false, false) => Presence::Active,
+                presence: match (estimate, tally.gone, tally.dropped) {
+                    (None, _, _) | (_, true, _) => Presence::Lost,
+                    (_, false, true) => Presence::Dropped,
+                    (_, false, false) => Presence::Active,
                 },
                 tasks_done: tally.stats.tasks_done,
-                tasks_per_s: estimate.tasks_per_s,
+                tasks_per_s: estimate.map_or(0.0, |e| e.tasks_per_s),
                 capacity_tasks_per_s: estimate
-                    .available_ops_per_s
+                    .and_then(|e| e.available_ops_per_s)
                     .filter(|_| per_task > 0.0)
                     .map(|ops| ops / per_task),
-                link_bound: estimate.bottleneck.as_deref() == Some("wan_in"),
-                results_bound: estimate.bottleneck.as_deref() == Some("wan_out"),
-                nr: (tally.last_window.messages > 0)
-                    .then(|| tally.last_window.computed as f64 / tally.last_window.messages as f64),
-                held: tally.outstanding.len() as u64,
+                link_bound: estimate.is_some_and(|e| e.bottleneck.as_deref() == Some("wan_in")),
+                results_bound: estimate.is_some_and(|e| e.bottleneck.as_deref() == Some("wan_out")),
+                nr: estimate
+                    .filter(|_| window.messages > 0)
+                    .map(|_| window.computed as f64 / window.messages as f64),
+                held: estimate.map_or(0, |_| tally.outstanding.len() as u64),
                 nt: *nt,
                 workers: *workers,
             });
         }
-        if let Some(local) = sample.clusters.first().filter(|c| c.name == self.name) {
-            local_tasks_per_s = local.tasks_per_s;
-        }
+        let local_tasks_per_s = sample
+            .clusters
+            .first()
+            .filter(|c| c.name == self.name)
+            .map_or(0.0, |local| local.tasks_per_s);
         adapter.decide(&Sample {
             now_s: sample.t_s,
             remaining_tasks: self
