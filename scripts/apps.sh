@@ -34,7 +34,7 @@ esac
 scripts/setup.sh
 . scripts/env.sh
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p hmw-cli -p hmw-cm -p hmw-srmsd -p hmw-tsp -p hmw-matmul
+build_release
 hmw=$target/release/hmw
 work=$target/apps/$mode
 rm -rf "$work"

@@ -5,10 +5,11 @@
 # `hmw predict --json` gives the same JSON as the MPI build on every plan in configs/.
 # Needs the workspace's build of `hmw` in target/debug (scripts/test.sh builds it first); the
 # build without MPI shares that target folder (only hmw and hmw-cli compile again) and the
-# workspace's binaries are rebuilt as they were at the end.
+# workspace's binaries are rebuilt as they were at the end (scripts/env.sh's build_debug).
 # Last line: `mpi_off plans=N same=N`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/env.sh
 
 tree=$(cargo tree -p hmw-cli --no-default-features -e normal --prefix none)
 if grep -qE '^mpi(-sys)? v' <<<"$tree"; then
@@ -30,7 +31,7 @@ trap 'rm -rf "$work"' EXIT
 cp "$target/debug/hmw" "$work/hmw-mpi"
 cargo build -p hmw-cli --no-default-features --quiet
 cp "$target/debug/hmw" "$work/hmw-no-mpi"
-cargo build --workspace --bins --quiet
+build_debug
 with_mpi="$work/hmw-mpi"
 without_mpi="$work/hmw-no-mpi"
 if "$without_mpi" launch --help >/dev/null 2>&1; then

@@ -17,7 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 scripts/setup.sh || exit 1
 . scripts/env.sh || exit 1
-cargo build --release --workspace --bins --quiet || exit 1
+build_release || exit 1
 
 failed=0
 verified=true

@@ -6,3 +6,10 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl="self,vader,tcp"
 export OMPI_MCA_btl_tcp_if_include="lo"
 export OMPI_MCA_oob_tcp_if_include="lo"
+
+# One build per profile for every script. Cargo unifies features over the packages and targets
+# of each invocation, so two invocations that select different ones (the binaries alone, or
+# with the tests, whose dev-dependencies turn on more features of shared crates) compile much
+# of the tree twice: in CI that was mpi-sys with its bindgen, plotters and hmw itself, twice.
+build_debug() { cargo build --quiet --workspace --bins --tests "$@"; }
+build_release() { cargo build --quiet --release --workspace --bins "$@"; }

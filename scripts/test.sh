@@ -18,36 +18,47 @@
 # and SIGKILL with --cleanup; one testbed, a few minutes). Their last lines are printed last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+t_start=$(date +%s)
+# Prints how long since the last call (or the start) and what it was. Usage: took WHAT
+took() {
+    local now
+    now=$(date +%s)
+    echo "test: $1 took $((now - t_start)) s"
+    t_start=$now
+}
 scripts/setup.sh
 . scripts/env.sh
+took "the setup"
 
 checks_ok=true
 echo "test: scripts/check-imports.py"
 python3 scripts/check-imports.py || checks_ok=false
 
 # Binaries first: the multi-process tests start them.
-cargo build --workspace --bins --quiet
+build_debug
+took "the debug build"
 echo "test: scripts/check-mpi-off.sh"
 scripts/check-mpi-off.sh || checks_ok=false
+took "the build without MPI"
 
 log=$(mktemp)
 steps_dir=$(mktemp -d)
 trap 'rm -rf "$log" "$steps_dir"' EXIT
 tests_ok=true
 cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
+took "cargo test"
 
 # Runs a check script (its output kept in $steps_dir/NAME.log), says how long it took, and on
 # failure shows the end of its output and fails the suite. Usage: step NAME WHAT COMMAND...
 steps_ok=true
 step() {
-    local name=$1 what=$2 start
+    local name=$1 what=$2
     shift 2
     echo "test: $*"
-    start=$(date +%s)
     if "$@" >"$steps_dir/$name.log" 2>&1; then
-        echo "test: $what took $(($(date +%s) - start)) s"
+        took "$what"
     else
-        echo "test: $what took $(($(date +%s) - start)) s and failed; the end of its output:" >&2
+        took "$what (failed; the end of its output below)" >&2
         tail -30 "$steps_dir/$name.log" >&2
         steps_ok=false
     fi

@@ -27,11 +27,8 @@ cd "$(dirname "$0")/.."
 t_start=$(date +%s.%N)
 scripts/setup.sh
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
-packages=(-p hmw-testbed)
-if cargo metadata --no-deps --format-version 1 2>/dev/null | grep -q '"name":"hmw-wan-router"'; then
-    packages+=(-p hmw-wan-router)
-fi
-cargo build --quiet "${packages[@]}" || { echo "testbed-check: build failed" >&2; exit 1; }
+. scripts/env.sh
+build_debug || { echo "testbed-check: build failed" >&2; exit 1; }
 T=$(realpath "$CARGO_TARGET_DIR")/debug/hmw-testbed
 plan=configs/testbed/check.toml
 name=chk$(($$ % 100000))

@@ -56,7 +56,7 @@ calibration_runs=3
 scripts/setup.sh
 . scripts/env.sh
 target=${CARGO_TARGET_DIR:-target}
-cargo build --release --quiet -p hmw-cli -p hmw-synthetic --bins
+build_release
 hmw=$target/release/hmw
 
 # Runs of each scenario: on this shared 2-core machine a single run moves by several percent,

@@ -7,8 +7,8 @@
 //! - Workers: each alone with its master, `--tasks` tasks of the application.
 //! - LAN: the synthetic application with the plan's task and result sizes and no
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
-//!   run at least `--lan-seconds` long and `--lan-tasks` tasks); throughput `tasks * (task +
-//!   result bytes) / makespan`. The file keeps each count's mean, standard deviation, minimum
+//!   run at least `--lan-seconds` long and `--lan-tasks` tasks; `--lan-runs 0` measures none
+//!   and leaves the plan's value); throughput `tasks * (task + result bytes) / makespan`. The file keeps each count's mean, standard deviation, minimum
 //!   and maximum in the cluster's `[[clusters.lan_runs]]` tables and gives the model, as
 //!   `lan_bytes_per_s`, the mean with every worker, the load the run puts on its master.
 //! - WAN: a pair of hmw-cm links configured from the plan's `[launch.cm]` exactly as the
@@ -67,8 +67,9 @@ pub struct CalibrateArgs {
     /// Tasks each worker runs alone.
     #[arg(long, default_value_t = 8)]
     tasks: u64,
-    /// LAN: runs with each worker count (1, half, all).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    /// LAN: runs with each worker count (1, half, all); 0 measures no LAN, and the plan's
+    /// `lan_bytes_per_s` stays.
+    #[arg(long, default_value_t = 3)]
     lan_runs: u32,
     /// LAN: the shortest run counted, seconds (a shorter one is run again, longer).
     #[arg(
@@ -426,6 +427,9 @@ impl LanCalibration<'_> {
         let app = &self.plan.application;
         let bytes_per_task = app.task_bytes + app.result_bytes;
         let mut all = Vec::new();
+        if args.lan_runs == 0 {
+            return Ok(all);
+        }
         // The rate with the previous worker count: it sizes the first run with the next one
         // (scaled by the count) when no run of that kind has been seen yet.
         let mut previous: Option<(usize, f64)> = None;
@@ -489,7 +493,8 @@ fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -> String {
     if runs.is_empty() {
         let _ = writeln!(
             out,
-            "LAN of {name}: not measured (no workers of its own); the plan's value stays"
+            "LAN of {name}: not measured (--lan-runs 0, or no workers of its own); the \
+             plan's value stays"
         );
         return out;
     }
@@ -1114,8 +1119,15 @@ fn measure_remote(
     let mut system = MeasuredSystem {
         measured_at: Some(now()),
         conditions: Some(format!(
-            "hmw calibrate {} on the clusters' own hosts through their launchers (ssh, Slurm),              ranks placed by their machine-file lines: every worker at once, every LAN at              once, each WAN between its CMs' hosts (load average here {} at the end)",
+            "hmw calibrate {} on the clusters' own hosts through their launchers (ssh, Slurm), \
+             ranks placed by their machine-file lines: every worker at once, {}, each WAN \
+             between its CMs' hosts (load average here {} at the end)",
             args.plan.display(),
+            if args.lan_runs == 0 {
+                "no LAN (the plan's values)"
+            } else {
+                "every LAN at once"
+            },
             load_average()
         )),
         clusters: Vec::new(),
@@ -1234,6 +1246,58 @@ mod tests {
         assert_eq!(lan_worker_counts(3), [1, 2, 3]);
         assert_eq!(lan_worker_counts(4), [1, 2, 4]);
         assert_eq!(lan_worker_counts(7), [1, 4, 7]);
+    }
+
+    /// `hmw calibrate` parsed from `args` (the plan's path and options).
+    fn calibrate_args(args: &[&str]) -> CalibrateArgs {
+        #[derive(clap::Parser)]
+        struct Command {
+            #[command(flatten)]
+            args: CalibrateArgs,
+        }
+        <Command as clap::Parser>::parse_from(
+            std::iter::once("calibrate").chain(args.iter().copied()),
+        )
+        .args
+    }
+
+    #[test]
+    fn lan_runs_count_runs_and_zero_measures_no_lan() {
+        let plan = Plan::from_toml_str(
+            &fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../configs/validation/local-comm.toml"
+            ))
+            .expect("the scenario is readable"),
+        )
+        .expect("the scenario is a plan");
+        let bar = ProgressBar::hidden();
+        let measured = |lan_runs: &str| {
+            let args = calibrate_args(&["plan.toml", "--lan-runs", lan_runs, "--lan-seconds", "0"]);
+            let mut lan = LanCalibration {
+                args: &args,
+                plan: &plan,
+                bar: &bar,
+                rates: [None; 3],
+            };
+            let mut runs = Vec::new();
+            let figures = lan
+                .measure("main", 4, |count, tasks| {
+                    runs.push(count);
+                    Ok(RunStats {
+                        wall_s: tasks as f64 * 1e-3,
+                        ..RunStats::default()
+                    })
+                })
+                .expect("fake runs measure");
+            (
+                runs,
+                figures.iter().map(|r| r.values.len()).collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(measured("0"), (vec![], vec![]));
+        // One, half and all of four workers, each run twice.
+        assert_eq!(measured("2"), (vec![1, 1, 2, 2, 4, 4], vec![2, 2, 2]));
     }
 
     #[test]
