@@ -4,7 +4,10 @@
 //! and write them as a system-parameter file that `hmw predict --measured` (and `hmw launch`,
 //! `hmw report`) take in place of the plan's hand-written values.
 //!
-//! - Workers: each alone with its master, `--tasks` tasks of the application.
+//! - Workers: every worker of every cluster in one run, all computing at once as they do in a
+//!   run here, where they share this machine's cores: `--tasks` tasks of the application per
+//!   worker, handed out on demand; a worker's perf is its basic operations per busy second.
+//!   The last few tasks, when some workers are done, run under less load than a run's.
 //! - LAN: the synthetic application with the plan's task and result sizes and no
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
 //!   run at least `--lan-seconds` long and `--lan-tasks` tasks; `--lan-runs 0` measures none
@@ -64,7 +67,7 @@ pub struct CalibrateArgs {
     /// The system-parameter file to write (TOML).
     #[arg(long, default_value = "system.toml")]
     out: PathBuf,
-    /// Tasks each worker runs alone.
+    /// Tasks per worker in the workers' run (every worker at once).
     #[arg(long, default_value_t = 8)]
     tasks: u64,
     /// LAN: runs with each worker count (1, half, all); 0 measures no LAN, and the plan's
@@ -271,11 +274,9 @@ fn calibrate(
     let steps: u64 = layout
         .clusters
         .iter()
-        .map(|c| {
-            c.workers.len() as u64
-                + lan_worker_counts(c.workers.len()).len() as u64 * u64::from(args.lan_runs)
-        })
+        .map(|c| lan_worker_counts(c.workers.len()).len() as u64 * u64::from(args.lan_runs))
         .sum::<u64>()
+        + u64::from(layout.clusters.iter().any(|c| !c.workers.is_empty()))
         + u64::from(layout.clusters.iter().any(|c| c.link.is_some()));
     let bar = ProgressBar::new(steps).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
@@ -293,51 +294,66 @@ fn calibrate(
         )),
         clusters: Vec::new(),
     };
-    let mut lan_all = Vec::new();
+    let machine_files: Vec<MachineFile> = layout
+        .clusters
+        .iter()
+        .map(|c| MachineFile::parse(Path::new(&format!("{}.hosts", c.name)), &c.machine_file))
+        .collect::<Result<_, _>>()?;
+
+    // Workers: every worker of every cluster in one run, computing at once as they do in a
+    // run here, where they share this machine's cores.
+    let phase = Instant::now();
     let mut workers_table = workers_header();
-    let (mut workers_time, mut lan_time) = (Duration::ZERO, Duration::ZERO);
+    let mut measured_workers = Vec::new();
+    let worker_count: usize = machine_files.iter().map(|m| m.worker_ranks().len()).sum();
+    if worker_count > 0 {
+        bar.set_message("every worker at once".to_owned());
+        let mut hosts = format!("{} # cluster=calibration\n", machine_files[0].ranks[0].host);
+        for machines in &machine_files {
+            for rank in machines.worker_ranks() {
+                hosts.push_str(&rank_line(&machines.ranks[rank]));
+                hosts.push('\n');
+            }
+        }
+        let tasks = args.tasks * worker_count as u64;
+        let app_config = app_config(&layout.config, None)?;
+        let stats = run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
+            .context("every worker at once")?;
+        // The run's ranks after its master: each cluster's workers in turn.
+        let mut first = 1;
+        for (cluster, machines) in layout.clusters.iter().zip(&machine_files) {
+            let ranks = machines.worker_ranks();
+            measured_workers.push(measured_workers_of(
+                &cluster.name,
+                machines,
+                &ranks,
+                first,
+                &stats,
+                &mut workers_table,
+            )?);
+            first += ranks.len();
+        }
+        bar.inc(1);
+    } else {
+        measured_workers.resize_with(layout.clusters.len(), Vec::new);
+    }
+    let workers_time = phase.elapsed();
+
+    let phase = Instant::now();
+    let mut lan_all = Vec::new();
     let mut lan_calibration = LanCalibration {
         args,
         plan,
         bar: &bar,
         rates: [None; 3],
     };
-    for cluster in &layout.clusters {
-        let phase = Instant::now();
-        let machines = MachineFile::parse(
-            Path::new(&format!("{}.hosts", cluster.name)),
-            &cluster.machine_file,
-        )?;
-        let head = &machines.ranks[0];
-        let head_line = format!("{} # cluster={}", head.host, cluster.name);
-        let mut workers = Vec::new();
-        for rank in machines.worker_ranks() {
-            let line = &machines.ranks[rank];
-            bar.set_message(format!("{}: {} alone", cluster.name, line.host));
-            let hosts = format!("{head_line}\n{}\n", rank_line(line));
-            let app_config = app_config(&layout.config, None)?;
-            let stats = run_cluster(&binary, work, &hosts, &app_config, Some(args.tasks), args)
-                .with_context(|| format!("worker {} of cluster {}", line.host, cluster.name))?;
-            let worker = stats.workers.first().with_context(|| {
-                format!(
-                    "the calibration run of worker {} (cluster {}) reported no worker",
-                    line.host, cluster.name
-                )
-            })?;
-            workers_table.push_str(&worker_row(
-                &cluster.name,
-                &line.host,
-                worker,
-                stats.join_s / stats.tasks.max(1) as f64,
-            ));
-            workers.push(MeasuredWorker {
-                host: line.host.clone(),
-                perf: worker.ops_per_s,
-            });
-            bar.inc(1);
-        }
-        workers_time += phase.elapsed();
-        let phase = Instant::now();
+    for ((cluster, machines), workers) in layout
+        .clusters
+        .iter()
+        .zip(&machine_files)
+        .zip(measured_workers)
+    {
+        let head_line = format!("{} # cluster={}", machines.ranks[0].host, cluster.name);
         let worker_ranks = machines.worker_ranks();
         let lan = lan_calibration.measure(&cluster.name, worker_ranks.len(), |count, tasks| {
             let mut hosts = format!("{head_line}\n");
@@ -359,8 +375,8 @@ fn calibrate(
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
         });
         lan_all.push((cluster.name.clone(), lan));
-        lan_time += phase.elapsed();
     }
+    let lan_time = phase.elapsed();
     let phase = Instant::now();
     let mut wan_table = String::new();
     if layout.clusters.iter().any(|c| c.link.is_some()) {
@@ -805,6 +821,42 @@ fn link_message_sizes(plan: &Plan, name: &str) -> Result<(usize, usize)> {
 }
 
 /// A worker's row of the workers' table.
+/// The perf of each worker of `ranks` (machine-file lines of cluster `name`) from a run in
+/// which the k-th of them was rank `first + k`, its row added to `table`.
+fn measured_workers_of(
+    name: &str,
+    machines: &MachineFile,
+    ranks: &[usize],
+    first: usize,
+    stats: &RunStats,
+    table: &mut String,
+) -> Result<Vec<MeasuredWorker>> {
+    let join_s = stats.join_s / stats.tasks.max(1) as f64;
+    ranks
+        .iter()
+        .enumerate()
+        .map(|(k, &line)| {
+            let host = &machines.ranks[line].host;
+            let worker = stats
+                .workers
+                .iter()
+                .find(|w| w.rank == first + k)
+                .with_context(|| {
+                    format!(
+                        "cluster {name}: worker {host} (rank {} of the calibration run) \
+                         computed nothing",
+                        first + k
+                    )
+                })?;
+            table.push_str(&worker_row(name, host, worker, join_s));
+            Ok(MeasuredWorker {
+                host: host.clone(),
+                perf: worker.ops_per_s,
+            })
+        })
+        .collect()
+}
+
 fn worker_row(cluster: &str, host: &str, worker: &WorkerStats, join_s_per_task: f64) -> String {
     // Per task: reading it (decoding, on the worker), working, writing the result (encoding),
     // and joining it at the master (decoding and gathering).
@@ -1043,31 +1095,18 @@ fn measure_remote(
     let mut workers_table = workers_header();
     let mut measured_workers = Vec::new();
     for (i, stats) in perf.into_iter().enumerate() {
-        let name = &layout.clusters[i].name;
-        let mut list = Vec::new();
-        if let Some(stats) = stats? {
-            let join_s = stats.join_s / stats.tasks.max(1) as f64;
-            // Rank r of the run is the cluster's worker r (its master is rank 0).
-            for (k, &rank) in workers[i].iter().enumerate() {
-                let host = &machine_files[i].ranks[rank].host;
-                let worker = stats
-                    .workers
-                    .iter()
-                    .find(|w| w.rank == k + 1)
-                    .with_context(|| {
-                        format!(
-                            "cluster {name}: worker {host} (rank {}) computed nothing",
-                            k + 1
-                        )
-                    })?;
-                workers_table.push_str(&worker_row(name, host, worker, join_s));
-                list.push(MeasuredWorker {
-                    host: host.clone(),
-                    perf: worker.ops_per_s,
-                });
-            }
-        }
-        measured_workers.push(list);
+        measured_workers.push(match stats? {
+            // Rank r of the cluster's run is its worker r (its master is rank 0).
+            Some(stats) => measured_workers_of(
+                &layout.clusters[i].name,
+                &machine_files[i],
+                &workers[i],
+                1,
+                &stats,
+                &mut workers_table,
+            )?,
+            None => Vec::new(),
+        });
     }
     let workers_time = phase.elapsed();
 
