@@ -246,7 +246,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             &binary,
             args.keep,
             args.print,
-            &allocations,
+            &allocations.list,
         )?;
         allocations.handed_over();
         if args.print {

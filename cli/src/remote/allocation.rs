@@ -9,32 +9,16 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
-use hmw_model::plan::{
-    launch::{ClusterLaunch, Launcher},
-    Plan, Role,
-};
+use hmw_model::plan::{Plan, Role};
 
 use super::{
-    cluster::{RemoteCluster, SlurmJob},
+    cluster::{Allocation, RemoteCluster, SlurmJob},
     deployment::{clean_all, run_name, work_folder, write_state},
     ssh::{sh_quote, SshTarget},
 };
 
 /// Seconds an allocated job waits for the launcher's go before it gives its nodes back.
 pub(crate) const GO_WAIT_S: u32 = 600;
-
-/// The running job of a cluster whose nodes Slurm chose.
-#[derive(Debug, Clone)]
-pub(crate) struct Allocation {
-    /// The cluster's remote part: its head, its run folder, the allocated nodes as `hosts`
-    /// (Slurm's order); `head_host` is the head's own name, so that every node is reached
-    /// from it by ssh unless it is the head.
-    pub(crate) remote: RemoteCluster,
-    /// The Slurm job id.
-    pub(crate) job: String,
-    /// The node its batch script runs on.
-    pub(crate) batch: String,
-}
 
 /// The allocations of a run. Until [`Allocations::handed_over`] (to the deployment, which
 /// cleans them with the rest), dropping them cancels their jobs and removes their folders: an
@@ -57,11 +41,6 @@ impl Allocations {
     pub(crate) fn handed_over(mut self) {
         self.list.clear();
     }
-
-    /// The allocation of cluster `name`, if Slurm chose its nodes.
-    pub(crate) fn of(&self, name: &str) -> Option<&Allocation> {
-        self.list.iter().find(|a| a.remote.name == name)
-    }
 }
 
 impl Drop for Allocations {
@@ -75,11 +54,6 @@ impl Drop for Allocations {
             Err(e) => eprintln!("warning: {e:#}"),
         }
     }
-}
-
-/// Whether cluster `launch` lets Slurm choose its nodes.
-pub(crate) fn chooses(launch: &ClusterLaunch) -> bool {
-    launch.launcher == Launcher::Slurm && launch.slurm_choose
 }
 
 /// The distinct hosts of cluster `name`'s machines, in plan order.
@@ -109,7 +83,8 @@ pub(crate) fn allocate(plan: &Plan, state_file: &Path) -> Result<Allocations> {
         let launch = cluster
             .launch_settings()
             .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
-        if !chooses(&launch) {
+        // The plan's check at load: only with launcher = "slurm".
+        if !launch.slurm_choose {
             continue;
         }
         let own = if cluster.main {
@@ -300,11 +275,7 @@ pub(crate) fn place(
         .machines
         .iter_mut()
         .for_each(|m| rename(&mut m.host));
-    cluster
-        .use_workers
-        .iter_mut()
-        .flatten()
-        .for_each(|h| rename(h));
+    cluster.use_workers.iter_mut().flatten().for_each(rename);
     Ok((placed, replaced))
 }
 
@@ -385,6 +356,23 @@ mod tests {
         assert!(ranks[3].starts_with("brazil-2 # S 0 7001 "), "{file}");
         assert_eq!(ranks.len(), 4, "{file}");
         assert_eq!(machine_file(&placed, "lyon"), machine_file(&plan(), "lyon"));
+    }
+
+    /// A folder of the temporary directory, removed when dropped (a failed test too).
+    struct Scratch(PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            Scratch(dir)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
     }
 
     /// Writes each `(command, body)` as an executable script in `dir/bin`.
@@ -470,8 +458,8 @@ mod tests {
     #[test]
     fn slurm_chooses_the_nodes_and_the_run_goes_on_them() {
         let _children = crate::processes::tests::spawning_children();
-        let dir = std::env::temp_dir().join(format!("hmw-choose-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let scratch = Scratch::new("hmw-choose");
+        let dir = scratch.0.clone();
         let me = hostname();
         let bin = fakes(
             &dir,
@@ -480,13 +468,14 @@ mod tests {
                 (
                     "sbatch",
                     "echo \"$@\" > \"$FAKE/sbatch.args\"; cat > \"$FAKE/job.script\"\n\
-                     sh \"$FAKE/job.script\" </dev/null >/dev/null 2>&1 &\n\
-                     echo $! > \"$FAKE/job.pid\"; echo '51;tb'",
+                     ( sh \"$FAKE/job.script\"; touch \"$FAKE/job.done\" ) </dev/null >/dev/null 2>&1 &\n\
+                     echo '51;tb'",
                 ),
-                // `-o '%T %B'` or `-o '%T %B %N'`, while the job's shell lives.
+                // `-o '%T %B'` or `-o '%T %B %N'`, until the job's shell is done (a file:
+                // orphaned, it may become the test process's unreaped child).
                 (
                     "squeue",
-                    "kill -0 $(cat \"$FAKE/job.pid\") 2>/dev/null || exit 0\n\
+                    "[ -f \"$FAKE/job.done\" ] && exit 0\n\
                      case \"$*\" in *%N*) nodes=\" $(hostname),brazil-[4-5]\" ;; esac\n\
                      echo \"RUNNING $(hostname)$nodes\"",
                 ),
@@ -549,7 +538,7 @@ mod tests {
         let job_id_left = run_dir.join("job.id").exists();
         let cancelled = fs::read_to_string(dir.join("cancelled")).unwrap_or_default();
         let job_out = fs::read_to_string(run_dir.join("job.out")).unwrap_or_default();
-        let _ = fs::remove_dir_all(&dir);
+        drop(scratch);
         assert_eq!(code, 0, "{out}{err}; the job said: {job_out}");
         assert!(out.contains("hmw: cluster brazil: Slurm job 51"), "{out}");
         assert_eq!(ranks, format!("brazil-4\n{me}\nbrazil-5\nbrazil-4\n"));
@@ -561,8 +550,8 @@ mod tests {
     #[test]
     fn a_chosen_allocation_still_pending_is_cancelled_and_named() {
         let _children = crate::processes::tests::spawning_children();
-        let dir = std::env::temp_dir().join(format!("hmw-choose-pending-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let scratch = Scratch::new("hmw-choose-pending");
+        let dir = scratch.0.clone();
         let bin = fakes(
             &dir,
             &[
@@ -581,7 +570,7 @@ mod tests {
         let remote = remote(&dir);
         let (code, _, err) = run(&allocation_script(&remote, 3, &[], &job), &bin, &dir);
         let cancelled = fs::read_to_string(dir.join("cancelled")).unwrap_or_default();
-        let _ = fs::remove_dir_all(&dir);
+        drop(scratch);
         assert_eq!(code, 95, "{err}");
         assert!(
             err.contains("cluster brazil: Slurm job 52 still pending after 1 s: cancelled"),

@@ -33,6 +33,19 @@ pub(crate) struct RemoteCluster {
     pub(crate) slurm: bool,
 }
 
+/// The running job of a cluster whose nodes Slurm chose.
+#[derive(Debug, Clone)]
+pub(crate) struct Allocation {
+    /// The cluster's remote part: its head, its run folder, the allocated nodes as `hosts`
+    /// (Slurm's order); `head_host` is the head's own name, so that every node is reached
+    /// from it by ssh unless it is the head.
+    pub(crate) remote: RemoteCluster,
+    /// The Slurm job id.
+    pub(crate) job: String,
+    /// The node its batch script runs on.
+    pub(crate) batch: String,
+}
+
 /// What an sbatch of a cluster asks for.
 pub(crate) struct SlurmJob<'a> {
     pub(crate) partition: Option<&'a str>,

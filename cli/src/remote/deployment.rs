@@ -20,8 +20,7 @@ use hmw_model::plan::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    allocation::{chooses, Allocations},
-    cluster::{RemoteCluster, SlurmJob},
+    cluster::{Allocation, RemoteCluster, SlurmJob},
     ssh::{sh_quote, SshTarget},
 };
 use crate::layout::Layout;
@@ -92,7 +91,7 @@ impl Deployment {
         binary: &Path,
         keep: bool,
         print: bool,
-        allocations: &Allocations,
+        allocations: &[Allocation],
     ) -> Result<(Deployment, Vec<ClusterCommand>)> {
         let run_name = run_name(plan);
         let state_file = work.join("launch-state.json");
@@ -112,7 +111,8 @@ impl Deployment {
                 .launch_settings()
                 .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
             let mut hosts = RemoteCluster::hosts_of(&cluster.machine_file);
-            let remote = match allocations.of(&cluster.name) {
+            let allocation = allocations.iter().find(|a| a.remote.name == cluster.name);
+            let remote = match allocation {
                 Some(allocation) => {
                     // The head gets the run script, also when it is no node of the job.
                     let head = &allocation.remote.head_host;
@@ -138,11 +138,12 @@ impl Deployment {
                     }
                 }
             };
-            if print && chooses(&launch) {
+            if print && launch.slurm_choose {
                 println!(
                     "# cluster {}: lets Slurm choose its nodes: hmw launch first asks for as \
                      many as its machines name hosts (sbatch --nodes, no --nodelist), then \
-                     writes its machine file from them; shown here with the plan's hosts",
+                     writes its machine file from them; --print asks Slurm for nothing, so below are \
+                     the commands for exactly the plan's hosts",
                     cluster.name
                 );
             }
@@ -152,7 +153,7 @@ impl Deployment {
             // jobs of the allocations not laid out yet).
             if !print {
                 let mut recorded = deployment.clusters.clone();
-                for allocation in &allocations.list {
+                for allocation in allocations {
                     if !recorded.iter().any(|c| c.name == allocation.remote.name) {
                         recorded.push(allocation.remote.clone());
                     }
@@ -228,7 +229,8 @@ impl Deployment {
                         )?;
                         let job = SlurmJob {
                             allocated: allocations
-                                .of(&cluster.name)
+                                .iter()
+                                .find(|a| a.remote.name == cluster.name)
                                 .map(|a| (a.job.as_str(), a.batch.as_str())),
                             ..SlurmJob::of(launch)
                         };
