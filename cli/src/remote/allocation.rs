@@ -547,6 +547,54 @@ mod tests {
         assert_eq!(cancelled, "");
     }
 
+    /// The job of chosen nodes ended by its time limit (running for two looks after the go,
+    /// then gone without a status): said so, nothing left to cancel.
+    #[test]
+    fn a_chosen_allocation_ended_by_its_time_limit_is_said_so() {
+        let _children = crate::processes::tests::spawning_children();
+        let scratch = Scratch::new("hmw-choose-timeout");
+        let dir = scratch.0.clone();
+        let bin = fakes(
+            &dir,
+            &[
+                (
+                    "squeue",
+                    "n=$(cat \"$FAKE/looks\" 2>/dev/null || echo 0); echo $((n + 1)) > \
+                     \"$FAKE/looks\"; [ $n -lt 2 ] && echo \"RUNNING $(hostname)\"; true",
+                ),
+                ("scancel", "echo \"$@\" >> \"$FAKE/cancelled\""),
+                (
+                    "scontrol",
+                    "echo 'JobId=53 JobState=TIMEOUT Reason=TimeLimit'",
+                ),
+            ],
+        );
+        let remote = remote(&dir);
+        fs::create_dir_all(&remote.dir).unwrap();
+        let me = hostname();
+        let job = SlurmJob {
+            partition: None,
+            account: None,
+            time_limit: Some("0:01"),
+            pending_limit_s: 60,
+            allocated: Some(("53", &me)),
+        };
+        let (code, _, err) = run(&remote.slurm_run_script(&[], &job), &bin, &dir);
+        let go = Path::new(&remote.dir).join("go").exists();
+        let cancelled = fs::read_to_string(dir.join("cancelled")).unwrap_or_default();
+        drop(scratch);
+        assert!(go, "no go given");
+        assert_eq!(code, 94, "{err}");
+        assert!(
+            err.contains(
+                "cluster brazil: Slurm job 53 ended without a status (JobState=TIMEOUT: its \
+                 time limit, or cancelled)"
+            ),
+            "{err}"
+        );
+        assert_eq!(cancelled, "");
+    }
+
     #[test]
     fn a_chosen_allocation_still_pending_is_cancelled_and_named() {
         let _children = crate::processes::tests::spawning_children();
