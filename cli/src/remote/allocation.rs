@@ -74,8 +74,9 @@ fn plan_hosts(plan: &Plan, name: &str) -> Result<Vec<String>> {
 
 /// For every cluster of `plan` that lets Slurm choose: its run folder made on its head, an
 /// sbatch of as many nodes as its machines name hosts, and the wait until the job runs (a job
-/// still pending after `pending_limit_s` is cancelled, and said so); `state_file` records each job before it is asked for, for `hmw launch --cleanup`.
-/// On an error the jobs asked for so far are cancelled.
+/// still pending after `pending_limit_s` is cancelled, and said so). `state_file` records
+/// each job before it is asked for, for `hmw launch --cleanup`; on an error the jobs asked for
+/// so far are cancelled.
 pub(crate) fn allocate(plan: &Plan, state_file: &Path) -> Result<Allocations> {
     let run_name = run_name(plan);
     let mut allocations = Allocations::none(state_file);
