@@ -8,8 +8,10 @@
 #   keys       during that run each host's run folder holds only its own CM keys (the CA key
 #              nowhere), each CM certificate names only its own host; after it, no run folder
 #   report     `hmw report` on the fetched statistics, from the launching machine
-#   slurm      configs/testbed/demo-slurm.toml: brazil through an sbatch allocation of its hosts,
-#              spain behind the gateway: verified=true, every rank on its host, no job left
+#   slurm      configs/testbed/demo-slurm.toml: brazil through an sbatch allocation of nodes
+#              Slurm chose (slurm_choose), its machine file written from them and the
+#              prediction redone; spain behind the gateway: verified=true, every rank on its
+#              host, no job left
 #   calibrate  hmw calibrate configs/testbed/calibrate-three-clusters.toml through the same
 #              launchers (the same hosts): each worker's perf within 10 % of its CPU quota's
 #              share, each WAN's round trip within 10 % (or 2 ms) of twice its one-way delay,
@@ -169,7 +171,8 @@ slurm_jobs() { tb exec brazil-head -- squeue -h 2>&1; }
 slurm_ok=fail
 if launch "$slurm_plan" --work-dir "$work/slurm" >"$work/slurm.log" 2>&1 &&
     grep -q 'verified=true' "$work/slurm.log" && [ "$(placement_of "$work/slurm")" = ok ] &&
-    grep -q 'Slurm job' "$work/slurm/brazil.log" && [ -z "$(slurm_jobs)" ]; then
+    grep -q 'Slurm job' "$work/slurm/brazil.log" && grep -q 'predicted again' "$work/slurm.log" &&
+    [ -z "$(slurm_jobs)" ]; then
     slurm_ok=ok
 else
     note "slurm: $(placement_of "$work/slurm"); queue: $(slurm_jobs); $(tail -5 "$work/slurm.log")"

@@ -26,8 +26,8 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use hmw::stats::RunStats;
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
 use hmw_model::{
-    methodology::predict,
-    plan::{load_plan, model_input_with_measured},
+    methodology::{predict, Prediction},
+    plan::{load_plan, model_input_with_measured, Plan},
 };
 
 use crate::{
@@ -36,7 +36,7 @@ use crate::{
     ports::free_port,
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
-    remote::Deployment,
+    remote::{place, Allocations, Deployment},
 };
 
 #[derive(Debug, clap::Args)]
@@ -138,32 +138,49 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     let remote =
         crate::remote::is_remote(&plan).with_context(|| plan_path.display().to_string())?;
     let plan_dir = plan_path.parent().unwrap_or(Path::new(".")).to_owned();
-    let (prediction, measured) =
-        match model_input_with_measured(&plan, &plan_path, args.measured.as_deref()) {
-            Ok((input, measured)) => (predict(&input).map_err(anyhow::Error::from), measured),
-            Err(e) => (Err(e.into()), None),
-        };
-    match (&prediction, &args.measured) {
-        (Ok(p), measured_file) => {
-            match measured_file {
-                Some(file) => println!(
-                    "== predicted ({}, measured values from {})",
-                    plan_path.display(),
-                    file.display()
-                ),
-                None => println!("== predicted ({})", plan_path.display()),
-            }
-            let source = measured_file
-                .as_deref()
-                .zip(measured.as_ref())
-                .map(|(path, system)| MeasuredSource { path, system });
-            print!("{}", crate::predict::to_text(&plan, p, source));
+    let mut prediction = predicted(&plan, &plan_path, args.measured.as_deref(), None)?;
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/launch").join(&plan.name));
+    fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+    let work = work.canonicalize()?;
+    let state_file = work.join("launch-state.json");
+    // Clusters that let Slurm choose their nodes: allocated now, the plan placed on the
+    // nodes, the prediction redone for them. Dropped on an error below, the allocations
+    // are given back.
+    let allocations = if remote && !args.print {
+        crate::remote::allocate(&plan, &state_file)?
+    } else {
+        Allocations::none(&state_file)
+    };
+    let mut plan = plan;
+    if !allocations.list.is_empty() {
+        let mut why = Vec::new();
+        for allocation in &allocations.list {
+            let name = &allocation.remote.name;
+            let (placed, replaced) = place(&plan, name, &allocation.remote.hosts)?;
+            plan = placed;
+            let nodes = allocation.remote.hosts.join(", ");
+            why.push(if replaced.is_empty() {
+                format!("Slurm chose the nodes of cluster {name}: {nodes}, the plan's own hosts")
+            } else {
+                let pairs: Vec<String> = replaced
+                    .iter()
+                    .map(|(from, to)| format!("{to} for {from}"))
+                    .collect();
+                format!(
+                    "Slurm chose the nodes of cluster {name}: {nodes} ({})",
+                    pairs.join(", ")
+                )
+            });
         }
-        // A measured file that does not fit the plan is an error, not a reason to run blind.
-        (Err(e), Some(_)) => return Err(anyhow!("{e:#}")),
-        (Err(e), None) => {
-            println!("== no prediction ({e:#}); launching every worker of the plan")
-        }
+        prediction = predicted(
+            &plan,
+            &plan_path,
+            args.measured.as_deref(),
+            Some(&why.join("; ")),
+        )?;
     }
     let target = if args.print || remote {
         Target::Deployment
@@ -181,12 +198,6 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     for note in &layout.notes {
         println!("== note: {note}");
     }
-    let work = args
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("target/launch").join(&plan.name));
-    fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
-    let work = work.canonicalize()?;
     let certs = work.join("certs");
     write_certificates(&layout, &certs, target)?;
     let config_path = write_config(&layout, &work, &certs)?;
@@ -228,8 +239,16 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
         let (deployment, commands) = Deployment::prepare(
-            &plan, &layout, &work, &certs, &binary, args.keep, args.print,
+            &plan,
+            &layout,
+            &work,
+            &certs,
+            &binary,
+            args.keep,
+            args.print,
+            &allocations.list,
         )?;
+        allocations.handed_over();
         if args.print {
             println!(
                 "# certificates in {}: each host's files are in its folder above; keep \
@@ -264,6 +283,48 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         return Ok(());
     }
     run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
+}
+
+/// The model's prediction for `plan` (with the measured values of `measured`, when given),
+/// printed under its heading; `again`, when the prediction is redone, says why. An error only
+/// for a measured file that does not fit the plan: without one, a plan the model cannot take
+/// is said and launched with every worker.
+fn predicted(
+    plan: &Plan,
+    plan_path: &Path,
+    measured: Option<&Path>,
+    again: Option<&str>,
+) -> Result<Result<Prediction>> {
+    let (prediction, system) = match model_input_with_measured(plan, plan_path, measured) {
+        Ok((input, system)) => (predict(&input).map_err(anyhow::Error::from), system),
+        Err(e) => (Err(e.into()), None),
+    };
+    match (&prediction, measured) {
+        (Ok(p), measured_file) => {
+            let from = match measured_file {
+                Some(file) => format!(
+                    "{}, measured values from {}",
+                    plan_path.display(),
+                    file.display()
+                ),
+                None => plan_path.display().to_string(),
+            };
+            match again {
+                Some(why) => println!("== predicted again ({from}): {why}"),
+                None => println!("== predicted ({from})"),
+            }
+            let source = measured_file
+                .zip(system.as_ref())
+                .map(|(path, system)| MeasuredSource { path, system });
+            print!("{}", crate::predict::to_text(plan, p, source));
+        }
+        // A measured file that does not fit the plan is an error, not a reason to run blind.
+        (Err(e), Some(_)) => return Err(anyhow!("{e:#}")),
+        (Err(e), None) => {
+            println!("== no prediction ({e:#}); launching every worker of the plan")
+        }
+    }
+    Ok(prediction)
 }
 
 fn write_config(layout: &Layout, work: &Path, certs: &Path) -> Result<PathBuf> {

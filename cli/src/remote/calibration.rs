@@ -193,12 +193,7 @@ impl RemoteCalibration {
                 };
                 let config = toml::to_string(&config)?;
                 let hostfile: String = run.hosts.iter().map(|h| format!("{h}\n")).collect();
-                let job = SlurmJob {
-                    partition: launch.partition.as_deref(),
-                    account: launch.account.as_deref(),
-                    time_limit: launch.time_limit.as_deref(),
-                    pending_limit_s: launch.pending_limit_s,
-                };
+                let job = SlurmJob::of(&launch);
                 let script = if slurm {
                     sub.slurm_run_script(&launch.environment, &job)
                 } else {

@@ -12,6 +12,8 @@ use std::{fs, path::Path};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
+use hmw_model::plan::launch::ClusterLaunch;
+
 use super::ssh::{on_host, sh_quote, SshTarget};
 
 /// A cluster's part of a remote run.
@@ -31,12 +33,56 @@ pub(crate) struct RemoteCluster {
     pub(crate) slurm: bool,
 }
 
+/// The running job of a cluster whose nodes Slurm chose.
+#[derive(Debug, Clone)]
+pub(crate) struct Allocation {
+    /// The cluster's remote part: its head, its run folder, the allocated nodes as `hosts`
+    /// (Slurm's order); `head_host` is the head's own name, so that every node is reached
+    /// from it by ssh unless it is the head.
+    pub(crate) remote: RemoteCluster,
+    /// The Slurm job id.
+    pub(crate) job: String,
+    /// The node its batch script runs on.
+    pub(crate) batch: String,
+}
+
 /// What an sbatch of a cluster asks for.
 pub(crate) struct SlurmJob<'a> {
     pub(crate) partition: Option<&'a str>,
     pub(crate) account: Option<&'a str>,
     pub(crate) time_limit: Option<&'a str>,
     pub(crate) pending_limit_s: u64,
+    /// The job already runs, on nodes Slurm chose (`[cluster.launch] slurm_choose`): its id
+    /// and its batch node, where the run script gives the go instead of an sbatch.
+    pub(crate) allocated: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> SlurmJob<'a> {
+    /// The job a cluster's `[cluster.launch]` asks for, not allocated yet.
+    pub(crate) fn of(launch: &'a ClusterLaunch) -> SlurmJob<'a> {
+        SlurmJob {
+            partition: launch.partition.as_deref(),
+            account: launch.account.as_deref(),
+            time_limit: launch.time_limit.as_deref(),
+            pending_limit_s: launch.pending_limit_s,
+            allocated: None,
+        }
+    }
+
+    /// sbatch's options for the partition, account and time limit the plan gives.
+    pub(crate) fn options(&self) -> Vec<String> {
+        let mut options = Vec::new();
+        if let Some(partition) = self.partition {
+            options.push(format!("--partition={partition}"));
+        }
+        if let Some(account) = self.account {
+            options.push(format!("--account={account}"));
+        }
+        if let Some(limit) = self.time_limit {
+            options.push(format!("--time={limit}"));
+        }
+        options
+    }
 }
 
 impl RemoteCluster {
@@ -178,15 +224,7 @@ impl RemoteCluster {
             format!("--output={}/job.out", self.dir),
             format!("--chdir={}", self.dir),
         ];
-        if let Some(partition) = job.partition {
-            sbatch.push(format!("--partition={partition}"));
-        }
-        if let Some(account) = job.account {
-            sbatch.push(format!("--account={account}"));
-        }
-        if let Some(limit) = job.time_limit {
-            sbatch.push(format!("--time={limit}"));
-        }
+        sbatch.extend(job.options());
         sbatch.push(format!("{}/job.sh", self.dir));
         let sbatch: Vec<String> = sbatch.iter().map(|a| sh_quote(a)).collect();
         let mut script = format!(
@@ -197,17 +235,36 @@ impl RemoteCluster {
             script.push_str(line);
             script.push('\n');
         }
+        // The batch script runs on the allocation's first node: its output is there.
+        let on_batch = format!(
+            "on_batch() {{ if [ -z \"$batch\" ] || [ \"$batch\" = \"$(hostname)\" ]; then sh -c \"$1\"; \
+             else ssh -o BatchMode=yes -o ConnectTimeout={timeout} \"$batch\" \"$1\"; fi; }}\n",
+            timeout = super::ssh::CONNECT_TIMEOUT_S,
+        );
+        script.push_str(&on_batch);
+        match job.allocated {
+            // Slurm chose the nodes and the job waits for the go: every host is staged now.
+            Some((id, batch)) => script.push_str(&format!(
+                "job={id}\nbatch={batch}\n\
+                 on_batch 'echo > {dir}/go' || {{ echo \"hmw: cluster {name}: cannot give Slurm job $job its go on $batch\" >&2; exit 96; }}\n",
+                id = sh_quote(id),
+                batch = sh_quote(batch),
+            )),
+            None => script.push_str(&format!(
+                "batch=\n\
+                 job=$({sbatch} \"$@\") || {{ echo \"hmw: cluster {name}: sbatch failed\" >&2; exit 96; }}\n\
+                 job=${{job%%;*}}\n\
+                 echo $job > {dir}/job.id\n",
+                sbatch = sbatch.join(" "),
+            )),
+        }
         script.push_str(&format!(
-            "job=$({sbatch} \"$@\") || {{ echo \"hmw: cluster {name}: sbatch failed\" >&2; exit 96; }}\n\
-             job=${{job%%;*}}\n\
-             echo $job > {dir}/job.id\n\
-             echo \"hmw: cluster {name}: Slurm job $job\"\n\
+            "echo \"hmw: cluster {name}: Slurm job $job\"\n\
              ( {watch}\n  \
                if [ -f {dir}/job.id ]; then scancel --signal=KILL --full $job; scancel $job; fi\n\
              ) >/dev/null 2>&1 &\n\
              exec 3<&-\n\
              start=$(date +%s)\n\
-             batch=\n\
              while :; do\n  \
                state=$(squeue -h -j $job -o '%T %B' 2>/dev/null)\n  \
                case \"$state\" in\n  \
@@ -223,18 +280,13 @@ impl RemoteCluster {
                sleep 1\n\
              done\n\
              rm -f {dir}/job.id\n\
-             # The batch script ran on the allocation's first node: its output is there.\n\
-             on_batch() {{ if [ -z \"$batch\" ] || [ \"$batch\" = \"$(hostname)\" ]; then sh -c \"$1\"; \
-             else ssh -o BatchMode=yes -o ConnectTimeout={timeout} \"$batch\" \"$1\"; fi; }}\n\
              on_batch 'cat {dir}/job.out' 2>/dev/null\n\
              status=$(on_batch 'cat {dir}/job.status' 2>/dev/null)\n\
              if [ -n \"$status\" ]; then exit $status; fi\n\
              state=$(scontrol show job $job 2>/dev/null | grep -o 'JobState=[A-Z_]*')\n\
              echo \"hmw: cluster {name}: Slurm job $job ended without a status (${{state:-state unknown}}: its time limit, or cancelled)\" >&2\n\
              exit 94\n",
-            sbatch = sbatch.join(" "),
             pending = job.pending_limit_s,
-            timeout = super::ssh::CONNECT_TIMEOUT_S,
             watch = watch_launcher(),
         ));
         script
@@ -497,6 +549,7 @@ mod tests {
             account: None,
             time_limit: None,
             pending_limit_s: 1,
+            allocated: None,
         };
         let (code, said) = run_slurm_script(
             "pending",
@@ -523,6 +576,7 @@ mod tests {
             account: None,
             time_limit: Some("0:01"),
             pending_limit_s: 60,
+            allocated: None,
         };
         // Running for two looks, then gone without a status: Slurm ended it.
         let (code, said) = run_slurm_script(
@@ -561,6 +615,7 @@ mod tests {
             account: None,
             time_limit: Some("5:00"),
             pending_limit_s: 60,
+            allocated: None,
         };
         let script = cluster().slurm_run_script(&[], &job);
         assert!(

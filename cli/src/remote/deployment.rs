@@ -20,7 +20,7 @@ use hmw_model::plan::{
 use serde::{Deserialize, Serialize};
 
 use super::{
-    cluster::{RemoteCluster, SlurmJob},
+    cluster::{Allocation, RemoteCluster, SlurmJob},
     ssh::{sh_quote, SshTarget},
 };
 use crate::layout::Layout;
@@ -79,6 +79,10 @@ impl Deployment {
     /// With `print`, nothing is done on any host: each host's files stay in
     /// `WORK/stage/CLUSTER/HOST`, and the commands that would stage and run them are printed
     /// (a relative `work_dir` then stays relative to the remote home).
+    ///
+    /// A cluster in `allocations` (Slurm chose its nodes) keeps its run folder and head, and
+    /// its run script gives the waiting job its go instead of an sbatch.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare(
         plan: &Plan,
         layout: &Layout,
@@ -87,6 +91,7 @@ impl Deployment {
         binary: &Path,
         keep: bool,
         print: bool,
+        allocations: &[Allocation],
     ) -> Result<(Deployment, Vec<ClusterCommand>)> {
         let run_name = run_name(plan);
         let state_file = work.join("launch-state.json");
@@ -105,22 +110,55 @@ impl Deployment {
             let launch = plan_cluster
                 .launch_settings()
                 .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
-            let hosts = RemoteCluster::hosts_of(&cluster.machine_file);
-            let head_host = hosts.first().cloned().context("an empty machine file")?;
-            let head = SshTarget::head_of(&launch, &head_host);
-            let absolute = work_folder(&head, &launch, &cluster.name, print)?;
-            deployment.clusters.push(RemoteCluster {
-                name: cluster.name.clone(),
-                head,
-                head_host,
-                hosts,
-                dir: format!("{absolute}/{run_name}-{}", cluster.name),
-                slurm: launch.launcher == Launcher::Slurm,
-            });
+            let mut hosts = RemoteCluster::hosts_of(&cluster.machine_file);
+            let allocation = allocations.iter().find(|a| a.remote.name == cluster.name);
+            let remote = match allocation {
+                Some(allocation) => {
+                    // The head gets the run script, also when it is no node of the job.
+                    let head = &allocation.remote.head_host;
+                    if !hosts.contains(head) {
+                        hosts.push(head.clone());
+                    }
+                    RemoteCluster {
+                        hosts,
+                        ..allocation.remote.clone()
+                    }
+                }
+                None => {
+                    let head_host = hosts.first().cloned().context("an empty machine file")?;
+                    let head = SshTarget::head_of(&launch, &head_host);
+                    let absolute = work_folder(&head, &launch, &cluster.name, print)?;
+                    RemoteCluster {
+                        name: cluster.name.clone(),
+                        head,
+                        head_host,
+                        hosts,
+                        dir: format!("{absolute}/{run_name}-{}", cluster.name),
+                        slurm: launch.launcher == Launcher::Slurm,
+                    }
+                }
+            };
+            if print && launch.slurm_choose {
+                println!(
+                    "# cluster {}: lets Slurm choose its nodes: hmw launch first asks for as \
+                     many as its machines name hosts (sbatch --nodes, no --nodelist), then \
+                     writes its machine file from them; --print asks Slurm for nothing, so below are \
+                     the commands for exactly the plan's hosts",
+                    cluster.name
+                );
+            }
+            deployment.clusters.push(remote);
             settings.push(launch);
-            // Recorded before anything is staged: a cleanup finds a half-staged run.
+            // Recorded before anything is staged: a cleanup finds a half-staged run (and the
+            // jobs of the allocations not laid out yet).
             if !print {
-                deployment.write_state(plan)?;
+                let mut recorded = deployment.clusters.clone();
+                for allocation in allocations {
+                    if !recorded.iter().any(|c| c.name == allocation.remote.name) {
+                        recorded.push(allocation.remote.clone());
+                    }
+                }
+                write_state(&deployment.state_file, plan, &recorded)?;
             }
         }
 
@@ -190,10 +228,11 @@ impl Deployment {
                             remote.job_script(&launch.environment, &mpirun),
                         )?;
                         let job = SlurmJob {
-                            partition: launch.partition.as_deref(),
-                            account: launch.account.as_deref(),
-                            time_limit: launch.time_limit.as_deref(),
-                            pending_limit_s: launch.pending_limit_s,
+                            allocated: allocations
+                                .iter()
+                                .find(|a| a.remote.name == cluster.name)
+                                .map(|a| (a.job.as_str(), a.batch.as_str())),
+                            ..SlurmJob::of(launch)
                         };
                         remote.slurm_run_script(&launch.environment, &job)
                     } else {
@@ -237,10 +276,6 @@ impl Deployment {
             );
         }
         Ok((deployment, commands))
-    }
-
-    fn write_state(&self, plan: &Plan) -> Result<()> {
-        write_state(&self.state_file, plan, &self.clusters)
     }
 
     /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote

@@ -36,11 +36,16 @@
 //! account = "project-42"
 //! time_limit = "30:00"         # sbatch --time
 //! pending_limit_s = 300        # a job still pending after this is cancelled, and said so
+//! slurm_choose = false         # true: no --nodelist; Slurm chooses as many nodes as the
+//!                              # cluster's machines name hosts; an allocated node keeps the
+//!                              # entry that names it, each other entry goes to a node no
+//!                              # entry names (in Slurm's order); only for a cluster whose
+//!                              # CMs are all clients (checked at load)
 //! ```
 
 use serde::Deserialize;
 
-use super::{ClusterPlan, Plan};
+use super::{invalid_machine, ClusterPlan, Plan, PlanError, Role};
 
 /// `[launch]`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -117,6 +122,9 @@ pub struct ClusterLaunch {
     pub time_limit: Option<String>,
     /// Slurm: seconds a job may stay pending before it is cancelled.
     pub pending_limit_s: u64,
+    /// Slurm: let Slurm choose the nodes (no `--nodelist`), as many as the cluster's machines
+    /// name hosts; the machine file is written from the allocation.
+    pub slurm_choose: bool,
 }
 
 impl Default for ClusterLaunch {
@@ -143,6 +151,7 @@ impl Default for ClusterLaunch {
             account: None,
             time_limit: None,
             pending_limit_s: 300,
+            slurm_choose: false,
         }
     }
 }
@@ -159,6 +168,66 @@ impl ClusterPlan {
     pub fn launch_settings(&self) -> Result<ClusterLaunch, toml::de::Error> {
         parse_or_default(self.launch.as_ref())
     }
+}
+
+/// The check at load of the clusters that let Slurm choose their hosts (`slurm_choose`):
+/// only with `launcher = "slurm"`, and only when every CM of the cluster is a client. A CM
+/// that is the server of a link (the cluster is the parent of another) must be on a host
+/// named in the plan: the child's CM needs its name before any allocation exists. A
+/// `[cluster.launch]` that does not parse is left to the commands that read it.
+pub(super) fn check_slurm_choice(clusters: &[ClusterPlan]) -> Result<(), PlanError> {
+    let settings: Vec<Option<ClusterLaunch>> =
+        clusters.iter().map(|c| c.launch_settings().ok()).collect();
+    for (cluster, launch) in clusters.iter().zip(&settings) {
+        let Some(launch) = launch.as_ref().filter(|l| l.slurm_choose) else {
+            continue;
+        };
+        let own = if cluster.main {
+            Role::Master
+        } else {
+            Role::Submaster
+        };
+        let cm_host = [Role::Cm, own]
+            .iter()
+            .find_map(|role| cluster.machines.iter().find(|m| m.role == *role))
+            .map_or("", |m| m.host.as_str());
+        if launch.launcher != Launcher::Slurm {
+            return Err(invalid_machine(
+                &cluster.name,
+                cm_host,
+                "launch.slurm_choose",
+                "only a cluster with launcher = \"slurm\" can let Slurm choose its hosts",
+            ));
+        }
+        let children: Vec<&str> = clusters
+            .iter()
+            .zip(&settings)
+            .filter(|(child, child_launch)| {
+                let parent = child_launch.as_ref().and_then(|l| l.parent.as_deref());
+                !child.main
+                    && match parent {
+                        Some(parent) => parent == cluster.name,
+                        None => cluster.main,
+                    }
+            })
+            .map(|(child, _)| child.name.as_str())
+            .collect();
+        if !children.is_empty() {
+            return Err(invalid_machine(
+                &cluster.name,
+                cm_host,
+                "launch.slurm_choose",
+                format!(
+                    "its CM on `{cm_host}` is the server of the link of cluster {}, whose CM \
+                     needs the server's host name before any allocation exists: a server CM \
+                     must be on a host the allocation names (remove slurm_choose to allocate \
+                     exactly the plan's hosts)",
+                    children.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn parse_or_default<T: Default + serde::de::DeserializeOwned>(

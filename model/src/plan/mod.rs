@@ -807,6 +807,7 @@ impl Plan {
         }
 
         let clusters = validate_clusters(file.cluster, m.selection)?;
+        launch::check_slurm_choice(&clusters)?;
         Ok(Plan {
             name: a.name,
             application,

@@ -773,3 +773,68 @@ fn worker_buffers_come_from_the_run_table_or_the_runtime_default() {
     let err = bad.model_input(None).unwrap_err().to_string();
     assert!(err.contains("key `run.worker_buffers`"), "{err}");
 }
+
+/// SMALL with a `[cluster.launch]` table `launch` after cluster `after` (`home` or `away`),
+/// and `more` at the end.
+fn with_launch(after: &str, launch: &str, more: &str) -> String {
+    let (head, tail) = SMALL.split_at(SMALL.find("[[cluster]]\nname = \"away\"").unwrap());
+    match after {
+        "home" => format!("{head}[cluster.launch]\n{launch}\n\n{tail}{more}"),
+        _ => format!("{head}{tail}[cluster.launch]\n{launch}\n{more}"),
+    }
+}
+
+#[test]
+fn slurm_may_choose_the_hosts_of_a_cluster_whose_cms_are_clients() {
+    let leaf = with_launch("away", "launcher = \"slurm\"\nslurm_choose = true", "");
+    let plan = Plan::from_toml_str(&leaf).unwrap();
+    assert!(plan.clusters[1].launch_settings().unwrap().slurm_choose);
+    // Not without Slurm.
+    let err = error_of(&with_launch(
+        "away",
+        "launcher = \"ssh\"\nslurm_choose = true",
+        "",
+    ));
+    assert_eq!(
+        err,
+        "cluster `away`, machine `c`, key `launch.slurm_choose`: only a cluster with launcher = \
+         \"slurm\" can let Slurm choose its hosts"
+    );
+}
+
+#[test]
+fn a_server_cm_must_be_on_a_host_the_allocation_names() {
+    // The main cluster's CM (on its master, having no cm) serves away's link.
+    let main = with_launch("home", "launcher = \"slurm\"\nslurm_choose = true", "");
+    let file = TempFile::new("server-cm.toml", &main);
+    let err = load_plan(&file.0).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}: cluster `home`, machine `m`, key `launch.slurm_choose`: its CM on `m` is the \
+             server of the link of cluster away",
+            file.0.display()
+        )),
+        "{err}"
+    );
+    // A cluster that is another's parent: its CM (the `cm` machine) serves that link.
+    let far = "\n[[cluster]]\nname = \"far\"\nwan_in_bytes_per_s = 100\nwan_out_bytes_per_s = \
+               100\nmachines = [\n  { host = \"f\", role = \"submaster\" },\n  \
+               { host = \"f1\", role = \"worker\", perf = 1.0 },\n]\n[cluster.launch]\n\
+               parent = \"away\"\n";
+    let parent = with_launch("away", "launcher = \"slurm\"\nslurm_choose = true", far);
+    let err = error_of(&parent);
+    assert!(
+        err.starts_with(
+            "cluster `away`, machine `c`, key `launch.slurm_choose`: its CM on `c` is the server \
+             of the link of cluster far"
+        ),
+        "{err}"
+    );
+    // The child itself, a leaf, may let Slurm choose.
+    let child = with_launch(
+        "away",
+        "launcher = \"slurm\"",
+        &format!("{far}launcher = \"slurm\"\nslurm_choose = true\n"),
+    );
+    Plan::from_toml_str(&child).unwrap();
+}
