@@ -265,6 +265,13 @@ fn host_of(cluster: &ClusterPlan, role: Role) -> Option<&str> {
         .map(|m| m.host.as_str())
 }
 
+/// The host of a cluster's CMs: its `cm` machine, else its head (its master when `main`, its
+/// sub-master otherwise), as its machine file places them.
+fn cm_host_of(cluster: &ClusterPlan, main: bool) -> Option<&str> {
+    host_of(cluster, Role::Cm)
+        .or_else(|| host_of(cluster, if main { Role::Master } else { Role::Submaster }))
+}
+
 /// Lay a plan out. `prediction` (when the model could evaluate the plan) selects the workers
 /// and, with `[run] load_balance = true`, bounds each cluster's share; `binary`, when given
 /// (`hmw launch --binary`), replaces `[launch] binary`, so that what depends on the
@@ -450,7 +457,7 @@ pub fn layout(
                 }
             );
         }
-        let cm_host = host_of(c, Role::Cm).unwrap_or(head);
+        let cm_host = cm_host_of(c, i == main).unwrap_or(head);
         let bind = match target {
             Target::Local => " bind=127.0.0.1",
             Target::Deployment => "",
@@ -459,7 +466,7 @@ pub fn layout(
             let parent_cluster = &plan.clusters[parent];
             let server_host = match target {
                 Target::Local => "127.0.0.1".to_owned(),
-                Target::Deployment => host_of(parent_cluster, Role::Cm)
+                Target::Deployment => cm_host_of(parent_cluster, parent == main)
                     .unwrap_or("localhost")
                     .to_owned(),
             };
@@ -688,6 +695,18 @@ mod tests {
             run_table(&layout)["reassign_last_task"].as_bool(),
             Some(false)
         );
+    }
+
+    #[test]
+    fn a_parent_without_a_cm_machine_serves_from_its_head() {
+        let mut plan = plan("tasks = 100\ntask_bytes = 1024\nresult_bytes = 20000", "");
+        plan.clusters[0].machines.retain(|m| m.role != Role::Cm);
+        let layout = lay(&plan).unwrap();
+        let spain = &layout.clusters[1].machine_file;
+        let server = spain.lines().find(|l| l.contains("# S ")).unwrap();
+        assert!(server.contains(" lyon-head name=spain-lyon"), "{spain}");
+        let lyon = &layout.clusters[0].machine_file;
+        assert!(lyon.contains("lyon-head # M 1 "), "{lyon}");
     }
 
     #[test]
