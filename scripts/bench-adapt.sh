@@ -10,7 +10,8 @@
 #   A, B   median makespan (s) when spain's workers are slowed to a third of their perf at 30 %
 #          of the static run's makespan (measured first, without changes)
 #   C, D   the same when brazil's WAN drops to a fifth of its rate at 30 %
-#   rejoin spain's WAN is cut at 20 % for lost_after_s + 3 s: spain is lost, its tasks taken
+#   rejoin spain's WAN is cut at 20 % for inactivity_timeout_ms + lost_after_s + 3 s (2 + 3 + 3;
+#          the links' connections are down once silent for 2 s): spain is lost, its tasks taken
 #          back; when the link returns it rejoins (its ClusterReport says rejoins >= 1) and the
 #          answer is verified; J, the median share of all tasks it computed after rejoining
 #   R, Q   from scripts/bench/adapt-tuner.sh's last line, when that script is there
@@ -69,11 +70,12 @@ plan_for() {
     sed -e '/^reference_perf/d' \
         -e '/^\[launch.application\]/a work = "compute"' \
         -e 's/^task_seconds = 0.1$/task_seconds = 0.02/' \
-        -e 's/^lost_after_s = 30/lost_after_s = 3/' \
+        -e 's/^lost_after_s = 30/lost_after_s = 3\ninactivity_timeout_ms = 2000/' \
         -e "/^\[run\]/a adapt = $adapt\nadapt_interval_s = 2" "$source_plan" >"$out"
     echo "$out"
 }
 lost_after_s=3
+inactivity_s=2 # a connection without a packet this long is down; lost_after_s later, lost
 echo 0.5 >"$work/lag" # how late the master's progress lines reach the log, until measured
 
 if ! tb up "$source_plan" --require-router >"$work/up.log" 2>&1; then
@@ -101,7 +103,7 @@ slow() { scale_spain 1/3; }
 unslow() { scale_spain 1; }
 degrade() { tb set-rate brazil "$(echo "$brazil_rate / 5" | bc -l)" >/dev/null; }
 undegrade() { tb set-rate brazil "$brazil_rate" >/dev/null; }
-cut() { tb outage spain "$((lost_after_s + 3))" >/dev/null; }
+cut() { tb outage spain "$((inactivity_s + lost_after_s + 3))" >/dev/null; }
 
 # run LABEL ADAPT [AT_S CHANGE UNDO]: one launch; CHANGE at AT_S seconds after the start line.
 # Prints the main master's makespan, or fails.
