@@ -3,7 +3,8 @@
 //! prediction selects); the real cores then run in the simulator of `hmw-sim`, against
 //! workers taking `oper / perf` per task (spread by `[application] oper_cv`), each cluster's
 //! LAN and WAN (rates from the plan or `--measured`, round-trip time `wan_rtt_s`, loss and
-//! outages from `[cluster.launch]`). Nothing is fitted to runs: no per-message or per-task
+//! outages from `[cluster.launch]`), and the changes the plan scripts during the run
+//! (`[[cluster.launch.changes]]`: hosts slowed, a WAN's rate changed). Nothing is fitted to runs: no per-message or per-task
 //! overhead is added beyond what the plan (or a calibration) gives.
 
 use std::{
@@ -16,9 +17,11 @@ use clap::Args;
 use hmw::{config::ConfigFile, machinefile::MachineFile, stats::RunStats};
 use hmw_model::{
     methodology::predict,
-    plan::{load_plan, model_input_with_measured, Plan},
+    plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
 };
-use hmw_sim::{simulate, ClusterSetup, ClusterSpec, Options, Sizes, Spec, TaskCost, WanSpec};
+use hmw_sim::{
+    simulate, ClusterSetup, ClusterSpec, Options, Sizes, Spec, SpeedChange, TaskCost, WanSpec,
+};
 use serde::Serialize;
 
 use crate::layout::{layout, Target};
@@ -138,6 +141,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                     .map_or(0.0, |w| w.perf)
             })
             .collect();
+        let (speed_changes, rate_changes) = changes_of(plan_path, plan_cluster)?;
         let wan = match (&cluster.link, &params.external) {
             (Some(link), Some(external)) => Some(WanSpec {
                 down_bytes_per_s: Some(external.wan_in_bytes_per_s),
@@ -145,7 +149,14 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                 rtt_s: plan_cluster.wan_rtt_s(measured_system.as_ref()),
                 loss: link.loss,
                 outages: link.outages.iter().map(|o| (o.start_s, o.end_s)).collect(),
+                rate_changes,
             }),
+            _ if !rate_changes.is_empty() => bail!(
+                "{}: cluster {}: launch.changes: wan_rate_factor, but the cluster has no WAN \
+                 to a parent in this run",
+                plan_path.display(),
+                cluster.name
+            ),
             _ => None,
         };
         clusters.push(ClusterSpec {
@@ -157,7 +168,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
             perf,
             lan_bytes_per_s: params.lan_bytes_per_s,
             wan,
-            speed_changes: Vec::new(),
+            speed_changes,
         });
     }
     let app = &plan.application;
@@ -182,6 +193,49 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
         plan,
         predicted,
     })
+}
+
+/// The changes `[[cluster.launch.changes]]` scripts for `cluster`: its hosts' speed changes,
+/// its WAN's rate changes `(at_s, factor)`.
+fn changes_of(
+    plan_path: &Path,
+    cluster: &ClusterPlan,
+) -> Result<(Vec<SpeedChange>, Vec<(f64, f64)>)> {
+    let at = |i: usize| {
+        format!(
+            "{}: cluster {}: launch.changes[{i}]",
+            plan_path.display(),
+            cluster.name
+        )
+    };
+    let settings = cluster.launch_settings().map_err(|e| {
+        anyhow!(
+            "{}: cluster {}: launch: {e}",
+            plan_path.display(),
+            cluster.name
+        )
+    })?;
+    let mut speed = Vec::new();
+    let mut rate = Vec::new();
+    for (i, change) in settings.changes.iter().enumerate() {
+        change.check().map_err(|m| anyhow!("{}: {m}", at(i)))?;
+        if let Some(host) = &change.host {
+            if !cluster.machines.iter().any(|m| &m.host == host) {
+                bail!("{}: host `{host}` is not a host of the cluster", at(i));
+            }
+        }
+        if let Some(factor) = change.perf_factor {
+            speed.push(SpeedChange {
+                at_s: change.at_s,
+                host: change.host.clone(),
+                factor,
+            });
+        }
+        if let Some(factor) = change.wan_rate_factor {
+            rate.push((change.at_s, factor));
+        }
+    }
+    Ok((speed, rate))
 }
 
 /// Each cluster of the tree under `stats`, depth first: its own workers' tasks as the

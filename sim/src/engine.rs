@@ -143,10 +143,14 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             )));
         }
     }
-    let cluster_of: Vec<usize> = (0..world.nodes()).map(|n| world.locate(n).0).collect();
-    // A worker's speed at `now`: its perf, times its cluster's speed change by then.
-    let speed = |node: usize, now: Duration| {
-        perf[node] * spec.clusters[cluster_of[node]].speed_at(now.as_secs_f64())
+    let place: Vec<(usize, usize)> = (0..world.nodes()).map(|n| world.locate(n)).collect();
+    // Seconds worker `node` takes for `operations` from `now`: its perf, changed as its
+    // cluster's speed changes say, during the task too.
+    let compute_time = |node: usize, now: Duration, operations: f64| {
+        let (cluster, rank) = place[node];
+        let c = &spec.clusters[cluster];
+        let host = &c.setup.machines.ranks[rank].host;
+        c.compute_time(host, perf[node], now.as_secs_f64(), operations)
     };
     let mut network = Network {
         lan_rate: spec
@@ -234,7 +238,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 let to = transfer.to;
                 pending = world.deliver(now, transfer)?;
                 if let Some(operations) = world.start_task(to) {
-                    let busy = operations / speed(to, now);
+                    let busy = compute_time(to, now, operations);
                     push(
                         &mut queue,
                         now.saturating_add(secs(busy)),
@@ -246,7 +250,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 last_activity = now;
                 pending = world.finish_task(node, busy)?;
                 if let Some(operations) = world.start_task(node) {
-                    let busy = operations / speed(node, now);
+                    let busy = compute_time(node, now, operations);
                     push(
                         &mut queue,
                         now.saturating_add(secs(busy)),
@@ -310,7 +314,7 @@ mod tests {
     use super::*;
     use crate::{
         problem::TaskCost,
-        spec::{ClusterSpec, Sizes, WanSpec},
+        spec::{ClusterSpec, Sizes, SpeedChange, WanSpec},
     };
 
     fn cluster(name: &str, text: &str, parent: Option<usize>, perf: f64) -> ClusterSpec {
@@ -449,6 +453,92 @@ mod tests {
         assert!(outcome.stats.wall_s > 40.0, "{}", outcome.stats.wall_s);
     }
 
+    /// The outage of `configs/validation/wan-outage.toml` in small: a link down from 3 s to
+    /// 12 s with `lost_after_s = 5`. The cluster is lost at 8 s, its tasks taken back; when
+    /// the link returns it rejoins and computes tasks again; every task gathered once.
+    #[test]
+    fn a_cluster_lost_in_an_outage_rejoins_when_its_link_returns() {
+        let mut clusters = tree();
+        clusters.truncate(2);
+        clusters[1].setup.machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n",
+        )
+        .unwrap();
+        clusters[1].perf = vec![0.0, 0.0, 2.0, 2.0];
+        clusters[1].wan.as_mut().unwrap().outages = vec![(3.0, 12.0)];
+        let s = spec(clusters, 100, 0.0);
+        let outcome = simulate(&s, 1, Options::default()).unwrap();
+        assert!(outcome.each_gathered_once);
+        let far = &outcome.stats.clusters[0];
+        assert!(far.taken_back > 0, "{far:?}");
+        assert!(far.rejoins >= 1, "{far:?}");
+        assert!(far.tasks_done_after_rejoin > 0, "{far:?}");
+        // 5 tasks/s while all compute: 100 tasks in 20 s without the outage. During it
+        // (3 s to 12 s) only the main worker's 1 task/s comes in, less what the far cluster
+        // held: the run ends later, and far earlier than the main worker alone would (100 s).
+        let t = outcome.stats.wall_s;
+        assert!(t > 22.0 && t < 40.0, "{t}");
+    }
+
+    /// Two clusters of two workers each, the far one slowed (all its hosts, or one host) or
+    /// its WAN's rate dropped at 5 s: each change makes the run longer by what it takes away,
+    /// and only the change's own cluster or host slows.
+    #[test]
+    fn slowdowns_and_rate_drops_at_a_time_lengthen_the_run() {
+        let run = |change: &dyn Fn(&mut ClusterSpec)| {
+            let mut clusters = tree();
+            clusters.truncate(2);
+            clusters[1].setup.machines = MachineFile::parse(
+                Path::new("a.hosts"),
+                "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a\nw1\nw2\n",
+            )
+            .unwrap();
+            clusters[1].perf = vec![0.0, 0.0, 1.0, 1.0];
+            change(&mut clusters[1]);
+            let s = spec(clusters, 120, 0.0);
+            let outcome = simulate(&s, 1, Options::default()).unwrap();
+            assert!(outcome.each_gathered_once);
+            let far: Vec<u64> = outcome.stats.clusters[0]
+                .stats
+                .as_ref()
+                .unwrap()
+                .workers
+                .iter()
+                .map(|w| w.tasks_done)
+                .collect();
+            (outcome.stats.wall_s, far)
+        };
+        let slow = |host: Option<&str>| {
+            let host = host.map(String::from);
+            move |c: &mut ClusterSpec| {
+                c.speed_changes = vec![SpeedChange {
+                    at_s: 5.0,
+                    host: host.clone(),
+                    factor: 0.25,
+                }]
+            }
+        };
+        let (base, _) = run(&|_| {});
+        let (cluster_slowed, _) = run(&slow(None));
+        let (host_slowed, far) = run(&slow(Some("w2")));
+        // 3 tasks/s: 40 s, and the WAN's waits. The far cluster at a quarter from 5 s:
+        // 1.5 tasks/s after, so 15 + 105 / 1.5 = 75 s, 35 s more; one host at a quarter:
+        // 2.25 tasks/s, 15 + 105 / 2.25 = 51.7 s, 11.7 s more. At the end a slowed worker
+        // may still hold a task and its buffered one: up to two slowed tasks (8 s) later.
+        let more = |t: f64, steady: f64| t - base > steady - 2.0 && t - base < steady + 8.0;
+        assert!(base > 40.0 && base < 45.0, "{base}");
+        assert!(more(cluster_slowed, 35.0), "{base} -> {cluster_slowed}");
+        assert!(more(host_slowed, 11.7), "{base} -> {host_slowed}");
+        assert!(far[0] > 2 * far[1], "the slowed host does less: {far:?}");
+        // The WAN dropped to 1/1000 of its 1 MB/s: 1 KB tasks and results then take 1 s each
+        // way over a serial link, so the far cluster delivers about one task every 2 s.
+        let (dropped, _) = run(&|c: &mut ClusterSpec| {
+            c.wan.as_mut().unwrap().rate_changes = vec![(5.0, 0.001)];
+        });
+        assert!(dropped > base + 15.0, "{base} -> {dropped}");
+    }
+
     /// Tasks of 1e12 s (a worker of perf 1e-12): the simulation skips the idle ticks and ends.
     #[test]
     fn very_long_tasks_end_without_ticking_through_them() {
@@ -481,7 +571,11 @@ mod tests {
         let three = |adapt: bool| {
             let far = "sub # cluster=x\nc # S 0 7000 h name=b peer=a\nw\nw\nw\nw\n";
             let mut slowed = cluster("slow", far, Some(0), 1.0);
-            slowed.speed_changes = vec![(15.0, 1.0 / 3.0)];
+            slowed.speed_changes = vec![SpeedChange {
+                at_s: 15.0,
+                host: None,
+                factor: 1.0 / 3.0,
+            }];
             let mut s = spec(
                 vec![
                     cluster(
