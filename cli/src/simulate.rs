@@ -78,6 +78,11 @@ struct Report {
     predicted_best_s: Option<f64>,
     predicted_worst_s: Option<f64>,
     clusters: Vec<ClusterRow>,
+    /// An iterative plan's iterations in the run of median makespan, their median time, and
+    /// the worker counts the tuner set, in order (`[run] tune_workers`).
+    iterations: usize,
+    iteration_median_s: Option<f64>,
+    tuner_workers: Vec<u64>,
     events: u64,
     wall_s: f64,
     /// With `--profile-master`: microseconds of CPU time per task inside the main master
@@ -176,6 +181,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
         clusters,
         config,
         tasks: app.tasks,
+        iterations: plan.iterations,
         cost: TaskCost {
             oper: app.oper,
             cv: plan.oper_cv,
@@ -195,12 +201,11 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
     })
 }
 
-/// The changes `[[cluster.launch.changes]]` scripts for `cluster`: its hosts' speed changes,
-/// its WAN's rate changes `(at_s, factor)`.
-fn changes_of(
-    plan_path: &Path,
-    cluster: &ClusterPlan,
-) -> Result<(Vec<SpeedChange>, Vec<(f64, f64)>)> {
+/// A cluster's hosts' speed changes, and its WAN's rate changes `(at_s, factor)`.
+type Changes = (Vec<SpeedChange>, Vec<(f64, f64)>);
+
+/// The changes `[[cluster.launch.changes]]` scripts for `cluster`.
+fn changes_of(plan_path: &Path, cluster: &ClusterPlan) -> Result<Changes> {
     let at = |i: usize| {
         format!(
             "{}: cluster {}: launch.changes[{i}]",
@@ -313,6 +318,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         predicted_best_s: predicted.map(|p| p.0),
         predicted_worst_s: predicted.map(|p| p.1),
         clusters,
+        iterations: median.iterations.len(),
+        iteration_median_s: iteration_median_s(median),
+        tuner_workers: median.tuner.iter().map(|d| d.workers).collect(),
         events,
         wall_s,
         master_core_us_per_task: args
@@ -329,6 +337,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         print!("{}", to_text(&plan.name, &report));
     }
     Ok(())
+}
+
+/// The median time of an iterative run's iterations.
+fn iteration_median_s(stats: &RunStats) -> Option<f64> {
+    let mut times: Vec<f64> = stats.iterations.iter().map(|i| i.time_s).collect();
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied()
 }
 
 fn to_text(name: &str, r: &Report) -> String {
@@ -370,6 +385,20 @@ fn to_text(name: &str, r: &Report) -> String {
             if c.lost { "  (lost)" } else { "" }
         );
     }
+    if let Some(median) = r.iteration_median_s {
+        let tuner = if r.tuner_workers.is_empty() {
+            String::new()
+        } else {
+            let counts: Vec<String> = r.tuner_workers.iter().map(u64::to_string).collect();
+            format!("; the tuner set {} workers", counts.join(" -> "))
+        };
+        let _ = writeln!(
+            text,
+            "iterations   {}, median {:.1} ms each{tuner}",
+            r.iterations,
+            1e3 * median
+        );
+    }
     let profile = r.master_core_us_per_task.map_or(String::new(), |us| {
         format!(" master_core_us_per_task={us:.3}")
     });
@@ -408,6 +437,42 @@ mod tests {
             "{makespan} against {best}..{worst}"
         );
         assert!(outcome.stats.clusters.iter().all(|c| c.tasks_done > 0));
+    }
+
+    /// The iterative example's plan (`configs/testbed/nbody-tuner.toml`) in virtual time,
+    /// with the tuner off (all 8 workers) and on (`time`): the tuned run moves to fewer
+    /// workers and its median iteration is faster, near the best fixed count's.
+    #[test]
+    fn the_tuner_runs_on_the_iterative_example_s_plan() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/testbed/nbody-tuner.toml");
+        let Simulation { mut spec, .. } = spec_of(&path, None).unwrap();
+        assert_eq!(spec.iterations, Some(30));
+        let mut run = |tune, active| {
+            spec.config.run.tune_workers = tune;
+            spec.config.run.active_workers = active;
+            let outcome = simulate(&spec, 1, Options::default()).unwrap();
+            assert!(outcome.each_gathered_once);
+            assert_eq!(outcome.stats.iterations.len(), 30);
+            outcome.stats
+        };
+        use hmw::config::TuneWorkers;
+        let all = run(TuneWorkers::Off, None);
+        let tuned = run(TuneWorkers::Time, None);
+        let best = (1..=8)
+            .map(|w| iteration_median_s(&run(TuneWorkers::Off, Some(w))).unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(all.iterations.iter().all(|i| i.workers == 8));
+        assert!(!tuned.tuner.is_empty());
+        let (all, tuned) = (
+            iteration_median_s(&all).unwrap(),
+            iteration_median_s(&tuned).unwrap(),
+        );
+        assert!(tuned < all, "tuned {tuned} s, all workers {all} s");
+        assert!(
+            tuned <= 1.1 * best,
+            "tuned {tuned} s, best fixed count {best} s"
+        );
     }
 
     /// The command writes statistics `hmw report` reads, and a seed fixes the run.

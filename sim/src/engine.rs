@@ -116,7 +116,10 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             parent: c.setup.parent,
         })
         .collect();
-    let problem = SimProblem::new(spec.tasks, spec.cost, seed);
+    let problem = match spec.iterations {
+        Some(n) => SimProblem::iterative(n, spec.tasks as f64 / n.max(1) as f64, spec.cost, seed),
+        None => SimProblem::new(spec.tasks, spec.cost, seed),
+    };
     let mut world = World::new(
         &setups,
         &spec.config,
@@ -350,6 +353,7 @@ mod tests {
             clusters,
             config,
             tasks,
+            iterations: None,
             cost: TaskCost { oper: 1.0, cv },
             sizes: Sizes {
                 task_bytes: 1000.0,
@@ -537,6 +541,50 @@ mod tests {
             c.wan.as_mut().unwrap().rate_changes = vec![(5.0, 0.001)];
         });
         assert!(dropped > base + 15.0, "{base} -> {dropped}");
+    }
+
+    /// An iterative problem on a slow LAN (a task message costs the head 10 ms, an
+    /// iteration's computation 0.4 s divided among the workers): each iteration is divided
+    /// for the workers active, every task is gathered once, and the tuner (`tune_workers =
+    /// "time"`) moves the count from all 8 to one nearer the fastest, sqrt(0.4 / 0.01)
+    /// workers, making iterations faster than with all 8.
+    #[test]
+    fn the_tuner_sets_the_active_workers_of_an_iterative_run() {
+        let run = |tune: hmw::config::TuneWorkers| {
+            let mut c = cluster("main", "m\nw\nw\nw\nw\nw\nw\nw\nw\n", None, 10.0);
+            c.lan_bytes_per_s = 1e5;
+            let mut s = spec(vec![c], 240, 0.0);
+            s.iterations = Some(60);
+            // An iteration: 4 tasks of 1 operation at 10 per second, 0.4 s of one worker.
+            s.sizes.result_bytes = 100.0;
+            s.config.run.worker_buffers = 1;
+            s.config.run.reassign_last_task = false;
+            s.config.run.tune_workers = tune;
+            simulate(&s, 1, Options::default()).unwrap()
+        };
+        let fixed = run(hmw::config::TuneWorkers::Off);
+        let tuned = run(hmw::config::TuneWorkers::Time);
+        assert!(fixed.each_gathered_once && tuned.each_gathered_once);
+        assert_eq!(fixed.stats.iterations.len(), 60);
+        assert!(fixed.stats.iterations.iter().all(|i| i.workers == 8));
+        assert_eq!(tuned.stats.iterations.len(), 60);
+        let last = tuned.stats.iterations.last().unwrap();
+        assert!(
+            last.workers < 8 && last.workers > 1,
+            "{:?}",
+            tuned.stats.tuner
+        );
+        let median = |o: &Outcome| {
+            let mut t: Vec<f64> = o.stats.iterations.iter().map(|i| i.time_s).collect();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        assert!(
+            median(&tuned) < median(&fixed),
+            "{} against {}",
+            median(&tuned),
+            median(&fixed)
+        );
     }
 
     /// Tasks of 1e12 s (a worker of perf 1e-12): the simulation skips the idle ticks and ends.

@@ -104,7 +104,8 @@ impl ClusterSpec {
             } else {
                 f64::INFINITY
             };
-            if left <= can || !(rate > 0.0) {
+            let usable = rate.is_finite() && rate > 0.0;
+            if !usable || left <= can {
                 return t + left / rate - start_s;
             }
             left -= can;
@@ -121,6 +122,10 @@ pub struct Spec {
     pub config: ConfigFile,
     /// Tasks of the problem.
     pub tasks: u64,
+    /// An iterative problem: its tasks run in this many iterations with a barrier between
+    /// them, each iteration's work (`tasks / iterations` tasks of `cost`) divided among the
+    /// workers active then (`[run] tune_workers`).
+    pub iterations: Option<u64>,
     /// Their basic operations.
     pub cost: TaskCost,
     /// Their sizes.
