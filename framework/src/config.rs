@@ -355,6 +355,22 @@ impl CmConfig {
             .unwrap_or(std::time::Duration::MAX)
     }
 
+    /// How long the link goes without a packet before its connection is dead, and the CMs
+    /// see it down: `inactivity_timeout_ms`, or the link's default.
+    pub fn inactivity_timeout(&self) -> std::time::Duration {
+        let tls = hmw_cm::TlsConfig {
+            cert: PathBuf::new(),
+            key: PathBuf::new(),
+            ca: None,
+            pinned_peer: None,
+        };
+        let link = hmw_cm::LinkConfig::new(hmw_cm::Role::Client, "", 0, tls);
+        std::time::Duration::from_millis(
+            self.inactivity_timeout_ms
+                .unwrap_or(link.inactivity_timeout_ms),
+        )
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
         if self.tasks_window == 0 {
             return Err(Invalid::new(

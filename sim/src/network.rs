@@ -137,10 +137,16 @@ impl WanDirection {
         self.outage_at(t).is_some()
     }
 
-    /// The times the link goes down or comes back up (its rate changes are no event: they
-    /// act on transmissions as they go).
-    pub fn changes(&self) -> impl Iterator<Item = Duration> + '_ {
-        self.outages.iter().flat_map(|&(a, b)| [a, b])
+    /// Whether the link is down at `t` and has been for at least `silence`.
+    pub fn is_down_for(&self, t: Duration, silence: Duration) -> bool {
+        self.outage_at(t)
+            .is_some_and(|(start, _)| start.saturating_add(silence) <= t)
+    }
+
+    /// When the link is down, `(start, end)`, sorted and merged (its rate changes are no
+    /// event: they act on transmissions as they go).
+    pub fn outages(&self) -> impl Iterator<Item = (Duration, Duration)> + '_ {
+        self.outages.iter().copied()
     }
 }
 
@@ -189,6 +195,7 @@ mod tests {
         // Started at 0.9 s, 0.2 s of transmission paused by the 1 s outage.
         assert!((ms(e.arrival(secs(0.9), 100.0)) - 2150.0).abs() < 1e-6);
         assert!(e.is_down(secs(1.0)) && !e.is_down(secs(2.0)));
+        assert!(e.is_down_for(secs(1.5), secs(0.5)) && !e.is_down_for(secs(1.4), secs(0.5)));
         // In flight when the outage starts: arrives half a round trip after it.
         let mut f = WanDirection::new(&wan, None);
         assert!((ms(f.arrival(secs(0.99), 0.0)) - 2050.0).abs() < 1e-6);
