@@ -43,11 +43,11 @@ case "${1:-}" in
 esac
 
 # Every scenario, in the order of issue 6 then issue 16's additions (latency-200ms,
-# lossy-wan, wan-in-nt4, depth2-tree, wan-outage), and the quick subset (the gate). Scenarios apart run
+# lossy-wan, wan-in-nt4, depth2-tree, wan-outage, wan-outage-rejoin), and the quick subset (the gate). Scenarios apart run
 # with a model-derived cap (`load_balance = true`): listed, not counted.
 full_scenarios=(local-compute local-comm two-clusters wan-out wan-out-nr3 hetero-reassign
     hetero-no-reassign hetero-no-reassign-buffered three-auto latency-200ms lossy-wan
-    wan-in-nt4 depth2-tree wan-outage)
+    wan-in-nt4 depth2-tree wan-outage wan-outage-rejoin)
 apart_scenarios=(two-clusters-capped)
 quick_scenarios=(local-compute two-clusters hetero-no-reassign latency-200ms)
 # A prediction this far off (|error|) fails the full suite.
