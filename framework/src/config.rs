@@ -501,6 +501,20 @@ mod tests {
     }
 
     #[test]
+    fn the_link_s_idle_timeout_is_its_default_or_the_cm_s_setting() {
+        let config = parse("").unwrap();
+        assert_eq!(
+            config.cm.inactivity_timeout(),
+            std::time::Duration::from_secs(5)
+        );
+        let set = parse("[cm]\ninactivity_timeout_ms = 1500\n").unwrap();
+        assert_eq!(
+            set.cm.inactivity_timeout(),
+            std::time::Duration::from_millis(1500)
+        );
+    }
+
+    #[test]
     fn defaults_when_absent() {
         let config = parse("").unwrap();
         assert_eq!(config.run, RunConfig::default());
