@@ -3,7 +3,8 @@
 //! prediction selects); the real cores then run in the simulator of `hmw-sim`, against
 //! workers taking `oper / perf` per task (spread by `[application] oper_cv`), each cluster's
 //! LAN and WAN (rates from the plan or `--measured`, round-trip time `wan_rtt_s`, loss and
-//! outages from `[cluster.launch]`). Nothing is fitted to runs: no per-message or per-task
+//! outages from `[cluster.launch]`), and the changes the plan scripts during the run
+//! (`[[cluster.launch.changes]]`: hosts slowed, a WAN's rate changed). Nothing is fitted to runs: no per-message or per-task
 //! overhead is added beyond what the plan (or a calibration) gives.
 
 use std::{
@@ -16,9 +17,11 @@ use clap::Args;
 use hmw::{config::ConfigFile, machinefile::MachineFile, stats::RunStats};
 use hmw_model::{
     methodology::predict,
-    plan::{load_plan, model_input_with_measured, Plan},
+    plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
 };
-use hmw_sim::{simulate, ClusterSetup, ClusterSpec, Options, Sizes, Spec, TaskCost, WanSpec};
+use hmw_sim::{
+    simulate, ClusterSetup, ClusterSpec, Options, Sizes, Spec, SpeedChange, TaskCost, WanSpec,
+};
 use serde::Serialize;
 
 use crate::layout::{layout, Target};
@@ -75,6 +78,11 @@ struct Report {
     predicted_best_s: Option<f64>,
     predicted_worst_s: Option<f64>,
     clusters: Vec<ClusterRow>,
+    /// An iterative plan's iterations in the run of median makespan, their median time, and
+    /// the worker counts the tuner set, in order (`[run] tune_workers`).
+    iterations: usize,
+    iteration_median_s: Option<f64>,
+    tuner_workers: Vec<u64>,
     events: u64,
     wall_s: f64,
     /// With `--profile-master`: microseconds of CPU time per task inside the main master
@@ -138,6 +146,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                     .map_or(0.0, |w| w.perf)
             })
             .collect();
+        let (speed_changes, rate_changes) = changes_of(plan_path, plan_cluster)?;
         let wan = match (&cluster.link, &params.external) {
             (Some(link), Some(external)) => Some(WanSpec {
                 down_bytes_per_s: Some(external.wan_in_bytes_per_s),
@@ -145,7 +154,14 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                 rtt_s: plan_cluster.wan_rtt_s(measured_system.as_ref()),
                 loss: link.loss,
                 outages: link.outages.iter().map(|o| (o.start_s, o.end_s)).collect(),
+                rate_changes,
             }),
+            _ if !rate_changes.is_empty() => bail!(
+                "{}: cluster {}: launch.changes: wan_rate_factor, but the cluster has no WAN \
+                 to a parent in this run",
+                plan_path.display(),
+                cluster.name
+            ),
             _ => None,
         };
         clusters.push(ClusterSpec {
@@ -157,7 +173,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
             perf,
             lan_bytes_per_s: params.lan_bytes_per_s,
             wan,
-            speed_changes: Vec::new(),
+            speed_changes,
         });
     }
     let app = &plan.application;
@@ -165,6 +181,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
         clusters,
         config,
         tasks: app.tasks,
+        iterations: plan.iterations,
         cost: TaskCost {
             oper: app.oper,
             cv: plan.oper_cv,
@@ -182,6 +199,48 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
         plan,
         predicted,
     })
+}
+
+/// A cluster's hosts' speed changes, and its WAN's rate changes `(at_s, factor)`.
+type Changes = (Vec<SpeedChange>, Vec<(f64, f64)>);
+
+/// The changes `[[cluster.launch.changes]]` scripts for `cluster`.
+fn changes_of(plan_path: &Path, cluster: &ClusterPlan) -> Result<Changes> {
+    let at = |i: usize| {
+        format!(
+            "{}: cluster {}: launch.changes[{i}]",
+            plan_path.display(),
+            cluster.name
+        )
+    };
+    let settings = cluster.launch_settings().map_err(|e| {
+        anyhow!(
+            "{}: cluster {}: launch: {e}",
+            plan_path.display(),
+            cluster.name
+        )
+    })?;
+    let mut speed = Vec::new();
+    let mut rate = Vec::new();
+    for (i, change) in settings.changes.iter().enumerate() {
+        change.check().map_err(|m| anyhow!("{}: {m}", at(i)))?;
+        if let Some(host) = &change.host {
+            if !cluster.machines.iter().any(|m| &m.host == host) {
+                bail!("{}: host `{host}` is not a host of the cluster", at(i));
+            }
+        }
+        if let Some(factor) = change.perf_factor {
+            speed.push(SpeedChange {
+                at_s: change.at_s,
+                host: change.host.clone(),
+                factor,
+            });
+        }
+        if let Some(factor) = change.wan_rate_factor {
+            rate.push((change.at_s, factor));
+        }
+    }
+    Ok((speed, rate))
 }
 
 /// Each cluster of the tree under `stats`, depth first: its own workers' tasks as the
@@ -259,6 +318,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         predicted_best_s: predicted.map(|p| p.0),
         predicted_worst_s: predicted.map(|p| p.1),
         clusters,
+        iterations: median.iterations.len(),
+        iteration_median_s: iteration_median_s(median),
+        tuner_workers: median.tuner.iter().map(|d| d.workers).collect(),
         events,
         wall_s,
         master_core_us_per_task: args
@@ -275,6 +337,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         print!("{}", to_text(&plan.name, &report));
     }
     Ok(())
+}
+
+/// The median time of an iterative run's iterations.
+fn iteration_median_s(stats: &RunStats) -> Option<f64> {
+    let mut times: Vec<f64> = stats.iterations.iter().map(|i| i.time_s).collect();
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied()
 }
 
 fn to_text(name: &str, r: &Report) -> String {
@@ -316,6 +385,20 @@ fn to_text(name: &str, r: &Report) -> String {
             if c.lost { "  (lost)" } else { "" }
         );
     }
+    if let Some(median) = r.iteration_median_s {
+        let tuner = if r.tuner_workers.is_empty() {
+            String::new()
+        } else {
+            let counts: Vec<String> = r.tuner_workers.iter().map(u64::to_string).collect();
+            format!("; the tuner set {} workers", counts.join(" -> "))
+        };
+        let _ = writeln!(
+            text,
+            "iterations   {}, median {:.1} ms each{tuner}",
+            r.iterations,
+            1e3 * median
+        );
+    }
     let profile = r.master_core_us_per_task.map_or(String::new(), |us| {
         format!(" master_core_us_per_task={us:.3}")
     });
@@ -354,6 +437,42 @@ mod tests {
             "{makespan} against {best}..{worst}"
         );
         assert!(outcome.stats.clusters.iter().all(|c| c.tasks_done > 0));
+    }
+
+    /// The iterative example's plan (`configs/testbed/nbody-tuner.toml`) in virtual time,
+    /// with the tuner off (all 8 workers) and on (`time`): the tuned run moves to fewer
+    /// workers and its median iteration is faster, near the best fixed count's.
+    #[test]
+    fn the_tuner_runs_on_the_iterative_example_s_plan() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/testbed/nbody-tuner.toml");
+        let Simulation { mut spec, .. } = spec_of(&path, None).unwrap();
+        assert_eq!(spec.iterations, Some(30));
+        let mut run = |tune, active| {
+            spec.config.run.tune_workers = tune;
+            spec.config.run.active_workers = active;
+            let outcome = simulate(&spec, 1, Options::default()).unwrap();
+            assert!(outcome.each_gathered_once);
+            assert_eq!(outcome.stats.iterations.len(), 30);
+            outcome.stats
+        };
+        use hmw::config::TuneWorkers;
+        let all = run(TuneWorkers::Off, None);
+        let tuned = run(TuneWorkers::Time, None);
+        let best = (1..=8)
+            .map(|w| iteration_median_s(&run(TuneWorkers::Off, Some(w))).unwrap())
+            .fold(f64::INFINITY, f64::min);
+        assert!(all.iterations.iter().all(|i| i.workers == 8));
+        assert!(!tuned.tuner.is_empty());
+        let (all, tuned) = (
+            iteration_median_s(&all).unwrap(),
+            iteration_median_s(&tuned).unwrap(),
+        );
+        assert!(tuned < all, "tuned {tuned} s, all workers {all} s");
+        assert!(
+            tuned <= 1.1 * best,
+            "tuned {tuned} s, best fixed count {best} s"
+        );
     }
 
     /// The command writes statistics `hmw report` reads, and a seed fixes the run.

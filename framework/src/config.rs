@@ -355,6 +355,22 @@ impl CmConfig {
             .unwrap_or(std::time::Duration::MAX)
     }
 
+    /// How long the link goes without a packet before its connection is dead, and the CMs
+    /// see it down: `inactivity_timeout_ms`, or the link's default.
+    pub fn inactivity_timeout(&self) -> std::time::Duration {
+        let tls = hmw_cm::TlsConfig {
+            cert: PathBuf::new(),
+            key: PathBuf::new(),
+            ca: None,
+            pinned_peer: None,
+        };
+        let link = hmw_cm::LinkConfig::new(hmw_cm::Role::Client, "", 0, tls);
+        std::time::Duration::from_millis(
+            self.inactivity_timeout_ms
+                .unwrap_or(link.inactivity_timeout_ms),
+        )
+    }
+
     fn validate(&self) -> Result<(), Invalid> {
         if self.tasks_window == 0 {
             return Err(Invalid::new(
@@ -482,6 +498,20 @@ mod tests {
 
     fn parse(text: &str) -> Result<ConfigFile, ConfigError> {
         ConfigFile::parse(Path::new("run.toml"), text)
+    }
+
+    #[test]
+    fn the_link_s_idle_timeout_is_its_default_or_the_cm_s_setting() {
+        let config = parse("").unwrap();
+        assert_eq!(
+            config.cm.inactivity_timeout(),
+            std::time::Duration::from_secs(5)
+        );
+        let set = parse("[cm]\ninactivity_timeout_ms = 1500\n").unwrap();
+        assert_eq!(
+            set.cm.inactivity_timeout(),
+            std::time::Duration::from_millis(1500)
+        );
     }
 
     #[test]

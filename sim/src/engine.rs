@@ -116,7 +116,10 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             parent: c.setup.parent,
         })
         .collect();
-    let problem = SimProblem::new(spec.tasks, spec.cost, seed);
+    let problem = match spec.iterations {
+        Some(n) => SimProblem::iterative(n, spec.tasks as f64 / n.max(1) as f64, spec.cost, seed),
+        None => SimProblem::new(spec.tasks, spec.cost, seed),
+    };
     let mut world = World::new(
         &setups,
         &spec.config,
@@ -143,10 +146,14 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             )));
         }
     }
-    let cluster_of: Vec<usize> = (0..world.nodes()).map(|n| world.locate(n).0).collect();
-    // A worker's speed at `now`: its perf, times its cluster's speed change by then.
-    let speed = |node: usize, now: Duration| {
-        perf[node] * spec.clusters[cluster_of[node]].speed_at(now.as_secs_f64())
+    let place: Vec<(usize, usize)> = (0..world.nodes()).map(|n| world.locate(n)).collect();
+    // Seconds worker `node` takes for `operations` from `now`: its perf, changed as its
+    // cluster's speed changes say, during the task too.
+    let compute_time = |node: usize, now: Duration, operations: f64| {
+        let (cluster, rank) = place[node];
+        let c = &spec.clusters[cluster];
+        let host = &c.setup.machines.ranks[rank].host;
+        c.compute_time(host, perf[node], now.as_secs_f64(), operations)
     };
     let mut network = Network {
         lan_rate: spec
@@ -182,19 +189,29 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
     };
     let lost_after = secs(spec.config.cm.lost_after_s);
     let give_up_after = spec.config.cm.give_up_after();
+    // An outage is silence: the link's connections die, and the CMs see it down, only after
+    // this much of it (QUIC's idle timeout); shorter ones only delay what was under way.
+    let inactivity = spec.config.cm.inactivity_timeout();
     for link in world.links().collect::<Vec<_>>() {
-        let changes: Vec<Duration> = network.wan_down[link]
+        let outages: Vec<(Duration, Duration)> = network.wan_down[link]
             .iter()
-            .flat_map(|d| d.changes().collect::<Vec<_>>())
+            .flat_map(|d| d.outages().collect::<Vec<_>>())
             .collect();
-        for at in changes {
-            push(&mut queue, at, Event::LinkChange(link));
-            // The CMs' deadlines, just past them: the master side's, the far side's.
-            for after in [lost_after, give_up_after] {
-                let deadline = at
-                    .saturating_add(after)
-                    .saturating_add(Duration::from_millis(1));
-                push(&mut queue, deadline, Event::LinkChange(link));
+        for (start, end) in outages {
+            // Seen down after the idle timeout, up again when it ends.
+            let seen = start.saturating_add(inactivity);
+            if seen >= end {
+                continue;
+            }
+            for at in [seen, end] {
+                push(&mut queue, at, Event::LinkChange(link));
+                // The CMs' deadlines, just past them: the master side's, the far side's.
+                for after in [lost_after, give_up_after] {
+                    let deadline = at
+                        .saturating_add(after)
+                        .saturating_add(Duration::from_millis(1));
+                    push(&mut queue, deadline, Event::LinkChange(link));
+                }
             }
         }
     }
@@ -234,7 +251,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 let to = transfer.to;
                 pending = world.deliver(now, transfer)?;
                 if let Some(operations) = world.start_task(to) {
-                    let busy = operations / speed(to, now);
+                    let busy = compute_time(to, now, operations);
                     push(
                         &mut queue,
                         now.saturating_add(secs(busy)),
@@ -246,7 +263,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 last_activity = now;
                 pending = world.finish_task(node, busy)?;
                 if let Some(operations) = world.start_task(node) {
-                    let busy = operations / speed(node, now);
+                    let busy = compute_time(node, now, operations);
                     push(
                         &mut queue,
                         now.saturating_add(secs(busy)),
@@ -257,7 +274,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             Event::LinkChange(link) => {
                 let down = network.wan_down[link]
                     .as_ref()
-                    .is_some_and(|d| d.is_down(now));
+                    .is_some_and(|d| d.is_down_for(now, inactivity));
                 world.set_link_up(link, !down);
                 pending = world.tick_link(link, now);
             }
@@ -310,7 +327,7 @@ mod tests {
     use super::*;
     use crate::{
         problem::TaskCost,
-        spec::{ClusterSpec, Sizes, WanSpec},
+        spec::{ClusterSpec, Sizes, SpeedChange, WanSpec},
     };
 
     fn cluster(name: &str, text: &str, parent: Option<usize>, perf: f64) -> ClusterSpec {
@@ -346,6 +363,7 @@ mod tests {
             clusters,
             config,
             tasks,
+            iterations: None,
             cost: TaskCost { oper: 1.0, cv },
             sizes: Sizes {
                 task_bytes: 1000.0,
@@ -449,6 +467,144 @@ mod tests {
         assert!(outcome.stats.wall_s > 40.0, "{}", outcome.stats.wall_s);
     }
 
+    /// A link down from 3 s to 20 s with `lost_after_s = 5`: the CMs see it down when its
+    /// connections die, after the link's idle timeout (5 s by default), so the cluster is lost
+    /// at 13 s and its tasks taken back; when the link returns it rejoins and computes tasks
+    /// again; every task gathered once. An outage of 9 s (to 12 s) loses nothing: the link
+    /// is seen down at 8 s and back before the deadline.
+    #[test]
+    fn a_cluster_lost_in_an_outage_rejoins_when_its_link_returns() {
+        let run = |end: f64| {
+            let mut clusters = tree();
+            clusters.truncate(2);
+            clusters[1].setup.machines = MachineFile::parse(
+                Path::new("a.hosts"),
+                "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=2\nw\nw\n",
+            )
+            .unwrap();
+            clusters[1].perf = vec![0.0, 0.0, 2.0, 2.0];
+            clusters[1].wan.as_mut().unwrap().outages = vec![(3.0, end)];
+            let outcome = simulate(&spec(clusters, 100, 0.0), 1, Options::default()).unwrap();
+            assert!(outcome.each_gathered_once);
+            outcome
+        };
+        let long = run(20.0);
+        let far = &long.stats.clusters[0];
+        assert!(far.taken_back > 0, "{far:?}");
+        assert!(far.rejoins >= 1, "{far:?}");
+        assert!(far.tasks_done_after_rejoin > 0, "{far:?}");
+        // 5 tasks/s while all compute: 100 tasks in 20 s without the outage. During it
+        // (3 s to 20 s) only the main worker's 1 task/s comes in, less what the far cluster
+        // held: the run ends later, and far earlier than the main worker alone would (100 s).
+        let t = long.stats.wall_s;
+        assert!(t > 25.0 && t < 50.0, "{t}");
+        let short = run(12.0);
+        let far = &short.stats.clusters[0];
+        assert!(far.taken_back == 0 && far.rejoins == 0, "{far:?}");
+    }
+
+    /// Two clusters of two workers each, the far one slowed (all its hosts, or one host) or
+    /// its WAN's rate dropped at 5 s: each change makes the run longer by what it takes away,
+    /// and only the change's own cluster or host slows.
+    #[test]
+    fn slowdowns_and_rate_drops_at_a_time_lengthen_the_run() {
+        let run = |change: &dyn Fn(&mut ClusterSpec)| {
+            let mut clusters = tree();
+            clusters.truncate(2);
+            clusters[1].setup.machines = MachineFile::parse(
+                Path::new("a.hosts"),
+                "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a\nw1\nw2\n",
+            )
+            .unwrap();
+            clusters[1].perf = vec![0.0, 0.0, 1.0, 1.0];
+            change(&mut clusters[1]);
+            let s = spec(clusters, 120, 0.0);
+            let outcome = simulate(&s, 1, Options::default()).unwrap();
+            assert!(outcome.each_gathered_once);
+            let far: Vec<u64> = outcome.stats.clusters[0]
+                .stats
+                .as_ref()
+                .unwrap()
+                .workers
+                .iter()
+                .map(|w| w.tasks_done)
+                .collect();
+            (outcome.stats.wall_s, far)
+        };
+        let slow = |host: Option<&str>| {
+            let host = host.map(String::from);
+            move |c: &mut ClusterSpec| {
+                c.speed_changes = vec![SpeedChange {
+                    at_s: 5.0,
+                    host: host.clone(),
+                    factor: 0.25,
+                }]
+            }
+        };
+        let (base, _) = run(&|_| {});
+        let (cluster_slowed, _) = run(&slow(None));
+        let (host_slowed, far) = run(&slow(Some("w2")));
+        // 3 tasks/s: 40 s, and the WAN's waits. The far cluster at a quarter from 5 s:
+        // 1.5 tasks/s after, so 15 + 105 / 1.5 = 75 s, 35 s more; one host at a quarter:
+        // 2.25 tasks/s, 15 + 105 / 2.25 = 51.7 s, 11.7 s more. At the end a slowed worker
+        // may still hold a task and its buffered one: up to two slowed tasks (8 s) later.
+        let more = |t: f64, steady: f64| t - base > steady - 2.0 && t - base < steady + 8.0;
+        assert!(base > 40.0 && base < 45.0, "{base}");
+        assert!(more(cluster_slowed, 35.0), "{base} -> {cluster_slowed}");
+        assert!(more(host_slowed, 11.7), "{base} -> {host_slowed}");
+        assert!(far[0] > 2 * far[1], "the slowed host does less: {far:?}");
+        // The WAN dropped to 1/1000 of its 1 MB/s: 1 KB tasks and results then take 1 s each
+        // way over a serial link, so the far cluster delivers about one task every 2 s.
+        let (dropped, _) = run(&|c: &mut ClusterSpec| {
+            c.wan.as_mut().unwrap().rate_changes = vec![(5.0, 0.001)];
+        });
+        assert!(dropped > base + 15.0, "{base} -> {dropped}");
+    }
+
+    /// An iterative problem on a slow LAN (a task message costs the head 10 ms, an
+    /// iteration's computation 0.4 s divided among the workers): each iteration is divided
+    /// for the workers active, every task is gathered once, and the tuner (`tune_workers =
+    /// "time"`) moves the count from all 8 to one nearer the fastest, sqrt(0.4 / 0.01)
+    /// workers, making iterations faster than with all 8.
+    #[test]
+    fn the_tuner_sets_the_active_workers_of_an_iterative_run() {
+        let run = |tune: hmw::config::TuneWorkers| {
+            let mut c = cluster("main", "m\nw\nw\nw\nw\nw\nw\nw\nw\n", None, 10.0);
+            c.lan_bytes_per_s = 1e5;
+            let mut s = spec(vec![c], 240, 0.0);
+            s.iterations = Some(60);
+            // An iteration: 4 tasks of 1 operation at 10 per second, 0.4 s of one worker.
+            s.sizes.result_bytes = 100.0;
+            s.config.run.worker_buffers = 1;
+            s.config.run.reassign_last_task = false;
+            s.config.run.tune_workers = tune;
+            simulate(&s, 1, Options::default()).unwrap()
+        };
+        let fixed = run(hmw::config::TuneWorkers::Off);
+        let tuned = run(hmw::config::TuneWorkers::Time);
+        assert!(fixed.each_gathered_once && tuned.each_gathered_once);
+        assert_eq!(fixed.stats.iterations.len(), 60);
+        assert!(fixed.stats.iterations.iter().all(|i| i.workers == 8));
+        assert_eq!(tuned.stats.iterations.len(), 60);
+        let last = tuned.stats.iterations.last().unwrap();
+        assert!(
+            last.workers < 8 && last.workers > 1,
+            "{:?}",
+            tuned.stats.tuner
+        );
+        let median = |o: &Outcome| {
+            let mut t: Vec<f64> = o.stats.iterations.iter().map(|i| i.time_s).collect();
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        };
+        assert!(
+            median(&tuned) < median(&fixed),
+            "{} against {}",
+            median(&tuned),
+            median(&fixed)
+        );
+    }
+
     /// Tasks of 1e12 s (a worker of perf 1e-12): the simulation skips the idle ticks and ends.
     #[test]
     fn very_long_tasks_end_without_ticking_through_them() {
@@ -481,7 +637,11 @@ mod tests {
         let three = |adapt: bool| {
             let far = "sub # cluster=x\nc # S 0 7000 h name=b peer=a\nw\nw\nw\nw\n";
             let mut slowed = cluster("slow", far, Some(0), 1.0);
-            slowed.speed_changes = vec![(15.0, 1.0 / 3.0)];
+            slowed.speed_changes = vec![SpeedChange {
+                at_s: 15.0,
+                host: None,
+                factor: 1.0 / 3.0,
+            }];
             let mut s = spec(
                 vec![
                     cluster(

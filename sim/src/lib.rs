@@ -7,7 +7,8 @@
 //!   the drivers wire them; it takes a message for a node and returns what that node sends;
 //! - [`simulate`]: a discrete-event loop in virtual time around a world, with workers that
 //!   take `oper / perf` per task, LANs and WANs ([`network`]) with rates, round-trip times,
-//!   loss and outages, from a [`Spec`] (`hmw simulate` builds one from a plan);
+//!   loss and outages, and changes during the run (a host slowed, a WAN's rate dropped),
+//!   from a [`Spec`] (`hmw simulate` builds one from a plan);
 //! - the property tests of the cores, which drive a world in arbitrary interleavings.
 
 mod engine;
@@ -23,5 +24,5 @@ mod interleavings;
 pub use engine::{simulate, timed, Options, Outcome};
 pub use problem::{SimProblem, SimResult, SimTask, TaskCost};
 pub use rng::Rng;
-pub use spec::{ClusterSetup, ClusterSpec, Sizes, Spec, WanSpec};
+pub use spec::{ClusterSetup, ClusterSpec, Sizes, Spec, SpeedChange, WanSpec};
 pub use world::{master_core, sub_master_core, MakeScheduler, SimError, Transfer, Via, World};

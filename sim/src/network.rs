@@ -5,9 +5,10 @@
 //!   model's `tput_lan` is (its limit (26) is `oper * tput_lan / (s_task + s_result)`), moving
 //!   `lan_bytes_per_s`: a message waits for those before it, then takes `size / rate`.
 //! - A WAN direction is a serial link of the plan's rate, less the fraction `loss` (time lost
-//!   to retransmissions), then half the round-trip time. During an outage nothing moves: a
-//!   message in transmission resumes when it ends, one in flight arrives half a round trip
-//!   after it ends.
+//!   to retransmissions), then half the round-trip time. Its rate changes during the run as
+//!   the spec's `rate_changes` say (a message in transmission moves at each rate in turn).
+//!   During an outage nothing moves: a message in transmission resumes when it ends, one in
+//!   flight arrives half a round trip after it ends.
 
 use std::time::Duration;
 
@@ -36,6 +37,8 @@ pub struct WanDirection {
     half_rtt: Duration,
     /// Sorted, not overlapping.
     outages: Vec<(Duration, Duration)>,
+    /// From each time on, the rate is `bytes_per_s` times the factor; sorted.
+    rate_changes: Vec<(Duration, f64)>,
 }
 
 impl WanDirection {
@@ -55,11 +58,61 @@ impl WanDirection {
                 _ => merged.push((a, b)),
             }
         }
+        let mut rate_changes: Vec<(Duration, f64)> = wan
+            .rate_changes
+            .iter()
+            .map(|&(at, factor)| (secs(at), factor))
+            .collect();
+        // Stable: of two changes at the same time, the later written wins.
+        rate_changes.sort_by_key(|&(at, _)| at);
         WanDirection {
             serial: Serial::default(),
             bytes_per_s: bytes_per_s.map(|r| r * (1.0 - wan.loss.clamp(0.0, 0.99))),
             half_rtt: secs(wan.rtt_s / 2.0),
             outages: merged,
+            rate_changes,
+        }
+    }
+
+    /// The rate at `t`, bytes per second (`None`: no limit).
+    fn rate_at(&self, t: Duration) -> Option<f64> {
+        let factor = self
+            .rate_changes
+            .iter()
+            .rev()
+            .find(|&&(at, _)| at <= t)
+            .map_or(1.0, |&(_, f)| f);
+        self.bytes_per_s.map(|r| r * factor)
+    }
+
+    /// When a transmission of `size` bytes begun at `start` (the link free) has gone through:
+    /// paused by outages, at each rate in turn.
+    fn transmitted(&self, start: Duration, size: f64) -> Duration {
+        let mut t = start;
+        let mut left = size;
+        loop {
+            if let Some((_, end)) = self.outage_at(t) {
+                t = end;
+                continue;
+            }
+            let Some(rate) = self.rate_at(t).filter(|r| *r > 0.0) else {
+                return t;
+            };
+            // The next time something changes: an outage begins or the rate changes.
+            let next = self
+                .outages
+                .iter()
+                .map(|&(a, _)| a)
+                .chain(self.rate_changes.iter().map(|&(at, _)| at))
+                .filter(|&a| a > t)
+                .min();
+            match next {
+                Some(next) if rate * (next - t).as_secs_f64() < left => {
+                    left -= rate * (next - t).as_secs_f64();
+                    t = next;
+                }
+                _ => return t.saturating_add(secs(left / rate)),
+            }
         }
     }
 
@@ -70,18 +123,7 @@ impl WanDirection {
 
     /// A message of `size` bytes sent at `now`: when it arrives.
     pub fn arrival(&mut self, now: Duration, size: f64) -> Duration {
-        let mut start = self.serial.busy_until.max(now);
-        if let Some((_, end)) = self.outage_at(start) {
-            start = end;
-        }
-        let seconds = self.bytes_per_s.map_or(0.0, |r| size / r);
-        let mut finish = start.saturating_add(secs(seconds));
-        // Outages that begin during the transmission pause it.
-        for &(a, b) in &self.outages {
-            if a > start && a < finish {
-                finish = finish.saturating_add(b - a);
-            }
-        }
+        let finish = self.transmitted(self.serial.busy_until.max(now), size);
         self.serial.busy_until = finish;
         let mut arrival = finish.saturating_add(self.half_rtt);
         while let Some((_, end)) = self.outage_at(arrival) {
@@ -95,9 +137,16 @@ impl WanDirection {
         self.outage_at(t).is_some()
     }
 
-    /// The times the link goes down or comes back up.
-    pub fn changes(&self) -> impl Iterator<Item = Duration> + '_ {
-        self.outages.iter().flat_map(|&(a, b)| [a, b])
+    /// Whether the link is down at `t` and has been for at least `silence`.
+    pub fn is_down_for(&self, t: Duration, silence: Duration) -> bool {
+        self.outage_at(t)
+            .is_some_and(|(start, _)| start.saturating_add(silence) <= t)
+    }
+
+    /// When the link is down, `(start, end)`, sorted and merged (its rate changes are no
+    /// event: they act on transmissions as they go).
+    pub fn outages(&self) -> impl Iterator<Item = (Duration, Duration)> + '_ {
+        self.outages.iter().copied()
     }
 }
 
@@ -146,8 +195,39 @@ mod tests {
         // Started at 0.9 s, 0.2 s of transmission paused by the 1 s outage.
         assert!((ms(e.arrival(secs(0.9), 100.0)) - 2150.0).abs() < 1e-6);
         assert!(e.is_down(secs(1.0)) && !e.is_down(secs(2.0)));
+        assert!(e.is_down_for(secs(1.5), secs(0.5)) && !e.is_down_for(secs(1.4), secs(0.5)));
         // In flight when the outage starts: arrives half a round trip after it.
         let mut f = WanDirection::new(&wan, None);
         assert!((ms(f.arrival(secs(0.99), 0.0)) - 2050.0).abs() < 1e-6);
+    }
+
+    /// A rate dropped during a transmission: what is left moves at the new rate; an outage
+    /// during the lower rate pauses it as before; a later message moves at the new rate.
+    #[test]
+    fn a_rate_change_acts_on_the_transmission_under_way() {
+        let wan = WanSpec {
+            down_bytes_per_s: Some(1000.0),
+            rate_changes: vec![(0.1, 0.2)],
+            outages: vec![(0.3, 0.5)],
+            ..WanSpec::default()
+        };
+        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s);
+        // 100 bytes from 0: 100 in 0.1 s at 1000 B/s, then nothing left.
+        assert!((ms(d.arrival(Duration::ZERO, 100.0)) - 100.0).abs() < 1e-6);
+        // 200 bytes from 0.1 s at 200 B/s: 40 bytes by 0.3 s, paused to 0.5 s, 0.8 s more.
+        assert!((ms(d.arrival(secs(0.1), 200.0)) - 1300.0).abs() < 1e-6);
+        // Starting before the drop: 50 bytes by 0.1 s, 40 more at 200 B/s by the outage at
+        // 0.3 s, the last 10 after it ends at 0.5 s.
+        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s);
+        assert!((ms(e.arrival(secs(0.05), 100.0)) - 550.0).abs() < 1e-6);
+        // Changes written later win over earlier ones at the same time; a rise restores.
+        let back = WanSpec {
+            down_bytes_per_s: Some(1000.0),
+            rate_changes: vec![(1.0, 0.5), (1.0, 0.25), (2.0, 1.0)],
+            ..WanSpec::default()
+        };
+        let mut g = WanDirection::new(&back, back.down_bytes_per_s);
+        assert!((ms(g.arrival(secs(1.0), 250.0)) - 2000.0).abs() < 1e-6);
+        assert!((ms(g.arrival(secs(3.0), 1000.0)) - 4000.0).abs() < 1e-6);
     }
 }

@@ -1,8 +1,11 @@
 //! The simulated application: tasks that stand for `oper` basic operations each (drawn from
 //! the plan's distribution), results that carry the numbers of the tasks they stand for, and
 //! a problem that counts how often it gathers each task (exactly once, in a correct run).
+//! An iterative problem runs its tasks in iterations with a barrier between them, each
+//! divided among the workers the master has active then (its tuner's count), as
+//! `hmw::iterative::Iterations` does.
 
-use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw::{Handout, Problem, Recipient, Task, TaskId, TaskResult, WorkerContext};
 use serde::{Deserialize, Serialize};
 
 use crate::rng::Rng;
@@ -54,9 +57,25 @@ impl TaskCost {
     }
 }
 
-/// `tasks` tasks; counts how often each is gathered.
+/// The iterations of an iterative problem.
+struct Steps {
+    /// Iterations in all, and completed (their barrier passed).
+    total: u64,
+    completed: u64,
+    /// The work of one iteration, in tasks of `oper`.
+    work: f64,
+    /// Workers the next iteration is divided for.
+    workers: usize,
+    /// Of the current iteration: tasks not handed out yet, tasks not gathered yet.
+    to_hand: usize,
+    outstanding: usize,
+}
+
+/// `tasks` tasks, or iterations of tasks; counts how often each is gathered.
 pub struct SimProblem {
+    /// Tasks of a flat problem (an iterative one produces as it goes).
     tasks: u64,
+    steps: Option<Steps>,
     produced: u64,
     cost: TaskCost,
     /// Log-normal parameters of the operations' factor (mean 1).
@@ -72,6 +91,7 @@ impl SimProblem {
     pub fn new(tasks: u64, cost: TaskCost, seed: u64) -> Self {
         SimProblem {
             tasks,
+            steps: None,
             produced: 0,
             cost,
             sigma: (1.0 + cost.cv * cost.cv).ln().sqrt(),
@@ -79,6 +99,42 @@ impl SimProblem {
             seen: vec![0; tasks as usize],
             mismatched: false,
         }
+    }
+
+    /// `iterations` iterations, each the work of `work` tasks of `cost` divided among the
+    /// active workers (one task each, of `work x oper / workers` operations).
+    pub fn iterative(iterations: u64, work: f64, cost: TaskCost, seed: u64) -> Self {
+        let mut problem = SimProblem::new(0, cost, seed);
+        problem.steps = Some(Steps {
+            total: iterations,
+            completed: 0,
+            work,
+            workers: 1,
+            to_hand: 0,
+            outstanding: 0,
+        });
+        problem
+    }
+
+    /// The operations of one task of `oper` on average.
+    fn draw(&mut self, oper: f64) -> f64 {
+        if self.sigma > 0.0 {
+            let s = self.sigma;
+            oper * (s * self.rng.normal() - 0.5 * s * s).exp()
+        } else {
+            oper
+        }
+    }
+
+    /// A new task of `oper` operations on average.
+    fn produce(&mut self, oper: f64) -> SimTask {
+        let k = self.produced;
+        self.produced += 1;
+        if self.seen.len() <= k as usize {
+            self.seen.push(0);
+        }
+        let operations = self.draw(oper);
+        SimTask { k, operations }
     }
 
     /// Every task gathered exactly once, and every joined result stood for the tasks it came
@@ -97,18 +153,35 @@ impl Problem for SimProblem {
     type Task = SimTask;
 
     fn next_task(&mut self) -> Option<SimTask> {
-        if self.produced >= self.tasks {
-            return None;
+        match self.next_task_for(Recipient::Worker) {
+            Handout::Task(task) => Some(task),
+            Handout::Withheld | Handout::Finished => None,
         }
-        let k = self.produced;
-        self.produced += 1;
-        let operations = if self.sigma > 0.0 {
-            let s = self.sigma;
-            self.cost.oper * (s * self.rng.normal() - 0.5 * s * s).exp()
-        } else {
-            self.cost.oper
+    }
+
+    fn next_task_for(&mut self, _to: Recipient<'_>) -> Handout<SimTask> {
+        let oper = self.cost.oper;
+        let Some(steps) = &mut self.steps else {
+            if self.produced >= self.tasks {
+                return Handout::Finished;
+            }
+            return Handout::Task(self.produce(oper));
         };
-        Some(SimTask { k, operations })
+        if steps.to_hand == 0 && steps.outstanding == 0 {
+            if steps.completed >= steps.total {
+                return Handout::Finished;
+            }
+            // The next iteration, divided for the workers active now.
+            steps.to_hand = steps.workers;
+            steps.outstanding = steps.workers;
+        }
+        if steps.to_hand == 0 {
+            // The barrier: the rest of this iteration is out.
+            return Handout::Withheld;
+        }
+        steps.to_hand -= 1;
+        let share = steps.work * oper / steps.workers as f64;
+        Handout::Task(self.produce(share))
     }
 
     fn gather(&mut self, id: TaskId, result: SimResult) {
@@ -122,6 +195,7 @@ impl Problem for SimProblem {
         let mut expected = ids.to_vec();
         expected.sort_unstable();
         self.mismatched |= got != expected;
+        let gathered = result.0.len();
         for k in result.0 {
             if let Some(n) = self.seen.get_mut(k as usize) {
                 *n += 1;
@@ -129,10 +203,26 @@ impl Problem for SimProblem {
                 self.mismatched = true;
             }
         }
+        if let Some(steps) = &mut self.steps {
+            steps.outstanding = steps.outstanding.saturating_sub(gathered);
+            if steps.outstanding == 0 && steps.to_hand == 0 {
+                steps.completed += 1;
+            }
+        }
     }
 
     fn task_count(&self) -> Option<u64> {
-        Some(self.tasks)
+        self.steps.is_none().then_some(self.tasks)
+    }
+
+    fn iterations_completed(&self) -> Option<u64> {
+        self.steps.as_ref().map(|s| s.completed)
+    }
+
+    fn set_active_workers(&mut self, workers: usize) {
+        if let Some(steps) = &mut self.steps {
+            steps.workers = workers.max(1);
+        }
     }
 }
 
@@ -153,5 +243,44 @@ mod tests {
         assert!((sd / mean - 0.5).abs() < 0.03, "{}", sd / mean);
         let mut fixed = SimProblem::new(3, TaskCost::fixed(4.0), 3);
         assert_eq!(fixed.next_task().unwrap().operations, 4.0);
+    }
+
+    /// Two iterations of the work of 8 tasks of 2 operations: the first divided for 4
+    /// workers, the barrier withholds the second until every result is in, which is divided
+    /// for the 2 workers set meanwhile; then it is finished, every task gathered once.
+    #[test]
+    fn iterations_divide_among_the_active_workers_behind_a_barrier() {
+        let mut p = SimProblem::iterative(2, 8.0, TaskCost::fixed(2.0), 1);
+        assert_eq!(p.iterations_completed(), Some(0));
+        assert_eq!(p.task_count(), None);
+        p.set_active_workers(4);
+        let first: Vec<SimTask> = (0..4).map(|_| p.next_task().unwrap()).collect();
+        assert!(first.iter().all(|t| t.operations == 4.0));
+        assert!(matches!(
+            p.next_task_for(Recipient::Worker),
+            Handout::Withheld
+        ));
+        p.set_active_workers(2);
+        for t in &first[..3] {
+            p.gather(t.k, SimResult(vec![t.k]));
+        }
+        assert!(matches!(
+            p.next_task_for(Recipient::Worker),
+            Handout::Withheld
+        ));
+        p.gather(first[3].k, SimResult(vec![first[3].k]));
+        assert_eq!(p.iterations_completed(), Some(1));
+        let second: Vec<SimTask> = (0..2).map(|_| p.next_task().unwrap()).collect();
+        assert!(second.iter().all(|t| t.operations == 8.0));
+        p.gather_joined(
+            &[second[0].k, second[1].k],
+            SimResult(vec![second[0].k, second[1].k]),
+        );
+        assert_eq!(p.iterations_completed(), Some(2));
+        assert!(matches!(
+            p.next_task_for(Recipient::Worker),
+            Handout::Finished
+        ));
+        assert!(p.each_gathered_once());
     }
 }

@@ -43,6 +43,22 @@ pub struct WanSpec {
     pub loss: f64,
     /// When the link is down, seconds from the start: `(start, end)`.
     pub outages: Vec<(f64, f64)>,
+    /// Changes of its rates during the run: from `at_s` seconds on, both ways move `factor`
+    /// times the rates above (as `hmw-testbed set-rate` changes an emulated WAN's rate).
+    pub rate_changes: Vec<(f64, f64)>,
+}
+
+/// A change of workers' speed during the run, as `hmw-testbed set-perf` makes one: from
+/// `at_s` seconds on, the workers on `host` (every host of the cluster when `None`) compute
+/// at `factor` times their `perf`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpeedChange {
+    /// Seconds from the start.
+    pub at_s: f64,
+    /// The host whose workers change; `None`: every host of the cluster.
+    pub host: Option<String>,
+    /// Their speed over their `perf` from then on.
+    pub factor: f64,
 }
 
 /// One cluster.
@@ -55,19 +71,46 @@ pub struct ClusterSpec {
     pub lan_bytes_per_s: f64,
     /// Its WAN to its parent (`None` for the main cluster).
     pub wan: Option<WanSpec>,
-    /// Changes of its workers' speed during the run: from `at_s` seconds on, they compute
-    /// at `factor` times their `perf` (a task computes at the speed of its start).
-    pub speed_changes: Vec<(f64, f64)>,
+    /// Changes of its workers' speed during the run; a later change of a host replaces an
+    /// earlier one (each factor is over the plan's `perf`).
+    pub speed_changes: Vec<SpeedChange>,
 }
 
 impl ClusterSpec {
-    /// The factor of its workers' speed at `at_s` seconds.
-    pub fn speed_at(&self, at_s: f64) -> f64 {
+    /// The factor of the speed of `host`'s workers at `at_s` seconds.
+    pub fn speed_at(&self, host: &str, at_s: f64) -> f64 {
         self.speed_changes
             .iter()
-            .filter(|(from, _)| *from <= at_s)
-            .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map_or(1.0, |&(_, factor)| factor)
+            .filter(|c| c.at_s <= at_s && c.host.as_deref().is_none_or(|h| h == host))
+            .max_by(|a, b| a.at_s.total_cmp(&b.at_s))
+            .map_or(1.0, |c| c.factor)
+    }
+
+    /// Seconds a worker on `host` of `perf` takes for `operations` started at `start_s`: its
+    /// speed changes during the task (the testbed's CPU quota acts on a running task too).
+    pub fn compute_time(&self, host: &str, perf: f64, start_s: f64, operations: f64) -> f64 {
+        let mut left = operations;
+        let mut t = start_s;
+        loop {
+            let rate = perf * self.speed_at(host, t);
+            let next = self
+                .speed_changes
+                .iter()
+                .map(|c| c.at_s)
+                .filter(|&a| a > t)
+                .fold(f64::INFINITY, f64::min);
+            let can = if next.is_finite() {
+                rate * (next - t)
+            } else {
+                f64::INFINITY
+            };
+            let usable = rate.is_finite() && rate > 0.0;
+            if !usable || left <= can {
+                return t + left / rate - start_s;
+            }
+            left -= can;
+            t = next;
+        }
     }
 }
 
@@ -79,6 +122,10 @@ pub struct Spec {
     pub config: ConfigFile,
     /// Tasks of the problem.
     pub tasks: u64,
+    /// An iterative problem: its tasks run in this many iterations with a barrier between
+    /// them, each iteration's work (`tasks / iterations` tasks of `cost`) divided among the
+    /// workers active then (`[run] tune_workers`).
+    pub iterations: Option<u64>,
     /// Their basic operations.
     pub cost: TaskCost,
     /// Their sizes.

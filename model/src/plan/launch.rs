@@ -20,6 +20,11 @@
 //! wan_loss = 0.0               # random loss, each way
 //! wan_outages = ["30-50"]      # seconds from the start when the link is down
 //! emulate_rates = true         # limit each way to wan_in/out_bytes_per_s
+//! [[cluster.launch.changes]]   # a change during the run (`hmw simulate` plays it; on the
+//! at_s = 6.0                   # testbed, `hmw-testbed set-perf` and `set-rate` make it)
+//! perf_factor = 0.333          # its hosts' workers at this times their perf from then on
+//! host = "spain-1"             # only this host (default: every host of the cluster)
+//! wan_rate_factor = 0.2        # its WAN's rates, both ways, at this times the plan's
 //! # launcher = "ssh": the cluster's ranks start with mpirun on its head host, over ssh
 //! head = "lyon-head"           # the ssh host of its head (default: its master's host)
 //! ssh_user = "me"              # default: ssh's own (its configuration, then the local user)
@@ -94,6 +99,8 @@ pub struct ClusterLaunch {
     pub wan_outages: Vec<String>,
     /// Limit each way to the cluster's `wan_in/out_bytes_per_s`.
     pub emulate_rates: bool,
+    /// Changes during the run: hosts slowed, the WAN's rate changed.
+    pub changes: Vec<RunChange>,
     /// The ssh host of the cluster's head (default: the host of its master or sub-master).
     pub head: Option<String>,
     /// The ssh user (default: ssh's own choice).
@@ -137,6 +144,7 @@ impl Default for ClusterLaunch {
             wan_loss: 0.0,
             wan_outages: Vec::new(),
             emulate_rates: true,
+            changes: Vec::new(),
             head: None,
             ssh_user: None,
             ssh_port: None,
@@ -153,6 +161,48 @@ impl Default for ClusterLaunch {
             pending_limit_s: 300,
             slurm_choose: false,
         }
+    }
+}
+
+/// A change during the run, `at_s` seconds from the start (`[[cluster.launch.changes]]`),
+/// with the meaning of the testbed's changes while running: `perf_factor` as
+/// `hmw-testbed set-perf HOST perf x factor` on the cluster's hosts (or `host` alone),
+/// `wan_rate_factor` as `hmw-testbed set-rate CLUSTER rate x factor` (both ways). Each factor
+/// is over the plan's figure, not over an earlier change's.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunChange {
+    /// Seconds from the start.
+    pub at_s: f64,
+    /// The host whose speed changes (default: every host of the cluster).
+    pub host: Option<String>,
+    /// The workers' speed over their `perf` from `at_s` on.
+    pub perf_factor: Option<f64>,
+    /// The WAN's rates over the plan's, both ways, from `at_s` on.
+    pub wan_rate_factor: Option<f64>,
+}
+
+impl RunChange {
+    /// Why the change is not valid, if it is not: the key at fault.
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.at_s.is_finite() && self.at_s >= 0.0) {
+            return Err(format!("at_s = {}: expected seconds >= 0", self.at_s));
+        }
+        for (key, factor) in [
+            ("perf_factor", self.perf_factor),
+            ("wan_rate_factor", self.wan_rate_factor),
+        ] {
+            if let Some(f) = factor.filter(|f| !(f.is_finite() && *f > 0.0)) {
+                return Err(format!("{key} = {f}: expected a factor > 0"));
+            }
+        }
+        if self.perf_factor.is_none() && self.wan_rate_factor.is_none() {
+            return Err("neither perf_factor nor wan_rate_factor: nothing changes".into());
+        }
+        if self.host.is_some() && self.perf_factor.is_none() {
+            return Err("host without perf_factor: a host's WAN rate cannot change".into());
+        }
+        Ok(())
     }
 }
 
@@ -252,6 +302,33 @@ mod tests {
         assert!(l.emulate_rates);
         let none: ClusterLaunch = parse_or_default(None).unwrap();
         assert_eq!(none.launcher, Launcher::Local);
+        let changes: toml::Table = toml::from_str(
+            "[[changes]]\nat_s = 6\nperf_factor = 0.5\nhost = \"h1\"\n\
+             [[changes]]\nat_s = 7\nwan_rate_factor = 0.2\n",
+        )
+        .unwrap();
+        let l: ClusterLaunch = parse_or_default(Some(&changes)).unwrap();
+        assert_eq!(l.changes.len(), 2);
+        assert_eq!(l.changes[0].host.as_deref(), Some("h1"));
+        assert!(l.changes.iter().all(|c| c.check().is_ok()));
+        let nothing = RunChange {
+            at_s: 1.0,
+            host: None,
+            perf_factor: None,
+            wan_rate_factor: None,
+        };
+        assert!(nothing.check().unwrap_err().contains("nothing changes"));
+        let zero = RunChange {
+            perf_factor: Some(0.0),
+            ..nothing.clone()
+        };
+        assert!(zero.check().unwrap_err().contains("perf_factor = 0"));
+        let early = RunChange {
+            at_s: -1.0,
+            wan_rate_factor: Some(0.5),
+            ..nothing
+        };
+        assert!(early.check().unwrap_err().contains("at_s = -1"));
         let bad: toml::Table = toml::from_str("launcher = \"pbs\"").unwrap();
         let err = parse_or_default::<ClusterLaunch>(Some(&bad)).unwrap_err();
         assert!(err.to_string().contains("pbs"), "{err}");

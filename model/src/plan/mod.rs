@@ -218,6 +218,7 @@ struct ApplicationTable {
     result_bytes_inter: Option<f64>,
     #[serde(default)]
     oper_cv: f64,
+    iterations: Option<u64>,
     #[serde(default)]
     grain: Vec<GrainTable>,
 }
@@ -321,6 +322,11 @@ pub struct Plan {
     /// log-normal distribution of mean `oper` and this spread. The closed-form model reads
     /// only the mean.
     pub oper_cv: f64,
+    /// `[application] iterations`: an iterative application's tasks run in this many
+    /// iterations with a barrier between them; `hmw simulate` divides each iteration's
+    /// `tasks / iterations` tasks' operations among the workers active then (`[run]
+    /// tune_workers`). `None`: not iterative. The closed-form model does not read it.
+    pub iterations: Option<u64>,
     /// `[[application.grain]]` candidates, smallest grain first.
     pub grains: Vec<GrainCandidate>,
     /// `[model] efficiency_threshold`.
@@ -740,6 +746,13 @@ impl Plan {
                 format!("must be a fraction, 0 or more, got {}", a.oper_cv),
             ));
         }
+        if let Some(n) = a.iterations.filter(|&n| n == 0 || n > a.tasks) {
+            return Err(invalid(
+                None,
+                "application.iterations",
+                format!("must be from 1 to tasks ({}), got {n}", a.tasks),
+            ));
+        }
         let mut grains = Vec::new();
         let mut seen_grains = HashSet::new();
         for g in a.grain {
@@ -812,6 +825,7 @@ impl Plan {
             name: a.name,
             application,
             oper_cv: a.oper_cv,
+            iterations: a.iterations,
             grains,
             efficiency_threshold: m.efficiency_threshold,
             reassign_last_task: m.reassign_last_task,

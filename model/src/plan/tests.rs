@@ -736,6 +736,18 @@ fn task_times_may_spread() {
 }
 
 #[test]
+fn iterations_are_from_one_to_the_tasks() {
+    assert_eq!(Plan::from_toml_str(SMALL).unwrap().iterations, None);
+    let five = SMALL.replace("tasks = 10\n", "tasks = 10\niterations = 5\n");
+    assert_eq!(Plan::from_toml_str(&five).unwrap().iterations, Some(5));
+    for bad in ["0", "11"] {
+        let text = SMALL.replace("tasks = 10\n", &format!("tasks = 10\niterations = {bad}\n"));
+        let err = error_of(&text);
+        assert!(err.contains("key `application.iterations`"), "{err}");
+    }
+}
+
+#[test]
 fn a_cluster_down_a_tree_adds_the_round_trips_of_its_path() {
     let far = "\n[[cluster]]\nname = \"far\"\nlan_bytes_per_s = 1000\nwan_in_bytes_per_s = 100\n\
                wan_out_bytes_per_s = 100\nwan_rtt_s = 0.03\nmachines = [\n\
