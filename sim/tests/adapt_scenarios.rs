@@ -13,7 +13,8 @@ use std::path::Path;
 
 use hmw::{config::ConfigFile, machinefile::MachineFile};
 use hmw_sim::{
-    simulate, ClusterSetup, ClusterSpec, Options, Outcome, Sizes, Spec, TaskCost, WanSpec,
+    simulate, ClusterSetup, ClusterSpec, Options, Outcome, Sizes, Spec, SpeedChange, TaskCost,
+    WanSpec,
 };
 
 const TASKS: u64 = 1200;
@@ -61,6 +62,7 @@ fn demo(adapt: bool, brazil_bytes_per_s: f64) -> Spec {
         rtt_s,
         loss,
         outages: Vec::new(),
+        rate_changes: Vec::new(),
     };
     let clusters = vec![
         cluster(
@@ -100,6 +102,7 @@ fn demo(adapt: bool, brazil_bytes_per_s: f64) -> Spec {
         clusters,
         config,
         tasks: TASKS,
+        iterations: None,
         cost: TaskCost {
             oper: 1.0,
             cv: 0.05,
@@ -143,7 +146,11 @@ fn a_cluster_slowed_to_a_third_leaves_static_dispatch_near_the_bound() {
     let t_c = 0.3 * base;
     let slowed = |adapt: bool| {
         let mut spec = demo(adapt, 1e6);
-        spec.clusters[1].speed_changes = vec![(t_c, 1.0 / 3.0)];
+        spec.clusters[1].speed_changes = vec![SpeedChange {
+            at_s: t_c,
+            host: None,
+            factor: 1.0 / 3.0,
+        }];
         run(&spec).stats
     };
     let (fixed, adaptive) = (slowed(false), slowed(true));
