@@ -16,8 +16,8 @@
 //! [`window_bound`] is [`WINDOW_GAIN`] x that rate x the minimum round trip. The window of
 //! [`BoundedBbr`] is quinn's BBR's, at most that bound: what is in flight beyond the path's
 //! own bandwidth-delay product (a queue at the bottleneck, acknowledgements waiting behind the
-//! other direction's data) stays within one minimum round trip of traffic, and the rate can
-//! still double each round trip while the path delivers more (a slow start's growth).
+//! other direction's data) stays within half a minimum round trip of traffic, and the rate can
+//! still grow by half each round trip while the path delivers more.
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -27,11 +27,12 @@ use std::time::{Duration, Instant};
 use quinn::congestion::{Bbr, BbrConfig, Controller, ControllerFactory, ControllerMetrics};
 use quinn_proto::RttEstimator;
 
-/// The window allowed over the bandwidth-delay product measured (BBR's own window gain): one
-/// round trip in flight plus at most one queued (data at the bottleneck, acknowledgements
-/// delayed by the receiver or behind the other direction's data), room to double the rate
-/// each round trip.
-pub const WINDOW_GAIN: f64 = 2.0;
+/// The window allowed over the bandwidth-delay product measured: one round trip in flight plus
+/// at most half of one queued (data at the bottleneck, acknowledgements delayed by the receiver
+/// or behind the other direction's data), room to grow the rate by half each round trip.
+/// BBR's own gain, 2, let a connection that carried most of the testbed's 8 Mbit/s, 100 ms
+/// path fill both 100 ms queues (round trips of 230-340 ms, 6-7 % of the packets dropped).
+pub const WINDOW_GAIN: f64 = 1.5;
 
 /// Round trips whose rates the bound takes the largest of.
 pub const RATE_ROUNDS: usize = 10;
@@ -284,8 +285,8 @@ mod tests {
     }
 
     /// With acknowledgements bunched as behind the testbed's congested reverse direction
-    /// (16 Mbit/s, 40 ms round trip, batches every 5 ms), the bound stays within twice the
-    /// bandwidth-delay product plus a packet: one round trip queued at most, under the
+    /// (16 Mbit/s, 40 ms round trip, batches every 5 ms), the bound stays within 1.5 times the
+    /// bandwidth-delay product plus a packet: half a round trip queued at most, well under the
     /// bottleneck's 100 ms queue.
     #[test]
     fn bunched_acknowledgements_do_not_inflate_the_bound() {
@@ -348,13 +349,13 @@ mod tests {
         };
         assert_eq!(bounded.window(), 12_000);
         bounded.on_sent(now, 12_000, 10);
-        // Two rounds of 100 ms delivering 1 MB/s: twice 100 kB.
+        // Two rounds of 100 ms delivering 1 MB/s: 1.5 times 100 kB.
         for (round, bytes) in [(0, 0), (1, 100_000), (2, 100_000)] {
             bounded.rate.on_ack(bytes, false);
             bounded.on_end_acks(now + round * Duration::from_millis(100), 0, false, None);
         }
         assert!(
-            (199_999..=200_000).contains(&bounded.window()),
+            (149_999..=150_000).contains(&bounded.window()),
             "{}",
             bounded.window()
         );
