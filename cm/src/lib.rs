@@ -5,6 +5,7 @@
 //! ([`driver`]); plus the user-space WAN emulator ([`wanem`]).
 
 pub mod config;
+pub mod congestion;
 pub mod driver;
 pub mod keygen;
 pub mod names;

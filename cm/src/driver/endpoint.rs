@@ -9,6 +9,7 @@ use tracing::debug;
 
 use super::error::LinkError;
 use crate::config::{Congestion, LinkConfig};
+use crate::congestion::BoundedBbrConfig;
 use crate::tls::TlsMaterial;
 
 /// Transport parameters: the connection's flow-control windows start at `window` (the link
@@ -35,8 +36,7 @@ pub fn transport_config(config: &LinkConfig) -> TransportConfig {
                 .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
         }
         Congestion::Bbr => {
-            transport
-                .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+            transport.congestion_controller_factory(Arc::new(BoundedBbrConfig::default()));
         }
         Congestion::NewReno => {
             transport.congestion_controller_factory(Arc::new(

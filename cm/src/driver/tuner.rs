@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use quinn::VarInt;
-use tracing::debug;
+use tracing::{debug, trace};
 
 use super::shared::Shared;
 use crate::proto::ConnId;
@@ -83,6 +83,15 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
         for (id, conn) in &connections {
             let stats = conn.stats();
             let rtt = stats.path.rtt;
+            trace!(
+                connection = id,
+                cwnd = stats.path.cwnd,
+                ?rtt,
+                sent_packets = stats.path.sent_packets,
+                lost_packets = stats.path.lost_packets,
+                congestion_events = stats.path.congestion_events,
+                "path"
+            );
             let state = tracked.entry(*id).or_insert_with(|| {
                 windows += policy.initial;
                 Tracked {
