@@ -15,7 +15,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 
-use crate::machinefile::RankLine;
+use crate::machinefile::{MachineFile, RankLine};
 
 /// Identity of a task inside one master: the order in which the problem produced it.
 pub type TaskId = u64;
@@ -30,6 +30,28 @@ pub struct WorkerContext {
 }
 
 impl WorkerContext {
+    /// The worker of `rank`, on its line of `machines`.
+    pub fn of(machines: &MachineFile, rank: usize) -> Self {
+        Self {
+            rank,
+            line: machines.ranks[rank].clone(),
+        }
+    }
+
+    /// Worker 1 on `localhost`, with no annotations (speed 1): for running tasks outside a
+    /// run, in tests or a simulator.
+    pub fn localhost() -> Self {
+        Self {
+            rank: 1,
+            line: RankLine {
+                line_no: 2,
+                host: "localhost".into(),
+                cm: None,
+                annotations: Default::default(),
+            },
+        }
+    }
+
     /// The `speed=` annotation of this worker's machine-file line (1.0 when absent).
     ///
     /// Emulated heterogeneous clusters use it to slow a worker down: a task that takes `t`

@@ -261,14 +261,6 @@ mod tests {
     }
 
     fn context() -> WorkerContext {
-        WorkerContext {
-            rank: 1,
-            line: crate::machinefile::RankLine {
-                line_no: 2,
-                host: "localhost".into(),
-                cm: None,
-                annotations: Default::default(),
-            },
-        }
+        WorkerContext::localhost()
     }
 }

@@ -440,10 +440,7 @@ pub fn play_with<P: Problem>(
             Ok(Outcome::SubMaster { stats })
         }
         (Role::Worker, _) => {
-            let context = WorkerContext {
-                rank,
-                line: machines.ranks[rank].clone(),
-            };
+            let context = WorkerContext::of(machines, rank);
             Worker::<P::Task>::new(transport, context, config.run.worker_buffers).run()?;
             Ok(Outcome::Done)
         }

@@ -110,10 +110,7 @@ fn run_cluster(
     let mut master_transport = transports.next().unwrap();
     let workers: Vec<_> = transports
         .map(|mut transport| {
-            let context = WorkerContext {
-                rank: hmw::transport::Transport::rank(&transport),
-                line: machines.ranks[hmw::transport::Transport::rank(&transport)].clone(),
-            };
+            let context = WorkerContext::of(&machines, hmw::transport::Transport::rank(&transport));
             let buffers = config.worker_buffers;
             thread::spawn(move || Worker::<Nap>::new(&mut transport, context, buffers).run())
         })
@@ -431,10 +428,7 @@ fn the_driver_runs_the_core_a_simulator_builds() {
     let workers: Vec<_> = transports
         .map(|mut transport| {
             let rank = hmw::transport::Transport::rank(&transport);
-            let context = WorkerContext {
-                rank,
-                line: machines.ranks[rank].clone(),
-            };
+            let context = WorkerContext::of(&machines, rank);
             thread::spawn(move || Worker::<Nap>::new(&mut transport, context, 2).run())
         })
         .collect();

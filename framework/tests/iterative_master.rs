@@ -148,15 +148,7 @@ fn run(
 }
 
 fn context() -> WorkerContext {
-    WorkerContext {
-        rank: 1,
-        line: hmw::machinefile::RankLine {
-            line_no: 2,
-            host: "localhost".into(),
-            cm: None,
-            annotations: Default::default(),
-        },
-    }
+    WorkerContext::localhost()
 }
 
 proptest! {

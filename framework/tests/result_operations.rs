@@ -80,10 +80,7 @@ fn run(report: bool) -> RunStats {
     let workers: Vec<_> = transports
         .map(|mut transport| {
             let rank = transport.rank();
-            let context = WorkerContext {
-                rank,
-                line: machines.ranks[rank].clone(),
-            };
+            let context = WorkerContext::of(&machines, rank);
             thread::spawn(move || Worker::<Search>::new(&mut transport, context, 2).run())
         })
         .collect();

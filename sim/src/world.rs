@@ -272,7 +272,7 @@ impl World {
             cm_out: Vec::new(),
             sent: Vec::new(),
             master_handle: None,
-            context: worker_context(),
+            context: WorkerContext::localhost(),
             now: Duration::ZERO,
         })
     }
@@ -772,16 +772,6 @@ pub fn sub_master_core(
     )
 }
 
-/// What a simulated worker's tasks see of it.
-fn worker_context() -> WorkerContext {
-    let machines = MachineFile::parse(std::path::Path::new("sim.hosts"), "m\nw\n")
-        .expect("a valid machine file");
-    WorkerContext {
-        rank: 1,
-        line: machines.ranks[1].clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
@@ -810,10 +800,7 @@ mod tests {
         let workers: Vec<_> = transports
             .enumerate()
             .map(|(i, mut transport)| {
-                let context = WorkerContext {
-                    rank: i + 1,
-                    line: machines.ranks[i + 1].clone(),
-                };
+                let context = WorkerContext::of(&machines, i + 1);
                 std::thread::spawn(move || Worker::<SimTask>::new(&mut transport, context, 1).run())
             })
             .collect();

@@ -649,15 +649,7 @@ mod tests {
     }
 
     fn worker() -> WorkerContext {
-        WorkerContext {
-            rank: 1,
-            line: hmw::machinefile::RankLine {
-                line_no: 1,
-                host: "localhost".into(),
-                cm: None,
-                annotations: Default::default(),
-            },
-        }
+        WorkerContext::localhost()
     }
 
     /// Every pair of a run where `spain` alone asks, through its link and its sub-master:

@@ -362,15 +362,7 @@ mod tests {
             let mut p = Iterations::new(NBody::new(&settings).unwrap());
             p.set_active_workers(workers);
             let mut id = 0;
-            let context = WorkerContext {
-                rank: 1,
-                line: hmw::machinefile::RankLine {
-                    line_no: 2,
-                    host: "localhost".into(),
-                    cm: None,
-                    annotations: Default::default(),
-                },
-            };
+            let context = WorkerContext::localhost();
             while let Some(task) = p.next_task() {
                 p.gather(id, task.execute(&context));
                 id += 1;
