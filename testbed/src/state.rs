@@ -131,9 +131,12 @@ impl State {
         self.dir.join(STATE_FILE)
     }
 
-    /// Writes the state file (atomically: a temporary file renamed over it).
+    /// Writes the state file (atomically: a temporary file of this process's own renamed over
+    /// it, so that two processes saving at once never write into the same file).
     pub fn save(&self) -> anyhow::Result<()> {
-        let tmp = self.dir.join(format!("{STATE_FILE}.tmp"));
+        let tmp = self
+            .dir
+            .join(format!("{STATE_FILE}.tmp.{}", std::process::id()));
         let text = serde_json::to_string_pretty(self)?;
         fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
         fs::rename(&tmp, self.file()).context("renaming the state file")?;

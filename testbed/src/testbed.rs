@@ -78,6 +78,29 @@ impl Instance {
     pub fn state(&self) -> anyhow::Result<State> {
         State::load(&self.dir)
     }
+
+    /// An exclusive lock on its state, held until the file returned is dropped: a command
+    /// that reads, changes and saves the state while the testbed runs takes it, so that
+    /// several run at once (`set-perf` on each host of a cluster) do not save over each
+    /// other's changes.
+    pub fn lock_state(&self) -> anyhow::Result<fs::File> {
+        let path = self.dir.join("state.lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        // SAFETY: flock on a descriptor this function owns; the lock goes with the file.
+        if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) } != 0 {
+            bail!(
+                "locking {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(file)
+    }
 }
 
 /// Checks that this process may build a testbed: root (or CAP_NET_ADMIN and CAP_SYS_ADMIN),
@@ -870,6 +893,7 @@ pub fn control(st: &State, request: &serde_json::Value) -> anyhow::Result<serde_
 
 /// Changes a host's `perf` (its CPU quota) while the testbed runs.
 pub fn set_perf(inst: &Instance, host: &str, perf: f64) -> anyhow::Result<Option<f64>> {
+    let _locked = inst.lock_state()?;
     let mut st = inst.state()?;
     if !(perf.is_finite() && perf > 0.0) {
         bail!("perf {perf} must be positive");
