@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The model's validation suite: runs each scenario of configs/validation/ with the synthetic
-# application on clusters emulated on this machine (`hmw launch`), compares the measured
+# application on clusters emulated on this machine (`hmw launch`), or, for the tb-* scenarios,
+# with a real application on the testbed's emulated hosts over ssh after `hmw calibrate` on
+# them (as root: `hmw-testbed` creates namespaces and cgroups), compares the measured
 # makespan and efficiency with the model's prediction for the same plan (`hmw predict`,
 # `hmw report`), and rewrites docs/validation.md with the table and the charts
 # (docs/validation/*.svg).
 #
-#   scripts/validate.sh           # every scenario, three runs each (about 10 minutes),
+#   scripts/validate.sh           # every scenario, three runs each,
 #                                 # rewrites docs/validation.md
-#   scripts/validate.sh --quick   # the gate: four short scenarios, three runs each (about two
-#                                 # minutes once built); writes only under
+#   scripts/validate.sh --quick   # the gate: four short scenarios (two on the testbed), three
+#                                 # runs each; writes only under
 #                                 # $CARGO_TARGET_DIR/validation/quick
+#   scripts/validate.sh --only A,B  # those scenarios alone, under the mode's rules; writes
+#                                 # only under $CARGO_TARGET_DIR/validation/only
 #
 # Exits non-zero on a run that fails; in quick mode (the gate scripts/test.sh runs) also when a
 # counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst]; in
@@ -36,21 +40,31 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=full
-case "${1:-}" in
-    "") ;;
-    --quick) mode=quick ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-esac
+only=""
+while (($#)); do
+    case "$1" in
+        --quick) mode=quick ;;
+        --only) only=${2:?--only needs a comma-separated list of scenarios}; shift ;;
+        *) echo "usage: $0 [--quick] [--only NAME,NAME...]" >&2; exit 2 ;;
+    esac
+    shift
+done
 
 # Every scenario, in the order of issue 6 then issue 16's additions (latency-200ms,
 # lossy-wan, wan-in-nt4, depth2-tree, wan-outage, wan-outage-rejoin), and the quick subset
 # (the gate). Scenarios apart run with a model-derived cap (`load_balance = true`): listed,
-# not counted.
+# not counted. Then the testbed's scenarios of real computation (tb-*: the applications
+# computing on emulated hosts whose CPU quotas differ from the plans' perf, each calibrated
+# just before).
 full_scenarios=(local-compute local-comm two-clusters wan-out wan-out-nr3 hetero-reassign
     hetero-no-reassign hetero-no-reassign-buffered three-auto latency-200ms lossy-wan
-    wan-in-nt4 depth2-tree wan-outage wan-outage-rejoin)
+    wan-in-nt4 depth2-tree wan-outage wan-outage-rejoin tb-tsp-hetero
+    tb-srmsd-hetero-no-reassign tb-matmul-local tb-matmul-two-clusters tb-srmsd-one-to-many
+    tb-tsp-three-clusters)
 apart_scenarios=(two-clusters-capped)
-quick_scenarios=(local-compute two-clusters hetero-no-reassign latency-200ms)
+# The gate: two of real computation with calibrated inputs on the testbed, in place of
+# local-compute and hetero-no-reassign (the same regimes with sleeping tasks).
+quick_scenarios=(tb-tsp-hetero two-clusters tb-srmsd-hetero-no-reassign latency-200ms)
 # A prediction this far off (|error|) fails the full suite.
 wild_error=0.25
 # Runs of the LAN calibration averaged.
@@ -58,7 +72,7 @@ calibration_runs=3
 
 scripts/setup.sh
 . scripts/env.sh
-target=${CARGO_TARGET_DIR:-target}
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 build_release
 hmw=$target/release/hmw
 
@@ -76,18 +90,60 @@ else
     charts=$work/charts
     doc=$work/validation.md
 fi
+# --only: those scenarios alone (under the mode's rules), written under $target/validation/only.
+if [ -n "$only" ]; then
+    IFS=, read -r -a scenarios <<<"$only"
+    for name in "${scenarios[@]}"; do
+        [ -e "configs/validation/$name.toml" ] || { echo "validate: no scenario $name" >&2; exit 2; }
+    done
+    work=$target/validation/only
+    charts=$work/charts
+    doc=$work/validation.md
+fi
+
+# The application binary a plan's [launch] names.
+launch_binary() { sed -n '/^\[launch\]/,/^\[/s/^binary *= *"\([^"]*\)".*/\1/p' "$1" | head -1; }
+
 rm -rf "$work"
 mkdir -p "$work/plans" "$charts"
 failures=()
 
+# ---- the testbed ----
+# A scenario whose plan has a [testbed] table runs on emulated hosts (`hmw-testbed`: a network
+# namespace per host, a CPU quota per worker, the WAN emulator between the clusters), each
+# cluster started over ssh, the application computing for real. Just before its runs, `hmw
+# calibrate` measures it on those hosts (every worker at once, each LAN, each WAN between its
+# CMs), and the prediction, the simulation and the report use that file
+# ($work/NAME.system.toml, kept beside the results). One testbed at a time: brought up for a
+# scenario, taken down before the next one's (and on every way out).
+testbed_name=val$(($$ % 100000))
+testbed_plan=""
+testbed_bin=$target/release/hmw-testbed
+# Short calibration: 6 tasks per worker (all at once), one LAN run per worker count, 5 s of
+# each WAN both ways.
+calibrate_args=(--tasks 6 --lan-runs 1 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
+tb() { "$testbed_bin" --name "$testbed_name" "$@"; }
+testbed_down() {
+    if [ -n "$testbed_plan" ] || [ -e "/var/lib/hmw-testbed/$testbed_name/state.json" ]; then
+        tb down >"$work/testbed-down.log" 2>&1 || cat "$work/testbed-down.log" >&2
+    fi
+    testbed_plan=""
+}
+trap testbed_down EXIT
+is_testbed() { grep -q '^\[testbed\]' "configs/validation/$1.toml"; }
+# The testbed of plan $1 up (the one up before taken down); log in $2.
+testbed_up() {
+    [ "$testbed_plan" = "$1" ] && return 0
+    testbed_down
+    if ! tb up "$1" --require-router >"$2" 2>&1; then
+        tail -20 "$2" >&2
+        return 1
+    fi
+    testbed_plan=$1
+}
+
 # `key=value` from a line of key=value pairs.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
-
-# A value of a plan's [run] table (`true`, a number), empty when absent.
-run_value() { sed -n "/^\[run\]/,/^\[/s/^$2 *= *\([^ #]*\).*/\1/p" "$1" | head -1; }
-
-# The application binary a plan's [launch] names.
-launch_binary() { sed -n '/^\[launch\]/,/^\[/s/^binary *= *"\([^"]*\)".*/\1/p' "$1" | head -1; }
 
 # Whether scenario $1 runs apart (a model-derived cap): listed, not counted.
 is_apart() {
@@ -124,14 +180,58 @@ abs_median_max() {
               printf "%.4f %.4f\n", m, v[NR] }'
 }
 
+# Whether a run had a model-derived cap, from the run configurations and machine files
+# `hmw launch` wrote for it in its folders $@ (`load_balance = true` in [run], a CM line's
+# `max_tasks=`): `true` or `false`.
+runs_capped() {
+    python3 - "$@" <<'PY'
+import pathlib, sys, tomllib
+capped = False
+for folder in map(pathlib.Path, sys.argv[1:]):
+    for config in folder.rglob("run.toml"):
+        run = tomllib.loads(config.read_text()).get("run", {})
+        capped |= run.get("load_balance") is True
+    for hosts in [*folder.rglob("*.hosts"), *folder.rglob("machines")]:
+        capped |= any("max_tasks=" in line for line in hosts.read_text().splitlines())
+print("true" if capped else "false")
+PY
+}
+
+# Whether a prediction ($1, `hmw predict --json`) used the calibration file $2 and that file
+# was measured before each run in the folders after them started (the main master's
+# `started_unix_s`): `true` or `false`.
+calibrated_before() {
+    python3 - "$@" <<'PY'
+import datetime, json, pathlib, sys
+predict, system, folders = sys.argv[1], sys.argv[2], sys.argv[3:]
+ok = False
+try:
+    measured = json.load(open(predict)).get("measured") or {}
+    if system and measured.get("file") and pathlib.Path(measured["file"]).resolve() == pathlib.Path(system).resolve():
+        at = datetime.datetime.fromisoformat(measured["measured_at"]).timestamp()
+        starts = []
+        for folder in map(pathlib.Path, folders):
+            for stats in folder.glob("*.stats.json"):
+                s = json.load(open(stats))
+                if s.get("started_unix_s") is not None:
+                    starts.append(s["started_unix_s"])
+        ok = bool(starts) and at <= min(starts)
+except (OSError, ValueError, KeyError, TypeError):
+    ok = False
+print("true" if ok else "false")
+PY
+}
+
 # A value of the plan's [application] table.
 app_value() { sed -n "/^\[application\]/,/^\[/s/^$2 *= *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
 # Launch a plan; prints the launcher's last line `launch clusters=... stats=PATH`.
+# On the testbed ($3 a calibration file), from its launching machine with that file.
 launch() {
-    local plan=$1 name=$2
-    if ! timeout -s INT -k 60 300 "$hmw" launch "$plan" --work-dir "$work/runs/$name" \
-        >"$work/$name.launch.log" 2>&1; then
+    local plan=$1 name=$2 system=${3:-} command
+    command=(timeout -s INT -k 60 300 "$hmw" launch "$plan" --work-dir "$work/runs/$name")
+    [ -z "$system" ] || command=(tb exec launch -- "${command[@]}" --measured "$system")
+    if ! "${command[@]}" >"$work/$name.launch.log" 2>&1; then
         echo "validate: $name: hmw launch failed; log: $work/$name.launch.log" >&2
         tail -20 "$work/$name.launch.log" >&2
         return 1
@@ -192,14 +292,33 @@ for name in "${scenarios[@]}"; do
     fi
     echo "validate: $name"
     plan=$(plan_for "$name") || { failures+=("$name: the LAN calibration failed"); continue; }
-    if ! "$hmw" predict "$plan" --json >"$work/$name.predict.json" 2>&1 ||
-        ! "$hmw" predict "$plan" >"$work/$name.predict.txt" 2>&1; then
+    # On the testbed: its hosts up, then calibrated just before the runs; every figure of the
+    # model (prediction, simulation, report) from that calibration.
+    system="" measured=()
+    if is_testbed "$name"; then
+        plan=$PWD/$plan
+        if ! testbed_up "$plan" "$work/$name.testbed.log"; then
+            failures+=("$name: the testbed did not come up; log: $work/$name.testbed.log")
+            continue
+        fi
+        system=$work/$name.system.toml
+        if ! tb exec launch -- timeout -s INT -k 30 300 "$hmw" calibrate "$plan" --out "$system" \
+            --work-dir "$work/runs/$name-calibrate" "${calibrate_args[@]}" >"$work/$name.calibrate.log" 2>&1; then
+            failures+=("$name: hmw calibrate failed; log: $work/$name.calibrate.log")
+            tail -20 "$work/$name.calibrate.log" >&2
+            continue
+        fi
+        measured=(--measured "$system")
+        echo "  calibrated: $(grep -o 'workers [0-9.]* s.*' "$work/$name.calibrate.log" | tail -1)"
+    fi
+    if ! "$hmw" predict "$plan" "${measured[@]}" --json >"$work/$name.predict.json" 2>&1 ||
+        ! "$hmw" predict "$plan" "${measured[@]}" >"$work/$name.predict.txt" 2>&1; then
         failures+=("$name: hmw predict failed")
         cat "$work/$name.predict.txt" >&2
         continue
     fi
     # The same plan in virtual time: the real cores against the plan's workers and links.
-    if ! "$hmw" simulate "$plan" --runs 3 >"$work/$name.simulate.txt" 2>&1; then
+    if ! "$hmw" simulate "$plan" "${measured[@]}" --runs 3 >"$work/$name.simulate.txt" 2>&1; then
         failures+=("$name: hmw simulate failed")
         cat "$work/$name.simulate.txt" >&2
         continue
@@ -211,7 +330,7 @@ for name in "${scenarios[@]}"; do
     for ((r = 1; r <= repeats; r++)); do
         run_name=$name
         ((repeats == 1)) || run_name=$name-run$r
-        if line=$(launch "$plan" "$run_name"); then
+        if line=$(launch "$plan" "$run_name" "$system"); then
             runs+=("$(field makespan_s "$line") $run_name $line")
         else
             failed=yes
@@ -221,7 +340,7 @@ for name in "${scenarios[@]}"; do
     read -r _ run_name line < <(printf '%s\n' "${runs[@]}" | sort -g | sed -n "$(((repeats + 1) / 2))p")
     makespans=$(printf '%s\n' "${runs[@]}" | awk '{ printf "%s%s", (NR > 1 ? ", " : ""), $1 }')
     stats=$(field stats "$line")
-    "$hmw" report "$stats" --plan "$plan" --svg "$charts/$name.svg" >"$work/$name.report.txt" 2>&1 ||
+    "$hmw" report "$stats" --plan "$plan" "${measured[@]}" --svg "$charts/$name.svg" >"$work/$name.report.txt" 2>&1 ||
         { failures+=("$name: hmw report failed"); cat "$work/$name.report.txt" >&2; continue; }
     summary=$(grep '^report ' "$work/$name.report.txt" | tail -1)
     echo "  $summary"
@@ -242,17 +361,18 @@ for name in "${scenarios[@]}"; do
     if [ "$mode" = quick ] && $counted && [ "$(judged "$summary$verdict predictor=$predictor" gate_inside)" != true ]; then
         failures+=("$name: median makespan $(field makespan_s "$summary") s outside [0.90 best, 1.10 worst] of $(field best_s "$summary") to $(field worst_s "$summary") s")
     fi
-    # What the run configuration says: a model-derived cap, real computation.
-    capped=false
-    [ "$(run_value "$plan" load_balance)" = true ] && capped=true
+    # From the files the runs left: a model-derived cap in what they ran with, real
+    # computation, a calibration older than every run that its prediction used.
+    run_dirs=()
+    for run in "${runs[@]}"; do
+        read -r _ r _ <<<"$run"
+        run_dirs+=("$work/runs/$r")
+    done
+    capped=$(runs_capped "${run_dirs[@]}")
     binary=$(launch_binary "$plan")
     real_compute=false
     [ -n "$binary" ] && [ "$binary" != hmw-synthetic ] && real_compute=true
-    # Calibrated: the prediction was made from a measured system (`hmw predict --measured`,
-    # a `hmw calibrate` file), which its header names. None is yet: the plans' own values, and
-    # local-comm's LAN from lan-calibration.toml.
-    calibrated=false
-    grep -q '^measured system: ' "$work/$name.predict.txt" && calibrated=true
+    calibrated=$(calibrated_before "$work/$name.predict.json" "$system" "${run_dirs[@]}")
     added=$(git log --diff-filter=A --format=%h -1 -- "configs/validation/$name.toml" 2>/dev/null || true)
     launcher_s=$(sed -n 's/^== wall time \([0-9.]*\) s.*/\1/p' "$work/$run_name.launch.log" | tail -1)
     echo "  simulated median_s=$simulated_s closed_err=$err sim_err=$sim_err predictor=$predictor$verdict"
@@ -354,6 +474,11 @@ and compares with `hmw report`, which also draws the charts.
   lost after `lost_after_s` and rejoining when its link returns): inside when the measured
   makespan is in `[0.95 min, 1.05 max]` of the three simulated runs; its error and band width
   in the totals are the simulation's. The table still shows the closed form's error.
+- **Calibrated** (last line): every counted scenario's prediction used a `hmw calibrate` file
+  measured before each of its runs started (the prediction's `measured` file and date
+  against the main master's `started_unix_s` in each run's statistics). **Capped**: the
+  counted scenarios whose runs had a model-derived cap, read from what `hmw launch` wrote for
+  them (`load_balance = true` in the run configuration, a `max_tasks=` on a CM line).
 - **Dispatch**: on demand in every counted scenario (no `load_balance`: no cap derived from
   the model's shares). `two-clusters-capped` runs with `load_balance = true` and is listed
   apart, not counted. The multi-cluster plans run with `wait_for_links = true`: the run starts
@@ -361,14 +486,27 @@ and compares with `hmw report`, which also draws the charts.
   plans run with `worker_buffers = 1` (a worker asks for a task when it is done), as the worst
   end times (39) and (43) assume; `hetero-no-reassign-buffered` is the same run with the
   default `worker_buffers = 2`.
-- **The gate** (`scripts/validate.sh --quick`, run by `scripts/test.sh`): four scenarios, three
-  runs each; it fails when a scenario's median makespan is outside `[0.90 best, 1.10 worst]`.
+- **The gate** (`scripts/validate.sh --quick`, run by `scripts/test.sh`): four scenarios, two
+  of them real computation on the testbed with calibrated inputs, three runs each; it fails when a scenario's median makespan is outside `[0.90 best, 1.10 worst]`.
   The full suite fails on a run that fails or a makespan error beyond 25 %; a missed target is
   reported in the table and the last line.
 
 ## Where the model's inputs come from
 
-- **Worker performance** (`perf`): exact by construction. A synthetic task sleeps
+- **On the testbed** (the `tb-*` scenarios, real computation): every input is measured. Each
+  scenario runs on emulated hosts (`hmw-testbed`: a network namespace per host, a bridge per
+  cluster's LAN, the WAN emulator between clusters, a CPU quota per worker host), each cluster
+  started over ssh. The quotas differ from the plan's hand-written `perf` by up to 20 %
+  (`[testbed] quota_perf`); just before the scenario's runs `hmw calibrate` measures the
+  workers (the application's own tasks, every worker of every cluster computing at once, as
+  in a run), each LAN and each WAN between its CMs' hosts, and the prediction, the simulation
+  and the report use that file (kept beside the results as `NAME.system.toml`). What the
+  calibration does not reproduce: the masters', sub-masters' and CMs' own CPU use during a run
+  (they run without a quota, on the same two cores), and whatever else the machine runs
+  between the calibration and each run; a host's quota is a ceiling that a loaded machine may
+  not deliver. The WAN goodput calibrate measures was found up to 60 % below the emulator's
+  rate (the probe's links overshoot the emulator's queue; `scripts/deploy-check.sh`).
+- **Worker performance** (`perf`) of the other scenarios: exact by construction. A synthetic task sleeps
   `task_seconds / speed`, and `hmw launch` sets each worker's speed to `perf / reference_perf`
   with `reference_perf = 1 / task_seconds`, so a worker of `perf` P does P tasks per second
   (plus the per-task overhead of the runtime, which the model does not know).

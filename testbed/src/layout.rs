@@ -43,6 +43,10 @@ pub struct TestbedTable {
     pub gateways: BTreeMap<String, String>,
     /// The first two octets of the testbed's private subnet (`10.213` = `10.213.0.0/16`).
     pub subnet_prefix: String,
+    /// Hosts whose CPU quota is made from this perf instead of the plan's (host name ->
+    /// perf, in the plan's units): the plan's `perf` is then what the user wrote by hand, and
+    /// the host's real speed differs from it, for `hmw calibrate` to find.
+    pub quota_perf: BTreeMap<String, f64>,
 }
 
 impl Default for TestbedTable {
@@ -52,6 +56,7 @@ impl Default for TestbedTable {
             shape_lan: false,
             gateways: BTreeMap::new(),
             subnet_prefix: "10.213".to_string(),
+            quota_perf: BTreeMap::new(),
         }
     }
 }
@@ -188,6 +193,19 @@ impl Layout {
                 bail!("[testbed] gateways: no cluster `{cluster}` in the plan (gateway `{gw}`)");
             }
         }
+        for (host, perf) in &table.quota_perf {
+            let machine = plan
+                .clusters
+                .iter()
+                .flat_map(|c| &c.machines)
+                .find(|m| &m.host == host && m.perf.is_some());
+            if machine.is_none() {
+                bail!("[testbed] quota_perf: `{host}` is no host with a perf in the plan");
+            }
+            if !(perf.is_finite() && *perf > 0.0) {
+                bail!("[testbed] quota_perf: {host} = {perf} must be positive");
+            }
+        }
         let mut hosts = vec![HostSpec {
             name: LAUNCH.to_string(),
             kind: HostKind::Launch,
@@ -232,7 +250,8 @@ impl Layout {
                         c.name
                     );
                 }
-                let (roles, perf) = by_name[name].clone();
+                let (roles, plan_perf) = by_name[name].clone();
+                let perf = table.quota_perf.get(name).copied().or(plan_perf);
                 let is_head = hi == 0;
                 hosts.push(HostSpec {
                     name: name.clone(),
@@ -506,5 +525,20 @@ wan_outages = ["30-50"]
         let err = Layout::from_plan(&plan("[testbed]\ncores_per_perf = 0.1")).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("3.000 cores") && msg.contains("1.4"), "{msg}");
+    }
+
+    #[test]
+    fn a_quota_from_its_own_perf() {
+        let l = Layout::from_plan(&plan("[testbed]\nquota_perf = { b-1 = 16.0 }")).unwrap();
+        assert_eq!(l.host("b-1").unwrap().perf, Some(16.0));
+        assert_eq!(l.host("a-1").unwrap().perf, Some(10.0));
+        assert!((l.worker_cores() - 0.39).abs() < 1e-9);
+        // Only a host with a perf in the plan, and a positive one.
+        let err = Layout::from_plan(&plan("[testbed]\nquota_perf = { b-head = 16.0 }")).unwrap_err();
+        assert!(err.to_string().contains("`b-head`"), "{err}");
+        let err = Layout::from_plan(&plan("[testbed]\nquota_perf = { b-1 = 0.0 }")).unwrap_err();
+        assert!(err.to_string().contains("positive"), "{err}");
+        // The limit counts the quotas given.
+        assert!(Layout::from_plan(&plan("[testbed]\nquota_perf = { b-1 = 90.0 }")).is_err());
     }
 }

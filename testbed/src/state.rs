@@ -115,7 +115,8 @@ pub struct State {
     pub router_netns: String,
     /// Each host's names.
     pub hosts: Vec<HostNames>,
-    /// `emulated` (hmw-wan-router runs) or `unemulated` (plain kernel forwarding).
+    /// `emulated` (hmw-wan-router runs), `unemulated` (plain kernel forwarding) or `none` (one
+    /// cluster: no WAN).
     pub wan: String,
     /// The emulator's control socket.
     pub control: PathBuf,

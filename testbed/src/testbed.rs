@@ -244,8 +244,10 @@ pub fn up(plan_path: &Path, opts: &UpOptions) -> anyhow::Result<UpOutcome> {
             st.plan_path.display()
         );
     }
-    let router_bin = find_router(opts.router.as_deref());
-    if opts.require_router && router_bin.is_none() {
+    // One cluster has no WAN: nothing to emulate, no router to start.
+    let joins_clusters = layout.clusters.len() > 1;
+    let router_bin = find_router(opts.router.as_deref()).filter(|_| joins_clusters);
+    if opts.require_router && joins_clusters && router_bin.is_none() {
         bail!("hmw-wan-router is neither next to hmw-testbed nor on PATH (and --require-router was given)");
     }
 
@@ -263,7 +265,9 @@ pub fn up(plan_path: &Path, opts: &UpOptions) -> anyhow::Result<UpOutcome> {
         fabric_netns: names::fabric_netns(&name),
         router_netns: names::router_netns(&name),
         hosts: Vec::new(),
-        wan: if router_bin.is_some() {
+        wan: if !joins_clusters {
+            "none"
+        } else if router_bin.is_some() {
             "emulated"
         } else {
             "unemulated"
@@ -817,6 +821,9 @@ pub fn spawn_daemon(
 }
 
 fn start_router(st: &mut State, router_bin: Option<&Path>) -> anyhow::Result<()> {
+    if st.layout.clusters.len() < 2 {
+        return Ok(());
+    }
     let Some(bin) = router_bin else {
         eprintln!(
             "hmw-testbed: WARNING: hmw-wan-router not found (next to hmw-testbed or on PATH): \
@@ -867,8 +874,9 @@ fn start_router(st: &mut State, router_bin: Option<&Path>) -> anyhow::Result<()>
 pub fn control(st: &State, request: &serde_json::Value) -> anyhow::Result<serde_json::Value> {
     if st.wan != "emulated" {
         bail!(
-            "testbed `{}` runs without the WAN emulator (wan=unemulated): no control",
-            st.name
+            "testbed `{}` runs without the WAN emulator (wan={}): no control",
+            st.name,
+            st.wan
         );
     }
     let mut s = std::os::unix::net::UnixStream::connect(&st.control).with_context(|| {
