@@ -119,9 +119,13 @@ failures=()
 testbed_name=val$(($$ % 100000))
 testbed_plan=""
 testbed_bin=$target/release/hmw-testbed
-# Short calibration: 6 tasks per worker (all at once), one LAN run per worker count, 5 s of
-# each WAN both ways.
-calibrate_args=(--tasks 6 --lan-runs 1 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
+# Every scenario's calibration: 20 tasks per worker, all at once (with 6, one calibration of
+# tb-matmul-local gave a host of a 0.3-core quota 2.68e9 flop/s where its runs measured
+# 1.9-2.0e9; with 30, 2.0e9); one LAN run per worker count; 5 s of each WAN both ways.
+calibrate_args=(--tasks 20 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
+# local-comm's LAN is the one calibrate_lan measures in the scenario's own regime: the
+# calibration leaves the plan's value (`--lan-runs 0`); elsewhere one run per worker count.
+calibrate_lan_args() { if [ "$1" = local-comm ]; then echo --lan-runs 0; else echo --lan-runs 1; fi; }
 tb() { "$testbed_bin" --name "$testbed_name" "$@"; }
 testbed_down() {
     if [ -n "$testbed_plan" ] || [ -e "/var/lib/hmw-testbed/$testbed_name/state.json" ]; then
@@ -225,13 +229,20 @@ PY
 # A value of the plan's [application] table.
 app_value() { sed -n "/^\[application\]/,/^\[/s/^$2 *= *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
 
-# Launch a plan; prints the launcher's last line `launch clusters=... stats=PATH`.
-# On the testbed ($3 a calibration file), from its launching machine with that file.
+# A command run from the testbed's launching machine when $1 is true, here otherwise.
+on_host() {
+    local testbed=$1
+    shift
+    if $testbed; then tb exec launch -- "$@"; else "$@"; fi
+}
+
+# Launch a plan; prints the launcher's last line `launch clusters=... stats=PATH`. With a
+# calibration file $3, predicted live from it; on the testbed when $4 is true.
 launch() {
-    local plan=$1 name=$2 system=${3:-} command
-    command=(timeout -s INT -k 60 300 "$hmw" launch "$plan" --work-dir "$work/runs/$name")
-    [ -z "$system" ] || command=(tb exec launch -- "${command[@]}" --measured "$system")
-    if ! "${command[@]}" >"$work/$name.launch.log" 2>&1; then
+    local plan=$1 name=$2 system=${3:-} testbed=${4:-false} measured=()
+    [ -z "$system" ] || measured=(--measured "$system")
+    if ! on_host "$testbed" timeout -s INT -k 60 300 "$hmw" launch "$plan" \
+        --work-dir "$work/runs/$name" "${measured[@]}" >"$work/$name.launch.log" 2>&1; then
         echo "validate: $name: hmw launch failed; log: $work/$name.launch.log" >&2
         tail -20 "$work/$name.launch.log" >&2
         return 1
@@ -292,25 +303,29 @@ for name in "${scenarios[@]}"; do
     fi
     echo "validate: $name"
     plan=$(plan_for "$name") || { failures+=("$name: the LAN calibration failed"); continue; }
-    # On the testbed: its hosts up, then calibrated just before the runs; every figure of the
-    # model (prediction, simulation, report) from that calibration.
-    system="" measured=()
+    # Calibrated just before the runs (on the testbed, its hosts up first); every figure of the
+    # model (prediction, simulation, report) from that calibration. local-comm's LAN is the one
+    # measured in its own regime by calibrate_lan (the plan's value: `--lan-runs 0`).
+    on_testbed=false
     if is_testbed "$name"; then
+        on_testbed=true
         plan=$PWD/$plan
         if ! testbed_up "$plan" "$work/$name.testbed.log"; then
             failures+=("$name: the testbed did not come up; log: $work/$name.testbed.log")
             continue
         fi
-        system=$work/$name.system.toml
-        if ! tb exec launch -- timeout -s INT -k 30 300 "$hmw" calibrate "$plan" --out "$system" \
-            --work-dir "$work/runs/$name-calibrate" "${calibrate_args[@]}" >"$work/$name.calibrate.log" 2>&1; then
-            failures+=("$name: hmw calibrate failed; log: $work/$name.calibrate.log")
-            tail -20 "$work/$name.calibrate.log" >&2
-            continue
-        fi
-        measured=(--measured "$system")
-        echo "  calibrated: $(grep -o 'workers [0-9.]* s.*' "$work/$name.calibrate.log" | tail -1)"
     fi
+    system=$work/$name.system.toml
+    read -r -a lan_runs <<<"$(calibrate_lan_args "$name")"
+    if ! on_host "$on_testbed" timeout -s INT -k 30 300 "$hmw" calibrate "$plan" --out "$system" \
+        --work-dir "$work/runs/$name-calibrate" "${calibrate_args[@]}" "${lan_runs[@]}" \
+        >"$work/$name.calibrate.log" 2>&1; then
+        failures+=("$name: hmw calibrate failed; log: $work/$name.calibrate.log")
+        tail -20 "$work/$name.calibrate.log" >&2
+        continue
+    fi
+    measured=(--measured "$system")
+    echo "  calibrated: $(grep -o 'workers [0-9.]* s.*' "$work/$name.calibrate.log" | tail -1)"
     if ! "$hmw" predict "$plan" "${measured[@]}" --json >"$work/$name.predict.json" 2>&1 ||
         ! "$hmw" predict "$plan" "${measured[@]}" >"$work/$name.predict.txt" 2>&1; then
         failures+=("$name: hmw predict failed")
@@ -330,7 +345,7 @@ for name in "${scenarios[@]}"; do
     for ((r = 1; r <= repeats; r++)); do
         run_name=$name
         ((repeats == 1)) || run_name=$name-run$r
-        if line=$(launch "$plan" "$run_name" "$system"); then
+        if line=$(launch "$plan" "$run_name" "$system" "$on_testbed"); then
             runs+=("$(field makespan_s "$line") $run_name $line")
         else
             failed=yes
@@ -506,26 +521,29 @@ and compares with `hmw report`, which also draws the charts.
   between the calibration and each run; a host's quota is a ceiling that a loaded machine may
   not deliver. The WAN goodput calibrate measures was found up to 60 % below the emulator's
   rate (the probe's links overshoot the emulator's queue; `scripts/deploy-check.sh`).
-- **Worker performance** (`perf`) of the other scenarios: exact by construction. A synthetic task sleeps
-  `task_seconds / speed`, and `hmw launch` sets each worker's speed to `perf / reference_perf`
-  with `reference_perf = 1 / task_seconds`, so a worker of `perf` P does P tasks per second
-  (plus the per-task overhead of the runtime, which the model does not know).
-- **Message sizes**: the synthetic payloads plus the few bytes of their encoding.
-- **LAN** (`lan_bytes_per_s`): in `local-comm`, the only scenario where it matters, measured
-  just before the run by `lan-calibration.toml`: the synthetic application in local-comm's
-  regime (message sizes of 2 MiB each way, four workers, 4 ms tasks) but with half its tasks,
-  in separate runs (three, the mean), throughput `tasks * (task_bytes + result_bytes) /
-  makespan`. Its regime matters: on two cores shared by five processes the transport moves
-  less when workers sleep between transfers than when they ask again at once (on 2026-11-23,
-  three runs each: about 2930 MB/s with 4 ms tasks, 3750 MB/s with none). Calibration and run
-  share the two cores with whatever else the machine runs, which is what moves this figure
-  most: the same calibration is run again just after, to show the drift. Elsewhere messages
-  are 1 KiB to 100 KiB and the LAN terms are below a millisecond; those plans carry a value
-  measured the same way.
-- **WAN** (`wan_in/out_bytes_per_s`): the rates the emulator enforces, as written in the plan.
-  What the links carried on average is in each scenario's report (`link to ...`), as the main
-  cluster's communication manager measured it; it includes QUIC and framing overhead, and it is
-  an average over the link's life, not its capacity.
+- **Elsewhere** (the synthetic application on this machine, `hmw launch`'s localhost mode) the
+  same calibration runs just before each scenario, through the same launcher and the same
+  `hmw-wanem` relays as its runs:
+  - **worker performance** (`perf`): a synthetic task sleeps `task_seconds / speed`, with each
+    worker's speed `perf / reference_perf` (`reference_perf = 1 / task_seconds`); the
+    calibration measures basic operations per busy second with every worker at once, so the
+    runtime's own cost per task is in the figure, not only the sleep;
+  - **LAN** (`lan_bytes_per_s`): the synthetic application with the plan's message sizes and
+    no computation, with all of the cluster's workers. In `local-comm`, the only scenario where
+    it matters, the LAN is instead measured just before the run by `lan-calibration.toml`: the
+    synthetic application in local-comm's regime (message sizes of 2 MiB each way, four
+    workers, 4 ms tasks) but with half its tasks, in separate runs (three, the mean),
+    throughput `tasks * (task_bytes + result_bytes) / makespan`. Its regime matters: on two
+    cores shared by five processes the transport moves less when workers sleep between
+    transfers than when they ask again at once (on 2026-11-23, three runs each: about 2930
+    MB/s with 4 ms tasks, 3750 MB/s with none). Calibration and run share the two cores with
+    whatever else the machine runs, which is what moves this figure most: the same
+    calibration is run again just after, to show the drift;
+  - **WAN** (`wan_in/out_bytes_per_s`, `wan_rtt_s`): each link between the CMs' places, set up
+    as the CM sets it up, through the relay that emulates it: the round trip, then the
+    goodput both ways at once (framing and QUIC overhead excluded from the bytes counted).
+- **Message sizes**: the application's payloads plus the few bytes of their encoding, written
+  in the plan.
 EOF
     echo
     if [ -n "$lan_note" ]; then
@@ -646,13 +664,20 @@ EOF
             given="$shown with lan_bytes_per_s = $lan"
         fi
         echo
+        echo "Its inputs, measured just before its runs (kept as \`$name.system.toml\` beside them):"
+        echo
         echo '```'
-        echo "\$ hmw report STATS --plan $shown --svg $(chart_link "$name")"
+        echo "\$ hmw calibrate $shown ${calibrate_args[*]} $(calibrate_lan_args "$name")"
+        sed -n '/^cluster  *worker /,/^measured in: /p' "$work/$name.calibrate.log"
+        echo '```'
+        echo
+        echo '```'
+        echo "\$ hmw report STATS --plan $shown --measured $name.system.toml --svg $(chart_link "$name")"
         grep -v '^report \|^chart: ' "$work/$name.report.txt" | sed "s|$plan|$given|g"
         echo '```'
         echo
         echo '```'
-        echo "\$ hmw simulate $shown --runs 3"
+        echo "\$ hmw simulate $shown --measured $name.system.toml --runs 3"
         grep -v '^simulate ' "$work/$name.simulate.txt" | sed "s|$plan|$given|g"
         echo '```'
         echo
