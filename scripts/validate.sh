@@ -168,10 +168,36 @@ simulation_verdict() {
         printf "sim_inside=%s sim_gate_inside=%s sim_band_width=%.4f",
             (m >= 0.95 * lo && m <= 1.05 * hi) ? "true" : "false",
             (m >= 0.90 * lo && m <= 1.10 * hi) ? "true" : "false", hi / lo - 1 }'
+    printf ' %s' "$(sim_clusters_within "$3" "$4")"
 }
 
-# What row $1 is judged on for `inside`, `err` or `band_width` ($2): the closed form's, or for
-# a scenario predicted by the simulation, the simulation's.
+# Each cluster's measured share of the tasks and busy efficiency (`hmw report`'s table, $1)
+# against the simulation's (`hmw simulate`'s table, $2), within 5 points:
+# `sim_shares_within=K/N sim_clusters_eff_within=K/N`.
+sim_clusters_within() {
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+report, simulate = (open(f).read().splitlines() for f in sys.argv[1:3])
+simulated = {}
+for line in simulate:
+    m = re.match(r"(\S+)\s+\d+\s+\d+\s+([\d.]+)%\s+([\d.]+)%$", line)
+    if m:
+        simulated[m[1]] = (float(m[2]) / 100, float(m[3]) / 100)
+shares = effs = n = 0
+for line in report:
+    m = re.match(r"(\S+)\s+\S+\s+[\d.]+ / [\d.]+\s+\S+\s+[\d.]+% / ([\d.]+)%\s+[\d.]+/[\d.]+/([\d.]+)", line)
+    if m and m[1] in simulated:
+        share, eff = simulated[m[1]]
+        n += 1
+        shares += abs(float(m[2]) / 100 - share) <= 0.05
+        effs += abs(float(m[3]) - eff) <= 0.05
+print(f"sim_shares_within={shares}/{n} sim_clusters_eff_within={effs}/{n}")
+PY
+}
+
+# What row $1 is judged on for `inside`, `err`, `band_width`, `shares_within` or
+# `clusters_eff_within` ($2): the closed form's, or for a scenario predicted by the simulation,
+# the simulation's.
 judged() {
     if [ "$(field predictor "$1")" = simulate ]; then field "sim_$2" "$1"; else field "$2" "$1"; fi
 }
@@ -365,7 +391,8 @@ for name in "${scenarios[@]}"; do
     predictor=closed_form verdict="" judged_err=$err
     if predicted_by_simulation "$plan"; then
         predictor=simulate judged_err=$sim_err
-        verdict=" $(simulation_verdict "$(field makespan_s "$summary")" "$simulated")"
+        verdict=" $(simulation_verdict "$(field makespan_s "$summary")" "$simulated" \
+            "$work/$name.report.txt" "$work/$name.simulate.txt")"
     fi
     counted=true
     is_apart "$name" && counted=false
@@ -407,10 +434,10 @@ for row in "${rows[@]}"; do
     [ "$(field counted "$row")" = true ] || continue
     n=$((n + 1))
     [ "$(judged "$row" inside)" = true ] && inside=$((inside + 1))
-    c=$(field clusters_eff_within "$row")
+    c=$(judged "$row" clusters_eff_within)
     eff_within=$((eff_within + ${c%/*})) eff_checks=$((eff_checks + ${c#*/}))
     # A single cluster's share is the whole run: only runs of several clusters count.
-    c=$(field shares_within "$row")
+    c=$(judged "$row" shares_within)
     if [ "${c#*/}" -gt 1 ]; then
         shares=$((shares + ${c%/*})) share_checks=$((share_checks + ${c#*/}))
     fi
@@ -565,7 +592,7 @@ EOF
             "$(field simulated_s "$row")" \
             "$(field makespan_s "$row")" "$(pct "$(field err "$row")")" \
             "$(pct "$(field sim_err "$row")")" "$(yes_no "$(judged "$row" inside)")" \
-            "$(field shares_within "$row")" "$(field clusters_eff_within "$row")" \
+            "$(judged "$row" shares_within)" "$(judged "$row" clusters_eff_within)" \
             "$(field launcher_s "$row")"
     done
     echo
