@@ -119,10 +119,12 @@ failures=()
 testbed_name=val$(($$ % 100000))
 testbed_plan=""
 testbed_bin=$target/release/hmw-testbed
-# Every scenario's calibration: 20 tasks per worker, all at once (with 6, one calibration of
+# Every scenario's calibration: 10 tasks per worker, all at once, each executed 4 times (hmw
+# calibrate's default: a worker then computes without waiting for the master); one LAN run
+# per worker count; 5 s of each WAN both ways. (With 6 tasks computed once, one calibration of
 # tb-matmul-local gave a host of a 0.3-core quota 2.68e9 flop/s where its runs measured
-# 1.9-2.0e9; with 30, 2.0e9); one LAN run per worker count; 5 s of each WAN both ways.
-calibrate_args=(--tasks 20 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
+# 1.9-2.0e9.)
+calibrate_args=(--tasks 10 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
 # local-comm's LAN is the one calibrate_lan measures in the scenario's own regime: the
 # calibration leaves the plan's value (`--lan-runs 0`); elsewhere one run per worker count.
 calibrate_lan_args() { if [ "$1" = local-comm ]; then echo --lan-runs 0; else echo --lan-runs 1; fi; }

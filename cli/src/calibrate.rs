@@ -70,6 +70,13 @@ pub struct CalibrateArgs {
     /// Tasks per worker in the workers' run (every worker at once).
     #[arg(long, default_value_t = 8)]
     tasks: u64,
+    /// Times each worker executes each task of the workers' run: a worker then computes
+    /// without waiting for the master, so its figure is its speed while every worker
+    /// computes at once, even where the master cannot hand tasks out as fast as they are
+    /// done (a worker that waits computes faster while it computes on shared or
+    /// quota-limited cores).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    repeats: u32,
     /// LAN: runs with each worker count (1, half, all); 0 measures no LAN, and the plan's
     /// `lan_bytes_per_s` stays.
     #[arg(long, default_value_t = 3)]
@@ -316,7 +323,7 @@ fn calibrate(
             }
         }
         let tasks = args.tasks * worker_count as u64;
-        let app_config = app_config(&layout.config, None)?;
+        let app_config = workers_config(&layout.config, args.repeats)?;
         let stats = run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
             .context("every worker at once")?;
         // The run's ranks after its master: each cluster's workers in turn.
@@ -329,6 +336,7 @@ fn calibrate(
                 &ranks,
                 first,
                 &stats,
+                args.repeats,
                 &mut workers_table,
             )?);
             first += ranks.len();
@@ -591,6 +599,15 @@ fn app_config(config: &toml::Table, application: Option<&str>) -> Result<toml::T
     Ok(config)
 }
 
+/// The launch configuration for the workers' run: each task executed `repeats` times.
+fn workers_config(config: &toml::Table, repeats: u32) -> Result<toml::Table> {
+    let mut config = app_config(config, None)?;
+    if let Some(run) = config.get_mut("run").and_then(toml::Value::as_table_mut) {
+        run.insert("repeat_tasks".into(), toml::Value::Integer(repeats.into()));
+    }
+    Ok(config)
+}
+
 /// Run one cluster under mpirun and read its statistics: at most `args.run_timeout`, and
 /// stopped at once by Ctrl-C, SIGTERM or SIGHUP. Whatever the way out, the run's processes are
 /// gone when it returns.
@@ -820,15 +837,16 @@ fn link_message_sizes(plan: &Plan, name: &str) -> Result<(usize, usize)> {
     ))
 }
 
-/// A worker's row of the workers' table.
 /// The perf of each worker of `ranks` (machine-file lines of cluster `name`) from a run in
-/// which the k-th of them was rank `first + k`, its row added to `table`.
+/// which the k-th of them was rank `first + k` and executed each task `repeats` times, its
+/// row added to `table`.
 fn measured_workers_of(
     name: &str,
     machines: &MachineFile,
     ranks: &[usize],
     first: usize,
     stats: &RunStats,
+    repeats: u32,
     table: &mut String,
 ) -> Result<Vec<MeasuredWorker>> {
     let join_s = stats.join_s / stats.tasks.max(1) as f64;
@@ -848,7 +866,7 @@ fn measured_workers_of(
                         first + k
                     )
                 })?;
-            table.push_str(&worker_row(name, host, worker, join_s));
+            table.push_str(&worker_row(name, host, worker, repeats, join_s));
             Ok(MeasuredWorker {
                 host: host.clone(),
                 perf: worker.ops_per_s,
@@ -857,17 +875,26 @@ fn measured_workers_of(
         .collect()
 }
 
-fn worker_row(cluster: &str, host: &str, worker: &WorkerStats, join_s_per_task: f64) -> String {
-    // Per task: reading it (decoding, on the worker), working, writing the result (encoding),
-    // and joining it at the master (decoding and gathering).
-    let per_task = |seconds: f64| 1e3 * seconds / worker.tasks_computed.max(1) as f64;
+/// A worker's row of the workers' table: per execution of a task (each task executed
+/// `repeats` times) but for writing its result and joining it, done once per task.
+fn worker_row(
+    cluster: &str,
+    host: &str,
+    worker: &WorkerStats,
+    repeats: u32,
+    join_s_per_task: f64,
+) -> String {
+    // Per execution: reading the task (decoding, on the worker) and working; per task:
+    // writing the result (encoding), and joining it at the master (decoding and gathering).
+    let tasks = worker.tasks_computed.max(1) as f64;
+    let executions = tasks * f64::from(repeats);
     format!(
         "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
         worker.ops_per_s,
-        worker.tasks_per_s,
-        per_task(worker.decode_s),
-        per_task(worker.busy_s),
-        per_task(worker.encode_s),
+        executions / worker.busy_s.max(f64::MIN_POSITIVE),
+        1e3 * worker.decode_s / executions,
+        1e3 * worker.busy_s / executions,
+        1e3 * worker.encode_s / tasks,
         1e3 * join_s_per_task
     )
 }
@@ -958,7 +985,7 @@ fn calibration_runs(
             name: "perf".into(),
             machine_file,
             hosts,
-            config: app_config(&layout.config, None)?,
+            config: workers_config(&layout.config, args.repeats)?,
             program: Program::Application(binary.to_owned()),
         });
         let lan = app_config(
@@ -1103,6 +1130,7 @@ fn measure_remote(
                 &workers[i],
                 1,
                 &stats,
+                args.repeats,
                 &mut workers_table,
             )?,
             None => Vec::new(),

@@ -97,6 +97,11 @@ pub struct RunConfig {
     /// Hand out only the first tasks of the problem (calibration runs); the application's
     /// final check is skipped, its answer being partial.
     pub max_tasks: Option<u64>,
+    /// Each worker executes each task it receives this many times and returns the last
+    /// result (calibration runs): a worker then computes without waiting for its next task,
+    /// so its basic operations per busy second are its speed while every worker computes at
+    /// once, however fast the master hands tasks out.
+    pub repeat_tasks: u32,
     /// Iterative applications: tune the number of active workers between iterations, for the
     /// fastest iteration (`time`) or the smallest performance index (`pi`); `off` keeps
     /// `active_workers`.
@@ -146,6 +151,7 @@ impl Default for RunConfig {
             chunk_fraction: 0.5,
             chunk_overhead_s: None,
             max_tasks: None,
+            repeat_tasks: 1,
             tune_workers: TuneWorkers::Off,
             active_workers: None,
             tune_drift: 0.25,
@@ -272,6 +278,12 @@ impl RunConfig {
                     "run.tune_drift = {}: expected a relative change > 0",
                     self.tune_drift
                 ),
+            ));
+        }
+        if self.repeat_tasks == 0 {
+            return Err(Invalid::new(
+                "run.repeat_tasks",
+                "run.repeat_tasks = 0: expected at least 1".into(),
             ));
         }
         if !(1..=2).contains(&self.worker_buffers) {
@@ -553,6 +565,12 @@ mod tests {
             err.starts_with("run.toml:2: ")
                 && err.contains("worker_buffers = 3")
                 && err.contains("1 or 2"),
+            "{err}"
+        );
+
+        let err = parse("[run]\nrepeat_tasks = 0\n").unwrap_err().to_string();
+        assert!(
+            err.starts_with("run.toml:2: ") && err.contains("at least 1"),
             "{err}"
         );
 

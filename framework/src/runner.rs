@@ -441,7 +441,9 @@ pub fn play_with<P: Problem>(
         }
         (Role::Worker, _) => {
             let context = WorkerContext::of(machines, rank);
-            Worker::<P::Task>::new(transport, context, config.run.worker_buffers).run()?;
+            Worker::<P::Task>::new(transport, context, config.run.worker_buffers)
+                .repeating(config.run.repeat_tasks)
+                .run()?;
             Ok(Outcome::Done)
         }
         (Role::CommunicationManager, _) => {

@@ -534,7 +534,8 @@ wan_outages = ["30-50"]
         assert_eq!(l.host("a-1").unwrap().perf, Some(10.0));
         assert!((l.worker_cores() - 0.39).abs() < 1e-9);
         // Only a host with a perf in the plan, and a positive one.
-        let err = Layout::from_plan(&plan("[testbed]\nquota_perf = { b-head = 16.0 }")).unwrap_err();
+        let err =
+            Layout::from_plan(&plan("[testbed]\nquota_perf = { b-head = 16.0 }")).unwrap_err();
         assert!(err.to_string().contains("`b-head`"), "{err}");
         let err = Layout::from_plan(&plan("[testbed]\nquota_perf = { b-1 = 0.0 }")).unwrap_err();
         assert!(err.to_string().contains("positive"), "{err}");

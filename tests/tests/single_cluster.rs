@@ -129,6 +129,54 @@ fn heterogeneous_workers_with_reassignment_lose_nothing() {
 }
 
 #[test]
+fn repeated_tasks_count_every_execution() {
+    let _serial = one_at_a_time();
+    let dir = scratch("repeat");
+    let hosts = write(&dir, "hosts", &hosts(&["", ""]));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\nrepeat_tasks = 3\n\
+         [application]\ntasks = 6\ntask_seconds = 0.05\n",
+    );
+    let stats_path = dir.join("stats.json");
+    let run = mpirun(
+        3,
+        "hmw-synthetic",
+        &[
+            "-m",
+            &hosts,
+            "-c",
+            &config,
+            "--stats-json",
+            stats_path.to_str().unwrap(),
+        ],
+    )
+    .finish(LIMIT);
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let stats = json(&stats_path);
+    let workers = stats["workers"].as_array().unwrap();
+    let sum = |key: &str| {
+        workers
+            .iter()
+            .map(|w| w[key].as_f64().unwrap())
+            .sum::<f64>()
+    };
+    // Six tasks, each executed three times: 18 operations, 18 sleeps of 0.05 s.
+    assert_eq!(sum("operations"), 18.0, "{stats}");
+    let busy = sum("busy_s");
+    assert!((0.9..1.2).contains(&busy), "busy {busy} s: {stats}");
+    for w in workers {
+        let perf = w["ops_per_s"].as_f64().unwrap();
+        assert!(
+            (16.0..=20.5).contains(&perf),
+            "{perf} operations per busy second: {stats}"
+        );
+    }
+}
+
+#[test]
 fn a_bad_configuration_starts_no_rank() {
     let _serial = one_at_a_time();
     let dir = scratch("badconfig");

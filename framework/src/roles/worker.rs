@@ -31,6 +31,7 @@ pub struct Worker<'a, T> {
     transport: &'a mut dyn Transport,
     context: WorkerContext,
     buffers: u32,
+    repeats: u32,
     task_type: PhantomData<fn() -> T>,
 }
 
@@ -41,8 +42,15 @@ impl<'a, T: Task> Worker<'a, T> {
             transport,
             context,
             buffers: buffers.max(1),
+            repeats: 1,
             task_type: PhantomData,
         }
+    }
+
+    /// Execute each task `repeats` times (`run.repeat_tasks`, calibration runs).
+    pub fn repeating(mut self, repeats: u32) -> Self {
+        self.repeats = repeats.max(1);
+        self
     }
 
     /// Serve the master until it says stop. A task that fails is reported to the master, which
@@ -53,14 +61,24 @@ impl<'a, T: Task> Worker<'a, T> {
             transport,
             context,
             buffers,
+            repeats,
             ..
         } = self;
-        match serve::<T>(transport, &context, WorkerCore::new(buffers)) {
+        let execution = Execution { context, repeats };
+        match serve::<T>(transport, &execution, WorkerCore::new(buffers)) {
             Ok(()) => Ok(()),
             Err(Failure::Reported(error)) => wait_for_the_end(transport, error),
             Err(Failure::Other(error)) => Err(error),
         }
     }
+}
+
+/// How this worker executes its tasks: its context, and how many times each task
+/// (`run.repeat_tasks`).
+#[derive(Clone)]
+struct Execution {
+    context: WorkerContext,
+    repeats: u32,
 }
 
 /// Why a worker stopped serving.
@@ -127,18 +145,18 @@ fn deliver(
 /// The worker's loop: serve the master until it says stop.
 fn serve<T: Task>(
     transport: &mut dyn Transport,
-    context: &WorkerContext,
+    execution: &Execution,
     mut core: WorkerCore,
 ) -> Result<(), Failure> {
     let (task_tx, task_rx) = unbounded::<Queued>();
     let (result_tx, result_rx) = unbounded::<Computed>();
-    let rank = context.rank;
-    let compute_context = context.clone();
+    let rank = execution.context.rank;
+    let compute_execution = execution.clone();
     // Detached on purpose: at the end it may be computing a duplicate nobody needs; the
     // process exits without waiting for it.
     thread::Builder::new()
         .name(format!("compute-{rank}"))
-        .spawn(move || compute::<T>(compute_context, task_rx, result_tx))
+        .spawn(move || compute::<T>(compute_execution, task_rx, result_tx))
         .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
 
     let mut out = Vec::new();
@@ -159,7 +177,7 @@ fn serve<T: Task>(
             }
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
-                    let computed = execute::<T>(context, queued);
+                    let computed = execute::<T>(execution, queued);
                     deliver(transport, &mut core, computed, true, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
@@ -200,31 +218,50 @@ fn serve<T: Task>(
 }
 
 /// The compute thread: one task after another.
-fn compute<T: Task>(context: WorkerContext, tasks: Receiver<Queued>, results: Sender<Computed>) {
+fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Sender<Computed>) {
     for queued in tasks {
-        if results.send(execute::<T>(&context, queued)).is_err() {
+        if results.send(execute::<T>(&execution, queued)).is_err() {
             return;
         }
     }
 }
 
-/// Decode, execute and encode one task, timing each step. A panic inside the application's
-/// code becomes an error naming the task.
-fn execute<T: Task>(context: &WorkerContext, queued: Queued) -> Computed {
+/// Decode, execute and encode one task, timing each step (decoded and executed again for
+/// each repeat, the work and times of every repeat counted, the last result kept). A panic
+/// inside the application's code becomes an error naming the task.
+fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
+    let Execution { context, repeats } = execution;
     let Queued { task, closes_batch } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        let start = Instant::now();
-        let decoded = decode::<T>(&task.body, "task")?;
-        let executing = Instant::now();
-        let output = decoded.execute(context);
+        // One execution: its output, the work it says it did (else the task's estimate),
+        // its busy and decoding seconds.
+        let once = || -> Result<_, _> {
+            let start = Instant::now();
+            let decoded = decode::<T>(&task.body, "task")?;
+            let executing = Instant::now();
+            let output = decoded.execute(context);
+            let operations = output.operations().unwrap_or(task.operations);
+            let busy_s = executing.elapsed().as_secs_f64();
+            Ok((
+                output,
+                operations,
+                busy_s,
+                (executing - start).as_secs_f64(),
+            ))
+        };
+        let (mut output, mut operations, mut busy_s, mut decode_s) = once()?;
+        for _ in 1..*repeats {
+            let (again, ops, busy, decoding) = once()?;
+            (output, operations, busy_s, decode_s) =
+                (again, operations + ops, busy_s + busy, decode_s + decoding);
+        }
         let encoding = Instant::now();
         let body = encode(&output);
         Ok(WireResult {
             ids: vec![task.id],
-            // The work the result says was done, else the task's estimate.
-            operations: output.operations().unwrap_or(task.operations),
-            busy_s: (encoding - executing).as_secs_f64(),
-            decode_s: (executing - start).as_secs_f64(),
+            operations,
+            busy_s,
+            decode_s,
             encode_s: encoding.elapsed().as_secs_f64(),
             body,
         })
