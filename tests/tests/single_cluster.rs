@@ -23,6 +23,30 @@ fn hosts(workers: &[&str]) -> String {
     text
 }
 
+/// `binary` on `ranks` ranks with machine file `hosts` and configuration `config`, its
+/// statistics written to `stats`.
+fn run_with_stats(
+    ranks: usize,
+    binary: &str,
+    hosts: &str,
+    config: &str,
+    stats: &std::path::Path,
+) -> hmw_tests::Finished {
+    mpirun(
+        ranks,
+        binary,
+        &[
+            "-m",
+            hosts,
+            "-c",
+            config,
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ],
+    )
+    .finish(LIMIT)
+}
+
 #[test]
 fn matmul_product_is_verified() {
     let _serial = one_at_a_time();
@@ -34,19 +58,7 @@ fn matmul_product_is_verified() {
         "[run]\nstatistics_interval = 0\n[application]\nm = 256\nb = 64\n",
     );
     let stats = dir.join("stats.json");
-    let run = mpirun(
-        5,
-        "hmw-matmul",
-        &[
-            "-m",
-            &hosts,
-            "-c",
-            &config,
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ],
-    )
-    .finish(LIMIT);
+    let run = run_with_stats(5, "hmw-matmul", &hosts, &config, &stats);
     run.assert_success();
     assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
     let stats = json(&stats);
@@ -80,19 +92,7 @@ fn heterogeneous_workers_with_reassignment_lose_nothing() {
             ),
         );
         let stats_path = dir.join(format!("stats{buffers}.json"));
-        let run = mpirun(
-            4,
-            "hmw-synthetic",
-            &[
-                "-m",
-                &hosts,
-                "-c",
-                &config,
-                "--stats-json",
-                stats_path.to_str().unwrap(),
-            ],
-        )
-        .finish(LIMIT);
+        let run = run_with_stats(4, "hmw-synthetic", &hosts, &config, &stats_path);
         run.assert_success();
         assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
         assert!(
@@ -140,19 +140,7 @@ fn repeated_tasks_count_every_execution() {
          [application]\ntasks = 6\ntask_seconds = 0.05\n",
     );
     let stats_path = dir.join("stats.json");
-    let run = mpirun(
-        3,
-        "hmw-synthetic",
-        &[
-            "-m",
-            &hosts,
-            "-c",
-            &config,
-            "--stats-json",
-            stats_path.to_str().unwrap(),
-        ],
-    )
-    .finish(LIMIT);
+    let run = run_with_stats(3, "hmw-synthetic", &hosts, &config, &stats_path);
     run.assert_success();
     assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
     let stats = json(&stats_path);
