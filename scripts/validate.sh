@@ -50,17 +50,22 @@ while (($#)); do
     shift
 done
 
+# A scenario's plan: configs/validation/NAME.toml, or the demo's configs/NAME.toml.
+scenario_plan() {
+    if [ -e "configs/validation/$1.toml" ]; then echo "configs/validation/$1.toml"; else echo "configs/$1.toml"; fi
+}
+
 # Every scenario, in the order of issue 6 then issue 16's additions (latency-200ms,
 # lossy-wan, wan-in-nt4, depth2-tree, wan-outage, wan-outage-rejoin), and the quick subset
 # (the gate). Scenarios apart run with a model-derived cap (`load_balance = true`): listed,
 # not counted. Then the testbed's scenarios of real computation (tb-*: the applications
 # computing on emulated hosts whose CPU quotas differ from the plans' perf, each calibrated
-# just before).
+# just before), and the demo's plan (configs/demo-three-clusters.toml).
 full_scenarios=(local-compute local-comm two-clusters wan-out wan-out-nr3 hetero-reassign
     hetero-no-reassign hetero-no-reassign-buffered three-auto latency-200ms lossy-wan
     wan-in-nt4 depth2-tree wan-outage wan-outage-rejoin tb-tsp-hetero
     tb-srmsd-hetero-no-reassign tb-matmul-local tb-matmul-two-clusters tb-srmsd-one-to-many
-    tb-tsp-three-clusters)
+    tb-tsp-three-clusters demo-three-clusters)
 apart_scenarios=(two-clusters-capped)
 # The gate: two of real computation with calibrated inputs on the testbed, in place of
 # local-compute and hetero-no-reassign (the same regimes with sleeping tasks).
@@ -94,7 +99,7 @@ fi
 if [ -n "$only" ]; then
     IFS=, read -r -a scenarios <<<"$only"
     for name in "${scenarios[@]}"; do
-        [ -e "configs/validation/$name.toml" ] || { echo "validate: no scenario $name" >&2; exit 2; }
+        [ -e "$(scenario_plan "$name")" ] || { echo "validate: no scenario $name" >&2; exit 2; }
     done
     work=$target/validation/only
     charts=$work/charts
@@ -136,7 +141,7 @@ testbed_down() {
     testbed_plan=""
 }
 trap testbed_down EXIT
-is_testbed() { grep -q '^\[testbed\]' "configs/validation/$1.toml"; }
+is_testbed() { grep -q '^\[testbed\]' "$(scenario_plan "$1")"; }
 # The testbed of plan $1 up (the one up before taken down); log in $2.
 testbed_up() {
     [ "$testbed_plan" = "$1" ] && return 0
@@ -311,7 +316,8 @@ calibrate_lan() {
 # The plan a scenario runs: the committed one, or for local-comm a copy with the LAN measured
 # just before (by calibrate_lan).
 plan_for() {
-    local name=$1 source=configs/validation/$1.toml
+    local name=$1 source
+    source=$(scenario_plan "$1")
     if [ "$name" = local-comm ]; then
         [ -n "$lan_bytes_per_s" ] || return 1
         sed "s/^lan_bytes_per_s = [0-9.e+-]*\( *\)#.*/lan_bytes_per_s = $lan_bytes_per_s\1# measured just now by lan-calibration.toml/" \
@@ -417,7 +423,7 @@ for name in "${scenarios[@]}"; do
     real_compute=false
     [ -n "$binary" ] && [ "$binary" != hmw-synthetic ] && real_compute=true
     calibrated=$(calibrated_before "$work/$name.predict.json" "$system" "${run_dirs[@]}")
-    added=$(git log --diff-filter=A --format=%h -1 -- "configs/validation/$name.toml" 2>/dev/null || true)
+    added=$(git log --diff-filter=A --format=%h -1 -- "$(scenario_plan "$name")" 2>/dev/null || true)
     launcher_s=$(sed -n 's/^== wall time \([0-9.]*\) s.*/\1/p' "$work/$run_name.launch.log" | tail -1)
     echo "  simulated median_s=$simulated_s closed_err=$err sim_err=$sim_err predictor=$predictor$verdict"
     rows+=("$name $summary launcher_s=${launcher_s:-nan} makespans=${makespans// /} simulated_s=$simulated_s sim_err=$sim_err predictor=$predictor$verdict counted=$counted capped=$capped real_compute=$real_compute calibrated=$calibrated added=${added:-uncommitted}")
@@ -668,10 +674,11 @@ EOF
         echo
         echo "## $name"
         echo
-        description "configs/validation/$name.toml"
+        shown=$(scenario_plan "$name")
+        description "$shown"
         echo
         echo
-        echo "Plan: [\`configs/validation/$name.toml\`](../configs/validation/$name.toml)$([ "$plan" != "configs/validation/$name.toml" ] && echo " (with the LAN measured just before the run)")."
+        echo "Plan: [\`$shown\`](../$shown)$([ "$plan" != "$shown" ] && echo " (with the LAN measured just before the run)")."
         workers=$(grep -E '^[A-Za-z0-9_-]+ workers: ' "$work/$name.predict.txt" || true)
         if [ -n "$workers" ]; then
             echo "Workers used: $(echo "$workers" | tr '\n' ';' | sed 's/;$//; s/;/; /g')."
@@ -684,7 +691,6 @@ EOF
         done
         # A plan rewritten for the run (local-comm: the LAN measured just before) is shown as
         # the committed plan and the value it was given: readers cannot open the copy.
-        shown=configs/validation/$name.toml
         given=$plan
         if [ "$plan" != "$shown" ]; then
             lan=$(sed -n 's/^lan_bytes_per_s = \([0-9.e+-]*\).*/\1/p' "$plan" | head -1)
