@@ -576,7 +576,7 @@ and compares with `hmw report`, which also draws the charts.
     calibration is run again just after, to show the drift;
   - **WAN** (`wan_in/out_bytes_per_s`, `wan_rtt_s`): each link between the CMs' places, set up
     as the CM sets it up, through the relay that emulates it: the round trip, then the
-    goodput both ways at once (framing and QUIC overhead excluded from the bytes counted).
+    goodput one way then the other (framing and QUIC overhead excluded from the bytes counted).
 - **Message sizes**: the application's payloads plus the few bytes of their encoding, written
   in the plan.
 EOF

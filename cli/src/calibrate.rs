@@ -16,10 +16,11 @@
 //!   `lan_bytes_per_s`, the mean with every worker, the load the run puts on its master.
 //! - WAN: a pair of hmw-cm links configured from the plan's `[launch.cm]` exactly as the
 //!   communication managers configure theirs (same machine-file lines, same `[cm]` keys,
-//!   certificates as `hmw launch` writes them), through the link's emulator, both directions
-//!   at once as in a run: inter-cluster tasks one way, inter-cluster results the other;
-//!   `--wan-warmup` seconds of warm-up, then `--wan-seconds` timed. Every link at once (each
-//!   has an emulator of its own).
+//!   certificates as `hmw launch` writes them), through the link's emulator, one direction
+//!   at a time (inter-cluster tasks one way, then inter-cluster results the other; both at
+//!   once, each direction's acknowledgements queue behind the other's data:
+//!   [`crate::wan_probe`]), each `--wan-warmup` seconds of warm-up, then `--wan-seconds`
+//!   timed. Every link at once (each has an emulator of its own).
 //!
 //! Each run is one `mpirun` started and stopped as `hmw launch` does ([`crate::processes`]):
 //! in a process group of its own, SIGTERM from the kernel if `hmw calibrate` dies, ranks
@@ -41,7 +42,7 @@ use hmw::{
     machinefile::MachineFile,
     stats::{RunStats, WorkerStats},
 };
-use hmw_cm::{wanem::Wanem, BlockingLink};
+use hmw_cm::{wanem::Wanem, BlockingLink, Role};
 use hmw_model::{
     params::{ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker},
     plan::{load_measured_system, load_plan, Plan},
@@ -102,7 +103,7 @@ pub struct CalibrateArgs {
         allow_negative_numbers = true
     )]
     wan_warmup: Duration,
-    /// WAN: seconds timed, both directions at once. The relays share this machine's cores
+    /// WAN: seconds timed, each direction in turn. The relays share this machine's cores
     /// with the links they relay, so their deliveries can lag and catch up: over 3 s that
     /// moved a 1 MB/s link's figure by up to 7%, over 6 s by under 5%.
     #[arg(
@@ -787,10 +788,12 @@ fn measure_wans(
         let threads: Vec<_> = probes
             .iter()
             .map(|p| {
-                // Both directions at once, as in a run: each end sends while it measures what
-                // it receives (tasks reach the client, results the server).
-                let tasks = scope.spawn(|| exchange(&p.client, p.result_size, warmup, window));
-                let results = scope.spawn(|| exchange(&p.server, p.task_size, warmup, window));
+                // One direction at a time: each end measures what it receives while the
+                // other sends (tasks reach the client, results the server).
+                let tasks = scope
+                    .spawn(|| exchange(&p.client, Role::Client, p.result_size, warmup, window));
+                let results =
+                    scope.spawn(|| exchange(&p.server, Role::Server, p.task_size, warmup, window));
                 (tasks, results)
             })
             .collect();
@@ -917,7 +920,7 @@ fn workers_header() -> String {
 ///   done, others not) are the only time a host carries less than a run's load.
 /// - LANs: as on one machine, each cluster's runs on its own hosts, every cluster at once.
 /// - WANs: `hmw wan-probe` on each CM's host, the link configured as the CM configures it,
-///   across the real network between the CM hosts: round trip, then both directions at once.
+///   across the real network between the CM hosts: round trip, then each direction in turn.
 fn calibrate_remote(
     args: &CalibrateArgs,
     plan: &Plan,

@@ -1,14 +1,17 @@
 //! How `hmw calibrate` measures a WAN: one end of a link, configured exactly as the
 //! communication manager of its machine-file line configures its own, measures the round-trip
-//! time (the client end pings, the server end echoes) and then, both directions at once as in
-//! a run, the goodput it receives while it sends. On one machine both ends run in
+//! time (the client end pings, the server end echoes) and then the goodput of each direction
+//! in turn, the server's end sending first: each end measures what it receives while the
+//! other sends. One direction at a time, because with both at once each direction's
+//! acknowledgements queue behind the other's data (in the emulator's queue as in a real
+//! router's): on 2026-11-24 that read wan-out's 1 MB/s link at 0.61 MB/s, where the run's
+//! results, with little against them, carried 0.95 MB/s. On one machine both ends run in
 //! `hmw calibrate` itself; on real hosts each end is `hmw wan-probe` (a command hidden from
 //! the help) on its CM's host, started by the cluster's launcher, which prints one
 //! `hmw-wan-probe {JSON}` line ([`ProbeResult`]).
 
 use std::{
     path::PathBuf,
-    sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
@@ -38,7 +41,7 @@ pub(crate) struct ProbeResult {
     pub(crate) host: String,
     /// The median round trip, seconds (the client end only).
     pub(crate) rtt_s: Option<f64>,
-    /// Message bytes per second received while sending.
+    /// Message bytes per second received while the other end sent.
     pub(crate) received_bytes_per_s: f64,
 }
 
@@ -97,7 +100,7 @@ pub fn run(args: WanProbeArgs) -> Result<()> {
                 None
             }
         };
-        let received_bytes_per_s = exchange(&link, bytes, args.warmup, args.seconds)?;
+        let received_bytes_per_s = exchange(&link, role, bytes, args.warmup, args.seconds)?;
         Ok(ProbeResult {
             cm: name.to_owned(),
             host: host.clone(),
@@ -182,82 +185,106 @@ pub(crate) fn ping(link: &BlockingLink) -> Result<f64> {
     Ok(times[times.len() / 2])
 }
 
-/// Bytes per second `link` receives while it keeps sending `size`-byte messages: the message
-/// bytes that reached it during `window`, after `warmup`, over `window`. Deliveries come in
-/// bursts (a lost packet holds back what follows it until it is repaired), so the window
-/// should span several: a ratio from the first to the last message, or a slope, would swing
-/// with where the bursts fall.
+/// Margin of each turn of [`exchange`] beyond its warm-up and window: the two ends start
+/// their turns up to a round trip apart, and the receiver's window must fall inside the
+/// sender's turn.
+const TURN_MARGIN: Duration = Duration::from_secs(1);
+
+/// The goodput this end receives, bytes per second, in a two-turn exchange: the server's end
+/// sends `size`-byte messages for a turn while the client's end receives, then the other way
+/// round. A turn lasts `warmup + window + TURN_MARGIN`; the receiving end counts the message
+/// bytes that reached it during `window`, after `warmup`.
 pub(crate) fn exchange(
     link: &BlockingLink,
+    role: Role,
     size: usize,
     warmup: Duration,
     window: Duration,
 ) -> Result<f64> {
     let message = vec![0x5A; size.clamp(1, link.max_message())];
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        let sender = scope.spawn(|| -> Result<()> {
-            while !stop.load(Ordering::Relaxed) {
-                let sent = match link.try_send(&message) {
-                    Ok(()) => Ok(()),
-                    Err(TrySendError::Full { .. }) => link
-                        .wait_for_space(message.len(), Duration::from_millis(50))
-                        .map(|_| ()),
-                    Err(TrySendError::Link(e)) => Err(e),
-                };
-                // Once stopped, the peer may be gone: that is no error.
-                if let Err(e) = sent {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    return Err(e.into());
-                }
+    let turn = warmup + window + TURN_MARGIN;
+    match role {
+        Role::Server => {
+            send_for(link, &message, turn)?;
+            receive(link, warmup, window, turn)
+        }
+        Role::Client => {
+            let received = receive(link, warmup, window, turn)?;
+            send_for(link, &message, turn)?;
+            Ok(received)
+        }
+    }
+}
+
+/// The most this end keeps queued in its link's send buffer while sending: half a second of
+/// what the link took over the last second, and at least [`SEND_BACKLOG_FLOOR`] bytes and
+/// two messages. Enough to keep the link busy (the buffer holds what is in flight too: a
+/// fixed 1 MiB held a 50 MB/s link with a 43 ms round trip to 23 MB/s), and little enough
+/// that the backlog left at the end of a turn drains within the next one's warm-up instead
+/// of running into its window (a full buffer took seconds to drain on a 1 MB/s link, its
+/// data delaying the other direction's acknowledgements).
+const SEND_BACKLOG_S: f64 = 0.5;
+const SEND_BACKLOG_FLOOR: usize = 1 << 20;
+
+/// Send `message` as fast as the link takes it for `turn`, within the backlog above, taking
+/// (and dropping) whatever still arrives meanwhile.
+fn send_for(link: &BlockingLink, message: &[u8], turn: Duration) -> Result<()> {
+    let until = Instant::now() + turn;
+    while Instant::now() < until && !interrupted() {
+        while link.try_recv()?.is_some() {}
+        let backlog = SEND_BACKLOG_FLOOR
+            .max(2 * message.len())
+            .max((SEND_BACKLOG_S * link.stats().send_rate_current) as usize);
+        if link.send_buffer().used + message.len() > backlog {
+            std::thread::sleep(Duration::from_millis(1));
+            continue;
+        }
+        match link.try_send(message) {
+            Ok(()) => {}
+            Err(TrySendError::Full { .. }) => {
+                link.wait_for_space(message.len(), Duration::from_millis(20))?;
             }
-            Ok(())
-        });
-        let start = Instant::now();
-        let (opens, closes) = (start + warmup, start + warmup + window);
-        // Message bytes that reached the link, at a window's edge: first take every message
-        // already delivered, so that this thread's own pace does not count (a reader that fell
-        // behind and caught up inside the window would count the backlog in it).
-        let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
-            while link.try_recv()?.is_some() {}
-            Ok((Instant::now(), link.stats().bytes_received))
-        };
-        let mut window_open = None;
-        let received = loop {
-            let now = Instant::now();
-            if window_open.is_none() && now >= opens {
-                match arrived() {
-                    Ok(edge) => window_open = Some(edge),
-                    Err(e) => break Err(e),
-                }
-            }
-            if now >= closes || interrupted() {
-                break Ok(());
-            }
-            match link.recv_timeout(Duration::from_millis(20)) {
-                Ok(_) => {}
-                Err(e) => break Err(e),
-            }
-        };
-        let window_closed = arrived();
-        stop.store(true, Ordering::Relaxed);
-        let sent = sender
-            .join()
-            .map_err(|_| anyhow!("the sending thread panicked"))?;
+            Err(TrySendError::Link(e)) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Receive for `turn`: the message bytes that reached the link during `window`, after
+/// `warmup`, per second. Deliveries come in bursts (a lost packet holds back what follows it
+/// until it is repaired), so the window should span several: a ratio from the first to the
+/// last message, or a slope, would swing with where the bursts fall.
+fn receive(link: &BlockingLink, warmup: Duration, window: Duration, turn: Duration) -> Result<f64> {
+    let start = Instant::now();
+    let (opens, closes, ends) = (start + warmup, start + warmup + window, start + turn);
+    // Message bytes that reached the link, at a window's edge: first take every message
+    // already delivered, so that this thread's own pace does not count (a reader that fell
+    // behind and caught up inside the window would count the backlog in it).
+    let arrived = || -> Result<(Instant, u64), hmw_cm::LinkError> {
+        while link.try_recv()?.is_some() {}
+        Ok((Instant::now(), link.stats().bytes_received))
+    };
+    let mut window_open = None;
+    let mut window_closed = None;
+    while Instant::now() < ends {
         if interrupted() {
             bail!("interrupted");
         }
-        received?;
-        sent?;
-        let (opened_at, before) = window_open.context("the timed window never opened")?;
-        let (closed_at, after) = window_closed?;
-        if after <= before {
-            bail!("no message crossed the WAN in the {window:?} timed");
+        let now = Instant::now();
+        if window_open.is_none() && now >= opens {
+            window_open = Some(arrived()?);
         }
-        Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
-    })
+        if window_closed.is_none() && now >= closes {
+            window_closed = Some(arrived()?);
+        }
+        link.recv_timeout(Duration::from_millis(20))?;
+    }
+    let (opened_at, before) = window_open.context("the timed window never opened")?;
+    let (closed_at, after) = window_closed.context("the timed window never closed")?;
+    if after <= before {
+        bail!("no message crossed the WAN in the {window:?} timed");
+    }
+    Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
 }
 
 /// Take what arrives for `time` (or until the peer closed the link).
