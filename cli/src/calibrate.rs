@@ -20,7 +20,9 @@
 //!   at a time (inter-cluster tasks one way, then inter-cluster results the other; both at
 //!   once, each direction's acknowledgements queue behind the other's data:
 //!   [`crate::wan_probe`]), each `--wan-warmup` seconds of warm-up, then `--wan-seconds`
-//!   timed. Every link at once (each has an emulator of its own).
+//!   timed. Every link at once (each has an emulator of its own), while the workers' run
+//!   computes (run again until the links are measured): relays, links and workers share the
+//!   cores in a run, and the links are measured under that load ([`under_load`]).
 //!
 //! Each run is one `mpirun` started and stopped as `hmw launch` does ([`crate::processes`]):
 //! in a process group of its own, SIGTERM from the kernel if `hmw calibrate` dies, ranks
@@ -33,6 +35,7 @@ use std::{
     fs,
     path::{Path, PathBuf},
     process::{Command, Stdio},
+    sync::atomic::{AtomicBool, Ordering},
     time::{Duration, Instant},
 };
 
@@ -309,13 +312,21 @@ fn calibrate(
         .collect::<Result<_, _>>()?;
 
     // Workers: every worker of every cluster in one run, computing at once as they do in a
-    // run here, where they share this machine's cores.
+    // run here, where they share this machine's cores; the WANs measured meanwhile, under
+    // that load, as in a run (their relays and links share the same cores).
     let phase = Instant::now();
     let mut workers_table = workers_header();
     let mut measured_workers = Vec::new();
     let worker_count: usize = machine_files.iter().map(|m| m.worker_ranks().len()).sum();
+    let links = layout.clusters.iter().any(|c| c.link.is_some());
+    let measure_links = || timed(|| measure_wans(args, plan, layout, work));
+    let mut wans = None;
     if worker_count > 0 {
-        bar.set_message("every worker at once".to_owned());
+        bar.set_message(if links {
+            "every worker at once, the WANs meanwhile".to_owned()
+        } else {
+            "every worker at once".to_owned()
+        });
         let mut hosts = format!("{} # cluster=calibration\n", machine_files[0].ranks[0].host);
         for machines in &machine_files {
             for rank in machines.worker_ranks() {
@@ -325,8 +336,12 @@ fn calibrate(
         }
         let tasks = args.tasks * worker_count as u64;
         let app_config = workers_config(&layout.config, args.repeats)?;
-        let stats = run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
-            .context("every worker at once")?;
+        let (stats, measured) = under_load(
+            || run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args),
+            links.then_some(measure_links),
+        );
+        let stats = stats.context("every worker at once")?;
+        wans = measured;
         // The run's ranks after its master: each cluster's workers in turn.
         let mut first = 1;
         for (cluster, machines) in layout.clusters.iter().zip(&machine_files) {
@@ -386,11 +401,19 @@ fn calibrate(
         lan_all.push((cluster.name.clone(), lan));
     }
     let lan_time = phase.elapsed();
-    let phase = Instant::now();
     let mut wan_table = String::new();
-    if layout.clusters.iter().any(|c| c.link.is_some()) {
-        bar.set_message("WANs, both ways".to_owned());
-        for (name, wan_in, wan_out, rtt) in measure_wans(args, plan, layout, work)? {
+    let mut wan_time = Duration::ZERO;
+    if links {
+        // Without workers, nothing to measure them under.
+        let (measured, time) = match wans {
+            Some(measured) => measured,
+            None => {
+                bar.set_message("WANs, one way then the other".to_owned());
+                measure_links()
+            }
+        };
+        wan_time = time;
+        for (name, wan_in, wan_out, rtt) in measured? {
             let _ = writeln!(
                 wan_table,
                 "{name:<12} WAN in (tasks) {wan_in:>12.4e} B/s, out (results) {wan_out:>12.4e} \
@@ -413,9 +436,44 @@ fn calibrate(
         &workers_table,
         lan_tables,
         &wan_table,
-        [workers_time, lan_time, phase.elapsed()],
+        [workers_time, lan_time, wan_time],
     );
     Ok(system)
+}
+
+/// `f`'s result and how long it took.
+fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    (f(), start.elapsed())
+}
+
+/// Run `load` (a workers' run) and, meanwhile, `measure` (the WANs), `load` again and again
+/// until `measure` is done, so that what `measure` measures carries the load a run puts on
+/// the cores it shares (this machine's; on real hosts, a CM's host's): the first load run's
+/// result, and the measurement's. A load run that fails ends the loading.
+fn under_load<L, M: Send>(
+    load: impl Fn() -> Result<L>,
+    measure: Option<impl FnOnce() -> M + Send>,
+) -> (Result<L>, Option<M>) {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let measuring = measure.map(|measure| {
+            let done = &done;
+            scope.spawn(move || {
+                let measured = measure();
+                done.store(true, Ordering::Release);
+                measured
+            })
+        });
+        let first = load();
+        while first.is_ok() && measuring.is_some() && !done.load(Ordering::Acquire) {
+            if interrupted() || load().is_err() {
+                break;
+            }
+        }
+        let measured = measuring.map(|m| m.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (first, measured)
+    })
 }
 
 /// What the LAN measurements of every cluster share.
@@ -920,7 +978,8 @@ fn workers_header() -> String {
 ///   done, others not) are the only time a host carries less than a run's load.
 /// - LANs: as on one machine, each cluster's runs on its own hosts, every cluster at once.
 /// - WANs: `hmw wan-probe` on each CM's host, the link configured as the CM configures it,
-///   across the real network between the CM hosts: round trip, then each direction in turn.
+///   across the real network between the CM hosts: round trip, then each direction in turn,
+///   while the workers' run computes (as on one machine).
 fn calibrate_remote(
     args: &CalibrateArgs,
     plan: &Plan,
@@ -1103,29 +1162,65 @@ fn measure_remote(
             .expect("a valid progress template"),
     );
 
-    // Workers: all of them at once, as in a run.
+    // Workers: all of them at once, as in a run; the WANs measured meanwhile, under that load
+    // (a probe on each CM host, every link at once).
     let phase = Instant::now();
-    bar.set_message("workers, every cluster at once".to_owned());
-    let perf = each_cluster(layout.clusters.len(), |i| {
-        let name = &layout.clusters[i].name;
-        if workers[i].is_empty() {
-            return Ok(None);
-        }
-        let tasks = args.tasks * workers[i].len() as u64;
-        let output = calibration.run(
-            i,
-            "perf",
-            &["--max-tasks".into(), tasks.to_string()],
-            timeout,
-        )?;
-        let stats = run_stats(output, &format!("cluster {name}, workers"))?;
-        bar.inc(1);
-        Ok(Some(stats))
+    bar.set_message(if links {
+        "workers, every cluster at once, the WANs meanwhile".to_owned()
+    } else {
+        "workers, every cluster at once".to_owned()
     });
+    let has_cms: Vec<bool> = machine_files
+        .iter()
+        .map(|m| m.ranks.iter().any(|r| r.cm.is_some()))
+        .collect();
+    let measure_links = || {
+        timed(|| -> Result<Vec<wan_probe::ProbeResult>> {
+            let mut probes = Vec::new();
+            for output in each_cluster(layout.clusters.len(), |i| {
+                if !has_cms[i] {
+                    return Ok(Vec::new());
+                }
+                let output = calibration.run(i, "wan", &[], timeout)?;
+                wan_probe::results_in(&output.output)
+            }) {
+                probes.extend(output?);
+            }
+            Ok(probes)
+        })
+    };
+    let perf_runs = || {
+        each_cluster(layout.clusters.len(), |i| {
+            let name = &layout.clusters[i].name;
+            if workers[i].is_empty() {
+                return Ok(None);
+            }
+            let tasks = args.tasks * workers[i].len() as u64;
+            let output = calibration.run(
+                i,
+                "perf",
+                &["--max-tasks".into(), tasks.to_string()],
+                timeout,
+            )?;
+            Ok(Some(run_stats(
+                output,
+                &format!("cluster {name}, workers"),
+            )?))
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>>>()
+    };
+    let any_workers = workers.iter().any(|w| !w.is_empty());
+    let (perf, wans) = if any_workers {
+        under_load(perf_runs, links.then_some(measure_links))
+    } else {
+        (perf_runs(), None)
+    };
+    bar.inc(workers.iter().filter(|w| !w.is_empty()).count() as u64);
     let mut workers_table = workers_header();
     let mut measured_workers = Vec::new();
-    for (i, stats) in perf.into_iter().enumerate() {
-        measured_workers.push(match stats? {
+    for (i, stats) in perf?.into_iter().enumerate() {
+        measured_workers.push(match stats {
             // Rank r of the cluster's run is its worker r (its master is rank 0).
             Some(stats) => measured_workers_of(
                 &layout.clusters[i].name,
@@ -1164,24 +1259,19 @@ fn measure_remote(
     let lans: Vec<Vec<LanRuns>> = lans.into_iter().collect::<Result<_>>()?;
     let lan_time = phase.elapsed();
 
-    // WANs: a probe on each CM host, every link at once.
-    let phase = Instant::now();
+    // WANs: measured under the workers' load above, or alone without workers.
     let mut probes = Vec::new();
+    let mut wan_time = Duration::ZERO;
     if links {
-        bar.set_message("WANs, both ways".to_owned());
-        let has_cms: Vec<bool> = machine_files
-            .iter()
-            .map(|m| m.ranks.iter().any(|r| r.cm.is_some()))
-            .collect();
-        for output in each_cluster(layout.clusters.len(), |i| {
-            if !has_cms[i] {
-                return Ok(Vec::new());
+        let (measured, time) = match wans {
+            Some(measured) => measured,
+            None => {
+                bar.set_message("WANs, one way then the other".to_owned());
+                measure_links()
             }
-            let output = calibration.run(i, "wan", &[], timeout)?;
-            wan_probe::results_in(&output.output)
-        }) {
-            probes.extend(output?);
-        }
+        };
+        probes = measured?;
+        wan_time = time;
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -1251,7 +1341,7 @@ fn measure_remote(
         &workers_table,
         lan_tables,
         &wan_table,
-        [workers_time, lan_time, phase.elapsed()],
+        [workers_time, lan_time, wan_time],
     );
     Ok(system)
 }
