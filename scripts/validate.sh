@@ -549,13 +549,15 @@ and compares with `hmw report`, which also draws the charts.
   started over ssh. The quotas differ from the plan's hand-written `perf` by up to 20 %
   (`[testbed] quota_perf`); just before the scenario's runs `hmw calibrate` measures the
   workers (the application's own tasks, every worker of every cluster computing at once, as
-  in a run), each LAN and each WAN between its CMs' hosts, and the prediction, the simulation
-  and the report use that file (kept beside the results as `NAME.system.toml`). What the
-  calibration does not reproduce: the masters', sub-masters' and CMs' own CPU use during a run
-  (they run without a quota, on the same two cores), and whatever else the machine runs
-  between the calibration and each run; a host's quota is a ceiling that a loaded machine may
-  not deliver. The WAN goodput calibrate measures was found up to 60 % below the emulator's
-  rate (the probe's links overshoot the emulator's queue; `scripts/deploy-check.sh`).
+  in a run, each task executed four times so that no worker waits for the master), each LAN,
+  and each WAN between its CMs' hosts (one direction at a time, while the workers compute),
+  and the prediction, the simulation and the report use that file (kept beside the results
+  as `NAME.system.toml`). What the calibration does not reproduce: a worker's own per-task
+  communication (receiving its task, sending its result) on its quota, which the repeated
+  tasks spread thin; the masters', sub-masters' and CMs' own CPU use during a run (they run
+  without a quota, on the same two cores); and whatever else the machine runs between the
+  calibration and each run. A host's quota is a ceiling that a loaded machine may not
+  deliver.
 - **Elsewhere** (the synthetic application on this machine, `hmw launch`'s localhost mode) the
   same calibration runs just before each scenario, through the same launcher and the same
   `hmw-wanem` relays as its runs:
@@ -649,10 +651,36 @@ scenario's report below):
   makespans (in the scenario's section) with the error. It also depends on the regime: workers
   that sleep between transfers get less of it than workers that ask again at once, which is
   why the calibration runs with the scenario's task time.
-- **WAN bound** (`wan-out`, `wan-out-nr3`): the emulator enforces the plan's rates, and the
-  results' link carries close to them (the `link` figure of the report is an average over the
-  link's whole life, framing and QUIC included). Joining three results into one
-  (`results_per_inter_result = 3`) lifts the cluster's share as (36) says.
+- **WAN bound** (`wan-out`, `wan-out-nr3`, `wan-in-nt4`): the emulator enforces the plan's
+  rates, and the results' link carries close to them (the `link` figure of the report is an
+  average over the link's whole life, framing and QUIC included). Joining three results into
+  one (`results_per_inter_result = 3`) lifts the cluster's share as (36) says. The prediction
+  is only as good as the goodput `hmw calibrate` measures: in the full run of 2026-11-24
+  02:16 (before calibrate measured one direction at a time) it read wan-out's 1 MB/s link at
+  0.57 MB/s for tasks and 0.61 for results, where the run's results carried 0.95, and these
+  three scenarios ended 6-11 % before their predictions. With both directions at once, each
+  direction's acknowledgements queued behind the other's data in the emulator's queue.
+- **Real computation on the testbed, one cluster** (`tb-tsp-hetero`,
+  `tb-srmsd-hetero-no-reassign`, `tb-matmul-local`): the calibration finds each host's quota
+  (its workers computing at once, each task executed four times so that no worker waits for
+  the master). The TSP runs last 1.3-1.6 s, and the same scenario's three runs differ by up
+  to 24 % (in the 02:16 run: 1.27, 1.36 and 1.58 s), more than the band. The matrix product
+  misses late: each worker also receives 4 MiB and sends 2 MiB per task over TCP, decoding
+  and encoding them, on the same quota as its computation; in the 02:16 run its workers
+  computed 10 % slower per busy second than calibrated (2.0-2.9e9 against 2.3-3.1e9 flop/s)
+  and were idle 11-15 % of the run, where the model's steady state has them always busy. The
+  calibration's repeated tasks spread that per-task cost over four executions; the model
+  has no term for a worker's own communication on its cores.
+- **Real computation on the testbed, several clusters** (`tb-matmul-two-clusters`,
+  `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute far less
+  than predicted. In `tb-matmul-two-clusters` (02:16 run) spain finished 21 tasks where 58
+  were predicted, its workers busy 10 % of the run, its first result 3 s after the start;
+  its link carried 4.8 MB/s of tasks and 2.6 MB/s of results on average where calibrate had
+  measured 38 and 32 MB/s. Only the workers have CPU quotas: the masters, the communication
+  managers and the WAN emulator run without one on the same two cores, and the main
+  cluster's LAN moved about 80 MB/s of 4 MiB tasks and 2 MiB results over TCP meanwhile. That
+  the path from the master through both CMs to the sub-master is starved of CPU is the
+  likely cause; it is not yet measured apart.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
