@@ -404,14 +404,7 @@ fn calibrate(
     let mut wan_table = String::new();
     let mut wan_time = Duration::ZERO;
     if links {
-        // Without workers, nothing to measure them under.
-        let (measured, time) = match wans {
-            Some(measured) => measured,
-            None => {
-                bar.set_message("WANs, one way then the other".to_owned());
-                measure_links()
-            }
-        };
+        let (measured, time) = measured_or_alone(wans, &bar, measure_links);
         wan_time = time;
         for (name, wan_in, wan_out, rtt) in measured? {
             let _ = writeln!(
@@ -473,6 +466,19 @@ fn under_load<L, M: Send>(
         }
         let measured = measuring.map(|m| m.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         (first, measured)
+    })
+}
+
+/// The WANs as measured under the workers' load, or, without workers to load them (`None`),
+/// measured now, alone.
+fn measured_or_alone<M>(
+    under_load: Option<(M, Duration)>,
+    bar: &ProgressBar,
+    measure: impl FnOnce() -> (M, Duration),
+) -> (M, Duration) {
+    under_load.unwrap_or_else(|| {
+        bar.set_message("WANs, one way then the other".to_owned());
+        measure()
     })
 }
 
@@ -1263,13 +1269,7 @@ fn measure_remote(
     let mut probes = Vec::new();
     let mut wan_time = Duration::ZERO;
     if links {
-        let (measured, time) = match wans {
-            Some(measured) => measured,
-            None => {
-                bar.set_message("WANs, one way then the other".to_owned());
-                measure_links()
-            }
-        };
+        let (measured, time) = measured_or_alone(wans, &bar, measure_links);
         probes = measured?;
         wan_time = time;
         bar.inc(1);
