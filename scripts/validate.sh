@@ -125,10 +125,12 @@ testbed_name=val$(($$ % 100000))
 testbed_plan=""
 testbed_bin=$target/release/hmw-testbed
 # Every scenario's calibration: 10 tasks per worker, all at once, each executed 4 times (hmw
-# calibrate's default: a worker then computes without waiting for the master); one LAN run
-# per worker count; 5 s of each WAN both ways. (With 6 tasks computed once, one calibration of
+# calibrate's default: a worker then computes without waiting for the master), more tasks
+# until every worker computed for 2 s (its default `--worker-seconds`); one LAN run per
+# worker count; 5 s of each WAN both ways. (With 6 tasks computed once, one calibration of
 # tb-matmul-local gave a host of a 0.3-core quota 2.68e9 flop/s where its runs measured
-# 1.9-2.0e9.)
+# 1.9-2.0e9; with 10 tasks computed 4 times, 0.4 s on a fast machine's 0.45-core host, a CI
+# run's calibration of tb-tsp-hetero put the hosts 11 % below what its runs measured.)
 calibrate_args=(--tasks 10 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
 # local-comm's LAN is the one calibrate_lan measures in the scenario's own regime: the
 # calibration leaves the plan's value (`--lan-runs 0`); elsewhere one run per worker count.

@@ -31,6 +31,7 @@
 //! way (or the WAN measurement) and everything below `hmw calibrate`, which then fails.
 
 use std::{
+    cell::Cell,
     fmt::Write as _,
     fs,
     path::{Path, PathBuf},
@@ -51,6 +52,7 @@ use hmw_model::{
     plan::{load_measured_system, load_plan, Plan},
 };
 use indicatif::{ProgressBar, ProgressStyle};
+use tracing::debug;
 
 use crate::{
     keygen::write_certificates,
@@ -81,6 +83,18 @@ pub struct CalibrateArgs {
     /// quota-limited cores).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
+    /// Workers: the shortest busy time that counts, seconds: while a worker of the workers'
+    /// run computed for less, the run is done again with more tasks (a speed under a CPU
+    /// quota or on a shared core is an average over many scheduling periods: over 0.4 s
+    /// of 100 ms quota periods, two calibrations of the same hosts differed by 10 %).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value = "2",
+        value_parser = crate::seconds,
+        allow_negative_numbers = true
+    )]
+    worker_seconds: Duration,
     /// LAN: runs with each worker count (1, half, all); 0 measures no LAN, and the plan's
     /// `lan_bytes_per_s` stays.
     #[arg(long, default_value_t = 3)]
@@ -334,10 +348,18 @@ fn calibrate(
                 hosts.push('\n');
             }
         }
-        let tasks = args.tasks * worker_count as u64;
         let app_config = workers_config(&layout.config, args.repeats)?;
+        let sizing = WorkerRuns::new(args);
         let (stats, measured) = under_load(
-            || run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args),
+            || {
+                sizing.long_enough(
+                    |tasks| {
+                        let tasks = tasks * worker_count as u64;
+                        run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
+                    },
+                    |stats| shortest_busy_s([stats]),
+                )
+            },
             links.then_some(measure_links),
         );
         let stats = stats.context("every worker at once")?;
@@ -467,6 +489,61 @@ fn under_load<L, M: Send>(
         let measured = measuring.map(|m| m.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
         (first, measured)
     })
+}
+
+/// The size of the workers' run: `--tasks` per worker, more once a run was too short.
+struct WorkerRuns {
+    tasks_per_worker: Cell<u64>,
+    seconds: f64,
+}
+
+impl WorkerRuns {
+    /// Runs again with more tasks at most this many times.
+    const RETRIES: u32 = 4;
+
+    fn new(args: &CalibrateArgs) -> Self {
+        WorkerRuns {
+            tasks_per_worker: Cell::new(args.tasks),
+            seconds: args.worker_seconds.as_secs_f64(),
+        }
+    }
+
+    /// `run(tasks per worker)`, again with more tasks while `busy` of its result (the
+    /// shortest busy time of its workers) is under `--worker-seconds`: sized from the
+    /// shortest run's rate with a margin of a quarter, the size kept for the next call.
+    fn long_enough<T>(
+        &self,
+        run: impl Fn(u64) -> Result<T>,
+        busy: impl Fn(&T) -> f64,
+    ) -> Result<T> {
+        let mut retries = 0;
+        loop {
+            let tasks = self.tasks_per_worker.get();
+            let result = run(tasks)?;
+            let busy_s = busy(&result);
+            if busy_s >= self.seconds || retries == Self::RETRIES {
+                return Ok(result);
+            }
+            retries += 1;
+            let scale = (1.25 * self.seconds / busy_s.max(1e-3)).min(50.0);
+            self.tasks_per_worker
+                .set(((tasks as f64 * scale).ceil() as u64).max(tasks + 1));
+            debug!(
+                tasks,
+                busy_s,
+                next = self.tasks_per_worker.get(),
+                "workers' run too short"
+            );
+        }
+    }
+}
+
+/// The shortest busy time of the workers of these runs (0 without any).
+fn shortest_busy_s<'a>(runs: impl IntoIterator<Item = &'a RunStats>) -> f64 {
+    runs.into_iter()
+        .flat_map(|stats| stats.workers.iter().map(|w| w.busy_s))
+        .reduce(f64::min)
+        .unwrap_or(0.0)
 }
 
 /// The WANs as measured under the workers' load, or, without workers to load them (`None`),
@@ -1195,13 +1272,13 @@ fn measure_remote(
             Ok(probes)
         })
     };
-    let perf_runs = || {
+    let perf_runs = |tasks_per_worker: u64| {
         each_cluster(layout.clusters.len(), |i| {
             let name = &layout.clusters[i].name;
             if workers[i].is_empty() {
                 return Ok(None);
             }
-            let tasks = args.tasks * workers[i].len() as u64;
+            let tasks = tasks_per_worker * workers[i].len() as u64;
             let output = calibration.run(
                 i,
                 "perf",
@@ -1217,6 +1294,12 @@ fn measure_remote(
         .collect::<Result<Vec<_>>>()
     };
     let any_workers = workers.iter().any(|w| !w.is_empty());
+    let sizing = WorkerRuns::new(args);
+    let perf_runs = || {
+        sizing.long_enough(perf_runs, |runs: &Vec<Option<RunStats>>| {
+            shortest_busy_s(runs.iter().flatten())
+        })
+    };
     let (perf, wans) = if any_workers {
         under_load(perf_runs, links.then_some(measure_links))
     } else {
@@ -1419,6 +1502,31 @@ mod tests {
             std::iter::once("calibrate").chain(args.iter().copied()),
         )
         .args
+    }
+
+    #[test]
+    fn a_short_workers_run_is_done_again_long_enough() {
+        // A worker computes 0.1 s per task: 4 tasks are 0.4 s, under the 2 s asked for.
+        let sizing = WorkerRuns::new(&calibrate_args(&["plan.toml", "--tasks", "4"]));
+        let runs = std::cell::RefCell::new(Vec::new());
+        let run = |tasks: u64| -> Result<f64> {
+            runs.borrow_mut().push(tasks);
+            Ok(0.1 * tasks as f64)
+        };
+        let busy_s = sizing.long_enough(run, |busy_s| *busy_s).unwrap();
+        assert_eq!(*runs.borrow(), [4, 25]);
+        assert!(busy_s >= 2.0);
+        // The size found is kept for the next call (the load repeated under the WAN probe).
+        sizing.long_enough(run, |busy_s| *busy_s).unwrap();
+        assert_eq!(*runs.borrow(), [4, 25, 25]);
+
+        // A run that stays short is given up on after a few tries, not repeated forever.
+        let stuck = WorkerRuns::new(&calibrate_args(&["plan.toml", "--tasks", "4"]));
+        let tries = Cell::new(0);
+        let busy_s = stuck
+            .long_enough(|_| Ok(tries.set(tries.get() + 1)), |_| 0.01)
+            .map(|()| tries.get());
+        assert_eq!(busy_s.unwrap(), 1 + WorkerRuns::RETRIES);
     }
 
     #[test]

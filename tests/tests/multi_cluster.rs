@@ -407,6 +407,8 @@ fn calibration_measures_what_the_emulation_gives_and_feeds_predict() {
             &plan_path,
             "--tasks",
             "4",
+            "--worker-seconds",
+            "0.5",
             "--lan-seconds",
             "0.3",
             "--lan-runs",
