@@ -111,7 +111,8 @@ pub struct CalibrateArgs {
     /// LAN: the fewest tasks of a run.
     #[arg(long, default_value_t = 200)]
     lan_tasks: u64,
-    /// WAN: seconds each link carries traffic before the timed window.
+    /// WAN: seconds each link carries traffic before the timed window, at least (30 round
+    /// trips when longer: a direction that starts idle ramps up over round trips).
     #[arg(
         long,
         value_name = "SECONDS",
@@ -916,7 +917,7 @@ fn measure_wans(
     for p in &probes {
         let rtt = std::thread::scope(|scope| {
             let echoing = scope.spawn(|| echo(&p.client));
-            let rtt = ping(&p.server);
+            let rtt = ping(&p.server, args.wan_warmup);
             echoing
                 .join()
                 .unwrap_or_else(|_| Err(anyhow!("the echoing thread panicked")))?;
@@ -924,17 +925,19 @@ fn measure_wans(
         });
         round_trips.push(rtt.with_context(|| format!("WAN of {}, round trip", p.cluster))?);
     }
-    let (warmup, window) = (args.wan_warmup, args.wan_seconds);
+    let window = args.wan_seconds;
     let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
         let threads: Vec<_> = probes
             .iter()
-            .map(|p| {
+            .zip(&round_trips)
+            .map(|(p, &(_, warmup))| {
                 // One direction at a time: each end measures what it receives while the
                 // other sends (tasks reach the client, results the server).
-                let tasks = scope
-                    .spawn(|| exchange(&p.client, Role::Client, p.result_size, warmup, window));
-                let results =
-                    scope.spawn(|| exchange(&p.server, Role::Server, p.task_size, warmup, window));
+                let tasks = scope.spawn(move || {
+                    exchange(&p.client, Role::Client, p.result_size, warmup, window)
+                });
+                let results = scope
+                    .spawn(move || exchange(&p.server, Role::Server, p.task_size, warmup, window));
                 (tasks, results)
             })
             .collect();
@@ -951,7 +954,7 @@ fn measure_wans(
             .collect()
     });
     let mut out = Vec::new();
-    for ((p, (wan_in, wan_out)), rtt) in probes.into_iter().zip(measured).zip(round_trips) {
+    for ((p, (wan_in, wan_out)), (rtt, _)) in probes.into_iter().zip(measured).zip(round_trips) {
         p.server.close();
         p.client.close();
         p.relay.shutdown();
@@ -1523,10 +1526,12 @@ mod tests {
         // A run that stays short is given up on after a few tries, not repeated forever.
         let stuck = WorkerRuns::new(&calibrate_args(&["plan.toml", "--tasks", "4"]));
         let tries = Cell::new(0);
-        let busy_s = stuck
-            .long_enough(|_| Ok(tries.set(tries.get() + 1)), |_| 0.01)
-            .map(|()| tries.get());
-        assert_eq!(busy_s.unwrap(), 1 + WorkerRuns::RETRIES);
+        let short = |_| -> Result<()> {
+            tries.set(tries.get() + 1);
+            Ok(())
+        };
+        stuck.long_enough(short, |_| 0.01).unwrap();
+        assert_eq!(tries.get(), 1 + WorkerRuns::RETRIES);
     }
 
     #[test]
