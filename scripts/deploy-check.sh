@@ -15,12 +15,10 @@
 #   calibrate  hmw calibrate configs/testbed/calibrate-three-clusters.toml through the same
 #              launchers (the same hosts): each worker's perf within 10 % of its CPU quota's
 #              share, each WAN's round trip within 10 % (or 2 ms) of twice its one-way delay,
-#              no run folder and no Slurm job left after it. Each WAN's goodput (both ways)
-#              is reported against its rate (cal_rate_err) but not gated: saturated by the
-#              probe, the plan's links (2 connections of BBR) overshoot the emulator's 100 ms
-#              queue, which dropped 34-67 % of their packets, and delivered up to 63 % less than
-#              the rate (2026-11-23, load average 10); the same probe with Cubic lost 0-10 %
-#              there and came within 7 % of the rate, except on brazil's 0.5 % random loss.
+#              each WAN's goodput (both ways) within 15 % of its rate, no run folder and no
+#              Slurm job left after it. (The probe's warm-up is 30 round trips at least: after
+#              1 s, brazil's results direction, 100 ms round trip and 0.5 % loss, measured
+#              0.54-0.88 of its rate, after 3 s 0.91-0.99; 2026-11-25, quiet machine.)
 #              No LAN runs (--lan-runs 0: nothing here checks them, and they took half of the
 #              step's 98 s); the local LAN calibration is tested by cargo test.
 #   matmul     configs/testbed/matmul-three-clusters.toml over ssh (release build), WANs set to
@@ -113,6 +111,14 @@ run_files() {
         tb exec "$h" -- find /srv/hmw -mindepth 1 -type f 2>/dev/null | sed "s|^|$h |"
     done
 }
+# The same with each file's time of writing, and the signal's ($1, from date +%s.%N): what a
+# note says of a file left after a signal.
+run_files_dated() {
+    echo "signal at $(date -d "@$1" +%T.%N)"
+    for h in $hosts; do
+        tb exec "$h" -- find /srv/hmw -mindepth 1 -type f -printf '%p written %TT\n' 2>/dev/null | sed "s|^|$h |"
+    done
+}
 # Every rank of every cluster's statistics ran on its line's host: prints `ok` or what did not.
 placement_of() {
     local dir=$1 n=0 bad=""
@@ -186,8 +192,8 @@ if tb exec launch -- "$(realpath "$CARGO_TARGET_DIR")/release/hmw" calibrate "$c
     --work-dir "$work/calibrate" --tasks 6 --lan-runs 0 --wan-seconds 5 \
     >"$work/calibrate.log" 2>&1; then
     cal_s=$(($(date +%s) - t_cal))
-    # Worst errors: perf against quota x oper / task_seconds, goodput against the plan's rates
-    # (reported only), round trip against twice the one-way delay (within 2 ms passes too).
+    # Worst errors: perf against quota x oper / task_seconds, goodput against the plan's rates,
+    # round trip against twice the one-way delay (within 2 ms passes too).
     read -r cal_perf_err cal_rate_err cal_rtt_err cal_pass < <(python3 - "$work/system.toml" "$calibrate_plan" "$work/state.json" <<'PY'
 import json, sys, tomllib
 system = tomllib.load(open(sys.argv[1], "rb"))
@@ -217,7 +223,7 @@ for c in system["clusters"]:
     print(f"deploy-check: calibrate {c['name']} round trip: {1e3 * c['wan_rtt_s']:.1f} ms, want {1e3 * want:.1f} ms, error {e:.3f}", file=sys.stderr)
     ok &= e <= 0.10 or abs(c["wan_rtt_s"] - want) <= 0.002
     err["rtt"] = max(err["rtt"], e)
-ok &= err["perf"] <= 0.10
+ok &= err["perf"] <= 0.10 and err["rate"] <= 0.15
 print(f"{err['perf']:.3f} {err['rate']:.3f} {err['rtt']:.3f} {'ok' if ok else 'fail'}")
 PY
     )
@@ -317,7 +323,7 @@ sigint_ok=fail
 signal_mid_run INT "$work/sigint"
 sigint_s=$(seconds_until_none_left 10 "$(cat "$work/sigint.t")")
 if [ "$sigint_s" != nan ] && grep -q 'interrupted' "$work/sigint.log" && [ -z "$(run_files)" ] && [ -z "$(slurm_jobs)" ]; then sigint_ok=ok; else
-    note "sigint: left after 10 s: $(run_processes | head -3 | paste -sd,); jobs: $(slurm_jobs); files: $(run_files | head -3 | paste -sd,); $(tail -3 "$work/sigint.log")"
+    note "sigint: left after 10 s: $(run_processes | head -3 | paste -sd,); jobs: $(slurm_jobs); files: $(run_files_dated "$(cat "$work/sigint.t")" | head -6 | paste -sd,); $(tail -3 "$work/sigint.log")"
 fi
 
 sigkill_ok=fail
@@ -328,7 +334,7 @@ sigkill_s=$(seconds_until_none_left 10 "$(cat "$work/sigkill.t")")
 if [ $cleanup_status = 0 ] && [ "$sigkill_s" != nan ] && [ -z "$(run_files)" ] && [ -z "$(slurm_jobs)" ] && [ ! -e "$work/sigkill/launch-state.json" ]; then
     sigkill_ok=ok
 else
-    note "sigkill: cleanup exit $cleanup_status: $(tail -3 "$work/cleanup.log"); jobs: $(slurm_jobs); left: $(run_processes | head -3 | paste -sd,); files: $(run_files | head -3 | paste -sd,)"
+    note "sigkill: cleanup exit $cleanup_status: $(tail -3 "$work/cleanup.log"); jobs: $(slurm_jobs); left: $(run_processes | head -3 | paste -sd,); files: $(run_files_dated "$(cat "$work/sigkill.t")" | head -6 | paste -sd,)"
 fi
 
 clean=true
