@@ -665,24 +665,26 @@ scenario's report below):
 - **Real computation on the testbed, one cluster** (`tb-tsp-hetero`,
   `tb-srmsd-hetero-no-reassign`, `tb-matmul-local`): the calibration finds each host's quota
   (its workers computing at once, each task executed four times so that no worker waits for
-  the master). The TSP runs last 1.3-1.6 s, and the same scenario's three runs differ by up
-  to 24 % (in the 02:16 run: 1.27, 1.36 and 1.58 s), more than the band. The matrix product
-  misses late: each worker also receives 4 MiB and sends 2 MiB per task over TCP, decoding
-  and encoding them, on the same quota as its computation; in the 02:16 run its workers
-  computed 10 % slower per busy second than calibrated (2.0-2.9e9 against 2.3-3.1e9 flop/s)
-  and were idle 11-15 % of the run, where the model's steady state has them always busy. The
-  calibration's repeated tasks spread that per-task cost over four executions; the model
-  has no term for a worker's own communication on its cores.
+  the master, and the run done again with more tasks until every worker computed for 2 s: a
+  speed under a CPU quota is an average over its 100 ms periods, and with 0.4 s of computing
+  a CI run's calibration put tb-tsp-hetero's hosts 11 % slow). On the fast machine of the
+  2026-11-25 run the TSP runs last 0.56-0.62 s, a few quota periods. The matrix product misses
+  late: each worker also receives 4 MiB and sends 2 MiB per task over TCP, on the same quota
+  as its computation. In the 2026-11-25 run its workers computed about as fast per busy second
+  as calibrated (3.3-5.2e9 against 3.8-5.3e9 flop/s) but were idle 10-26 % of the run, where
+  the model's steady state has them always busy: the LAN calibration (synthetic workers that
+  do nothing else) measured what a worker takes in with its whole quota, about 300 MB/s for
+  0.3 of a core; a run asks about 90 MB/s of it while the worker computes, a quarter of its
+  quota. The model has no term for a worker's own communication on its cores.
 - **Real computation on the testbed, several clusters** (`tb-matmul-two-clusters`,
-  `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute far less
-  than predicted. In `tb-matmul-two-clusters` (02:16 run) spain finished 21 tasks where 58
-  were predicted, its workers busy 10 % of the run, its first result 3 s after the start;
-  its link carried 4.8 MB/s of tasks and 2.6 MB/s of results on average where calibrate had
-  measured 38 and 32 MB/s. Only the workers have CPU quotas: the masters, the communication
-  managers and the WAN emulator run without one on the same two cores, and the main
-  cluster's LAN moved about 80 MB/s of 4 MiB tasks and 2 MiB results over TCP meanwhile. That
-  the path from the master through both CMs to the sub-master is starved of CPU is the
-  likely cause; it is not yet measured apart.
+  `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute less than
+  predicted. In `tb-matmul-two-clusters` (2026-11-25 run) spain finished 19-20 tasks where 51
+  were predicted, its workers busy 8 % of the run; its link carried 8.1 MB/s of tasks and 4.2
+  MB/s of results on average where calibrate had measured 48 MB/s each way. Only the workers
+  have CPU quotas: the masters, the communication managers and the WAN emulator run without
+  one on the same two cores, and the main cluster's LAN moved about 80 MB/s of 4 MiB tasks
+  and 2 MiB results over TCP meanwhile. That the path from the master through both CMs to the
+  sub-master is starved of CPU is the likely cause; it is not yet measured apart.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
