@@ -155,6 +155,35 @@ testbed_up() {
     testbed_plan=$1
 }
 
+# Waits until this machine is quiet before a calibration, at most 60 s: dirty pages written
+# back, then a second in which its CPUs were at most 10 % busy (time stolen by the hypervisor
+# counted as busy). Prints how long it waited and how busy the last second was. (In two CI
+# runs, the gate's first calibration, just after the release build, put tb-tsp-hetero's hosts
+# 11 % and 29 % slower than its runs measured a few seconds later; on a quiet machine its
+# calibrations and runs agree within 6 %.)
+settle() {
+    sync
+    python3 - <<'PY'
+import time
+
+def cpu():
+    # user nice system idle iowait irq softirq steal
+    values = list(map(int, open("/proc/stat").readline().split()[1:9]))
+    return sum(values), values[3] + values[4]
+
+start = time.monotonic()
+total, idle = cpu()
+while True:
+    time.sleep(1)
+    total2, idle2 = cpu()
+    busy = 1 - (idle2 - idle) / max(1, total2 - total)
+    total, idle = total2, idle2
+    if busy <= 0.10 or time.monotonic() - start >= 60:
+        break
+print(f"waiting {time.monotonic() - start:.0f} s for a quiet machine: {100 * busy:.0f} % busy")
+PY
+}
+
 # `key=value` from a line of key=value pairs.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
 
@@ -353,6 +382,7 @@ for name in "${scenarios[@]}"; do
     fi
     system=$work/$name.system.toml
     read -r -a lan_runs <<<"$(calibrate_lan_args "$name")"
+    quiet=$(settle)
     if ! on_host "$on_testbed" timeout -s INT -k 30 300 "$hmw" calibrate "$plan" --out "$system" \
         --work-dir "$work/runs/$name-calibrate" "${calibrate_args[@]}" "${lan_runs[@]}" \
         >"$work/$name.calibrate.log" 2>&1; then
@@ -361,7 +391,7 @@ for name in "${scenarios[@]}"; do
         continue
     fi
     measured=(--measured "$system")
-    echo "  calibrated: $(grep -o 'workers [0-9.]* s.*' "$work/$name.calibrate.log" | tail -1)"
+    echo "  calibrated: $(grep -o 'workers [0-9.]* s.*' "$work/$name.calibrate.log" | tail -1) (after $quiet)"
     if ! "$hmw" predict "$plan" "${measured[@]}" --json >"$work/$name.predict.json" 2>&1 ||
         ! "$hmw" predict "$plan" "${measured[@]}" >"$work/$name.predict.txt" 2>&1; then
         failures+=("$name: hmw predict failed")

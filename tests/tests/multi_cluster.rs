@@ -107,13 +107,17 @@ fn matmul_across_three_clusters_is_verified() {
     for name in ["spain", "brazil"] {
         let c = cluster(&stats, name);
         let done = c["tasks_done"].as_u64().unwrap();
-        assert!(done > 0, "{name} did nothing: {c:#}");
+        let discharged = c["discharged"].as_u64().unwrap();
+        // Computed, whether first or not: on a fast machine the main cluster's tail copies
+        // of brazil's last tasks (4 joined per result) can all come back before brazil's
+        // results do (a CI run: 20 of its tasks, all discharged).
+        assert!(done + discharged > 0, "{name} did nothing: {c:#}");
         assert_eq!(c["lost"], false);
         // The external clusters split each 128-block task into (128/64)^3 = 8 local tasks:
         // 8 for each useful one, and up to 8 for each discharged one (a copy computed for
         // nothing, or a task it still held unstarted when the run stopped).
         let local = c["stats"]["tasks"].as_u64().unwrap();
-        let discharged = c["discharged"].as_u64().unwrap();
+        assert!(local > 0, "{name} computed nothing: {c:#}");
         assert!(
             8 * done <= local && local <= 8 * (done + discharged),
             "{local} local tasks for {done} useful and {discharged} discharged: {c:#}"
