@@ -243,10 +243,9 @@ pub(crate) fn exchange(
 /// two messages. Enough to keep the link busy (the buffer holds what is in flight too: a
 /// fixed 1 MiB held a 50 MB/s link with a 43 ms round trip to 23 MB/s), and little enough
 /// that the backlog left when the sender stops queueing drains within the turn's margin
-/// instead of running into the other direction's turn (its data delays that direction's
-/// acknowledgements: with a 1 MiB floor and messages queued to the end of the turn, a 1 MB/s
-/// link with a 100 ms round trip and 0.5 % loss measured 0.84 of its rate after a 1 s
-/// warm-up, 0.99 after 3 s).
+/// instead of running into the other direction's turn, where its data would delay that
+/// direction's acknowledgements. (On the testbed's lossy 1 MB/s link this alone did not lift
+/// the slow direction: the warm-up in round trips, [`WARMUP_ROUND_TRIPS`], did.)
 const SEND_BACKLOG_S: f64 = 0.5;
 const SEND_BACKLOG_FLOOR: usize = 512 << 10;
 
