@@ -581,10 +581,12 @@ and compares with `hmw report`, which also draws the charts.
   started over ssh. The quotas differ from the plan's hand-written `perf` by up to 20 %
   (`[testbed] quota_perf`); just before the scenario's runs `hmw calibrate` measures the
   workers (the application's own tasks, every worker of every cluster computing at once, as
-  in a run, each task executed four times so that no worker waits for the master), each LAN,
-  and each WAN between its CMs' hosts (one direction at a time, while the workers compute),
-  and the prediction, the simulation and the report use that file (kept beside the results
-  as `NAME.system.toml`). What the calibration does not reproduce: a worker's own per-task
+  in a run, each task executed four times so that no worker waits for the master, until
+  every worker computed for 2 s), each LAN, and each WAN between its CMs' hosts (one
+  direction at a time after a warm-up of 30 round trips at least, while the workers
+  compute), and the prediction, the simulation and the report use that file (kept beside the
+  results as `NAME.system.toml`). Every calibration starts once the machine is quiet (a
+  second with its CPUs at most 10 % busy, at most 60 s of waiting; the wait is printed). What the calibration does not reproduce: a worker's own per-task
   communication (receiving its task, sending its result) on its quota, which the repeated
   tasks spread thin; the masters', sub-masters' and CMs' own CPU use during a run (they run
   without a quota, on the same two cores); and whatever else the machine runs between the
