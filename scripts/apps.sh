@@ -93,14 +93,10 @@ else
     derive srmsd srmsd-ring-three-clusters.toml
     derive matmul_rc matmul-row-column.toml
     tsp_exhaustive=()
-    # Held-Karp checks up to 18 cities; at 16 a pruning run lasts long enough (28 s on an
-    # EPYC core pair, 2026-11-25) for its progress samples to say something at 10 %. Divided
-    # at level 4 (15 x 14 x 13 = 2730 tasks, oper = floor(e x 12!) nodes each): the
-    # estimate at 10 % rests on about 270 tasks' work. At level 3 (210 tasks) it rested on
-    # 20, and missed by 0.195 where level 4 missed by 0.004 and 0.012 (task-pruning's work
-    # per task varies by orders of magnitude).
-    tsp_pruning=('n = 12|n = 16' 'level = 3|level = 4' 'tasks = 110|tasks = 2730'
-        'oper = 986410|oper = 1302061345')
+    # Held-Karp checks up to 18 cities; at 16 a pruning run lasts long enough (about 20 s
+    # on the machine of 2026-11-23, 6.5 s on the faster one of 2026-11-25) for its progress
+    # samples to say something at 10 %.
+    tsp_pruning=('n = 12|n = 16' 'tasks = 110|tasks = 210' 'oper = 986410|oper = 16926797486')
 fi
 derive tsp_exhaustive tsp-three-clusters.toml "${tsp_exhaustive[@]}" 'statistics_interval = 1|statistics_interval = 0.25'
 derive tsp_task tsp-three-clusters.toml "${tsp_pruning[@]}" \
