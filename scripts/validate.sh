@@ -586,9 +586,9 @@ and compares with `hmw report`, which also draws the charts.
   direction at a time after a warm-up of 30 round trips at least, while the workers
   compute), and the prediction, the simulation and the report use that file (kept beside the
   results as `NAME.system.toml`). Every calibration starts once the machine is quiet (a
-  second with its CPUs at most 10 % busy, at most 60 s of waiting; the wait is printed). What the calibration does not reproduce: a worker's own per-task
-  communication (receiving its task, sending its result) on its quota, which the repeated
-  tasks spread thin; the masters', sub-masters' and CMs' own CPU use during a run (they run
+  second with its CPUs at most 10 % busy, at most 60 s of waiting; the wait is printed).
+  What the calibration does not reproduce: a worker's own per-task communication (receiving
+  its task, sending its result) on its quota, which the repeated tasks spread thin; the masters', sub-masters' and CMs' own CPU use during a run (they run
   without a quota, on the same two cores); and whatever else the machine runs between the
   calibration and each run. A host's quota is a ceiling that a loaded machine may not
   deliver.
