@@ -1275,7 +1275,7 @@ fn measure_remote(
             Ok(probes)
         })
     };
-    let perf_runs = |tasks_per_worker: u64| {
+    let perf_runs_of = |tasks_per_worker: u64| {
         each_cluster(layout.clusters.len(), |i| {
             let name = &layout.clusters[i].name;
             if workers[i].is_empty() {
@@ -1299,7 +1299,7 @@ fn measure_remote(
     let any_workers = workers.iter().any(|w| !w.is_empty());
     let sizing = WorkerRuns::new(args);
     let perf_runs = || {
-        sizing.long_enough(perf_runs, |runs: &Vec<Option<RunStats>>| {
+        sizing.long_enough(perf_runs_of, |runs: &Vec<Option<RunStats>>| {
             shortest_busy_s(runs.iter().flatten())
         })
     };
