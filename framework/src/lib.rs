@@ -13,6 +13,7 @@ pub mod app;
 mod builder;
 pub mod config;
 pub mod core;
+pub mod cpu_clock;
 pub mod error;
 pub mod estimator;
 pub mod idle;

@@ -17,7 +17,7 @@ use hmw::{
     config::{ConfigFile, RunConfig},
     core::{
         CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkView, MasterCore, Output,
-        ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
+        ProblemSource, Queued, Received, SubMasterCore, TaskCpu, TaskSource, WorkerCore,
     },
     machinefile::{Facing, MachineFile},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult},
@@ -473,6 +473,10 @@ impl World {
         let computed = Computed {
             result: Ok(result),
             closes_batch,
+            cpu: TaskCpu {
+                compute_s: busy_s,
+                repeats_s: 0.0,
+            },
         };
         let r = worker.core.on_computed(computed, inline, &mut self.out);
         self.check(node, r)?;
@@ -549,7 +553,7 @@ impl World {
                     if let Ok(Received::Stop) = r {
                         worker.stopped = true;
                         worker.queue.clear();
-                        worker.core.bye(&mut self.out);
+                        worker.core.bye(None, &mut self.out);
                         self.flush_worker(to);
                     }
                     self.check(to, r.map(|_| ()))?;

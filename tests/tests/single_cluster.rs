@@ -161,6 +161,15 @@ fn repeated_tasks_count_every_execution() {
             (16.0..=20.5).contains(&perf),
             "{perf} operations per busy second: {stats}"
         );
+        // Each worker said what CPU time it used (the calibration's (100)): its tasks
+        // sleep, so its compute thread used little of it while busy.
+        let (cpu, compute) = (
+            w["cpu_s"].as_f64().unwrap(),
+            w["compute_cpu_s"].as_f64().unwrap(),
+        );
+        let busy = w["busy_s"].as_f64().unwrap();
+        assert!(cpu > 0.0 && (0.0..=cpu).contains(&compute), "{stats}");
+        assert!(compute < 0.25 * busy, "{stats}");
     }
 }
 

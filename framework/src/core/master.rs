@@ -708,6 +708,10 @@ impl<S: TaskSource> MasterCore<S> {
         }
         match message {
             ToMaster::Link(state) => tally.link = Some(state),
+            ToMaster::Usage(usage) => {
+                tally.stats.cpu_s = usage.cpu_s;
+                tally.stats.compute_cpu_s = usage.compute_cpu_s;
+            }
             ToMaster::Ready { room } => self.request(from, room),
             ToMaster::Result { result, room } => {
                 let duplicated = result.ids.len() > 1 && {

@@ -14,7 +14,7 @@ use crate::{
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
-    protocol::{encode, ToMaster, ToWorker, WireResult, WireTask},
+    protocol::{encode, ToMaster, ToWorker, WireResult, WireTask, WorkerUsage},
 };
 
 /// How often a worker holding all the tasks it asked for looks at the master's messages: then
@@ -37,6 +37,17 @@ pub struct Computed {
     pub result: Result<WireResult, RunError>,
     /// As [`Queued::closes_batch`].
     pub closes_batch: bool,
+    /// The CPU time its execution took, for the worker's [`WorkerUsage`].
+    pub cpu: TaskCpu,
+}
+
+/// The CPU time of a task's execution on the executing thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TaskCpu {
+    /// Executing it, every repeat (`run.repeat_tasks`).
+    pub compute_s: f64,
+    /// Decoding it again for the repeats after the first: work a run would not do.
+    pub repeats_s: f64,
 }
 
 /// What a message from the master asks of the worker.
@@ -181,8 +192,15 @@ impl WorkerCore {
         }
     }
 
-    /// The answer to `Stop`.
-    pub fn bye(&self, out: &mut Vec<Output>) {
+    /// The answer to `Stop`: the CPU time the worker used, when its driver measured it,
+    /// then `Bye`.
+    pub fn bye(&self, usage: Option<WorkerUsage>, out: &mut Vec<Output>) {
+        if let Some(usage) = usage {
+            out.push(Output::Send {
+                to: MASTER,
+                bytes: encode(&ToMaster::Usage(usage)),
+            });
+        }
         out.push(Output::Send {
             to: MASTER,
             bytes: encode(&ToMaster::Bye { report: None }),

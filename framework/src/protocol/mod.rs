@@ -171,6 +171,20 @@ pub enum ToMaster {
     /// From a communication manager facing a master, every second: its link, for the live
     /// prediction.
     Link(LinkState),
+    /// From a worker, once, just before its `Bye`: the CPU time it used.
+    Usage(WorkerUsage),
+}
+
+/// The CPU time a worker used while it served, from the first task it received to the last
+/// result it handed over (`hmw calibrate` reads a worker's own communication from it, (100)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerUsage {
+    /// CPU seconds of the worker's process: every thread's, the kernel's work on its
+    /// behalf in system calls included; decoding a task again for a repeat
+    /// (`run.repeat_tasks`) excluded, as a run would not do it.
+    pub cpu_s: f64,
+    /// CPU seconds of its compute thread executing tasks (what `busy_s` times).
+    pub compute_cpu_s: f64,
 }
 
 /// A link to another cluster as its communication manager sees it now.

@@ -27,6 +27,13 @@ pub struct WorkerStats {
     #[serde(default)]
     /// See `decode_s`.
     pub encode_s: f64,
+    /// CPU seconds its process used from its first task to its last result (every thread,
+    /// the kernel's work on its behalf included); 0 when unknown.
+    #[serde(default)]
+    pub cpu_s: f64,
+    /// CPU seconds of those its compute thread spent executing tasks; 0 when unknown.
+    #[serde(default)]
+    pub compute_cpu_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
     /// Tasks completed per second of busy time: the worker's measured available performance.

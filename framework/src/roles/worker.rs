@@ -18,11 +18,12 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::{
     app::{Task, TaskResult, WorkerContext},
-    core::{Computed, Output, Queued, Received, WorkerCore},
+    core::{Computed, Output, Queued, Received, TaskCpu, WorkerCore},
+    cpu_clock::{process_cpu_s, thread_cpu_s},
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult},
+    protocol::{decode, encode, ToMaster, ToWorker, WireResult, WorkerUsage},
     transport::Transport,
 };
 
@@ -124,6 +125,37 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
     Ok(())
 }
 
+/// The CPU time a worker uses while it serves: its process's from the first task it received
+/// to the last result it handed over, the repeats' decoding taken out, and its compute
+/// thread's executing tasks.
+#[derive(Default)]
+struct Usage {
+    started_cpu_s: Option<f64>,
+    repeats_cpu_s: f64,
+    usage: WorkerUsage,
+}
+
+impl Usage {
+    /// A task arrived: the first starts the count.
+    fn task_received(&mut self) {
+        self.started_cpu_s.get_or_insert_with(process_cpu_s);
+    }
+
+    /// A result was handed over, its execution having taken `cpu`.
+    fn result_sent(&mut self, cpu: TaskCpu) {
+        self.usage.compute_cpu_s += cpu.compute_s;
+        self.repeats_cpu_s += cpu.repeats_s;
+        if let Some(start) = self.started_cpu_s {
+            self.usage.cpu_s = process_cpu_s() - start - self.repeats_cpu_s;
+        }
+    }
+
+    /// What was counted, when any task was.
+    fn measured(&self) -> Option<WorkerUsage> {
+        self.started_cpu_s.map(|_| self.usage)
+    }
+}
+
 /// Pass a computed task to the core and send what it says; a failed task, once reported,
 /// ends serving.
 fn deliver(
@@ -131,10 +163,13 @@ fn deliver(
     core: &mut WorkerCore,
     computed: Computed,
     inline: bool,
+    usage: &mut Usage,
     out: &mut Vec<Output>,
 ) -> Result<(), Failure> {
+    let cpu = computed.cpu;
     let reported = core.on_computed(computed, inline, out);
     perform(transport, out)?;
+    usage.result_sent(cpu);
     if let Err(error) = reported {
         transport.flush()?;
         return Err(Failure::Reported(error));
@@ -161,13 +196,14 @@ fn serve<T: Task>(
 
     let mut out = Vec::new();
     let mut tasks = VecDeque::new();
+    let mut usage = Usage::default();
     core.start(&mut out);
     perform(transport, &mut out)?;
     let mut idle = Idle::default();
     loop {
         let mut active = false;
         while let Ok(computed) = result_rx.try_recv() {
-            deliver(transport, &mut core, computed, false, &mut out)?;
+            deliver(transport, &mut core, computed, false, &mut usage, &mut out)?;
             active = true;
         }
         if let Some(envelope) = transport.try_recv()? {
@@ -175,10 +211,13 @@ fn serve<T: Task>(
             if core.handle(&envelope.bytes, rank, &mut tasks)? == Received::Stop {
                 break;
             }
+            if !tasks.is_empty() {
+                usage.task_received();
+            }
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
                     let computed = execute::<T>(execution, queued);
-                    deliver(transport, &mut core, computed, true, &mut out)?;
+                    deliver(transport, &mut core, computed, true, &mut usage, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
                     let _ = task_tx.send(queued);
@@ -200,7 +239,7 @@ fn serve<T: Task>(
         match result_rx.recv_timeout(pause) {
             Ok(computed) => {
                 idle.reset();
-                deliver(transport, &mut core, computed, false, &mut out)?;
+                deliver(transport, &mut core, computed, false, &mut usage, &mut out)?;
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
@@ -211,7 +250,7 @@ fn serve<T: Task>(
             }
         }
     }
-    core.bye(&mut out);
+    core.bye(usage.measured(), &mut out);
     perform(transport, &mut out)?;
     transport.flush()?;
     Ok(())
@@ -232,16 +271,22 @@ fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Send
 fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
     let Execution { context, repeats } = execution;
     let Queued { task, closes_batch } = queued;
+    let mut cpu = TaskCpu::default();
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         // One execution: its output, the work it says it did (else the task's estimate),
-        // its busy and decoding seconds.
-        let once = || -> Result<_, _> {
-            let start = Instant::now();
+        // its busy and decoding seconds; its CPU time counted in `cpu` (a repeat's
+        // decoding apart: a run would not do it).
+        let mut once = |repeat: bool| -> Result<_, _> {
+            let (start, start_cpu) = (Instant::now(), thread_cpu_s());
             let decoded = decode::<T>(&task.body, "task")?;
-            let executing = Instant::now();
+            let (executing, executing_cpu) = (Instant::now(), thread_cpu_s());
+            if repeat {
+                cpu.repeats_s += executing_cpu - start_cpu;
+            }
             let output = decoded.execute(context);
             let operations = output.operations().unwrap_or(task.operations);
             let busy_s = executing.elapsed().as_secs_f64();
+            cpu.compute_s += thread_cpu_s() - executing_cpu;
             Ok((
                 output,
                 operations,
@@ -249,9 +294,9 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
                 (executing - start).as_secs_f64(),
             ))
         };
-        let (mut output, mut operations, mut busy_s, mut decode_s) = once()?;
+        let (mut output, mut operations, mut busy_s, mut decode_s) = once(false)?;
         for _ in 1..*repeats {
-            let (again, ops, busy, decoding) = once()?;
+            let (again, ops, busy, decoding) = once(true)?;
             (output, operations, busy_s, decode_s) =
                 (again, operations + ops, busy_s + busy, decode_s + decoding);
         }
@@ -281,6 +326,7 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
     Computed {
         result,
         closes_batch,
+        cpu,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The dispatch benchmark application: tiny tasks (64-byte task and result, no compute), so
 //! the run measures the framework's per-task overhead alone.
 
-use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw::{cpu_clock::process_cpu_s, Problem, Task, TaskId, TaskResult, WorkerContext};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Deserialize)]
@@ -41,22 +41,11 @@ struct Dispatch {
     cpu_at_start: Option<f64>,
 }
 
-/// This process's CPU time so far (all its threads), in seconds.
-fn process_cpu_seconds() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec for clock_gettime to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
-}
-
 impl Problem for Dispatch {
     type Task = Tiny;
 
     fn next_task(&mut self) -> Option<Tiny> {
-        self.cpu_at_start.get_or_insert_with(process_cpu_seconds);
+        self.cpu_at_start.get_or_insert_with(process_cpu_s);
         (self.produced < self.tasks).then(|| {
             self.produced += 1;
             Tiny(vec![7; 64])
@@ -84,7 +73,7 @@ fn main() -> std::process::ExitCode {
         },
         |dispatch, stats| {
             let tasks = dispatch.gathered as f64;
-            let master_cpu_s = process_cpu_seconds() - dispatch.cpu_at_start.unwrap_or(0.0);
+            let master_cpu_s = process_cpu_s() - dispatch.cpu_at_start.unwrap_or(0.0);
             println!(
                 "dispatch tasks={} wall_s={:.6} tasks_per_s={:.1} overhead_us={:.2} \
                  master_cpu_us_per_task={:.3}",

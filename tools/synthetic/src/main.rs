@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw::{cpu_clock::thread_cpu_s, Problem, Task, TaskId, TaskResult, WorkerContext};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -71,17 +71,6 @@ fn kernel(mut v: f64, rounds: u64) -> f64 {
         v = std::hint::black_box(v);
     }
     v
-}
-
-/// This thread's CPU time, seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// CPU time over which the kernel's rate is counted before it is fixed, seconds.

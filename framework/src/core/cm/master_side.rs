@@ -134,8 +134,8 @@ impl CmMasterSide {
             }
             ToMaster::Ready { room } => self.far_room += u64::from(room),
             // The far side's own link reports are not for this master, nor its CM's word
-            // that it is back (its own side does not send it).
-            ToMaster::Link(_) | ToMaster::Back => {}
+            // that it is back (its own side does not send it); a CM sends no worker's usage.
+            ToMaster::Link(_) | ToMaster::Back | ToMaster::Usage(_) => {}
             // The far cluster reports it cannot go on: it is lost now, not after the deadline.
             ToMaster::Lost | ToMaster::Failed { .. } => {
                 self.may_return = false;
