@@ -374,8 +374,11 @@ fn calibrate(
                 machines,
                 &ranks,
                 first,
-                &stats,
-                args.repeats,
+                &WorkersRun {
+                    stats: &stats,
+                    repeats: args.repeats,
+                    comm_bytes: app.comm_bytes(),
+                },
                 &mut workers_table,
             )?);
             first += ranks.len();
@@ -984,18 +987,30 @@ fn link_message_sizes(plan: &Plan, name: &str) -> Result<(usize, usize)> {
     ))
 }
 
-/// The perf of each worker of `ranks` (machine-file lines of cluster `name`) from a run in
-/// which the k-th of them was rank `first + k` and executed each task `repeats` times, its
-/// row added to `table`.
+/// A workers' run: its statistics, how many times each task was executed, and the bytes of
+/// one task and its result.
+struct WorkersRun<'a> {
+    stats: &'a RunStats,
+    repeats: u32,
+    comm_bytes: f64,
+}
+
+/// The perf and `tput_own` (100) of each worker of `ranks` (machine-file lines of cluster
+/// `name`) from a workers' run in which the k-th of them was rank `first + k`, its row added
+/// to `table`.
 fn measured_workers_of(
     name: &str,
     machines: &MachineFile,
     ranks: &[usize],
     first: usize,
-    stats: &RunStats,
-    repeats: u32,
+    run: &WorkersRun,
     table: &mut String,
 ) -> Result<Vec<MeasuredWorker>> {
+    let WorkersRun {
+        stats,
+        repeats,
+        comm_bytes,
+    } = *run;
     let join_s = stats.join_s / stats.tasks.max(1) as f64;
     ranks
         .iter()
@@ -1013,30 +1028,54 @@ fn measured_workers_of(
                         first + k
                     )
                 })?;
-            table.push_str(&worker_row(name, host, worker, repeats, join_s));
+            let own = own_comm_bytes_per_s(worker, comm_bytes);
+            table.push_str(&worker_row(
+                name, host, worker, repeats, join_s, own, comm_bytes,
+            ));
             Ok(MeasuredWorker {
                 host: host.clone(),
                 perf: worker.ops_per_s,
+                own_comm_bytes_per_s: own,
             })
         })
         .collect()
 }
 
+/// `tput_own` (100) of a worker from the workers' run, whose tasks and results carried
+/// `comm_bytes` each: the CPU time its process spent beside executing tasks, per task,
+/// taken at the share of a core its executions got (`compute_cpu_s / busy_s`), is the time
+/// its own communication of a task takes from its computing. `None` when the run measured
+/// no CPU time, when nothing was spent beside the executions, or when they used under 5 % of
+/// a core (tasks that wait or sleep leave the worker's CPU free for its communication).
+fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64) -> Option<f64> {
+    let share = worker.compute_cpu_s / worker.busy_s;
+    let own_cpu_s = (worker.cpu_s - worker.compute_cpu_s) / worker.tasks_computed as f64;
+    (share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
+        .then(|| comm_bytes * share / own_cpu_s)
+        .filter(|rate| rate.is_finite())
+}
+
 /// A worker's row of the workers' table: per execution of a task (each task executed
-/// `repeats` times) but for writing its result and joining it, done once per task.
+/// `repeats` times) but for writing its result and joining it, and its own communication
+/// (100), done once per task.
 fn worker_row(
     cluster: &str,
     host: &str,
     worker: &WorkerStats,
     repeats: u32,
     join_s_per_task: f64,
+    own_comm_bytes_per_s: Option<f64>,
+    comm_bytes: f64,
 ) -> String {
     // Per execution: reading the task (decoding, on the worker) and working; per task:
     // writing the result (encoding), and joining it at the master (decoding and gathering).
     let tasks = worker.tasks_computed.max(1) as f64;
     let executions = tasks * f64::from(repeats);
+    let own_ms = own_comm_bytes_per_s.map_or("-".to_owned(), |own| {
+        format!("{:.3}", 1e3 * comm_bytes / own)
+    });
     format!(
-        "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}\n",
+        "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {own_ms:>9}\n",
         worker.ops_per_s,
         executions / worker.busy_s.max(f64::MIN_POSITIVE),
         1e3 * worker.decode_s / executions,
@@ -1049,8 +1088,16 @@ fn worker_row(
 /// The header of the workers' table.
 fn workers_header() -> String {
     format!(
-        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
-        "cluster", "worker", "ops/s", "tasks/s", "read ms", "work ms", "write ms", "join ms"
+        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "cluster",
+        "worker",
+        "ops/s",
+        "tasks/s",
+        "read ms",
+        "work ms",
+        "write ms",
+        "join ms",
+        "own ms"
     )
 }
 
@@ -1319,8 +1366,11 @@ fn measure_remote(
                 &machine_files[i],
                 &workers[i],
                 1,
-                &stats,
-                args.repeats,
+                &WorkersRun {
+                    stats: &stats,
+                    repeats: args.repeats,
+                    comm_bytes: plan.application.comm_bytes(),
+                },
                 &mut workers_table,
             )?,
             None => Vec::new(),
@@ -1584,5 +1634,39 @@ mod tests {
         assert_eq!(runs.mean(), 2.0);
         assert_eq!(runs.std_dev(), 1.0);
         assert_eq!((runs.min(), runs.max()), (1.0, 3.0));
+    }
+
+    #[test]
+    fn a_workers_own_communication_is_its_cpu_time_beside_executing_at_its_share() {
+        // 10 tasks executed in 2 s of wall time and 0.8 s of CPU: a share of 0.4 of a core;
+        // 0.07 s more of CPU in all, 7 ms per task, is 17.5 ms of the worker's time.
+        let worker = WorkerStats {
+            tasks_computed: 10,
+            busy_s: 2.0,
+            compute_cpu_s: 0.8,
+            cpu_s: 0.87,
+            ..WorkerStats::default()
+        };
+        let rate = own_comm_bytes_per_s(&worker, 6e6).unwrap();
+        assert!((rate - 6e6 / 0.0175).abs() < 1e-3 * rate, "{rate}");
+        // Tasks that sleep leave the CPU free; no CPU counted, or none beside executing: no
+        // rate.
+        let sleeping = WorkerStats {
+            compute_cpu_s: 0.05,
+            cpu_s: 0.2,
+            ..worker.clone()
+        };
+        assert_eq!(own_comm_bytes_per_s(&sleeping, 6e6), None);
+        let unmeasured = WorkerStats {
+            compute_cpu_s: 0.0,
+            cpu_s: 0.0,
+            ..worker.clone()
+        };
+        assert_eq!(own_comm_bytes_per_s(&unmeasured, 6e6), None);
+        let nothing_beside = WorkerStats {
+            cpu_s: 0.8,
+            ..worker
+        };
+        assert_eq!(own_comm_bytes_per_s(&nothing_beside, 6e6), None);
     }
 }

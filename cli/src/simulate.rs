@@ -135,6 +135,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
             .iter()
             .find(|c| c.name == cluster.name)
             .with_context(|| format!("cluster {} is not in the plan", cluster.name))?;
+        // Each worker's performance in a run, its own communication counted (100).
         let perf = machines
             .ranks
             .iter()
@@ -143,7 +144,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                     .workers
                     .iter()
                     .find(|w| w.host == line.host)
-                    .map_or(0.0, |w| w.perf)
+                    .map_or(0.0, |w| w.run_perf(&input.application))
             })
             .collect();
         let (speed_changes, rate_changes) = changes_of(plan_path, plan_cluster)?;

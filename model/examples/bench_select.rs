@@ -61,6 +61,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                     host: format!("c{c}w{i}"),
                     // an order of magnitude between the slowest and the fastest, all distinct
                     perf: base * rng.log_uniform(1.0, 10.0),
+                    own_comm_bytes_per_s: None,
                 })
                 .collect();
             let cperf: f64 = workers.iter().map(|w| w.perf).sum();

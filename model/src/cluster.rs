@@ -284,6 +284,7 @@ mod tests {
                 .map(|(i, &perf)| WorkerParams {
                     host: format!("w{i}"),
                     perf,
+                    own_comm_bytes_per_s: None,
                 })
                 .collect(),
             external: Some(ExternalLink {

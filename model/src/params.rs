@@ -71,6 +71,22 @@ pub struct WorkerParams {
     pub host: String,
     /// Available performance in basic operations per second.
     pub perf: f64,
+    /// `tput_own[i]`: the bytes of its tasks and results the worker moves per second of its
+    /// own time, time it does not compute (100); `None`: its communication costs it nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_comm_bytes_per_s: Option<f64>,
+}
+
+impl WorkerParams {
+    /// Equation (100): the worker's performance in a run, `oper / (oper/perf +
+    /// s_comm/tput_own)` — a task takes its computation and the worker's own share of moving
+    /// it and its result; `perf` without `tput_own`.
+    pub fn run_perf(&self, app: &ApplicationParams) -> f64 {
+        match self.own_comm_bytes_per_s {
+            Some(own) => app.oper / (app.oper / self.perf + app.comm_bytes() / own),
+            None => self.perf,
+        }
+    }
 }
 
 /// The WAN link from the main cluster to an external cluster, and how tasks and results are
@@ -106,12 +122,12 @@ pub struct ClusterParams {
 }
 
 impl ClusterParams {
-    /// The `perf[i]` (section 1) of the workers at `indices` (indices into
-    /// [`ClusterParams::workers`]); indices out of range are skipped.
-    pub fn perfs_of(&self, indices: &[usize]) -> Vec<f64> {
+    /// The performances in a run (100) of the workers at `indices` (indices into
+    /// [`ClusterParams::workers`]) running `app`; indices out of range are skipped.
+    pub fn perfs_of(&self, indices: &[usize], app: &ApplicationParams) -> Vec<f64> {
         indices
             .iter()
-            .filter_map(|&i| self.workers.get(i).map(|w| w.perf))
+            .filter_map(|&i| self.workers.get(i).map(|w| w.run_perf(app)))
             .collect()
     }
 }
@@ -298,6 +314,10 @@ pub struct MeasuredWorker {
     pub host: String,
     /// Basic operations per second.
     pub perf: f64,
+    /// `tput_own` (100): bytes of its tasks and results the worker moves per second of its
+    /// own time; absent: its communication costs it nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_comm_bytes_per_s: Option<f64>,
 }
 
 #[cfg(test)]
@@ -326,6 +346,30 @@ mod tests {
     #[test]
     fn comm_bytes_is_task_plus_result_eq2() {
         assert_eq!(srmsd().comm_bytes(), 2_310_248.0);
+    }
+
+    #[test]
+    fn a_workers_own_communication_lowers_its_performance_in_a_run_eq100() {
+        // tb-matmul-local's lyon-1 as calibrated (docs/model.md section 9).
+        let app = ApplicationParams {
+            tasks: 216,
+            oper: 268_173_312.0,
+            task_bytes: 4_194_336.0,
+            result_bytes: 2_097_162.0,
+            task_bytes_inter: None,
+            result_bytes_inter: None,
+        };
+        let mut worker = WorkerParams {
+            host: "lyon-1".into(),
+            perf: 4.9303e9,
+            own_comm_bytes_per_s: None,
+        };
+        assert_eq!(worker.run_perf(&app), 4.9303e9);
+        worker.own_comm_bytes_per_s = Some(3.3379e8);
+        let task_s = app.oper / 4.9303e9 + 6_291_498.0 / 3.3379e8;
+        assert!((task_s - (0.054_393 + 0.018_849)).abs() < 1e-6, "{task_s}");
+        let run_perf = worker.run_perf(&app);
+        assert!((run_perf / 3.6614e9 - 1.0).abs() < 1e-4, "{run_perf}");
     }
 
     #[test]

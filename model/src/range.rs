@@ -378,6 +378,7 @@ mod tests {
         let worker = |host: &str, perf: f64| WorkerParams {
             host: host.into(),
             perf,
+            own_comm_bytes_per_s: None,
         };
         ModelInput {
             application: ApplicationParams {

@@ -308,7 +308,6 @@ pub fn link_needs(
 /// and end times and the minimum tasks (58) at that grain.
 pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec<GrainRow> {
     let params = &input.system.clusters[cluster];
-    let perfs = params.perfs_of(workers);
     let mut rows: Vec<GrainRow> = input
         .grains
         .iter()
@@ -316,7 +315,7 @@ pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec
             let model = ClusterModel::new(
                 &candidate.application,
                 params,
-                &perfs,
+                &params.perfs_of(workers, &candidate.application),
                 input.options.end_options(),
             )?;
             Some(GrainRow {

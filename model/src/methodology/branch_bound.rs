@@ -212,13 +212,10 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
     let oper = app.oper;
     let n = params.workers.len();
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| {
-        params.workers[b]
-            .perf
-            .total_cmp(&params.workers[a].perf)
-            .then(a.cmp(&b))
-    });
-    let perf: Vec<f64> = order.iter().map(|&i| params.workers[i].perf).collect();
+    // Each worker's performance in a run (100).
+    let run_perf: Vec<f64> = params.workers.iter().map(|w| w.run_perf(app)).collect();
+    order.sort_by(|&a, &b| run_perf[b].total_cmp(&run_perf[a]).then(a.cmp(&b)));
+    let perf: Vec<f64> = order.iter().map(|&i| run_perf[i]).collect();
     let mut prefix_perf = vec![0.0; n + 1];
     let mut prefix_inv = vec![0.0; n + 1];
     for i in 0..n {

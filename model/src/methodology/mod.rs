@@ -128,7 +128,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     let mut models = Vec::new();
     let mut left_out = Vec::new();
     for (c, params) in clusters.iter().enumerate() {
-        let perfs = params.perfs_of(&selection.workers[c]);
+        let perfs = params.perfs_of(&selection.workers[c], app);
         match ClusterModel::new(app, params, &perfs, reassign) {
             Some(model) => {
                 active.push(c);
@@ -164,21 +164,22 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
 
     let main = &clusters[0];
     let all_main: Vec<usize> = (0..main.workers.len()).collect();
-    let local = ClusterModel::new(app, main, &main.perfs_of(&all_main), reassign).map(|model| {
-        let alone_best = evaluate_case(app, &[&model], Case::Best);
-        let alone_worst = evaluate_case(app, &[&model], Case::Worst);
-        let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
-        cluster_prediction(
-            main,
-            hosts,
-            &model,
-            app,
-            threshold,
-            0,
-            &alone_best,
-            &alone_worst,
-        )
-    });
+    let local =
+        ClusterModel::new(app, main, &main.perfs_of(&all_main, app), reassign).map(|model| {
+            let alone_best = evaluate_case(app, &[&model], Case::Best);
+            let alone_worst = evaluate_case(app, &[&model], Case::Worst);
+            let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
+            cluster_prediction(
+                main,
+                hosts,
+                &model,
+                app,
+                threshold,
+                0,
+                &alone_best,
+                &alone_worst,
+            )
+        });
     let performances: Vec<f64> = models.iter().map(|m| m.cperf).collect();
     let run = RunPrediction {
         t_best: best_time(app.workload(), multi_cluster_performance(&performances)),

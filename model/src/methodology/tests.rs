@@ -21,6 +21,7 @@ fn workers(list: &[(&str, f64)]) -> Vec<WorkerParams> {
         .map(|&(host, perf)| WorkerParams {
             host: host.into(),
             perf,
+            own_comm_bytes_per_s: None,
         })
         .collect()
 }
@@ -235,6 +236,7 @@ fn branch_and_bound_stopped_by_its_budget_reports_a_gap() {
                 .extend(originals.iter().map(|w| WorkerParams {
                     host: format!("{}-{copy}", w.host),
                     perf: w.perf * (1.0 + 1e-3 * copy as f64),
+                    own_comm_bytes_per_s: None,
                 }));
         }
     }
@@ -265,6 +267,7 @@ fn branch_and_bound_handles_a_plan_far_beyond_the_exhaustive_limit() {
                 .extend(originals.iter().map(|w| WorkerParams {
                     host: format!("{}-{copy}", w.host),
                     perf: w.perf,
+                    own_comm_bytes_per_s: None,
                 }));
         }
     }
@@ -638,7 +641,10 @@ fn a_trillion_tasks_are_predicted_without_stepping_through_them() {
         .clusters
         .iter()
         .map(|c| {
-            let perfs = c.perfs_of(&(0..c.workers.len()).collect::<Vec<_>>());
+            let perfs = c.perfs_of(
+                &(0..c.workers.len()).collect::<Vec<_>>(),
+                &input.application,
+            );
             let mut m = ClusterModel::new(&input.application, c, &perfs, true).unwrap();
             m.perf_ste = 0.0;
             m
@@ -694,6 +700,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         .map(|(i, &perf)| WorkerParams {
                             host: format!("{prefix}{i}"),
                             perf,
+                            own_comm_bytes_per_s: None,
                         })
                         .collect()
                 };
@@ -795,6 +802,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         .map(|(i, &z)| WorkerParams {
                             host: format!("{prefix}{i}"),
                             perf: v(z),
+                            own_comm_bytes_per_s: None,
                         })
                         .collect()
                 };
@@ -1046,6 +1054,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                     .map(|i| WorkerParams {
                                         host: format!("c{c}w{i}"),
                                         perf: base * spread[i],
+                                        own_comm_bytes_per_s: None,
                                     })
                                     .collect();
                                 let cperf: f64 = workers.iter().map(|w| w.perf).sum();

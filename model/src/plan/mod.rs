@@ -888,12 +888,8 @@ impl Plan {
             };
             let mut workers = Vec::new();
             for machine in plan.workers() {
-                let measured_perf = m.and_then(|m| {
-                    m.workers
-                        .iter()
-                        .find(|w| w.host == machine.host)
-                        .map(|w| w.perf)
-                });
+                let measured = m.and_then(|m| m.workers.iter().find(|w| w.host == machine.host));
+                let measured_perf = measured.map(|w| w.perf);
                 let perf = measured_perf.or(machine.perf).ok_or_else(|| {
                     invalid_machine(
                         name,
@@ -906,6 +902,7 @@ impl Plan {
                 workers.push(WorkerParams {
                     host: machine.host.clone(),
                     perf,
+                    own_comm_bytes_per_s: measured.and_then(|w| w.own_comm_bytes_per_s),
                 });
             }
             pinned.push(match &plan.use_workers {
@@ -1290,6 +1287,17 @@ fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanErro
                     &w.host,
                     "perf",
                     format!("the measured performance must be positive, got {}", w.perf),
+                ));
+            }
+            if let Some(own) = w
+                .own_comm_bytes_per_s
+                .filter(|own| !(own.is_finite() && *own > 0.0))
+            {
+                return Err(invalid_machine(
+                    name,
+                    &w.host,
+                    "own_comm_bytes_per_s",
+                    format!("the measured own communication rate must be positive, got {own}"),
                 ));
             }
         }

@@ -356,10 +356,12 @@ fn a_measured_system_replaces_the_hand_written_values() {
                 MeasuredWorker {
                     host: "x2".into(),
                     perf: 2.5,
+                    own_comm_bytes_per_s: Some(40.0),
                 },
                 MeasuredWorker {
                     host: "x1".into(),
                     perf: 1.5,
+                    own_comm_bytes_per_s: None,
                 },
             ],
         }],
@@ -368,9 +370,18 @@ fn a_measured_system_replaces_the_hand_written_values() {
     let away = &input.system.clusters[1];
     assert_eq!(away.workers[0].perf, 1.5);
     assert_eq!(away.workers[1].perf, 2.5);
+    assert_eq!(away.workers[0].own_comm_bytes_per_s, None);
+    assert_eq!(away.workers[1].own_comm_bytes_per_s, Some(40.0));
     let link = away.external.as_ref().unwrap();
     assert_eq!(link.wan_in_bytes_per_s, 150.0);
     assert_eq!(link.wan_out_bytes_per_s, 100.0);
+    let mut wrong = measured.clone();
+    wrong.clusters[0].workers[0].own_comm_bytes_per_s = Some(0.0);
+    let err = plan.model_input(Some(&wrong)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x2`, key `own_comm_bytes_per_s`"),
+        "{err}"
+    );
     let mut wrong = measured.clone();
     wrong.clusters[0].workers[0].host = "c".into();
     let err = plan.model_input(Some(&wrong)).unwrap_err().to_string();
@@ -508,6 +519,7 @@ fn calibrated() -> MeasuredSystem {
                 workers: vec![MeasuredWorker {
                     host: "w1".into(),
                     perf: 1.25,
+                    own_comm_bytes_per_s: None,
                 }],
             },
             MeasuredCluster {
@@ -520,6 +532,7 @@ fn calibrated() -> MeasuredSystem {
                 workers: vec![MeasuredWorker {
                     host: "x1".into(),
                     perf: 2.5,
+                    own_comm_bytes_per_s: None,
                 }],
             },
         ],
