@@ -106,6 +106,8 @@ pub struct ClusterSample {
     pub nt: usize,
     /// Its workers, when known.
     pub workers: Option<usize>,
+    /// The round trip of its link, seconds (0 when unknown).
+    pub rtt_s: f64,
 }
 
 /// What the master measured at one progress line.
@@ -310,7 +312,7 @@ impl Adapter {
                 Standing::Lost => continue,
                 Standing::Dropped { since_s } => {
                     if now - since_s >= track.back_off_s {
-                        let trial = pipeline_floor(track.nt, c.workers);
+                        let trial = pipeline_floor(track.nt, c);
                         track.standing = Standing::Trial { since_s: now };
                         track.credit = Some(trial);
                         track.rate = None;
@@ -379,7 +381,7 @@ impl Adapter {
             };
             // The credit: what it computes in `hold_s`, within its balanced share, enough to
             // keep its pipeline full.
-            let floor = pipeline_floor(nt, c.workers);
+            let floor = pipeline_floor(nt, c);
             let held_for = (rate * settings.hold_s).ceil();
             let credit = share
                 .map_or(held_for, |w| held_for.min(w.ceil()))
@@ -438,9 +440,15 @@ impl Adapter {
     }
 }
 
-/// The tasks that keep a cluster's pipeline full: an inter-task and a task per worker.
-fn pipeline_floor(nt: usize, workers: Option<usize>) -> u64 {
-    nt as u64 + workers.unwrap_or(1) as u64
+/// The tasks that keep cluster `c`'s pipeline full with `nt` tasks per inter-task: an
+/// inter-task and a task per worker, and what its workers compute while a request crosses its
+/// link and the answer comes back (the request window (98): its capacity times the round
+/// trip).
+fn pipeline_floor(nt: usize, c: &ClusterSample) -> u64 {
+    let round_trip = c
+        .capacity_tasks_per_s
+        .map_or(0.0, |capacity| (capacity * c.rtt_s).ceil());
+    nt as u64 + c.workers.unwrap_or(1) as u64 + round_trip as u64
 }
 
 /// Update `track` with `c`; the event it is, if any.
@@ -513,6 +521,7 @@ mod tests {
             held: 10,
             nt: 1,
             workers: Some(2),
+            rtt_s: 0.0,
         }
     }
 
@@ -577,6 +586,19 @@ mod tests {
             panic!("{d:?}")
         };
         assert!((6..=20).contains(&credit), "{credit}");
+    }
+
+    #[test]
+    fn a_long_round_trip_keeps_what_the_workers_compute_meanwhile_in_the_credit() {
+        // As above, but 2 s away: its 10 tasks/s need 20 tasks on the way, besides an
+        // inter-task and a task per worker, whatever its balanced share.
+        let mut a = Adapter::new(settings());
+        let far = ClusterSample {
+            rtt_s: 2.0,
+            ..cluster(1, 10.0, 10.0)
+        };
+        let d = a.decide(&sample(1.0, 40, vec![far]));
+        assert_eq!(actions(&d), vec![(1, Action::Credit(23))]);
     }
 
     #[test]

@@ -130,6 +130,11 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
     if options.measure_master {
         world.measure_master_handle();
     }
+    for (link, c) in spec.clusters.iter().enumerate() {
+        if let Some(wan) = &c.wan {
+            world.set_link_round_trip(link, wan.rtt_s);
+        }
+    }
     // Each worker node's performance.
     let mut perf = vec![0.0; world.nodes()];
     for node in world.workers().collect::<Vec<_>>() {

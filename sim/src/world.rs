@@ -132,6 +132,8 @@ struct Link {
     /// Tasks per inter-cluster task.
     nt: usize,
     up: bool,
+    /// Its round trip, seconds, as the CMs' link measures it.
+    rtt_s: f64,
     bytes_down: f64,
     bytes_up: f64,
 }
@@ -205,6 +207,7 @@ impl World {
                 child_cm: base[i] + up,
                 nt: p.machines.ranks[cm].annotations.nt.unwrap_or(1),
                 up: true,
+                rtt_s: 0.0,
                 bytes_down: 0.0,
                 bytes_up: 0.0,
             });
@@ -342,6 +345,13 @@ impl World {
     pub fn set_link_up(&mut self, link: usize, up: bool) {
         if let Some(l) = &mut self.links[link] {
             l.up = up;
+        }
+    }
+
+    /// Link `link`'s round trip is `rtt_s` seconds: its CMs see it at their next tick.
+    pub fn set_link_round_trip(&mut self, link: usize, rtt_s: f64) {
+        if let Some(l) = &mut self.links[link] {
+            l.rtt_s = rtt_s;
         }
     }
 
@@ -576,18 +586,19 @@ impl World {
     }
 
     fn tick_cm(&mut self, node: usize, now: Duration) {
-        let view = |up: bool| LinkView {
-            connected: up,
+        let view = |link: Option<&Link>| LinkView {
+            connected: link.is_some_and(|l| l.up),
             ever_connected: true,
+            rtt_s: link.map_or(0.0, |l| l.rtt_s),
             ..LinkView::default()
         };
         match &mut self.slots[node] {
             Slot::CmUp { core, link, .. } if !core.is_done() => {
-                let up = self.links[*link].as_ref().is_some_and(|l| l.up);
+                let up = self.links[*link].as_ref();
                 core.on_tick(now, &view(up), &mut self.cm_out);
             }
             Slot::CmDown { core, link } if !core.is_done() => {
-                let up = self.links[*link].as_ref().is_some_and(|l| l.up);
+                let up = self.links[*link].as_ref();
                 core.on_tick(now, &view(up), &mut self.cm_out);
             }
             _ => return,

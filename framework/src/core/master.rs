@@ -938,6 +938,7 @@ impl<S: TaskSource> MasterCore<S> {
                 held: estimate.map_or(0, |_| tally.outstanding.len() as u64),
                 nt: *nt,
                 workers: *workers,
+                rtt_s: tally.link.map_or(0.0, |link| link.rtt_s),
             });
         }
         let local_tasks_per_s = sample

@@ -198,6 +198,10 @@ pub struct LinkState {
     pub send_bytes_per_s: f64,
     /// See `send_bytes_per_s`.
     pub recv_bytes_per_s: f64,
+    /// The link's round trip, seconds (smoothed, the largest of its connections'); 0 before
+    /// any was measured.
+    #[serde(default)]
+    pub rtt_s: f64,
 }
 
 /// A message that could not be decoded.

@@ -207,6 +207,7 @@ impl CmMasterSide {
                 tasks_waiting: link.backlog || link.send_fill >= 0.5,
                 send_bytes_per_s: link.send_bytes_per_s,
                 recv_bytes_per_s: link.recv_bytes_per_s,
+                rtt_s: link.rtt_s,
             };
             out.push(CmOutput::ToCluster(encode(&ToMaster::Link(state))));
         }

@@ -17,6 +17,8 @@ pub struct LinkView {
     pub send_bytes_per_s: f64,
     /// Current throughput in, bytes per second.
     pub recv_bytes_per_s: f64,
+    /// Round trip, seconds (0 before any was measured).
+    pub rtt_s: f64,
 }
 
 /// An output of a CM's core.
