@@ -176,7 +176,9 @@ pub enum ToMaster {
 }
 
 /// The CPU time a worker used while it served, from the first task it received to the last
-/// result it handed over (`hmw calibrate` reads a worker's own communication from it, (100)).
+/// result its compute thread delivered (`hmw calibrate` reads a worker's own communication
+/// from it, (100)). Tasks too short to be handed to the compute thread, which the worker runs
+/// on its communication thread, are not counted apart.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerUsage {
     /// CPU seconds of the worker's process: every thread's, the kernel's work on its

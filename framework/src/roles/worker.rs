@@ -169,7 +169,11 @@ fn deliver(
     let cpu = computed.cpu;
     let reported = core.on_computed(computed, inline, out);
     perform(transport, out)?;
-    usage.result_sent(cpu);
+    // A task run on this thread is one too short to be worth a hand-off: its CPU time is
+    // not counted apart (reading the clocks would cost more than it).
+    if !inline {
+        usage.result_sent(cpu);
+    }
     if let Err(error) = reported {
         transport.flush()?;
         return Err(Failure::Reported(error));
@@ -216,7 +220,7 @@ fn serve<T: Task>(
             }
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
-                    let computed = execute::<T>(execution, queued);
+                    let computed = execute::<T>(execution, queued, false);
                     deliver(transport, &mut core, computed, true, &mut usage, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
@@ -259,34 +263,41 @@ fn serve<T: Task>(
 /// The compute thread: one task after another.
 fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Sender<Computed>) {
     for queued in tasks {
-        if results.send(execute::<T>(&execution, queued)).is_err() {
+        if results
+            .send(execute::<T>(&execution, queued, true))
+            .is_err()
+        {
             return;
         }
     }
 }
 
 /// Decode, execute and encode one task, timing each step (decoded and executed again for
-/// each repeat, the work and times of every repeat counted, the last result kept). A panic
-/// inside the application's code becomes an error naming the task.
-fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
+/// each repeat, the work and times of every repeat counted, the last result kept), and
+/// counting its CPU time when `count_cpu`. A panic inside the application's code becomes an
+/// error naming the task.
+fn execute<T: Task>(execution: &Execution, queued: Queued, count_cpu: bool) -> Computed {
     let Execution { context, repeats } = execution;
     let Queued { task, closes_batch } = queued;
     let mut cpu = TaskCpu::default();
+    // A system call, not a vDSO read: a few hundred nanoseconds.
+    let cpu_now = || if count_cpu { thread_cpu_s() } else { 0.0 };
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         // One execution: its output, the work it says it did (else the task's estimate),
         // its busy and decoding seconds; its CPU time counted in `cpu` (a repeat's
         // decoding apart: a run would not do it).
         let mut once = |repeat: bool| -> Result<_, _> {
-            let (start, start_cpu) = (Instant::now(), thread_cpu_s());
+            let start = Instant::now();
+            let start_cpu = if repeat { cpu_now() } else { 0.0 };
             let decoded = decode::<T>(&task.body, "task")?;
-            let (executing, executing_cpu) = (Instant::now(), thread_cpu_s());
+            let (executing, executing_cpu) = (Instant::now(), cpu_now());
             if repeat {
                 cpu.repeats_s += executing_cpu - start_cpu;
             }
             let output = decoded.execute(context);
             let operations = output.operations().unwrap_or(task.operations);
             let busy_s = executing.elapsed().as_secs_f64();
-            cpu.compute_s += thread_cpu_s() - executing_cpu;
+            cpu.compute_s += cpu_now() - executing_cpu;
             Ok((
                 output,
                 operations,
