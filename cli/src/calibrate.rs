@@ -1028,7 +1028,7 @@ fn measured_workers_of(
                         first + k
                     )
                 })?;
-            let own = own_comm_bytes_per_s(worker, comm_bytes);
+            let own = own_comm_bytes_per_s(worker, comm_bytes, repeats);
             table.push_str(&worker_row(
                 name, host, worker, repeats, join_s, own, comm_bytes,
             ));
@@ -1042,15 +1042,23 @@ fn measured_workers_of(
 }
 
 /// `tput_own` (100) of a worker from the workers' run, whose tasks and results carried
-/// `comm_bytes` each: the CPU time its process spent beside executing tasks, per task,
-/// taken at the share of a core its executions got (`compute_cpu_s / busy_s`), is the time
-/// its own communication of a task takes from its computing. `None` when the run measured
-/// no CPU time, when nothing was spent beside the executions, or when they used under 5 % of
-/// a core (tasks that wait or sleep leave the worker's CPU free for its communication).
-fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64) -> Option<f64> {
-    let share = worker.compute_cpu_s / worker.busy_s;
-    let own_cpu_s = (worker.cpu_s - worker.compute_cpu_s) / worker.tasks_computed as f64;
-    (share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
+/// `comm_bytes` each and executed `repeats` times: the CPU time it spent on its messages per
+/// task — its process's beside its compute thread's, and its compute thread's decoding of
+/// the task (once) and encoding of the result —, taken at the share of a core its compute
+/// thread got while working (its CPU time over its decoding, busy and encoding seconds), is
+/// the time its own communication of a task takes from its computing. `None` when the run
+/// measured no CPU time, when nothing was spent on messages, or when the executions used
+/// under 5 % of a core (tasks that wait or sleep leave the worker's CPU free for its
+/// communication): at least the compute thread's CPU time less its decoding and encoding
+/// seconds (one thread uses at most one second of CPU per second), over its busy seconds.
+fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Option<f64> {
+    let coding_s = worker.decode_s + worker.encode_s;
+    let executing_share = (worker.compute_cpu_s - coding_s) / worker.busy_s;
+    let share = worker.compute_cpu_s / (worker.busy_s + coding_s);
+    let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
+    let own_cpu_s =
+        (worker.cpu_s - worker.compute_cpu_s + coding_cpu_s) / worker.tasks_computed as f64;
+    (executing_share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
         .then(|| comm_bytes * share / own_cpu_s)
         .filter(|rate| rate.is_finite())
 }
@@ -1637,36 +1645,47 @@ mod tests {
     }
 
     #[test]
-    fn a_workers_own_communication_is_its_cpu_time_beside_executing_at_its_share() {
-        // 10 tasks executed in 2 s of wall time and 0.8 s of CPU: a share of 0.4 of a core;
-        // 0.07 s more of CPU in all, 7 ms per task, is 17.5 ms of the worker's time.
+    fn a_workers_own_communication_is_its_cpu_time_on_messages_at_its_share() {
+        // 10 tasks executed 4 times: the compute thread worked 2.1 s (busy 2, decoding 0.08,
+        // encoding 0.02) on 0.84 s of CPU, a share of 0.4 of a core; the process used 0.054 s
+        // more, and one decoding per task and the encoding 0.04 s of the compute thread's
+        // at that share: 7 ms of CPU per task on messages, 17.5 ms of the worker's time.
         let worker = WorkerStats {
             tasks_computed: 10,
             busy_s: 2.0,
-            compute_cpu_s: 0.8,
-            cpu_s: 0.87,
+            decode_s: 0.08,
+            encode_s: 0.02,
+            compute_cpu_s: 0.84,
+            cpu_s: 0.894,
             ..WorkerStats::default()
         };
-        let rate = own_comm_bytes_per_s(&worker, 6e6).unwrap();
-        assert!((rate - 6e6 / 0.0175).abs() < 1e-3 * rate, "{rate}");
-        // Tasks that sleep leave the CPU free; no CPU counted, or none beside executing: no
-        // rate.
+        let rate = own_comm_bytes_per_s(&worker, 6e6, 4).unwrap();
+        assert!((rate - 6e6 / 0.0175).abs() < 1e-6 * rate, "{rate}");
+        // Tasks that sleep leave the CPU free (the compute thread's CPU is its decoding and
+        // encoding: local-comm's calibration, 2 MiB tasks of 4 ms of sleep, 4 executions);
+        // no CPU counted, or none on messages: no rate.
         let sleeping = WorkerStats {
-            compute_cpu_s: 0.05,
-            cpu_s: 0.2,
+            tasks_computed: 149,
+            busy_s: 2.555,
+            decode_s: 0.120,
+            encode_s: 0.013,
+            compute_cpu_s: 0.2309,
+            cpu_s: 0.3737,
             ..worker.clone()
         };
-        assert_eq!(own_comm_bytes_per_s(&sleeping, 6e6), None);
+        assert_eq!(own_comm_bytes_per_s(&sleeping, 6e6, 4), None);
         let unmeasured = WorkerStats {
             compute_cpu_s: 0.0,
             cpu_s: 0.0,
             ..worker.clone()
         };
-        assert_eq!(own_comm_bytes_per_s(&unmeasured, 6e6), None);
+        assert_eq!(own_comm_bytes_per_s(&unmeasured, 6e6, 4), None);
         let nothing_beside = WorkerStats {
-            cpu_s: 0.8,
+            decode_s: 0.0,
+            encode_s: 0.0,
+            cpu_s: 0.84,
             ..worker
         };
-        assert_eq!(own_comm_bytes_per_s(&nothing_beside, 6e6), None);
+        assert_eq!(own_comm_bytes_per_s(&nothing_beside, 6e6, 4), None);
     }
 }

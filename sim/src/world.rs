@@ -17,7 +17,7 @@ use hmw::{
     config::{ConfigFile, RunConfig},
     core::{
         CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkView, MasterCore, Output,
-        ProblemSource, Queued, Received, SubMasterCore, TaskCpu, TaskSource, WorkerCore,
+        ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
     },
     machinefile::{Facing, MachineFile},
     protocol::{decode, encode, ToMaster, ToWorker, WireResult},
@@ -483,10 +483,6 @@ impl World {
         let computed = Computed {
             result: Ok(result),
             closes_batch,
-            cpu: TaskCpu {
-                compute_s: busy_s,
-                repeats_s: 0.0,
-            },
         };
         let r = worker.core.on_computed(computed, inline, &mut self.out);
         self.check(node, r)?;

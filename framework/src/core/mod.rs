@@ -30,4 +30,4 @@ pub use master::MasterCore;
 pub use output::Output;
 pub use submaster::{SubMasterCore, SubMasterSource};
 pub use task_source::{Next, ProblemSource, TaskSource};
-pub use worker::{Computed, Queued, Received, TaskCpu, WorkerCore, FULL_PAUSE};
+pub use worker::{Computed, Queued, Received, WorkerCore, FULL_PAUSE};

@@ -37,17 +37,6 @@ pub struct Computed {
     pub result: Result<WireResult, RunError>,
     /// As [`Queued::closes_batch`].
     pub closes_batch: bool,
-    /// The CPU time its execution took, for the worker's [`WorkerUsage`].
-    pub cpu: TaskCpu,
-}
-
-/// The CPU time of a task's execution on the executing thread.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct TaskCpu {
-    /// Executing it, every repeat (`run.repeat_tasks`).
-    pub compute_s: f64,
-    /// Decoding it again for the repeats after the first: work a run would not do.
-    pub repeats_s: f64,
 }
 
 /// What a message from the master asks of the worker.

@@ -175,17 +175,15 @@ pub enum ToMaster {
     Usage(WorkerUsage),
 }
 
-/// The CPU time a worker used while it served, from the first task it received to the last
-/// result its compute thread delivered (`hmw calibrate` reads a worker's own communication
-/// from it, (100)). Tasks too short to be handed to the compute thread, which the worker runs
-/// on its communication thread, are not counted apart.
+/// The CPU time a worker used while it served, from the first task it received to its `Bye`
+/// (`hmw calibrate` reads a worker's own communication from it, (100)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerUsage {
     /// CPU seconds of the worker's process: every thread's, the kernel's work on its
-    /// behalf in system calls included; decoding a task again for a repeat
-    /// (`run.repeat_tasks`) excluded, as a run would not do it.
+    /// behalf in system calls included.
     pub cpu_s: f64,
-    /// CPU seconds of its compute thread executing tasks (what `busy_s` times).
+    /// CPU seconds of its compute thread, which decodes, executes and encodes the tasks
+    /// handed to it (tasks too short for a hand-off run on the communication thread).
     pub compute_cpu_s: f64,
 }
 

@@ -27,11 +27,12 @@ pub struct WorkerStats {
     #[serde(default)]
     /// See `decode_s`.
     pub encode_s: f64,
-    /// CPU seconds its process used from its first task to its last result (every thread,
-    /// the kernel's work on its behalf included); 0 when unknown.
+    /// CPU seconds its process used from its first task to its `Bye` (every thread, the
+    /// kernel's work on its behalf included); 0 when unknown.
     #[serde(default)]
     pub cpu_s: f64,
-    /// CPU seconds of those its compute thread spent executing tasks; 0 when unknown.
+    /// CPU seconds of those its compute thread used (decoding, executing and encoding the
+    /// tasks handed to it); 0 when unknown.
     #[serde(default)]
     pub compute_cpu_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
