@@ -706,14 +706,22 @@ scenario's report below):
   core host's time, which buffering does not hide (runs with one and two buffers per worker
   took the same time per task). Until 2026-11-25 the model had no term for it and the
   scenario ended 25-33 % late; (100) now counts it (`docs/model.md` section 9), from the CPU
-  time each worker's process spends beside executing tasks in the calibration. For tasks
-  with small messages (TSP, SRMSD) that CPU time is mostly the communication thread's own
-  waiting, which grows with time and is counted once per task of the calibration, whose
-  tasks are executed four times: on tb-tsp-hetero's hosts the calibration gave 0.3-1.6 ms
-  per task with four executions and 0.4-0.8 ms with one, so (100) makes these predictions
-  pessimistic by up to about 4 %. In the 2026-11-25 full run the calibration read the TSP
-  and SRMSD hosts 2-9 % faster than the full run of a few hours before on the same machine, and these
-  scenarios ended 8-9 % after their worst case.
+  time each worker spends on its messages in the calibration. For tasks with small messages
+  (TSP, SRMSD) that CPU time is mostly the communication thread's own waiting, which grows
+  with time and is counted once per task of the calibration, whose tasks are executed four
+  times: on tb-tsp-hetero's hosts the calibration gave 0.3-1.6 ms per task with four
+  executions and 0.4-0.8 ms with one (measured with the first version of the counting), so
+  (100) makes these predictions pessimistic by up to about 4 %. That first version read each
+  worker's compute-thread CPU clock around every execution, which brought the CPU quota's
+  accounting up to date there and moved its throttling out of the timed executions: a full
+  run with it had the TSP and SRMSD scenarios 8-9 % late, and calibrations of the same
+  hosts, interleaved with the build before it, read a 0.2-core host 30-40 % faster. The
+  clocks are now read at a worker's first task and at its `Bye` only.
+  In the full run of 2026-11-25 21:28 (clocks read at the first task and `Bye`) the
+  one-cluster testbed scenarios ended 6.5-9.5 % before their best case: their calibrations
+  read the TSP hosts at 7.98e7, 6.10e7 and 3.23e7 nodes/s where the build before (no clock
+  reads) read 7.3-8.8e7, 5.2-7.3e7 and 3.2-4.0e7 in six calibrations between 21:14 and 21:24,
+  on this machine whose speed moved by 10 % within minutes.
 - **Real computation on the testbed, several clusters** (`tb-matmul-two-clusters`,
   `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute less than
   predicted. In `tb-matmul-two-clusters` spain finishes about 19 tasks where 50-57 are
