@@ -1029,9 +1029,8 @@ fn measured_workers_of(
                     )
                 })?;
             let own = own_comm_bytes_per_s(worker, comm_bytes, repeats);
-            table.push_str(&worker_row(
-                name, host, worker, repeats, join_s, own, comm_bytes,
-            ));
+            let own_s = own.map(|rate| comm_bytes / rate);
+            table.push_str(&worker_row(name, host, worker, repeats, join_s, own_s));
             Ok(MeasuredWorker {
                 host: host.clone(),
                 perf: worker.ops_per_s,
@@ -1065,23 +1064,20 @@ fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> 
 
 /// A worker's row of the workers' table: per execution of a task (each task executed
 /// `repeats` times) but for writing its result and joining it, and its own communication
-/// (100), done once per task.
+/// (100, `own_s_per_task`), done once per task.
 fn worker_row(
     cluster: &str,
     host: &str,
     worker: &WorkerStats,
     repeats: u32,
     join_s_per_task: f64,
-    own_comm_bytes_per_s: Option<f64>,
-    comm_bytes: f64,
+    own_s_per_task: Option<f64>,
 ) -> String {
     // Per execution: reading the task (decoding, on the worker) and working; per task:
     // writing the result (encoding), and joining it at the master (decoding and gathering).
     let tasks = worker.tasks_computed.max(1) as f64;
     let executions = tasks * f64::from(repeats);
-    let own_ms = own_comm_bytes_per_s.map_or("-".to_owned(), |own| {
-        format!("{:.3}", 1e3 * comm_bytes / own)
-    });
+    let own_ms = own_s_per_task.map_or("-".to_owned(), |own_s| format!("{:.3}", 1e3 * own_s));
     format!(
         "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {own_ms:>9}\n",
         worker.ops_per_s,

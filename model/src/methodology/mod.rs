@@ -164,22 +164,22 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
 
     let main = &clusters[0];
     let all_main: Vec<usize> = (0..main.workers.len()).collect();
-    let local =
-        ClusterModel::new(app, main, &main.perfs_of(&all_main, app), reassign).map(|model| {
-            let alone_best = evaluate_case(app, &[&model], Case::Best);
-            let alone_worst = evaluate_case(app, &[&model], Case::Worst);
-            let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
-            cluster_prediction(
-                main,
-                hosts,
-                &model,
-                app,
-                threshold,
-                0,
-                &alone_best,
-                &alone_worst,
-            )
-        });
+    let main_perfs = main.perfs_of(&all_main, app);
+    let local = ClusterModel::new(app, main, &main_perfs, reassign).map(|model| {
+        let alone_best = evaluate_case(app, &[&model], Case::Best);
+        let alone_worst = evaluate_case(app, &[&model], Case::Worst);
+        let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
+        cluster_prediction(
+            main,
+            hosts,
+            &model,
+            app,
+            threshold,
+            0,
+            &alone_best,
+            &alone_worst,
+        )
+    });
     let performances: Vec<f64> = models.iter().map(|m| m.cperf).collect();
     let run = RunPrediction {
         t_best: best_time(app.workload(), multi_cluster_performance(&performances)),
