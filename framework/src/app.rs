@@ -127,6 +127,18 @@ pub trait Problem: Send + 'static {
         self.gather(ids[0], result);
     }
 
+    /// Task `id`, taken back from an external cluster that was lost (or dropped by
+    /// re-planning) with its result not in, before it goes to others: the tasks to send in its
+    /// place (of a finer grain, say: the matrix product's row/column pair becomes the block
+    /// pairs of its products), or `None` to send it whole. The replacements take the next ids
+    /// in order, as if [`next_task`](Self::next_task) had just produced them; task `id` is then
+    /// never gathered (a result of it that comes late from the cluster is discharged). Only a
+    /// task nobody else holds a copy of is offered. Default: `None`.
+    fn redivide(&mut self, id: TaskId, task: &Self::Task) -> Option<Vec<Self::Task>> {
+        let _ = (id, task);
+        None
+    }
+
     /// Total number of tasks, when known in advance: used for progress and ETA.
     fn task_count(&self) -> Option<u64> {
         None

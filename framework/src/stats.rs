@@ -159,11 +159,15 @@ impl RunStats {
         }
         cluster_lines(&mut out, &self.clusters, 0);
         if self.reassigned > 0 {
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "reassigned {} tasks from lost clusters",
                 self.reassigned
             );
+            if self.redivided > 0 {
+                let _ = write!(out, " ({} of them divided again)", self.redivided);
+            }
+            let _ = writeln!(out);
         }
         if self.tail_copies > 0 {
             let _ = writeln!(

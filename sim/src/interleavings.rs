@@ -20,6 +20,7 @@ use hmw::{
     machinefile::MachineFile,
     protocol::{decode, encode, ToMaster, ToWorker},
     scheduler::{Demand, OnDemand, Policy, Scheduler, Waiting},
+    stats::RunStats,
 };
 use proptest::prelude::*;
 
@@ -39,6 +40,8 @@ struct Shape {
     policy: Policy,
     /// A far cluster behind a CM: its workers, `nt`, `nr`, window, bounded share.
     far: Option<(usize, usize, usize, u64, Option<u64>)>,
+    /// Each task taken back from the far cluster gives way to this many (0: it goes whole).
+    redivide: u32,
 }
 
 /// What proptest chooses next.
@@ -113,7 +116,8 @@ impl Sim {
             parent: None,
         });
         clusters.extend(far_setup);
-        let problem = SimProblem::new(shape.tasks, TaskCost::fixed(1.0), 0);
+        let problem =
+            SimProblem::new(shape.tasks, TaskCost::fixed(1.0), 0).redividing(shape.redivide);
         let make = |run: &RunConfig| run.scheduler.scheduler(run.chunk_settings());
         let world =
             World::new(&clusters, &config(shape), problem, Sizes::default(), &make).unwrap();
@@ -303,16 +307,27 @@ fn shapes() -> impl Strategy<Value = Shape> {
             proptest::option::weighted(0.3, 0u64..12),
         ),
     );
-    (0u64..40, 1usize..4, 1u32..3, any::<bool>(), policy, far).prop_map(
-        |(tasks, workers, buffers, reassign, policy, far)| Shape {
-            tasks,
-            workers,
-            buffers,
-            reassign,
-            policy,
-            far,
-        },
+    let redivide = prop_oneof![2 => Just(0u32), 1 => 1u32..4];
+    (
+        0u64..40,
+        1usize..4,
+        1u32..3,
+        any::<bool>(),
+        policy,
+        far,
+        redivide,
     )
+        .prop_map(
+            |(tasks, workers, buffers, reassign, policy, far, redivide)| Shape {
+                tasks,
+                workers,
+                buffers,
+                reassign,
+                policy,
+                far,
+                redivide,
+            },
+        )
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -340,7 +355,8 @@ proptest! {
 
     /// Whatever the interleaving, the run ends, and the problem sees every task exactly once:
     /// none lost, none twice, whether copies were handed out at the end, a cluster was lost
-    /// and its results came late, or results were joined far away.
+    /// and its results came late, results were joined far away, or tasks taken back gave
+    /// way to others (those never, the others once).
     #[test]
     fn every_task_is_gathered_exactly_once(shape in shapes(), ops in ops()) {
         let mut sim = Sim::new(&shape);
@@ -351,21 +367,25 @@ proptest! {
         prop_assert!(sim.world.is_done(), "the run did not end");
         let (stats, problem) = sim.world.finish().unwrap();
         prop_assert!(problem.each_gathered_once(), "seen {:?}", problem.seen());
-        prop_assert_eq!(stats.tasks, shape.tasks);
+        prop_assert_eq!(stats.redivided, problem.redivided());
+        let tasks = shape.tasks + u64::from(shape.redivide) * problem.redivided() - problem.redivided();
+        prop_assert_eq!(stats.tasks, tasks);
         let done: u64 = stats.workers.iter().map(|w| w.tasks_done).sum::<u64>()
             + stats.clusters.iter().map(|c| c.tasks_done).sum::<u64>();
-        prop_assert_eq!(done, shape.tasks);
+        prop_assert_eq!(done, tasks);
         if let Some((_, _, _, _, Some(max_tasks))) = shape.far {
             // A bounded share: never more new tasks than allowed (tasks taken back from
-            // elsewhere may add to it).
-            prop_assert!(stats.clusters[0].tasks_done <= max_tasks + stats.reassigned);
+            // elsewhere, or the tasks that replaced them, may add to it).
+            let back = stats.reassigned * u64::from(shape.redivide.max(1));
+            prop_assert!(stats.clusters[0].tasks_done <= max_tasks + back);
         }
     }
 }
 
 /// A run of `tasks` tasks, one main worker and a far cluster of two, once the far cluster has
-/// taken tasks and computed none.
-fn far_holding_tasks(tasks: u64) -> Sim {
+/// taken tasks and computed none; tasks taken back from it give way to `redivide` others (0:
+/// they go whole).
+fn far_holding_tasks(tasks: u64, redivide: u32) -> Sim {
     let shape = Shape {
         tasks,
         workers: 1,
@@ -373,6 +393,7 @@ fn far_holding_tasks(tasks: u64) -> Sim {
         reassign: false,
         policy: Policy::OnDemand,
         far: Some((2, 2, 1, 1, None)),
+        redivide,
     };
     let mut sim = Sim::new(&shape);
     for _ in 0..200 {
@@ -386,13 +407,12 @@ fn far_holding_tasks(tasks: u64) -> Sim {
     sim
 }
 
-/// The lost cluster case, written out: the link goes down past the deadline with tasks out
-/// there; the master takes them back and its own workers compute them; when the link comes
-/// back, the far results arrive late and are discharged, and the cluster rejoins and takes
-/// new tasks.
-#[test]
-fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
-    let mut sim = far_holding_tasks(40);
+/// The far cluster holding tasks is lost (its link down past the deadline while its workers
+/// compute, their results waiting behind the link), the main cluster's worker computes what
+/// was taken back (or what replaced it, with `redivide`), then the link comes back and the run
+/// settles.
+fn lost_then_back(redivide: u32) -> (RunStats, SimProblem) {
+    let mut sim = far_holding_tasks(40, redivide);
     sim.apply(&Op::LinkDown);
     // Far workers compute: their results wait behind the link.
     for _ in 0..50 {
@@ -411,20 +431,43 @@ fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_dischar
     }
     sim.settle();
     assert!(sim.world.is_done());
-    let (stats, problem) = sim.world.finish().unwrap();
+    sim.world.finish().unwrap()
+}
+
+/// The lost cluster case, written out: the master takes its tasks back and its own workers
+/// compute them; when the link comes back, the far results arrive late and are discharged,
+/// and the cluster rejoins and takes new tasks.
+#[test]
+fn a_lost_cluster_gives_its_tasks_back_then_rejoins_and_late_results_are_discharged() {
+    let (stats, problem) = lost_then_back(0);
     assert!(problem.each_gathered_once());
     let far = &stats.clusters[0];
     assert!(far.taken_back > 0, "{far:?}");
     assert!(stats.reassigned > 0);
+    assert_eq!(stats.redivided, 0);
+    assert_eq!(stats.tasks, 40);
     assert_eq!((far.lost, far.rejoins), (false, 1), "{far:?}");
     assert!(far.tasks_done_after_rejoin > 0, "{far:?}");
+    assert!(far.discharged > 0, "late results discharged: {far:?}");
+}
+
+/// The same with a problem that divides each task taken back into three: every task taken
+/// back gives way to three, which are gathered in its place; its late result is discharged.
+#[test]
+fn tasks_taken_back_from_a_lost_cluster_give_way_to_the_problems_division() {
+    let (stats, problem) = lost_then_back(3);
+    assert!(problem.each_gathered_once(), "seen {:?}", problem.seen());
+    let far = &stats.clusters[0];
+    assert_eq!(stats.redivided, stats.reassigned, "{stats:?}");
+    assert!(stats.redivided > 0);
+    assert_eq!(stats.tasks, 40 + 2 * stats.redivided);
     assert!(far.discharged > 0, "late results discharged: {far:?}");
 }
 
 /// A link gone for good: the cluster stays lost, the run ends without it.
 #[test]
 fn a_cluster_whose_link_never_returns_stays_lost() {
-    let mut sim = far_holding_tasks(12);
+    let mut sim = far_holding_tasks(12, 0);
     sim.apply(&Op::LinkGone);
     sim.apply(&Op::Tick(11_000));
     sim.settle();

@@ -76,7 +76,15 @@ pub struct SimProblem {
     /// Tasks of a flat problem (an iterative one produces as it goes).
     tasks: u64,
     steps: Option<Steps>,
+    /// Tasks produced: new ones and those that replace a task taken back.
     produced: u64,
+    /// New tasks produced, of a flat problem's `tasks`.
+    new_tasks: u64,
+    /// Each task taken back from a lost or dropped cluster gives way to this many (0: it
+    /// goes whole).
+    redivide_into: u32,
+    /// Tasks that gave way to others, by number.
+    replaced: Vec<bool>,
     cost: TaskCost,
     /// Log-normal parameters of the operations' factor (mean 1).
     sigma: f64,
@@ -93,6 +101,9 @@ impl SimProblem {
             tasks,
             steps: None,
             produced: 0,
+            new_tasks: 0,
+            redivide_into: 0,
+            replaced: vec![false; tasks as usize],
             cost,
             sigma: (1.0 + cost.cv * cost.cv).ln().sqrt(),
             rng: Rng::new(seed, 1),
@@ -116,6 +127,13 @@ impl SimProblem {
         problem
     }
 
+    /// Each task taken back from a lost or dropped cluster gives way to `parts` tasks that
+    /// share its operations (0: it goes whole).
+    pub fn redividing(mut self, parts: u32) -> Self {
+        self.redivide_into = parts;
+        self
+    }
+
     /// The operations of one task of `oper` on average.
     fn draw(&mut self, oper: f64) -> f64 {
         if self.sigma > 0.0 {
@@ -128,19 +146,35 @@ impl SimProblem {
 
     /// A new task of `oper` operations on average.
     fn produce(&mut self, oper: f64) -> SimTask {
+        let operations = self.draw(oper);
+        self.number(operations)
+    }
+
+    /// The next task number, for a task of `operations`.
+    fn number(&mut self, operations: f64) -> SimTask {
         let k = self.produced;
         self.produced += 1;
         if self.seen.len() <= k as usize {
             self.seen.push(0);
+            self.replaced.push(false);
         }
-        let operations = self.draw(oper);
         SimTask { k, operations }
     }
 
-    /// Every task gathered exactly once, and every joined result stood for the tasks it came
-    /// with.
+    /// Every task gathered exactly once, except those that gave way to others (never), and
+    /// every joined result stood for the tasks it came with.
     pub fn each_gathered_once(&self) -> bool {
-        !self.mismatched && self.seen.iter().all(|&n| n == 1)
+        !self.mismatched
+            && self
+                .seen
+                .iter()
+                .zip(&self.replaced)
+                .all(|(&n, &replaced)| n == u32::from(!replaced))
+    }
+
+    /// Tasks that gave way to others.
+    pub fn redivided(&self) -> u64 {
+        self.replaced.iter().filter(|&&r| r).count() as u64
     }
 
     /// How often each task was gathered.
@@ -162,9 +196,10 @@ impl Problem for SimProblem {
     fn next_task_for(&mut self, _to: Recipient<'_>) -> Handout<SimTask> {
         let oper = self.cost.oper;
         let Some(steps) = &mut self.steps else {
-            if self.produced >= self.tasks {
+            if self.new_tasks >= self.tasks {
                 return Handout::Finished;
             }
+            self.new_tasks += 1;
             return Handout::Task(self.produce(oper));
         };
         if steps.to_hand == 0 && steps.outstanding == 0 {
@@ -211,8 +246,25 @@ impl Problem for SimProblem {
         }
     }
 
+    fn redivide(&mut self, _id: TaskId, task: &SimTask) -> Option<Vec<SimTask>> {
+        if self.redivide_into == 0 || self.steps.is_some() {
+            return None;
+        }
+        self.replaced[task.k as usize] = true;
+        let share = task.operations / f64::from(self.redivide_into);
+        Some(
+            (0..self.redivide_into)
+                .map(|_| self.number(share))
+                .collect(),
+        )
+    }
+
+    /// The tasks to gather: the new ones, less those that gave way to others, plus theirs.
     fn task_count(&self) -> Option<u64> {
-        self.steps.is_none().then_some(self.tasks)
+        let parts = self.produced - self.new_tasks;
+        self.steps
+            .is_none()
+            .then(|| self.tasks + parts - self.redivided())
     }
 
     fn iterations_completed(&self) -> Option<u64> {

@@ -341,6 +341,61 @@ fn matmul_row_column_across_three_clusters_is_verified() {
     every_cluster_took_part(&stats);
 }
 
+/// The row/column strategy with spain lost while it holds pairs: its WAN in is slow (a pair
+/// of this size takes about 2 s to cross it) and goes down 5 s after the emulator starts, for
+/// good. The master takes spain's pairs back and each goes out again as the block pairs of
+/// its products, which lyon and brazil compute: the product is still right.
+#[test]
+fn a_lost_row_column_cluster_s_pairs_go_back_as_block_pairs() {
+    let dir = scratch("matmul-row-column-lost");
+    let plan = plan(
+        "matmul-row-column.toml",
+        &[
+            ("m = 2048", "m = 256"),
+            ("b = 128", "b = 16"),
+            ("verify_up_to = 2048", "verify_up_to = 256"),
+            ("oper = 4177920", "oper = 7936"),
+            ("wan_in_bytes_per_s = 12.0e6", "wan_in_bytes_per_s = 3.0e4"),
+            (
+                "wan_delay_ms = 10",
+                "wan_delay_ms = 10\nwan_outages = [\"5-600\"]",
+            ),
+            (
+                "lost_after_s = 30",
+                "lost_after_s = 2\ninactivity_timeout_ms = 1000\nrejoin_within_s = 0",
+            ),
+        ],
+    );
+    let (run, stats) = launch(&dir, &plan);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("matmul m="))
+        .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
+    assert_eq!(field(line, "verified"), "true", "{line}");
+    let spain = stats["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "spain")
+        .unwrap_or_else(|| panic!("no spain in {stats:#}"));
+    assert_eq!(spain["lost"], true, "{spain:#}");
+    let taken_back = spain["taken_back"].as_u64().unwrap();
+    assert!(taken_back > 0, "{spain:#}");
+    // Spain holds pairs only: every one taken back was divided into block pairs.
+    assert_eq!(
+        stats["redivided"].as_u64().unwrap(),
+        taken_back,
+        "{stats:#}"
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("({taken_back} of them divided again)")),
+        "{}",
+        run.stdout
+    );
+}
+
 /// The iterations of a run's statistics: (workers, tasks) of each.
 fn iterations(stats: &Value) -> Vec<(u64, u64)> {
     stats["iterations"]

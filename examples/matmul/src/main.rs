@@ -130,8 +130,9 @@ struct BlockPair {
 
 /// The `rank`-th row/column pair of a cluster: the finished C blocks `products` it makes
 /// possible, and the operand blocks they need (each row of A and column of B as its `nb`
-/// blocks). The master's copy carries them all, so that it can go anywhere whole if its
-/// cluster is lost; the link leaves out those it sent before, which the sub-master kept.
+/// blocks). The master's copy carries them all, so that it can go anywhere whole (a copy
+/// at the end); the link leaves out those it sent before, which the sub-master kept. If its
+/// cluster is lost, it goes back as block pairs ([`Problem::redivide`]).
 #[derive(Serialize, Deserialize)]
 struct RowColumnPair {
     rank: u64,
@@ -197,7 +198,7 @@ impl Task for MatTask {
                     .and_then(|a| Ok(a.product(operand_values(&pair.b)?)))
                     .expect("the sub-master puts back what a link left out"),
             }]),
-            // A pair computed whole: a cluster was lost and its pair came back here.
+            // A pair computed whole: a copy of it, handed out at the end.
             MatTask::RowColumn(pair) => CBlocks(
                 pair.products
                     .iter()
@@ -335,12 +336,17 @@ impl MatMul {
             }
         };
         self.current = (k + 1 < self.blocks()).then_some((i, j, k + 1));
-        Some(BlockPair {
+        Some(self.block_pair(i, j, k))
+    }
+
+    /// The `k`-th block pair of C block `(i, j)`: `A[i][k]` and `B[k][j]`.
+    fn block_pair(&self, i: usize, j: usize, k: usize) -> BlockPair {
+        BlockPair {
             row: i,
             col: j,
             a: Operand::of(&self.a, self.key(0, i, k)),
             b: Operand::of(&self.b, self.key(1, k, j)),
-        })
+        }
     }
 
     /// A claimed row/column pair as a task: the operand blocks its products need.
@@ -425,6 +431,30 @@ impl Problem for MatMul {
                 done_s: self.started.elapsed().as_secs_f64(),
             });
         }
+    }
+
+    /// A row/column pair taken back from its lost (or dropped) cluster: its unfinished C
+    /// blocks go to whoever asks as block pairs, `M/B` per block, like the blocks the main
+    /// cluster claims; a block pair goes whole.
+    fn redivide(&mut self, id: TaskId, task: &MatTask) -> Option<Vec<MatTask>> {
+        let MatTask::RowColumn(pair) = task else {
+            return None;
+        };
+        self.pairs_out.remove(&id);
+        let parts: Vec<MatTask> = pair
+            .products
+            .iter()
+            .flat_map(|&(i, j)| (0..pair.nb).map(move |k| (i, j, k)))
+            .map(|(i, j, k)| MatTask::Pair(self.block_pair(i, j, k)))
+            .collect();
+        self.produced += parts.len() as TaskId;
+        tracing::info!(
+            rank = pair.rank,
+            products = pair.products.len(),
+            "a row/column pair taken back goes out as {} block pairs",
+            parts.len()
+        );
+        Some(parts)
     }
 
     fn task_count(&self) -> Option<u64> {
@@ -727,6 +757,55 @@ mod tests {
         }
         assert!(!matmul.pairs_done.is_empty());
         assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
+    }
+
+    /// Spain is lost holding its first three pairs: each gives way to the block pairs of its
+    /// products (`M/B` per product), which the workers compute with the rest; C comes out
+    /// right, and the lost pairs are not counted as spain's.
+    #[test]
+    fn pairs_of_a_lost_cluster_go_back_as_block_pairs() {
+        let s = settings(64, 16, None);
+        let nb = s.m / s.b;
+        let mut matmul = MatMul::new(&s);
+        let mut taken = Vec::new();
+        for k in 1..=3 {
+            let Handout::Task(task) = matmul.next_task_for(Recipient::Cluster("spain")) else {
+                panic!("no pair {k}");
+            };
+            taken.push((k as TaskId - 1, task));
+        }
+        let mut id = taken.len() as TaskId;
+        let mut parts = Vec::new();
+        for (pair_id, task) in &taken {
+            let MatTask::RowColumn(pair) = task else {
+                panic!("a block pair went to a row/column cluster");
+            };
+            let replacing = matmul
+                .redivide(*pair_id, task)
+                .expect("a pair is redivided");
+            assert_eq!(replacing.len(), pair.products.len() * nb);
+            assert!(replacing.iter().all(|t| matches!(t, MatTask::Pair(_))));
+            parts.extend(replacing);
+        }
+        // 1 + 3 + 5 products of 4 block pairs each.
+        assert_eq!(parts.len(), 9 * nb);
+        for part in parts {
+            matmul.gather(id, part.execute(&worker()));
+            id += 1;
+        }
+        while let Some(task) = matmul.next_task() {
+            assert!(matches!(task, MatTask::Pair(_)));
+            matmul.gather(id, task.execute(&worker()));
+            id += 1;
+        }
+        assert_eq!(matmul.produced, id);
+        assert!(matmul.pairs_out.is_empty() && matmul.pairs_done.is_empty());
+        assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
+        // A block pair goes whole.
+        let s = settings(64, 16, None);
+        let mut fresh = MatMul::new(&s);
+        let block = fresh.next_task().unwrap();
+        assert!(fresh.redivide(0, &block).is_none());
     }
 
     #[test]

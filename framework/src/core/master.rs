@@ -207,6 +207,8 @@ pub struct MasterCore<S> {
     /// The work and rates observed so far, for the live prediction's interval.
     estimator: WorkEstimator,
     reassigned: u64,
+    /// Tasks taken back that the problem replaced by others ([`TaskSource::redivide`]).
+    redivided: u64,
     /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
     tail_copies: u64,
     /// The workers it feeds (not the CMs): what the scheduler shares tasks among.
@@ -329,6 +331,7 @@ impl<S: TaskSource> MasterCore<S> {
             useful_operations: 0.0,
             estimator: WorkEstimator::new(),
             reassigned: 0,
+            redivided: 0,
             tail_copies: 0,
             workers,
             batch: Vec::new(),
@@ -844,13 +847,51 @@ impl<S: TaskSource> MasterCore<S> {
         tally.taken_back += outstanding.len() as u64;
         self.reassigned += outstanding.len() as u64;
         for &id in &outstanding {
-            if let Some(flight) = self.in_flight.get_mut(&id) {
-                flight.lost_holders.push(rank);
+            let Some(flight) = self.in_flight.get_mut(&id) else {
+                continue;
+            };
+            flight.lost_holders.push(rank);
+            // Nobody else holds a copy: the problem may send other tasks in its place.
+            if flight.holders.as_slice() == [rank] {
+                if let Some(parts) = self.source.redivide(id, &flight.body) {
+                    self.replace(id, parts);
+                    continue;
+                }
             }
             self.release(id, rank);
         }
         self.waiting.remove(rank);
         outstanding.len()
+    }
+
+    /// Task `id` gives way to `parts` (operations and body of each): they take the next ids
+    /// and wait to be retried, and `id` leaves the in-flight table, never to be gathered (a
+    /// late result of it is discharged).
+    fn replace(&mut self, id: TaskId, parts: Vec<(f64, Vec<u8>)>) {
+        if let Some(flight) = self.in_flight.remove(&id) {
+            if let Some(tail) = &mut self.tail {
+                tail.remove(&(flight.holders.len(), id));
+            }
+        }
+        self.redivided += 1;
+        for (operations, body) in parts {
+            let part = self.next_id;
+            self.next_id += 1;
+            self.in_flight.insert(
+                part,
+                InFlight {
+                    operations,
+                    body,
+                    holders: SmallVec::new(),
+                    lost_holders: Vec::new(),
+                },
+            );
+            if let Some(tail) = &mut self.tail {
+                tail.insert((0, part));
+            }
+            self.retry.push_back(part);
+        }
+        self.waiting.restore_all();
     }
 
     /// Apply a re-planning decision ([`crate::adapt`]) at time `now` to the cluster whose CM
@@ -1168,6 +1209,7 @@ impl<S: TaskSource> MasterCore<S> {
             workers,
             clusters,
             reassigned: self.reassigned,
+            redivided: self.redivided,
             tail_copies: self.tail_copies,
             links_up_s: self.links_up.map(|d| d.as_secs_f64()),
             join_s: self.source.join_s(),

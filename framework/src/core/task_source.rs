@@ -39,6 +39,12 @@ pub trait TaskSource {
     }
     /// Gather a result (for one task, or for several joined); called once per task.
     fn gather(&mut self, result: WireResult) -> Result<(), RunError>;
+    /// [`Problem::redivide`]: the tasks (basic operations and serialised body) to send in
+    /// place of task `id`, taken back from a lost or dropped cluster; `None` to send it whole.
+    fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
+        let _ = (id, body);
+        None
+    }
     /// Total number of tasks, when known.
     fn task_count(&self) -> Option<u64>;
     /// The rank this source's tasks arrive from, if any: its messages go to
@@ -122,6 +128,24 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
         }
         self.join_s += start.elapsed().as_secs_f64();
         Ok(())
+    }
+
+    fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
+        let task: P::Task = match decode(body, "task") {
+            Ok(task) => task,
+            Err(error) => {
+                // The master encoded it: it goes whole, as it would without redividing.
+                tracing::error!(id, %error, "a task taken back does not decode; it goes whole");
+                return None;
+            }
+        };
+        let parts = self.problem.redivide(id, &task)?;
+        Some(
+            parts
+                .into_iter()
+                .map(|part| (part.operations(), encode(&part)))
+                .collect(),
+        )
     }
 
     fn task_count(&self) -> Option<u64> {

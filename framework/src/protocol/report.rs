@@ -192,6 +192,9 @@ pub struct RunStats {
     pub clusters: Vec<ClusterReport>,
     /// Tasks handed out again because the rank holding them was lost.
     pub reassigned: u64,
+    /// Of those, tasks the problem replaced by others of a finer grain (`Problem::redivide`).
+    #[serde(default)]
+    pub redivided: u64,
     /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
     #[serde(default)]
     pub tail_copies: u64,
