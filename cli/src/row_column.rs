@@ -1,7 +1,8 @@
 //! `hmw predict`'s row/column section: for each external cluster that a matrix-product plan
 //! gives the row/column strategy, the model of `docs/model.md` section 7 — the row/column from
-//! which the cluster is computation bound (80), the startup until then (95), and its steady
-//! performance per row/column (78).
+//! which the cluster's steady performance (78) stops climbing (101: computation bound there,
+//! (80), unless its LAN or WAN out bounds it first), the startup until then (95), and its
+//! steady performance per row/column (78).
 //!
 //! The strategy and the product's shape are the application's settings, read where the run
 //! reads them: `[launch.application]` `row_column` (the clusters), `m` and `b` (elements are
@@ -33,9 +34,13 @@ pub struct RowColumnPrediction {
     pub available_ops_per_s: f64,
     /// `TPut_in`, bytes per second.
     pub wan_in_bytes_per_s: f64,
-    /// The real bound of (80), `1 + CPerf_avail * alpha / ((2B-1) * TPut_in)`.
+    /// The performance (78) climbs to (101), operations per second, and what bounds it.
+    pub plateau_ops_per_s: f64,
+    /// What bounds it: `computation` (then (101) is (80)), `LAN` or `WAN-out`.
+    pub bound_by: String,
+    /// The real bound of (101), `1 + plateau * alpha / ((2B-1) * TPut_in)`.
     pub bound: f64,
-    /// (80): the first row/column from which the cluster is computation bound.
+    /// (101): the first row/column from which (78) stops climbing.
     pub stabilising_row_column: Option<u64>,
     /// (95): seconds until that row/column has crossed the WAN.
     pub startup_s: Option<f64>,
@@ -94,7 +99,9 @@ pub fn predict(
                 .map(|c| c.cperf)
                 .with_context(|| format!("no prediction for cluster {name}"))?;
             let wan_in = link.wan_in_bytes_per_s;
-            let stabilising = shape.stabilising_row_column(available, wan_in);
+            let plateau =
+                shape.plateau(available, params.lan_bytes_per_s, link.wan_out_bytes_per_s);
+            let stabilising = shape.stabilising_row_column(plateau.performance, wan_in);
             let steady = (1..=stabilising.unwrap_or(0).min(64))
                 .map(|rc| {
                     shape.steady_performance(
@@ -112,7 +119,9 @@ pub fn predict(
                 block,
                 available_ops_per_s: available,
                 wan_in_bytes_per_s: wan_in,
-                bound: 1.0 + available / shape.wan_in_limit(2, wan_in),
+                plateau_ops_per_s: plateau.performance,
+                bound_by: plateau.bound.to_string(),
+                bound: 1.0 + plateau.performance / shape.wan_in_limit(2, wan_in),
                 stabilising_row_column: stabilising,
                 startup_s: stabilising.map(|rc| shape.startup_time(rc, wan_in)),
                 steady_ops_per_s: steady,
@@ -129,7 +138,7 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
     }
     let _ = writeln!(
         out,
-        "\nrow/column strategy (model section 7, equations (78), (80), (95)):"
+        "\nrow/column strategy (model section 7, equations (78), (80), (95), (101)):"
     );
     for p in predictions {
         let rc = p
@@ -138,13 +147,15 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
         let _ = writeln!(
             out,
             "  {}: M = {}, B = {}; CPerf_avail {:.4e} op/s, WAN in {:.4e} B/s: RC >= {:.2}, \
-             computation bound from row/column {rc}, startup {}",
+             {} bound at {:.4e} op/s from row/column {rc}, startup {}",
             p.cluster,
             p.order,
             p.block,
             p.available_ops_per_s,
             p.wan_in_bytes_per_s,
             p.bound,
+            p.bound_by,
+            p.plateau_ops_per_s,
             p.startup_s.map_or("-".into(), |s| format!("{s:.3} s")),
         );
         let steady: Vec<String> = p
@@ -167,6 +178,7 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
 mod tests {
     use super::*;
     use hmw_model::plan::Plan;
+    use hmw_model::row_column::Bound;
 
     fn parse_plan(text: &str) -> Result<Plan, hmw_model::plan::PlanError> {
         Plan::from_toml_str(text)
@@ -215,6 +227,21 @@ machines = [{ host = "s0", role = "submaster" },
         assert_eq!(rows[0].stabilising_row_column, Some(7));
         assert_eq!(rows[0].steady_ops_per_s.len(), 7);
         assert!(to_text(&rows).contains("rc_stabilise_pred cluster=spain rc=7"));
+        assert_eq!(rows[0].bound_by, Bound::Computation.to_string());
+        // A LAN that carries 21.5e6 op/s of block products (3 blocks each) bounds the climb
+        // at the 3rd row/column (101): 1 + 21.5e6 / 11.035e6 = 2.95.
+        let lan = 21.5e6 * 3.0 * 8.0 / 799.0;
+        let text = PLAN.replace(
+            "lan_bytes_per_s = 1e12",
+            &format!("lan_bytes_per_s = {lan}"),
+        );
+        let plan = parse_plan(&text).unwrap();
+        let input = plan.model_input(None).unwrap();
+        let prediction = hmw_model::predict(&input).unwrap();
+        let rows = predict(&plan, &input, &prediction).unwrap();
+        assert_eq!(rows[0].stabilising_row_column, Some(3), "{rows:?}");
+        assert_eq!(rows[0].bound_by, "LAN");
+        assert!(to_text(&rows).contains("LAN bound at 2.1500e7 op/s from row/column 3"));
     }
 
     #[test]

@@ -55,11 +55,32 @@ impl RowColumnShape {
         wan_in_bytes_per_s: f64,
         wan_out_bytes_per_s: f64,
     ) -> f64 {
+        self.plateau(available_performance, lan_bytes_per_s, wan_out_bytes_per_s)
+            .performance
+            .min(self.wan_in_limit(row_column, wan_in_bytes_per_s))
+    }
+
+    /// Equation (101) (this project's): the arguments of (78) that do not depend on `RC`,
+    /// `min(CPerf_avail, (2B-1)*TPut_LAN/(3 alpha), M*(2B-1)*TPut_out/(alpha*B))`: the
+    /// performance (78) climbs to, and what bounds it there.
+    pub fn plateau(
+        &self,
+        available_performance: f64,
+        lan_bytes_per_s: f64,
+        wan_out_bytes_per_s: f64,
+    ) -> Plateau {
         let (m, b, alpha) = (self.order, self.block, self.element_bytes);
         let lan = (2.0 * b - 1.0) * lan_bytes_per_s / (3.0 * alpha);
-        let wan_in = self.wan_in_limit(row_column, wan_in_bytes_per_s);
         let wan_out = m * (2.0 * b - 1.0) * wan_out_bytes_per_s / (alpha * b);
-        available_performance.min(lan).min(wan_in).min(wan_out)
+        [
+            (available_performance, Bound::Computation),
+            (lan, Bound::Lan),
+            (wan_out, Bound::WanOut),
+        ]
+        .into_iter()
+        .min_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(performance, bound)| Plateau { performance, bound })
+        .expect("three arguments")
     }
 
     /// The WAN-in argument of (78), `(RC-1)*(2B-1)*TPut_in/alpha`.
@@ -73,7 +94,8 @@ impl RowColumnShape {
     /// `ceil(1 + CPerf_avail*alpha/((2B-1)*TPut_in))`. The thesis's example (M = 10,000,
     /// B = 400, alpha = 8, CPerf_avail = 56.939e6 operations/s, `(2B-1)*TPut_in/alpha =
     /// 11.035e6`) gives `RC >= 6.16`: the 7th. `None` when no finite number of pairs gets
-    /// there (no WAN throughput).
+    /// there (no WAN throughput). Given the plateau of (101) in place of `CPerf_avail`, the
+    /// first row/column from which (78) stops climbing (101).
     pub fn stabilising_row_column(
         &self,
         available_performance: f64,
@@ -91,6 +113,36 @@ impl RowColumnShape {
     pub fn startup_time(&self, stabilising_row_column: u64, wan_in_bytes_per_s: f64) -> f64 {
         stabilising_row_column as f64 * self.inter_task_bytes() / wan_in_bytes_per_s
     }
+}
+
+/// What bounds the row/column strategy's plateau (101).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// The cluster's available performance: computation bound, as (80) assumes.
+    Computation,
+    /// Its LAN, which carries three blocks per block product.
+    Lan,
+    /// Its WAN out, which carries the finished blocks.
+    WanOut,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Computation => "computation",
+            Bound::Lan => "LAN",
+            Bound::WanOut => "WAN-out",
+        })
+    }
+}
+
+/// The performance (78) climbs to as row/column pairs arrive (101), and what bounds it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plateau {
+    /// Operations per second.
+    pub performance: f64,
+    /// The argument of (78) that gives it.
+    pub bound: Bound,
 }
 
 #[cfg(test)]
@@ -145,5 +197,29 @@ mod tests {
             7.0 * shape.inter_task_bytes() / wan_in
         );
         assert_eq!(shape.stabilising_row_column(1e6, 0.0), None);
+    }
+
+    /// (101): with a LAN of (2B-1)*TPut_LAN/(3 alpha) = 22.07e6 op/s below CPerf_avail, (78)
+    /// stops climbing at the first RC whose WAN-in argument reaches it, (80) with the
+    /// plateau: 1 + 22.07/11.035 = 3, the 3rd; computation bound, it is (80)'s 7th.
+    #[test]
+    fn a_lan_below_the_workers_stops_the_climb_earlier() {
+        let shape = thesis();
+        let wan_in = 11.035e6 * 8.0 / 799.0;
+        let lan = 22.07e6 * 3.0 * 8.0 / 799.0;
+        let plateau = shape.plateau(56.939e6, lan, 1e12);
+        assert_eq!(plateau.bound, Bound::Lan);
+        assert!((plateau.performance - 22.07e6).abs() < 1.0);
+        assert_eq!(
+            shape.stabilising_row_column(plateau.performance, wan_in),
+            Some(3)
+        );
+        let perf = |rc| shape.steady_performance(rc, 56.939e6, lan, wan_in, 1e12);
+        assert!(perf(2) < perf(3) && perf(3) == perf(4));
+        let computing = shape.plateau(56.939e6, 1e12, 1e12);
+        assert_eq!(
+            (computing.bound, computing.performance),
+            (Bound::Computation, 56.939e6)
+        );
     }
 }
