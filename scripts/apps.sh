@@ -15,6 +15,13 @@
 #
 #   scripts/apps.sh            # the plans' sizes (a few minutes once built)
 #   scripts/apps.sh --quick    # small sizes (scripts/test.sh runs it)
+#   scripts/apps.sh --testbed  # on the testbed's emulated hosts (as root): each cluster over
+#                              # ssh, each worker under its CPU quota, the WANs through the
+#                              # testbed's router (configs/testbed/srmsd-ring-three-clusters.toml,
+#                              # configs/validation/tb-tsp-three-clusters.toml,
+#                              # configs/testbed/matmul-row-column.toml), the row/column
+#                              # predicted from `hmw calibrate` run on those hosts just before;
+#                              # with --quick, the small sizes there
 #
 # Exits non-zero when a run fails or an answer is wrong. Last line:
 #   apps srmsd=verified tsp_exhaustive=verified tsp_task=verified tsp_global=verified
@@ -25,25 +32,46 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=full
-case "${1:-}" in
-    "") ;;
-    --quick) mode=quick ;;
-    *) echo "usage: $0 [--quick]" >&2; exit 2 ;;
-esac
+testbed=false
+while (($#)); do
+    case "$1" in
+        --quick) mode=quick ;;
+        --testbed) testbed=true ;;
+        *) echo "usage: $0 [--quick] [--testbed]" >&2; exit 2 ;;
+    esac
+    shift
+done
 
 scripts/setup.sh
 . scripts/env.sh
-target=${CARGO_TARGET_DIR:-target}
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 build_release
 hmw=$target/release/hmw
-work=$target/apps/$mode
+if $testbed; then
+    work=$target/apps/testbed-$mode
+    srmsd_plan=testbed/srmsd-ring-three-clusters.toml
+    tsp_plan=validation/tb-tsp-three-clusters.toml
+    matmul_plan=testbed/matmul-row-column.toml
+    testbed_name=ap$(($$ % 100000))
+    testbed_bin=$target/release/hmw-testbed
+    . scripts/lib/testbed.sh
+    trap testbed_down EXIT
+else
+    work=$target/apps/$mode
+    srmsd_plan=srmsd-ring-three-clusters.toml
+    tsp_plan=tsp-three-clusters.toml
+    matmul_plan=matmul-row-column.toml
+fi
 rm -rf "$work"
 mkdir -p "$work"
 
+# The plan of configs/ each run derives from (on the testbed, the hosts it brings up).
+declare -A base
 # A plan of configs/ with values replaced: derive NAME SOURCE 'from|to' ... (each `from` must
 # be in the plan: a plan that changed fails loudly instead of running the wrong size).
 derive() {
     local name=$1 source=configs/$2
+    base[$name]=$2
     shift 2
     cp "$source" "$work/$name.toml"
     local change from to
@@ -64,11 +92,19 @@ EOF
 }
 
 ok=true
-# launch NAME: runs $work/NAME.toml, its output in $work/NAME.out, its files in $work/NAME/.
+# launch NAME: runs $work/NAME.toml, its output in $work/NAME.out, its files in $work/NAME/
+# (on the testbed, the testbed of its base plan up first).
 launch() {
     local name=$1 start
     start=$(date +%s)
-    if ! "$hmw" launch "$work/$name.toml" --work-dir "$work/$name" >"$work/$name.out" 2>&1; then
+    if $testbed && ! testbed_up "configs/${base[$name]}" "$work/$name.testbed.log"; then
+        echo "apps: $name: the testbed did not come up; log: $work/$name.testbed.log" >&2
+        : >"$work/$name.out"
+        ok=false
+        return
+    fi
+    if ! on_host "$testbed" "$hmw" launch "$work/$name.toml" --work-dir "$work/$name" \
+        >"$work/$name.out" 2>&1; then
         echo "apps: $name failed; the end of its output:" >&2
         tail -20 "$work/$name.out" >&2
         ok=false
@@ -82,34 +118,53 @@ verified() {
 }
 
 if [ "$mode" = quick ]; then
-    derive srmsd srmsd-ring-three-clusters.toml 'tasks = 120|tasks = 24' \
+    derive srmsd "$srmsd_plan" 'tasks = 120|tasks = 24' \
         'members = 120|members = 24' 'steps = 200000|steps = 10000' \
         't_off = 1000.0|t_off = 50.0' 'oper = 1600000|oper = 80000'
     tsp_exhaustive=('n = 12|n = 10' 'tasks = 110|tasks = 72' 'oper = 986410|oper = 13700')
     tsp_pruning=('n = 12|n = 14' 'tasks = 110|tasks = 156' 'oper = 986410|oper = 108505112')
-    derive matmul_rc matmul-row-column.toml 'm = 2048|m = 1024' 'b = 128|b = 64' \
+    derive matmul_rc "$matmul_plan" 'm = 2048|m = 1024' 'b = 128|b = 64' \
         'verify_up_to = 2048|verify_up_to = 1024' 'oper = 4177920|oper = 520192'
 else
-    derive srmsd srmsd-ring-three-clusters.toml
-    derive matmul_rc matmul-row-column.toml
+    derive srmsd "$srmsd_plan"
+    derive matmul_rc "$matmul_plan"
     tsp_exhaustive=()
     # Held-Karp checks up to 18 cities; at 16 a pruning run lasts long enough (about 20 s
     # on the machine of 2026-11-23, 6.5 s on the faster one of 2026-11-25) for its progress
     # samples to say something at 10 %.
     tsp_pruning=('n = 12|n = 16' 'tasks = 110|tasks = 210' 'oper = 986410|oper = 16926797486')
 fi
-derive tsp_exhaustive tsp-three-clusters.toml "${tsp_exhaustive[@]}" 'statistics_interval = 1|statistics_interval = 0.25'
-derive tsp_task tsp-three-clusters.toml "${tsp_pruning[@]}" \
-    'variant = "exhaustive"|variant = "task-pruning"' 'statistics_interval = 1|statistics_interval = 0.25'
+# Progress samples every 0.25 s, for the prediction at 10 % of the run.
+interval="$(grep -m1 -o '^statistics_interval = [0-9.]*' "configs/$tsp_plan")|statistics_interval = 0.25"
+derive tsp_exhaustive "$tsp_plan" "${tsp_exhaustive[@]}" "$interval"
+derive tsp_task "$tsp_plan" "${tsp_pruning[@]}" \
+    'variant = "exhaustive"|variant = "task-pruning"' "$interval"
 # Pruned tasks take microseconds: with tail copies the main cluster would recompute every
 # task still out in the external clusters before their results crossed the WAN.
-derive tsp_global tsp-three-clusters.toml "${tsp_pruning[@]}" \
-    'variant = "exhaustive"|variant = "global-pruning"' 'statistics_interval = 1|statistics_interval = 0.25' \
+derive tsp_global "$tsp_plan" "${tsp_pruning[@]}" \
+    'variant = "exhaustive"|variant = "global-pruning"' "$interval" \
     'reassign_last_task = true|reassign_last_task = false'
 
-for name in srmsd tsp_exhaustive tsp_task tsp_global matmul_rc; do
+for name in srmsd tsp_exhaustive tsp_task tsp_global; do
     launch "$name"
 done
+# The row/column the model predicts from the plan's figures, or on the testbed from `hmw
+# calibrate` run on its hosts just before the run (every worker at once, each LAN once, each
+# WAN between the CMs).
+measured=()
+if $testbed; then
+    if testbed_up "configs/${base[matmul_rc]}" "$work/matmul_rc.testbed.log"; then
+        settle
+        if on_host true "$hmw" calibrate "$work/matmul_rc.toml" --lan-runs 1 \
+            --out "$work/matmul_rc.system.toml" >"$work/matmul_rc.calibrate.log" 2>&1; then
+            measured=(--measured "$work/matmul_rc.system.toml")
+        else
+            echo "apps: calibrating matmul_rc failed; log: $work/matmul_rc.calibrate.log" >&2
+            ok=false
+        fi
+    fi
+fi
+launch matmul_rc
 
 srmsd=$(verified srmsd '^srmsd members=[0-9]+ verified=true')
 tsp_exhaustive=$(verified tsp_exhaustive '^tsp variant=exhaustive .*verified=true')
@@ -117,7 +172,7 @@ tsp_task=$(verified tsp_task '^tsp variant=task-pruning .*verified=true')
 tsp_global=$(verified tsp_global '^tsp variant=global-pruning .*verified=true')
 matmul_rc=$(verified matmul_rc '^matmul .*verified=true')
 
-rc_pred=$("$hmw" predict "$work/matmul_rc.toml" |
+rc_pred=$("$hmw" predict "$work/matmul_rc.toml" "${measured[@]}" |
     sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9]*\).*/\1/p')
 rc_meas=$(sed -n 's/^row_column cluster=spain .*stabilised_at=\([0-9a-z]*\).*/\1/p' \
     "$work/matmul_rc.out")

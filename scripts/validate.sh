@@ -122,8 +122,8 @@ failures=()
 # ($work/NAME.system.toml, kept beside the results). One testbed at a time: brought up for a
 # scenario, taken down before the next one's (and on every way out).
 testbed_name=val$(($$ % 100000))
-testbed_plan=""
 testbed_bin=$target/release/hmw-testbed
+. scripts/lib/testbed.sh
 # Every scenario's calibration: 10 tasks per worker, all at once, each executed 4 times (hmw
 # calibrate's default: a worker then computes without waiting for the master), more tasks
 # until every worker computed for 2 s (its default `--worker-seconds`); one LAN run per
@@ -135,54 +135,8 @@ calibrate_args=(--tasks 10 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
 # local-comm's LAN is the one calibrate_lan measures in the scenario's own regime: the
 # calibration leaves the plan's value (`--lan-runs 0`); elsewhere one run per worker count.
 calibrate_lan_args() { if [ "$1" = local-comm ]; then echo --lan-runs 0; else echo --lan-runs 1; fi; }
-tb() { "$testbed_bin" --name "$testbed_name" "$@"; }
-testbed_down() {
-    if [ -n "$testbed_plan" ] || [ -e "/var/lib/hmw-testbed/$testbed_name/state.json" ]; then
-        tb down >"$work/testbed-down.log" 2>&1 || cat "$work/testbed-down.log" >&2
-    fi
-    testbed_plan=""
-}
 trap testbed_down EXIT
 is_testbed() { grep -q '^\[testbed\]' "$(scenario_plan "$1")"; }
-# The testbed of plan $1 up (the one up before taken down); log in $2.
-testbed_up() {
-    [ "$testbed_plan" = "$1" ] && return 0
-    testbed_down
-    if ! tb up "$1" --require-router >"$2" 2>&1; then
-        tail -20 "$2" >&2
-        return 1
-    fi
-    testbed_plan=$1
-}
-
-# Waits until this machine is quiet before a calibration, at most 60 s: dirty pages written
-# back, then a second in which its CPUs were at most 10 % busy (time stolen by the hypervisor
-# counted as busy). Prints how long it waited and how busy the last second was. (In two CI
-# runs, the gate's first calibration, just after the release build, put tb-tsp-hetero's hosts
-# 11 % and 29 % slower than its runs measured a few seconds later; on a quiet machine its
-# calibrations and runs agree within 6 %.)
-settle() {
-    sync
-    python3 - <<'PY'
-import time
-
-def cpu():
-    # user nice system idle iowait irq softirq steal
-    values = list(map(int, open("/proc/stat").readline().split()[1:9]))
-    return sum(values), values[3] + values[4]
-
-start = time.monotonic()
-total, idle = cpu()
-while True:
-    time.sleep(1)
-    total2, idle2 = cpu()
-    busy = 1 - (idle2 - idle) / max(1, total2 - total)
-    total, idle = total2, idle2
-    if busy <= 0.10 or time.monotonic() - start >= 60:
-        break
-print(f"waiting {time.monotonic() - start:.0f} s for a quiet machine: {100 * busy:.0f} % busy")
-PY
-}
 
 # `key=value` from a line of key=value pairs.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
@@ -292,13 +246,6 @@ PY
 
 # A value of the plan's [application] table.
 app_value() { sed -n "/^\[application\]/,/^\[/s/^$2 *= *\([0-9.e+-]*\).*/\1/p" "$1" | head -1; }
-
-# A command run from the testbed's launching machine when $1 is true, here otherwise.
-on_host() {
-    local testbed=$1
-    shift
-    if $testbed; then tb exec launch -- "$@"; else "$@"; fi
-}
 
 # Launch a plan; prints the launcher's last line `launch clusters=... stats=PATH`. With a
 # calibration file $3, predicted live from it; on the testbed when $4 is true.
