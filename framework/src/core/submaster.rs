@@ -93,16 +93,6 @@ pub struct SubMasterSource<T: Task> {
     depth: usize,
     /// Room (batches) offered upstream and not used yet.
     offered: usize,
-    /// Local tasks handed out so far.
-    handed: u64,
-    /// For each batch asked for and not arrived yet, oldest first: `handed` when it was asked
-    /// for.
-    asked_at: VecDeque<u64>,
-    /// Local tasks handed out, last time, between asking for a batch and its arrival: kept
-    /// queued beyond `depth` too, so that the next batch arrives before the queue runs dry
-    /// (a batch that crosses a WAN takes a round trip and its transfer, while the workers go
-    /// on computing).
-    refill: usize,
     /// Size of the largest batch received (the `nt` of the link): converts room into
     /// inter-cluster tasks; 0 before the first.
     batch_size: usize,
@@ -139,9 +129,6 @@ impl<T: Task> SubMasterSource<T> {
             nr: nr.max(1),
             depth: depth.max(1),
             offered: 0,
-            handed: 0,
-            asked_at: VecDeque::new(),
-            refill: 0,
             batch_size: 0,
             inter_tasks: 0,
             local_tasks: 0,
@@ -167,9 +154,8 @@ impl<T: Task> SubMasterSource<T> {
         }
     }
 
-    /// Offer upstream enough room to keep `depth` local tasks, and those handed out during the
-    /// last refill, queued or on their way; until a first batch shows how many tasks a batch
-    /// carries, room for one.
+    /// Offer upstream enough room to keep `depth` local tasks queued or on their way; until a
+    /// first batch shows how many tasks a batch carries, room for one.
     fn top_up(&mut self) {
         if self.stopped {
             return;
@@ -180,15 +166,12 @@ impl<T: Task> SubMasterSource<T> {
             // Local tasks a batch brings: its tasks, each split into this many parts so far.
             let parts = self.local_tasks as f64 / self.inter_tasks.max(1) as f64;
             let per_batch = (self.batch_size as f64 * parts).max(1.0);
-            let missing = (self.depth + self.refill).saturating_sub(self.queue.len()) as f64;
+            let missing = self.depth.saturating_sub(self.queue.len()) as f64;
             (missing / per_batch).ceil() as usize
         };
         let room = wanted.saturating_sub(self.offered).min(u32::MAX as usize) as u32;
         if room > 0 {
             self.offered += room as usize;
-            let handed = self.handed;
-            self.asked_at
-                .extend(std::iter::repeat_n(handed, room as usize));
             self.outbox.push_back(encode(&ToMaster::Ready { room }));
         }
     }
@@ -351,7 +334,6 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
         match self.queue.pop_front() {
             Some((operations, body, parent)) => {
                 self.local.insert(id, parent);
-                self.handed += 1;
                 self.top_up();
                 Next::Task { operations, body }
             }
@@ -458,9 +440,6 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 let batch = self.next_batch;
                 self.next_batch += 1;
                 self.offered = self.offered.saturating_sub(1);
-                if let Some(asked_at) = self.asked_at.pop_front() {
-                    self.refill = (self.handed - asked_at) as usize;
-                }
                 self.batch_size = self.batch_size.max(tasks.len());
                 self.batches.insert(batch, tasks.len());
                 let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
@@ -499,89 +478,5 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
 
     fn join_s(&self) -> f64 {
         self.join_s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde::{Deserialize, Serialize};
-
-    use super::*;
-    use crate::{protocol::WireTask, TaskResult, WorkerContext};
-
-    #[derive(Serialize, Deserialize)]
-    struct Unit;
-
-    impl Task for Unit {
-        type Output = Unit;
-        fn execute(self, _: &WorkerContext) -> Unit {
-            Unit
-        }
-    }
-
-    impl TaskResult for Unit {
-        fn join(&mut self, _: Unit) -> Result<(), Unit> {
-            Ok(())
-        }
-    }
-
-    /// The room offered since the last call, in batches.
-    fn offered(source: &mut SubMasterSource<Unit>) -> u32 {
-        std::iter::from_fn(|| source.poll_transmit())
-            .map(|bytes| match decode(&bytes, "test").unwrap() {
-                ToMaster::Ready { room } => room,
-                other => panic!("{other:?}"),
-            })
-            .sum()
-    }
-
-    fn batch(source: &mut SubMasterSource<Unit>, first: TaskId, tasks: u64) {
-        let tasks = (first..first + tasks)
-            .map(|id| WireTask {
-                id,
-                operations: 1.0,
-                body: encode(&Unit),
-            })
-            .collect();
-        source.on_upstream(ToWorker::Tasks(tasks)).unwrap();
-    }
-
-    /// A sub-master keeping 4 tasks for its workers, fed batches of 2 that take a while to
-    /// come: the tasks its workers took between asking for a batch and its arrival are kept
-    /// queued or asked for beyond the 4, so that the next batch arrives before the queue
-    /// runs dry.
-    #[test]
-    fn tasks_taken_while_a_batch_comes_are_asked_for_ahead() {
-        let mut source = SubMasterSource::<Unit>::new(1, 1, 4, None);
-        let mut local = 0;
-        let mut hand_out = |source: &mut SubMasterSource<Unit>, n: usize| {
-            for _ in 0..n {
-                assert!(matches!(source.next_task(local), Next::Task { .. }));
-                local += 1;
-            }
-        };
-        assert_eq!(
-            offered(&mut source),
-            1,
-            "one batch before the first shows its size"
-        );
-        batch(&mut source, 0, 2);
-        assert_eq!(source.refill, 0, "nothing was taken meanwhile");
-        // 2 queued of 4: one more batch (asked for with 0 tasks handed out).
-        assert_eq!(offered(&mut source), 1);
-        // 2 taken (one more batch asked for after the first), then the batch comes.
-        hand_out(&mut source, 2);
-        assert_eq!(offered(&mut source), 1);
-        batch(&mut source, 10, 2);
-        assert_eq!(source.refill, 2);
-        // 4 + 2 wanted: 2 queued, one batch on its way, one more asked for.
-        assert_eq!((source.queue.len(), offered(&mut source)), (2, 1));
-        hand_out(&mut source, 2);
-        batch(&mut source, 20, 2);
-        // The batch asked for after 1 task came after 4.
-        assert_eq!(source.refill, 3);
-        // 4 + 3 wanted: 2 queued, 3 batches asked for.
-        assert_eq!((source.queue.len(), source.offered), (2, 3));
-        assert_eq!(source.asked_at.len(), source.offered);
     }
 }
