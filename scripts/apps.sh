@@ -47,14 +47,14 @@ scripts/setup.sh
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 build_release
 hmw=$target/release/hmw
+testbed_name=ap$(($$ % 100000))
+testbed_bin=$target/release/hmw-testbed
+. scripts/lib/testbed.sh
 if $testbed; then
     work=$target/apps/testbed-$mode
     srmsd_plan=testbed/srmsd-ring-three-clusters.toml
     tsp_plan=validation/tb-tsp-three-clusters.toml
     matmul_plan=testbed/matmul-row-column.toml
-    testbed_name=ap$(($$ % 100000))
-    testbed_bin=$target/release/hmw-testbed
-    . scripts/lib/testbed.sh
     trap testbed_down EXIT
 else
     work=$target/apps/$mode
