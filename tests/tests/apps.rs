@@ -219,17 +219,22 @@ fn plan(name: &str, changes: &[(&str, &str)]) -> String {
     text
 }
 
+/// The external cluster `name` of a launch's statistics.
+fn cluster<'a>(stats: &'a Value, name: &str) -> &'a Value {
+    stats["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"))
+}
+
 /// Every external cluster of a launch computed and returned results: useful ones, or ones a
 /// tail copy elsewhere beat (short tasks: the main cluster's idle workers may copy and finish
 /// every task a far cluster holds before its results cross the WAN, which is no failure).
 fn every_cluster_took_part(stats: &Value) {
     for name in ["spain", "brazil"] {
-        let cluster = stats["clusters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"));
+        let cluster = cluster(stats, name);
         let returned =
             cluster["tasks_done"].as_u64().unwrap() + cluster["discharged"].as_u64().unwrap();
         assert!(returned > 0, "{name} did nothing: {cluster:#}");
@@ -310,28 +315,33 @@ fn tsp_exhaustive_across_three_clusters_counts_every_node() {
     assert_eq!(field(&line, "nodes"), (72 * 13700).to_string(), "{line}");
 }
 
-/// The matrix product with spain on the row/column strategy: the product checked, spain sent
-/// row/column pairs (the k-th of which the master makes of 2k - 1 products, unit-tested in
-/// the example) and the main cluster and brazil block pairs.
-#[test]
-fn matmul_row_column_across_three_clusters_is_verified() {
-    let dir = scratch("matmul-row-column");
-    let plan = plan(
-        "matmul-row-column.toml",
-        &[
-            ("m = 2048", "m = 256"),
-            ("b = 128", "b = 16"),
-            ("verify_up_to = 2048", "verify_up_to = 256"),
-            ("oper = 4177920", "oper = 7936"),
-        ],
-    );
-    let (run, stats) = launch(&dir, &plan);
+/// `hmw launch` of configs/matmul-row-column.toml at 256 x 256 in 16 x 16 blocks, with
+/// `changes` too, in scratch folder `name`: the run (its product checked) and lyon's statistics.
+fn matmul_row_column(name: &str, changes: &[(&str, &str)]) -> (Finished, Value) {
+    let dir = scratch(name);
+    let mut all = vec![
+        ("m = 2048", "m = 256"),
+        ("b = 128", "b = 16"),
+        ("verify_up_to = 2048", "verify_up_to = 256"),
+        ("oper = 4177920", "oper = 7936"),
+    ];
+    all.extend_from_slice(changes);
+    let (run, stats) = launch(&dir, &plan("matmul-row-column.toml", &all));
     let line = run
         .stdout
         .lines()
         .find(|l| l.starts_with("matmul m="))
         .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
     assert_eq!(field(line, "verified"), "true", "{line}");
+    (run, stats)
+}
+
+/// The matrix product with spain on the row/column strategy: the product checked, spain sent
+/// row/column pairs (the k-th of which the master makes of 2k - 1 products, unit-tested in
+/// the example) and the main cluster and brazil block pairs.
+#[test]
+fn matmul_row_column_across_three_clusters_is_verified() {
+    let (run, stats) = matmul_row_column("matmul-row-column", &[]);
     let pairs = run
         .stdout
         .lines()
@@ -347,14 +357,9 @@ fn matmul_row_column_across_three_clusters_is_verified() {
 /// its products, which lyon and brazil compute: the product is still right.
 #[test]
 fn a_lost_row_column_cluster_s_pairs_go_back_as_block_pairs() {
-    let dir = scratch("matmul-row-column-lost");
-    let plan = plan(
-        "matmul-row-column.toml",
+    let (run, stats) = matmul_row_column(
+        "matmul-row-column-lost",
         &[
-            ("m = 2048", "m = 256"),
-            ("b = 128", "b = 16"),
-            ("verify_up_to = 2048", "verify_up_to = 256"),
-            ("oper = 4177920", "oper = 7936"),
             ("wan_in_bytes_per_s = 12.0e6", "wan_in_bytes_per_s = 3.0e4"),
             (
                 "wan_delay_ms = 10",
@@ -366,19 +371,7 @@ fn a_lost_row_column_cluster_s_pairs_go_back_as_block_pairs() {
             ),
         ],
     );
-    let (run, stats) = launch(&dir, &plan);
-    let line = run
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("matmul m="))
-        .unwrap_or_else(|| panic!("no result line: {}", run.stdout));
-    assert_eq!(field(line, "verified"), "true", "{line}");
-    let spain = stats["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "spain")
-        .unwrap_or_else(|| panic!("no spain in {stats:#}"));
+    let spain = cluster(&stats, "spain");
     assert_eq!(spain["lost"], true, "{spain:#}");
     let taken_back = spain["taken_back"].as_u64().unwrap();
     assert!(taken_back > 0, "{spain:#}");
