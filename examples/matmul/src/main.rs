@@ -2,7 +2,7 @@
 //!
 //! Two strategies (`docs/model.md` section 7), chosen per cluster:
 //! - block pairs (the master's own workers, and every external cluster by default): a task is
-//!   a pair of blocks (A[i][k], B[k][j]); its result is their product, a partial C[i][j]; the
+//!   a pair of blocks (`A[i][k]`, `B[k][j]`); its result is their product, a partial `C[i][j]`; the
 //!   master sums results into C;
 //! - row/column (the external clusters named in `row_column`): an inter-cluster task is a row
 //!   of A and a column of B in blocks; the far sub-master keeps every row and column it
