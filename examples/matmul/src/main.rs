@@ -802,7 +802,6 @@ mod tests {
         assert!(matmul.pairs_out.is_empty() && matmul.pairs_done.is_empty());
         assert!(matmul.a.product(&matmul.b).values == matmul.c.values);
         // A block pair goes whole.
-        let s = settings(64, 16, None);
         let mut fresh = MatMul::new(&s);
         let block = fresh.next_task().unwrap();
         assert!(fresh.redivide(0, &block).is_none());
