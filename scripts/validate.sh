@@ -658,7 +658,9 @@ scenario's report below):
   with time and is counted once per task of the calibration, whose tasks are executed four
   times: on tb-tsp-hetero's hosts the calibration gave 0.3-1.6 ms per task with four
   executions and 0.4-0.8 ms with one (measured with the first version of the counting), so
-  (100) makes these predictions pessimistic by up to about 4 %. That first version read each
+  (100) makes these predictions pessimistic by up to about 4 % (later, with the final
+  counting: 0.9-2.1 ms per task, 5.6-7.4 % of the task times, in two gate runs of
+  2026-11-26). That first version read each
   worker's compute-thread CPU clock around every execution, which brought the CPU quota's
   accounting up to date there and moved its throttling out of the timed executions: a full
   run with it had the TSP and SRMSD scenarios 8-9 % late, and calibrations of the same
