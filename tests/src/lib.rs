@@ -211,3 +211,14 @@ pub fn children(pid: u32) -> Vec<u32> {
 pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// The external cluster `name` in a run's statistics (`clusters`, as `--stats-json` writes
+/// them).
+pub fn cluster<'a>(stats: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    stats["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"))
+}

@@ -8,7 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hmw_tests::{bin, json, mpirun, repo, scratch, write, Finished, Spawned};
+use hmw_tests::{bin, cluster, json, mpirun, repo, scratch, write, Finished, Spawned};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(120);
@@ -217,16 +217,6 @@ fn plan(name: &str, changes: &[(&str, &str)]) -> String {
         text = text.replace(from, to);
     }
     text
-}
-
-/// The external cluster `name` of a launch's statistics.
-fn cluster<'a>(stats: &'a Value, name: &str) -> &'a Value {
-    stats["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"))
 }
 
 /// Every external cluster of a launch computed and returned results: useful ones, or ones a

@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hmw_tests::{bin, json, mpirun, scratch, write, Spawned};
+use hmw_tests::{bin, cluster, json, mpirun, scratch, write, Spawned};
 use serde_json::Value;
 
 /// Start `hmw launch` on `plan` (written to DIR/plan.toml), its files in DIR/run.
@@ -38,15 +38,6 @@ fn launch(dir: &std::path::Path, plan: &str, limit: Duration) -> (hmw_tests::Fin
     let run = start_launch(dir, plan).finish(limit);
     let stats = json(&dir.join("run/main.stats.json"));
     (run, stats)
-}
-
-fn cluster<'a>(stats: &'a Value, name: &str) -> &'a Value {
-    stats["clusters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .unwrap_or_else(|| panic!("no cluster {name} in {stats:#}"))
 }
 
 /// Plan text of a cluster: a head, `workers` workers, a CM.
