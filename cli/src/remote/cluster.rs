@@ -308,7 +308,7 @@ impl RemoteCluster {
             if keep {
                 String::new()
             } else {
-                format!("rm -rf -- {}; ", sh_quote(&self.dir))
+                format!("{}; ", self.remove_folder())
             }
         );
         let dir = sh_quote(&self.dir);
@@ -345,6 +345,19 @@ impl RemoteCluster {
             "if [ -n \"$failed\" ]; then echo \"cannot clean up on$failed\" >&2; exit 1; fi\n",
         );
         script
+    }
+
+    /// The removal of the run's folder, from its parent: with the folder's whole path on its
+    /// command line, `rm` would be a target of the cleanup's `pkill` too, one running on
+    /// another host that shares this one's processes (the testbed's hosts do), and killed
+    /// part way, leave files behind.
+    fn remove_folder(&self) -> String {
+        let (parent, name) = self.dir.rsplit_once('/').unwrap_or((".", &self.dir));
+        format!(
+            "cd -- {} && rm -rf -- {}",
+            sh_quote(if parent.is_empty() { "/" } else { parent }),
+            sh_quote(name)
+        )
     }
 
     /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the
@@ -424,24 +437,47 @@ mod tests {
             "{script}"
         );
         assert!(
-            script.contains("rm -rf -- /srv/hmw/demo-spain-1"),
+            script.contains("cd -- /srv/hmw && rm -rf -- demo-spain-1"),
             "{script}"
         );
         assert!(!cluster().cleanup_script(true).contains("rm -rf"));
-        // The pattern matches a rank's command line and not the pattern's own.
+        // The pattern matches a rank's command line, and neither the pattern's own nor the
+        // removal's.
         let rank = "hmw-synthetic -m /srv/hmw/demo-spain-1/machines";
         let out = std::process::Command::new("sh")
             .args([
                 "-c",
                 &format!(
-                    "printf '%s\\n' {} {} | grep -c -- '[/]srv/hmw/demo-spain-1'",
+                    "printf '%s\\n' {} {} {} | grep -c -- '[/]srv/hmw/demo-spain-1'",
                     sh_quote(rank),
-                    sh_quote("pkill -f [/]srv/hmw/demo-spain-1")
+                    sh_quote("pkill -f [/]srv/hmw/demo-spain-1"),
+                    sh_quote("rm -rf -- demo-spain-1"),
                 ),
             ])
             .output()
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
+    }
+
+    #[test]
+    fn the_removal_takes_the_whole_run_folder() {
+        let parent = std::env::temp_dir().join(format!("hmw-remove-{}", std::process::id()));
+        let dir = parent.join("demo-spain-1");
+        fs::create_dir_all(dir.join("certs")).unwrap();
+        fs::write(dir.join("certs/ca.pem"), "x").unwrap();
+        fs::write(parent.join("other"), "kept").unwrap();
+        let remote = RemoteCluster {
+            dir: dir.to_string_lossy().into_owned(),
+            ..cluster()
+        };
+        let status = std::process::Command::new("sh")
+            .args(["-c", &remote.remove_folder()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(!dir.exists());
+        assert!(parent.join("other").exists());
+        fs::remove_dir_all(&parent).unwrap();
     }
 
     #[test]
