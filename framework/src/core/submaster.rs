@@ -88,8 +88,7 @@ pub struct SubMasterSource<T: Task> {
     rank: usize,
     /// Results joined into one inter-cluster result.
     nr: usize,
-    /// Local tasks the sub-master wants queued or on their way: enough to keep every rank it
-    /// feeds busy.
+    /// Local tasks the sub-master wants queued or on their way (at least one).
     depth: usize,
     /// Room (batches) offered upstream and not used yet.
     offered: usize,
