@@ -296,21 +296,7 @@ impl RemoteCluster {
     /// on every host kill what holds the run's folder in its command line and (unless
     /// `keep`) remove the folder.
     pub(crate) fn cleanup_script(&self, keep: bool) -> String {
-        // `[/]x` matches `/x` but not itself: the pattern never matches a command line that
-        // holds the pattern.
-        let pattern = match self.dir.split_at_checked(1) {
-            Some((first, rest)) => format!("[{first}]{rest}"),
-            None => self.dir.clone(),
-        };
-        let on_each = format!(
-            "pkill -KILL -f -- {} 2>/dev/null; {}true",
-            sh_quote(&pattern),
-            if keep {
-                String::new()
-            } else {
-                format!("{}; ", self.remove_folder())
-            }
-        );
+        let on_each = self.host_cleanup(keep);
         let dir = sh_quote(&self.dir);
         // The run's own `mpirun` and job, and those of the runs in its subfolders (`hmw
         // calibrate` runs several from one folder).
@@ -345,6 +331,26 @@ impl RemoteCluster {
             "if [ -n \"$failed\" ]; then echo \"cannot clean up on$failed\" >&2; exit 1; fi\n",
         );
         script
+    }
+
+    /// Each host's part of the cleanup: kill what holds the run's folder in its command line,
+    /// then (unless `keep`) remove the folder.
+    fn host_cleanup(&self, keep: bool) -> String {
+        // `[/]x` matches `/x` but not itself: the pattern never matches a command line that
+        // holds the pattern.
+        let pattern = match self.dir.split_at_checked(1) {
+            Some((first, rest)) => format!("[{first}]{rest}"),
+            None => self.dir.clone(),
+        };
+        format!(
+            "pkill -KILL -f -- {} 2>/dev/null; {}true",
+            sh_quote(&pattern),
+            if keep {
+                String::new()
+            } else {
+                format!("{}; ", self.remove_folder())
+            }
+        )
     }
 
     /// The removal of the run's folder, from its parent: with the folder's whole path on its
@@ -459,23 +465,50 @@ mod tests {
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "1");
     }
 
+    /// Two hosts' cleanups at once, as on the testbed, whose hosts share one process
+    /// namespace: the second host's `pkill` runs while the first host's removal is under
+    /// way, and the folder still goes, all of it (CI's deployment check once found a run's
+    /// files left on a host whose cleanup had reported success).
     #[test]
-    fn the_removal_takes_the_whole_run_folder() {
+    fn one_hosts_cleanup_spares_another_hosts_removal() {
         let parent = std::env::temp_dir().join(format!("hmw-remove-{}", std::process::id()));
-        let dir = parent.join("demo-spain-1");
-        fs::create_dir_all(dir.join("certs")).unwrap();
-        fs::write(dir.join("certs/ca.pem"), "x").unwrap();
+        let name = format!("demo-race-{}", std::process::id());
+        let dir = parent.join(&name);
+        for sub in 0..20 {
+            let sub = dir.join(sub.to_string());
+            fs::create_dir_all(&sub).unwrap();
+            for file in 0..100 {
+                fs::write(sub.join(file.to_string()), "x").unwrap();
+            }
+        }
         fs::write(parent.join("other"), "kept").unwrap();
         let remote = RemoteCluster {
             dir: dir.to_string_lossy().into_owned(),
             ..cluster()
         };
-        let status = std::process::Command::new("sh")
-            .args(["-c", &remote.remove_folder()])
+        let mut first = std::process::Command::new("sh")
+            .args(["-c", &remote.host_cleanup(false)])
+            .spawn()
+            .unwrap();
+        // Once its `rm` runs (or it has ended), the second host's cleanup.
+        let removing = || {
+            fs::read_dir("/proc").unwrap().flatten().any(|p| {
+                fs::read(p.path().join("cmdline")).is_ok_and(|line| {
+                    let line = String::from_utf8_lossy(&line).into_owned();
+                    line.starts_with("rm\0") && line.contains(&name)
+                })
+            })
+        };
+        let start = std::time::Instant::now();
+        while !removing() && first.try_wait().unwrap().is_none() {
+            assert!(start.elapsed().as_secs() < 10, "the removal never started");
+        }
+        let second = std::process::Command::new("sh")
+            .args(["-c", &remote.host_cleanup(true)])
             .status()
             .unwrap();
-        assert!(status.success());
-        assert!(!dir.exists());
+        assert!(second.success() && first.wait().unwrap().success());
+        assert!(!dir.exists(), "files left in {}", dir.display());
         assert!(parent.join("other").exists());
         fs::remove_dir_all(&parent).unwrap();
     }
