@@ -685,7 +685,31 @@ scenario's report below):
   spain's first tasks reached its workers about 1.8 s into the run, while its link's receive
   windows (2 MiB per connection at the start) held the sender back until its tuner grew them
   and the emulated router's queue stretched the round trip from 41 ms to 66-172 ms and dropped
-  about 4,000 packets per run.
+  about 4,000 packets per run. Measured on 2026-11-26 in a run of the full suite: spain's two
+  workers ran 703 and 620 parts in 9.9 s, their compute threads 0.46 ms of CPU per part and
+  the rest of their processes 0.5-1.0 ms (the messages of a part: 256 KiB in, 128 KiB out),
+  each at 68-73 % of its quota; (100) read at the part's grain (`own ms` of the 512-block
+  calibration scaled to a part's bytes) would lower spain's rate to about 5 tasks/s, not to
+  the 2.4-2.6 measured. `hmw calibrate`'s LAN run with a part's sizes read spain's LAN at
+  6.7e7 to 3.3e8 B/s in three runs on the same hosts, too spread to predict from. Two causes
+  tried and ruled out, each in interleaved runs of this plan: the CPU quota's period (10 ms in
+  place of 100 ms: spain took 17-20 tasks either way) and the sending rank's pause between
+  polls while a send is in progress (50 us in place of up to 2 ms: 17-19 against 19).
+- **The end of a run with external clusters** (every scenario with a sub-master): with
+  on-demand dispatch an external cluster still holds, when the master hands out the last
+  task, what its CM's window keeps on the way (98), what its workers' buffers hold, and what
+  its sub-master keeps queued; the balance (61) has no term for it, and the cluster holding
+  the most for its rate ends last. Until 2026-11-26 a sub-master also kept its workers'
+  buffers queued a second time (`workers x worker_buffers` more tasks). Without them (commit
+  `85ba730`), in two full runs of the suite on the same quiet machine an hour apart (before,
+  then after): `two-clusters` +3.1 % then +1.6 %, `three-auto` +3.9 % then +1.9 %,
+  `wan-out-nr3` +6.6 % then +4.3 %, `depth2-tree` +6.4 % then +3.4 %,
+  `tb-tsp-three-clusters` +15.3 % then +7.4 %, `tb-srmsd-one-to-many` +6.9 % then -3.5 %,
+  `demo-three-clusters` +3.5 % then +2.8 % (`hmw simulate` on the first run's calibrations
+  had predicted each of them 0.1-0.16 s shorter, and none longer). What the
+  windows and buffers still hold at the end is the rest of the gap in `depth2-tree` and
+  `tb-tsp-three-clusters` (brazil's window of three batches of four TSP tasks is 12 of its
+  16-26 tasks): `hmw simulate`, which runs the same cores, is within 1.2 % and 10 % there.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
