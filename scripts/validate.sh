@@ -701,7 +701,7 @@ scenario's report below):
   its sub-master keeps queued; the balance (61) has no term for it, and the cluster holding
   the most for its rate ends last. Until 2026-11-26 a sub-master also kept its workers'
   buffers queued a second time (`workers x worker_buffers` more tasks). Without them (commit
-  `85ba730`), in two full runs of the suite on the same quiet machine an hour apart (before,
+  `89fcdda`), in two full runs of the suite on the same quiet machine an hour apart (before,
   then after): `two-clusters` +3.1 % then +1.6 %, `three-auto` +3.9 % then +1.9 %,
   `wan-out-nr3` +6.6 % then +4.3 %, `depth2-tree` +6.4 % then +3.4 %,
   `tb-tsp-three-clusters` +15.3 % then +7.4 %, `tb-srmsd-one-to-many` +6.9 % then -3.5 %,
