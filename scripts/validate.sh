@@ -686,8 +686,8 @@ scenario's report below):
   windows (2 MiB per connection at the start) held the sender back until its tuner grew them
   and the emulated router's queue stretched the round trip from 41 ms to 66-172 ms and dropped
   about 4,000 packets per run. Measured on 2026-11-26 in a run of the full suite: spain's two
-  workers ran 703 and 620 parts in 9.9 s, their compute threads 0.46 ms of CPU per part and
-  the rest of their processes 0.5-1.0 ms (the messages of a part: 256 KiB in, 128 KiB out),
+  workers ran 703 and 620 parts in 9.9 s, their compute threads 0.44-0.46 ms of CPU per part and
+  the rest of their processes 0.7-1.0 ms (the messages of a part: 256 KiB in, 128 KiB out),
   each at 68-73 % of its quota; (100) read at the part's grain (`own ms` of the 512-block
   calibration scaled to a part's bytes) would lower spain's rate to about 5 tasks/s, not to
   the 2.4-2.6 measured. `hmw calibrate`'s LAN run with a part's sizes read spain's LAN at
