@@ -2,6 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use quinn::{IdleTimeout, TransportConfig, VarInt};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -12,15 +13,24 @@ use crate::config::{Congestion, LinkConfig};
 use crate::congestion::BoundedBbrConfig;
 use crate::tls::TlsMaterial;
 
+/// The round trip a connection assumes before it has measured one. QUIC's default, 333 ms,
+/// resends a lost first handshake packet after about 1 s: a client CM started before its
+/// server CM listens (the clusters of a run start in no set order) then joined its link a
+/// second late, and a sub-master that waits for its links started its cluster a second after
+/// the master. With 100 ms it is resent after about 0.3 s; on a longer path the first
+/// handshake packet may go twice (1,200 bytes).
+const INITIAL_RTT: Duration = Duration::from_millis(100);
+
 /// Transport parameters: the connection's flow-control windows start at `window` (the link
 /// raises them while they limit the connection, up to `max_window`; quinn's defaults would cap
 /// a connection at about 1.25 MB per round trip), each stream's window is `max_window` (the
 /// connection's bounds them all), QUIC idle timeout = the inactivity timeout, keep-alives,
-/// and the congestion controller.
+/// the initial round trip ([`INITIAL_RTT`]) and the congestion controller.
 pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     let mut transport = TransportConfig::default();
     let window = VarInt::from_u32(config.window as u32);
     transport
+        .initial_rtt(INITIAL_RTT)
         .max_idle_timeout(Some(
             IdleTimeout::try_from(config.inactivity_timeout()).expect("validated timeout"),
         ))
