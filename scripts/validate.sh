@@ -710,6 +710,11 @@ scenario's report below):
   windows and buffers still hold at the end is the rest of the gap in `depth2-tree` and
   `tb-tsp-three-clusters` (brazil's window of three batches of four TSP tasks is 12 of its
   16-26 tasks): `hmw simulate`, which runs the same cores, is within 1.2 % and 10 % there.
+  The first of `depth2-tree`'s three runs, in both full runs, started spain's subtree about
+  1 s after the master (5.96 s and 5.88 s against 5.45 s and 5.30 s for the other two): its
+  inner link's client CM started before the server CM listened, and QUIC resent its lost
+  first handshake packet only after about 1 s; since commit `df46a6d` after about 0.3 s (10
+  runs on this machine: 4 with a late link at 5.47-5.50 s, 6 at 5.30 s).
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
