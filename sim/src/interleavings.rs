@@ -18,14 +18,14 @@ use hmw::{
     config::{ConfigFile, RunConfig},
     core::{MasterCore, Output, ProblemSource},
     machinefile::MachineFile,
-    protocol::{decode, encode, ToMaster, ToWorker},
+    protocol::{decode, encode, ToMaster, ToWorker, WireResult},
     scheduler::{Demand, OnDemand, Policy, Scheduler, Waiting},
     stats::RunStats,
 };
 use proptest::prelude::*;
 
 use crate::{
-    problem::{SimProblem, TaskCost},
+    problem::{SimProblem, SimResult, TaskCost},
     spec::{ClusterSetup, Sizes},
     world::{Transfer, Via, World},
 };
@@ -535,6 +535,56 @@ fn credit_drop_and_readmission_through_the_master_core() {
         batches_to(&out, 2),
         vec![vec![4], vec![5], vec![6], vec![7]]
     );
+}
+
+/// At the end an idle worker copies, of the tasks held by the fewest, the one handed out last:
+/// its holder computes its tasks in the order it received them and reaches that one last.
+#[test]
+fn an_idle_worker_copies_the_task_its_holder_reaches_last() {
+    let machines = MachineFile::parse(Path::new("m.hosts"), "m\nw\nw\n").unwrap();
+    let problem = SimProblem::new(3, TaskCost::fixed(1.0), 0);
+    let config = RunConfig {
+        reassign_last_task: true,
+        ..ConfigFile::defaults().run
+    };
+    let mut master = MasterCore::new(
+        &machines,
+        config,
+        Box::new(OnDemand),
+        ProblemSource::new(problem),
+    );
+    let now = Duration::ZERO;
+    let mut out = Vec::new();
+    master.start(now, &mut out).unwrap();
+    master
+        .handle(now, 1, &encode(&ToMaster::Ready { room: 2 }), &mut out)
+        .unwrap();
+    master
+        .handle(now, 2, &encode(&ToMaster::Ready { room: 1 }), &mut out)
+        .unwrap();
+    let held: Vec<u64> = batches_to(&out, 1).concat();
+    let [done] = batches_to(&out, 2).concat()[..] else {
+        panic!("rank 2 should hold one task: {out:?}");
+    };
+    assert_eq!(held.len(), 2, "rank 1 holds two tasks");
+    out.clear();
+    let result = WireResult {
+        ids: vec![done],
+        operations: 1.0,
+        busy_s: 1.0,
+        decode_s: 0.0,
+        encode_s: 0.0,
+        body: encode(&SimResult(vec![done])),
+    };
+    master
+        .handle(
+            now,
+            2,
+            &encode(&ToMaster::Result { result, room: 1 }),
+            &mut out,
+        )
+        .unwrap();
+    assert_eq!(batches_to(&out, 2), vec![vec![held[1]]]);
 }
 
 /// Serves the highest rank first, rank 1 in batches of three.

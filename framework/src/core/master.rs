@@ -20,6 +20,7 @@
 //! idle.
 
 use std::{
+    cmp::Reverse,
     collections::{BTreeSet, VecDeque},
     fmt::Write as _,
     time::Duration,
@@ -188,10 +189,11 @@ pub struct MasterCore<S> {
     /// Hashed: task ids are looked up on every result, and a hash table finds one in `O(1)`
     /// however many tasks are out.
     in_flight: FxHashMap<TaskId, InFlight>,
-    /// At the end, the in-flight tasks by (holders, id), whence idle workers take copies:
-    /// built when the first copy is wanted (no new task is handed out after that), then kept
-    /// up to date as holders come and go, so a copy costs `O(log n)`, not a scan of the table.
-    tail: Option<BTreeSet<(usize, TaskId)>>,
+    /// At the end, the in-flight tasks by holders, newest first, whence idle workers take
+    /// copies: built when the first copy is wanted (no new task is handed out after that), then
+    /// kept up to date as holders come and go, so a copy costs `O(log n)`, not a scan of the
+    /// table.
+    tail: Option<BTreeSet<TailKey>>,
     /// In-flight tasks that no rank holds any more: served before new tasks.
     retry: VecDeque<TaskId>,
     next_id: TaskId,
@@ -757,7 +759,7 @@ impl<S: TaskSource> MasterCore<S> {
                     for id in &result.ids {
                         if let Some(flight) = self.in_flight.remove(id) {
                             if let Some(tail) = &mut self.tail {
-                                tail.remove(&(flight.holders.len(), *id));
+                                tail.remove(&(flight.holders.len(), Reverse(*id)));
                             }
                         }
                     }
@@ -870,7 +872,7 @@ impl<S: TaskSource> MasterCore<S> {
     fn replace(&mut self, id: TaskId, parts: Vec<(f64, Vec<u8>)>) {
         if let Some(flight) = self.in_flight.remove(&id) {
             if let Some(tail) = &mut self.tail {
-                tail.remove(&(flight.holders.len(), id));
+                tail.remove(&(flight.holders.len(), Reverse(id)));
             }
         }
         self.redivided += 1;
@@ -887,7 +889,7 @@ impl<S: TaskSource> MasterCore<S> {
                 },
             );
             if let Some(tail) = &mut self.tail {
-                tail.insert((0, part));
+                tail.insert((0, Reverse(part)));
             }
             self.retry.push_back(part);
         }
@@ -1139,17 +1141,24 @@ impl<S: TaskSource> MasterCore<S> {
         self.batch = batch;
     }
 
-    /// A copy of the in-flight task with the fewest holders (oldest first) that `rank` does not
-    /// already hold; `rank` holds it from now on.
+    /// A copy of the in-flight task with the fewest holders that `rank` does not already hold,
+    /// the newest first; `rank` holds it from now on.
+    ///
+    /// Newest first: a holder computes its tasks in the order it received them (a worker its
+    /// buffers, a cluster its window's batches), so its newest is the one it reaches last and
+    /// a copy of it saves the most. A copy of its oldest races the holder where it is furthest
+    /// ahead: in a run of task-pruning TSP on the testbed (2026-11-25) the main cluster's
+    /// copies of brazil's oldest tasks beat each of brazil's 21 last results, all discharged,
+    /// while the holder and the copies, working from both ends, would have met half way.
     fn duplicate_for(&mut self, rank: usize) -> Option<TaskId> {
         let in_flight = &mut self.in_flight;
         let tail = self.tail.get_or_insert_with(|| {
             in_flight
                 .iter()
-                .map(|(&id, flight)| (flight.holders.len(), id))
+                .map(|(&id, flight)| (flight.holders.len(), Reverse(id)))
                 .collect()
         });
-        let &(holders, id) = tail.iter().find(|(_, id)| {
+        let &(holders, Reverse(id)) = tail.iter().find(|(_, Reverse(id))| {
             let flight = &in_flight[id];
             !flight.holders.contains(&rank) && !flight.lost_holders.contains(&rank)
         })?;
@@ -1222,11 +1231,14 @@ impl<S: TaskSource> MasterCore<S> {
     }
 }
 
+/// A task in the tail index: its holders, then its id, newest first.
+type TailKey = (usize, Reverse<TaskId>);
+
 /// Task `id` went from `from` holders to `to` in the tail index, once there is one.
-fn retarget(tail: &mut Option<BTreeSet<(usize, TaskId)>>, id: TaskId, from: usize, to: usize) {
+fn retarget(tail: &mut Option<BTreeSet<TailKey>>, id: TaskId, from: usize, to: usize) {
     if let Some(tail) = tail {
-        if tail.remove(&(from, id)) {
-            tail.insert((to, id));
+        if tail.remove(&(from, Reverse(id))) {
+            tail.insert((to, Reverse(id)));
         }
     }
 }
