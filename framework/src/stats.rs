@@ -172,7 +172,7 @@ impl RunStats {
         if self.tail_copies > 0 {
             let _ = writeln!(
                 out,
-                "{} copies of tail tasks handed to idle workers (reassign_last_task)",
+                "{} copies of tail tasks handed to idle workers and clusters (reassign_last_task)",
                 self.tail_copies
             );
         }

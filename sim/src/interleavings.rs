@@ -537,54 +537,44 @@ fn credit_drop_and_readmission_through_the_master_core() {
     );
 }
 
-/// At the end an idle worker copies, of the tasks held by the fewest, the one handed out last:
-/// its holder computes its tasks in the order it received them and reaches that one last.
+/// At the end a rank holding nothing (a worker, or a CM whose cluster holds nothing) gets a
+/// copy of, among the tasks held by the fewest, the one handed out last: its holder computes
+/// its tasks in the order it received them and reaches that one last.
 #[test]
-fn an_idle_worker_copies_the_task_its_holder_reaches_last() {
-    let machines = MachineFile::parse(Path::new("m.hosts"), "m\nw\nw\n").unwrap();
-    let problem = SimProblem::new(3, TaskCost::fixed(1.0), 0);
-    let config = RunConfig {
-        reassign_last_task: true,
-        ..ConfigFile::defaults().run
-    };
-    let mut master = MasterCore::new(
-        &machines,
-        config,
-        Box::new(OnDemand),
-        ProblemSource::new(problem),
-    );
-    let now = Duration::ZERO;
-    let mut out = Vec::new();
-    master.start(now, &mut out).unwrap();
-    master
-        .handle(now, 1, &encode(&ToMaster::Ready { room: 2 }), &mut out)
-        .unwrap();
-    master
-        .handle(now, 2, &encode(&ToMaster::Ready { room: 1 }), &mut out)
-        .unwrap();
-    let held: Vec<u64> = batches_to(&out, 1).concat();
-    let [done] = batches_to(&out, 2).concat()[..] else {
-        panic!("rank 2 should hold one task: {out:?}");
-    };
-    assert_eq!(held.len(), 2, "rank 1 holds two tasks");
-    out.clear();
-    let result = WireResult {
-        ids: vec![done],
-        operations: 1.0,
-        busy_s: 1.0,
-        decode_s: 0.0,
-        encode_s: 0.0,
-        body: encode(&SimResult(vec![done])),
-    };
-    master
-        .handle(
-            now,
-            2,
-            &encode(&ToMaster::Result { result, room: 1 }),
-            &mut out,
-        )
-        .unwrap();
-    assert_eq!(batches_to(&out, 2), vec![vec![held[1]]]);
+fn an_idle_rank_copies_the_task_its_holder_reaches_last() {
+    for rank_2 in ["w", "c # M 1 7000 name=a peer=b cluster=far nt=1"] {
+        let text = format!("m\nw\n{rank_2}\n");
+        let machines = MachineFile::parse(Path::new("m.hosts"), &text).unwrap();
+        let config = RunConfig {
+            reassign_last_task: true,
+            ..ConfigFile::defaults().run
+        };
+        let problem = ProblemSource::new(SimProblem::new(3, TaskCost::fixed(1.0), 0));
+        let mut master = MasterCore::new(&machines, config, Box::new(OnDemand), problem);
+        let now = Duration::ZERO;
+        let mut out = Vec::new();
+        master.start(now, &mut out).unwrap();
+        let ready = |room| encode(&ToMaster::Ready { room });
+        master.handle(now, 1, &ready(2), &mut out).unwrap();
+        master.handle(now, 2, &ready(1), &mut out).unwrap();
+        let held = batches_to(&out, 1).concat();
+        let [done] = batches_to(&out, 2).concat()[..] else {
+            panic!("rank 2 should hold one task: {out:?}");
+        };
+        assert_eq!(held.len(), 2, "rank 1 holds two tasks");
+        out.clear();
+        let result = WireResult {
+            ids: vec![done],
+            operations: 1.0,
+            busy_s: 1.0,
+            decode_s: 0.0,
+            encode_s: 0.0,
+            body: encode(&SimResult(vec![done])),
+        };
+        let result = encode(&ToMaster::Result { result, room: 1 });
+        master.handle(now, 2, &result, &mut out).unwrap();
+        assert_eq!(batches_to(&out, 2), vec![vec![held[1]]], "{rank_2}");
+    }
 }
 
 /// Serves the highest rank first, rank 1 in batches of three.

@@ -189,7 +189,7 @@ pub struct MasterCore<S> {
     /// Hashed: task ids are looked up on every result, and a hash table finds one in `O(1)`
     /// however many tasks are out.
     in_flight: FxHashMap<TaskId, InFlight>,
-    /// At the end, the in-flight tasks by holders, newest first, whence idle workers take
+    /// At the end, the in-flight tasks by holders, newest first, whence idle ranks take
     /// copies: built when the first copy is wanted (no new task is handed out after that), then
     /// kept up to date as holders come and go, so a copy costs `O(log n)`, not a scan of the
     /// table.
@@ -211,7 +211,7 @@ pub struct MasterCore<S> {
     reassigned: u64,
     /// Tasks taken back that the problem replaced by others ([`TaskSource::redivide`]).
     redivided: u64,
-    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    /// Copies of in-flight tasks handed to idle ranks at the end (`reassign_last_task`).
     tail_copies: u64,
     /// The workers it feeds (not the CMs): what the scheduler shares tasks among.
     workers: usize,
@@ -1020,7 +1020,7 @@ impl<S: TaskSource> MasterCore<S> {
 
     /// Serve the waiting ranks, in the order the scheduler picks: tasks to retry and new tasks
     /// while there are some, then (if enabled) copies of tasks still in flight elsewhere for
-    /// idle workers. Ends as soon as nothing is left to hand out, so a round costs
+    /// idle ranks. Ends as soon as nothing is left to hand out, so a round costs
     /// `O(log W)` per batch sent, not `O(W)`.
     fn dispatch(&mut self, out: &mut Vec<Output>) {
         let mut batch = std::mem::take(&mut self.batch);
@@ -1086,10 +1086,12 @@ impl<S: TaskSource> MasterCore<S> {
                     }
                 }
             }
-            // At the end (no task left to hand out), a worker with nothing left to compute
-            // (a free second buffer is not enough) gets a copy of a task still in flight.
+            // At the end (no task left to hand out), a rank with nothing left to compute (a
+            // worker: a free second buffer is not enough; a CM: every result of its cluster
+            // in) gets a copy of a task still in flight. A cluster that holds nothing would
+            // otherwise wait, across its WAN, while the last tasks are computed elsewhere.
             let end = self.exhausted && self.retry.is_empty();
-            if batch.is_empty() && end && self.config.reassign_last_task && idle && is_worker {
+            if batch.is_empty() && end && self.config.reassign_last_task && idle {
                 if let Some(id) = self.duplicate_for(rank) {
                     self.tail_copies += 1;
                     batch.push(id);
@@ -1103,7 +1105,7 @@ impl<S: TaskSource> MasterCore<S> {
                         aside_for_round.push(rank);
                         continue;
                     }
-                    // At the end with copies to hand out, only idle workers take them: this
+                    // At the end with copies to hand out, only idle ranks take them: this
                     // rank waits until it is idle, or a task comes back to retry.
                     _ if end && self.config.reassign_last_task => {
                         self.waiting.set_aside(rank);

@@ -195,7 +195,7 @@ pub struct RunStats {
     /// Of those, tasks the problem replaced by others of a finer grain (`Problem::redivide`).
     #[serde(default)]
     pub redivided: u64,
-    /// Copies of in-flight tasks handed to idle workers at the end (`reassign_last_task`).
+    /// Copies of in-flight tasks handed to idle workers and clusters at the end (`reassign_last_task`).
     #[serde(default)]
     pub tail_copies: u64,
     /// Seconds after the start when every link to another cluster was up (runs that feed
