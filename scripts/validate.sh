@@ -670,7 +670,17 @@ scenario's report below):
   one-cluster testbed scenarios ended 6.5-9.5 % before their best case: their calibrations
   read the TSP hosts at 7.98e7, 6.10e7 and 3.23e7 nodes/s where the build before (no clock
   reads) read 7.3-8.8e7, 5.2-7.3e7 and 3.2-4.0e7 in six calibrations between 21:14 and 21:24,
-  on this machine whose speed moved by 10 % within minutes.
+  on this machine whose speed moved by 10 % within minutes. Part of it was the testbed's
+  quota period (the kernel's 100 ms until 2026-11-26): a host that starts to compute part way
+  through a period gets that period's unused quota on top, which a run of a few periods
+  feels and a 2 s calibration does not. In the full run of 2026-11-26 05:21, tb-tsp-hetero's
+  slowest worker computed at 0.28 of a core where its calibration had 0.22, and the scenario
+  ended 9.0 % before its best case; five interleaved runs each with 100 ms and 10 ms periods
+  gave medians of 0.626 and 0.670 s. The testbed now uses 10 ms; the six testbed scenarios
+  run alone right after (`--only`): tb-tsp-hetero -2.6 %, tb-srmsd-hetero-no-reassign +2.6 %,
+  tb-matmul-local -5.9 %, tb-matmul-two-clusters +1.0 %, tb-srmsd-one-to-many -2.9 %,
+  tb-tsp-three-clusters -12.0 % (its calibration read lyon-1 at 2.63e7 nodes/s, its runs
+  31-34e6).
 - **Real computation on the testbed, several clusters** (`tb-matmul-two-clusters`,
   `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute less than
   predicted. In `tb-matmul-two-clusters` spain finishes about 19 tasks where 50-57 are
@@ -715,6 +725,17 @@ scenario's report below):
   inner link's client CM started before the server CM listened, and QUIC resent its lost
   first handshake packet only after about 1 s; since commit `df46a6d` after about 0.3 s (10
   runs on this machine: 4 with a late link at 5.47-5.50 s, 6 at 5.30 s).
+  At the end the master's idle workers copy tasks still in flight (`reassign_last_task`).
+  Until 2026-11-26 they copied the oldest, which an external cluster had often computed
+  already (its result waiting in a join or on the WAN): in the apps' task-pruning TSP run on
+  the testbed the main cluster's copies beat each of brazil's 21 last results, and spain sat
+  idle for the last 1.6 s. Now the newest task goes first, and a cluster that holds nothing
+  takes copies too (commits `f452ea0`, `367e9dc`); interleaved runs of each binary:
+  `tb-tsp-three-clusters` 0.933 -> 0.800 s and 0.846 -> 0.776 s, `tb-srmsd-one-to-many`
+  2.59 -> 2.36 s, the apps' TSP 15.44 -> 14.56 -> 13.89 s; `tb-tsp-hetero` (one cluster)
+  0.576 -> 0.594 s, its slowest worker's running task now copied after its buffered one. In
+  the full run of 05:21 `tb-tsp-three-clusters` ended 8.0 % before its best case, no longer
+  7.4 % after it: the model's external end (49)/(54) assumes no copies.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
