@@ -705,6 +705,18 @@ scenario's report below):
   tried and ruled out, each in interleaved runs of this plan: the CPU quota's period (10 ms in
   place of 100 ms: spain took 17-20 tasks either way) and the sending rank's pause between
   polls while a send is in progress (50 us in place of up to 2 ms: 17-19 against 19).
+  In the full run of 2026-11-26 05:53 (the first with 10 ms quota periods) the scenario ended
+  8.5 % after its worst case, not 22 % as at 05:21, but spain still took 20 tasks of the 70
+  predicted: the smaller error is lyon's, the other way. Its calibration read lyon's workers
+  at 2.82e9 and 2.39e9 operations/s (3.84e9 and 3.15e9 at 05:21, with 100 ms periods) with
+  21-30 ms of their own CPU per task (100), so the model gave lyon 15.6 tasks/s, and lyon ran
+  at 19.2. Two errors that offset each other also hide in `tb-tsp-three-clusters` of that run
+  (+1.0 %, inside): lyon 55.1 tasks/s against 50.2 predicted, brazil 27.6 against 38.8 (each
+  cluster's share stayed within 5 points of its prediction). `tb-srmsd-one-to-many` ended
+  6.9 % before its best case: in its median run every worker computed 2.4-5.7 % faster than
+  its calibration read it, and (100) took off each worker's rate its `own ms`, 2.9-9.3 ms per
+  task (5-10 % of its 58-99 ms tasks), mostly its communication thread's polling while it
+  waits (above); its three runs took 2.53, 2.56 and 2.87 s.
 - **The end of a run with external clusters** (every scenario with a sub-master): with
   on-demand dispatch an external cluster still holds, when the master hands out the last
   task, what its CM's window keeps on the way (98), what its workers' buffers hold, and what
