@@ -710,7 +710,10 @@ scenario's report below):
   predicted: the smaller error is lyon's, the other way. Its calibration read lyon's workers
   at 2.82e9 and 2.39e9 operations/s (3.84e9 and 3.15e9 at 05:21, with 100 ms periods) with
   21-30 ms of their own CPU per task (100), so the model gave lyon 15.6 tasks/s, and lyon ran
-  at 19.2. Two errors that offset each other also hide in `tb-tsp-three-clusters` of that run
+  at 19.2; in the next full run (06:51) its calibration read lyon at 3.37e9 and 2.90e9, the
+  model gave lyon 18.4 tasks/s, lyon ran at 18.8, and the scenario ended 24.3 % late again
+  (that run: 19 inside, the other misses local-comm +5.1 % and tb-matmul-local -5.9 %).
+  Two errors that offset each other also hide in `tb-tsp-three-clusters` of the 05:53 run
   (+1.0 %, inside): lyon 55.1 tasks/s against 50.2 predicted, brazil 27.6 against 38.8 (each
   cluster's share stayed within 5 points of its prediction). `tb-srmsd-one-to-many` ended
   6.9 % before its best case: in its median run every worker computed 2.4-5.7 % faster than
