@@ -7,7 +7,11 @@
 //! - Workers: every worker of every cluster in one run, all computing at once as they do in a
 //!   run here, where they share this machine's cores: `--tasks` tasks of the application per
 //!   worker, handed out on demand; a worker's perf is its basic operations per busy second.
-//!   The last few tasks, when some workers are done, run under less load than a run's.
+//!   The last few tasks, when some workers are done, run under less load than a run's. On the
+//!   clusters' own hosts ([`calibrate_remote`]) an external cluster's workers compute the parts
+//!   its sub-master splits tasks into when the application splits them (`[run] split_tasks`):
+//!   their figures are per part, and their own communication (100) is counted per task of
+//!   the plan, `parts_per_task` parts'.
 //! - LAN: the synthetic application with the plan's task and result sizes and no
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
 //!   run at least `--lan-seconds` long and `--lan-tasks` tasks; `--lan-runs 0` measures none
@@ -349,7 +353,8 @@ fn calibrate(
                 hosts.push('\n');
             }
         }
-        let app_config = workers_config(&layout.config, args.repeats)?;
+        // One run for every cluster's workers: at the grain of the main cluster's tasks.
+        let app_config = workers_config(&layout.config, args.repeats, false)?;
         let sizing = WorkerRuns::new(args);
         let (stats, measured) = under_load(
             || {
@@ -745,11 +750,16 @@ fn app_config(config: &toml::Table, application: Option<&str>) -> Result<toml::T
     Ok(config)
 }
 
-/// The launch configuration for the workers' run: each task executed `repeats` times.
-fn workers_config(config: &toml::Table, repeats: u32) -> Result<toml::Table> {
+/// The launch configuration for the workers' run: each task executed `repeats` times; with
+/// `split`, the run's master splits its tasks as an external cluster's sub-master does (the
+/// workers then compute, and move, the parts they do in a run).
+fn workers_config(config: &toml::Table, repeats: u32, split: bool) -> Result<toml::Table> {
     let mut config = app_config(config, None)?;
     if let Some(run) = config.get_mut("run").and_then(toml::Value::as_table_mut) {
         run.insert("repeat_tasks".into(), toml::Value::Integer(repeats.into()));
+        if split {
+            run.insert("split_tasks".into(), toml::Value::Boolean(true));
+        }
     }
     Ok(config)
 }
@@ -1012,6 +1022,20 @@ fn measured_workers_of(
         comm_bytes,
     } = *run;
     let join_s = stats.join_s / stats.tasks.max(1) as f64;
+    // A run whose master split its tasks as the cluster's sub-master does: each worker
+    // computed and moved parts, `comm_bytes / parts` of the plan's bytes each on average, and
+    // its own time on the messages of a task of the plan is that of its parts.
+    let comm_bytes = match stats.parts_per_task {
+        Some(parts) => {
+            let _ = writeln!(
+                table,
+                "{name:<12} (tasks split as its sub-master splits them, {parts:.1} parts a \
+                 task: the figures below are per part)"
+            );
+            comm_bytes / parts
+        }
+        None => comm_bytes,
+    };
     ranks
         .iter()
         .enumerate()
@@ -1045,19 +1069,20 @@ fn measured_workers_of(
 /// task — its process's beside its compute thread's, and its compute thread's decoding of
 /// the task (once) and encoding of the result —, taken at the share of a core its compute
 /// thread got while working (its CPU time over its decoding, busy and encoding seconds), is
-/// the time its own communication of a task takes from its computing. `None` when the run
-/// measured no CPU time, when nothing was spent on messages, or when the executions used
-/// under 5 % of a core (tasks that wait or sleep leave the worker's CPU free for its
-/// communication): at least the compute thread's CPU time less its decoding and encoding
-/// seconds (one thread uses at most one second of CPU per second), over its busy seconds.
+/// the time its own communication of a task takes from its computing. The compute thread is
+/// taken to decode and encode at the share it executes at (on a CPU quota every step is
+/// throttled alike: a worker of a tenth of a core whose decoding took as many seconds as its
+/// compute thread's CPU time still executed at a tenth). `None` when its tasks wait rather
+/// than compute ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the
+/// run measured no CPU time, when nothing was spent on messages, or when the compute thread
+/// used under 5 % of a core (its tasks ran on the communication thread).
 fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Option<f64> {
     let coding_s = worker.decode_s + worker.encode_s;
-    let executing_share = (worker.compute_cpu_s - coding_s) / worker.busy_s;
     let share = worker.compute_cpu_s / (worker.busy_s + coding_s);
     let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
     let own_cpu_s =
         (worker.cpu_s - worker.compute_cpu_s + coding_cpu_s) / worker.tasks_computed as f64;
-    (executing_share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
+    (!worker.tasks_wait && share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
         .then(|| comm_bytes * share / own_cpu_s)
         .filter(|rate| rate.is_finite())
 }
@@ -1184,7 +1209,9 @@ fn calibration_runs(
             name: "perf".into(),
             machine_file,
             hosts,
-            config: workers_config(&layout.config, args.repeats)?,
+            // An external cluster's workers compute the parts its sub-master splits tasks
+            // into, when the application splits them.
+            config: workers_config(&layout.config, args.repeats, cluster.link.is_some())?,
             program: Program::Application(binary.to_owned()),
         });
         let lan = app_config(
@@ -1657,9 +1684,26 @@ mod tests {
         };
         let rate = own_comm_bytes_per_s(&worker, 6e6, 4).unwrap();
         assert!((rate - 6e6 / 0.0175).abs() < 1e-6 * rate, "{rate}");
-        // Tasks that sleep leave the CPU free (the compute thread's CPU is its decoding and
-        // encoding: local-comm's calibration, 2 MiB tasks of 4 ms of sleep, 4 executions);
-        // no CPU counted, or none on messages: no rate.
+        // A worker on a tenth of a core whose decoding took about as long as its compute
+        // thread's CPU time (tb-matmul-two-clusters' spain-2, its tasks split in 64 parts):
+        // it decoded and executed at its share, 0.089 of a core, and spent 1.02 ms of CPU per
+        // part on messages, 11.4 ms of its time.
+        let throttled = WorkerStats {
+            tasks_computed: 247,
+            busy_s: 3.8536,
+            decode_s: 0.27357,
+            encode_s: 0.10317,
+            compute_cpu_s: 0.37855,
+            cpu_s: 0.61420,
+            ..WorkerStats::default()
+        };
+        let rate = own_comm_bytes_per_s(&throttled, 98_304.0, 4).unwrap();
+        let own_ms = 1e3 * 98_304.0 / rate;
+        assert!((own_ms - 11.36).abs() < 0.01, "{own_ms}");
+        // Tasks that sleep leave the CPU free, though the compute thread's CPU (its decoding
+        // and encoding, its waits) can be 8 % of its time (local-comm's calibration, 2 MiB
+        // tasks of 4 ms of sleep, 4 executions): no rate; no CPU counted, or none on
+        // messages: no rate.
         let sleeping = WorkerStats {
             tasks_computed: 149,
             busy_s: 2.555,
@@ -1667,6 +1711,7 @@ mod tests {
             encode_s: 0.013,
             compute_cpu_s: 0.2309,
             cpu_s: 0.3737,
+            tasks_wait: true,
             ..worker.clone()
         };
         assert_eq!(own_comm_bytes_per_s(&sleeping, 6e6, 4), None);

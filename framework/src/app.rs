@@ -74,6 +74,14 @@ pub trait Task: Serialize + DeserializeOwned + Send + 'static {
     fn operations(&self) -> f64 {
         1.0
     }
+
+    /// Whether executing this task leaves the worker's CPU idle: it sleeps, or waits on
+    /// something else than this host's processor. The worker's communication then costs its
+    /// computing nothing, and `hmw calibrate` gives it no own-communication term (100).
+    /// Defaults to `false`: a task computes.
+    fn waits(&self) -> bool {
+        false
+    }
 }
 
 /// The result of a [`Task`].

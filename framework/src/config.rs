@@ -102,6 +102,11 @@ pub struct RunConfig {
     /// so its basic operations per busy second are its speed while every worker computes at
     /// once, however fast the master hands tasks out.
     pub repeat_tasks: u32,
+    /// The master splits each task with the application's splitter, as a sub-master splits
+    /// the tasks that reach it over a WAN, and hands out the parts (calibration runs of an
+    /// external cluster's workers, which then compute at the grain they compute in a run).
+    /// Ignored when the application has no splitter.
+    pub split_tasks: bool,
     /// Iterative applications: tune the number of active workers between iterations, for the
     /// fastest iteration (`time`) or the smallest performance index (`pi`); `off` keeps
     /// `active_workers`.
@@ -152,6 +157,7 @@ impl Default for RunConfig {
             chunk_overhead_s: None,
             max_tasks: None,
             repeat_tasks: 1,
+            split_tasks: false,
             tune_workers: TuneWorkers::Off,
             active_workers: None,
             tune_drift: 0.25,

@@ -32,6 +32,7 @@ use serde::de::DeserializeOwned;
 use crate::{
     app::{Problem, Splitter, WorkerContext},
     config::{ConfigFile, RunConfig},
+    core::SplitSource,
     error::RunError,
     machinefile::{Facing, MachineFile, Role, MASTER},
     protocol::{decode, encode},
@@ -98,10 +99,11 @@ struct Prepared<P: Problem, S> {
 }
 
 /// Whether `rank` uses the application's splitter: a sub-master splits the tasks that reach
-/// it, a CM facing a master shapes the tasks that leave.
-fn uses_splitter(machines: &MachineFile, rank: usize) -> bool {
+/// it (and so does the main master of a run with `[run] split_tasks`), a CM facing a master
+/// shapes the tasks that leave.
+fn uses_splitter(machines: &MachineFile, config: &ConfigFile, rank: usize) -> bool {
     match machines.role(rank) {
-        Role::Master => machines.upstream().is_some(),
+        Role::Master => machines.upstream().is_some() || config.run.split_tasks,
         Role::CommunicationManager => machines.ranks[rank]
             .cm
             .as_ref()
@@ -168,7 +170,7 @@ where
         None
     };
     let splitter = match make_splitter {
-        Some(make) if uses_splitter(&machines, rank) => Some(
+        Some(make) if uses_splitter(&machines, &config, rank) => Some(
             make(&settings)
                 .with_context(|| format!("{}: cannot set the splitter up", in_application()))?,
         ),
@@ -422,6 +424,14 @@ pub fn play_with<P: Problem>(
         None => configured_scheduler(&config.run),
     };
     match (machines.role(rank), problem) {
+        (Role::Master, Some(problem)) if config.run.split_tasks && splitter.is_some() => {
+            let splitter = splitter.expect("checked");
+            let source = SplitSource::new(problem, splitter);
+            let master = Master::new(transport, machines, config.run.clone(), scheduler, source)?;
+            let (stats, source) = master.run()?;
+            let problem = source.into_problem();
+            Ok(Outcome::Master { problem, stats })
+        }
         (Role::Master, Some(problem)) => {
             let master = Master::new(
                 transport,
@@ -484,7 +494,7 @@ pub fn play_in_threads_with<P: Problem>(
     let mut splitters = Vec::with_capacity(machines.rank_count());
     for rank in 0..machines.rank_count() {
         splitters.push(match make_splitter {
-            Some(make) if uses_splitter(machines, rank) => Some(
+            Some(make) if uses_splitter(machines, config, rank) => Some(
                 make()
                     .map_err(|e| RunError::Setup(format!("cannot set the splitter up: {e:#}")))?,
             ),

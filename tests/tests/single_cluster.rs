@@ -72,6 +72,35 @@ fn matmul_product_is_verified() {
     assert_eq!(done, 64, "every task is delivered by exactly one worker");
 }
 
+/// `[run] split_tasks` (hmw calibrate's runs of an external cluster's workers): the master
+/// splits each task as a sub-master would; the parts' results, combined, still make the
+/// product.
+#[test]
+fn a_master_that_splits_its_tasks_hands_out_parts_and_combines_them() {
+    let _serial = one_at_a_time();
+    let dir = scratch("matmul-split");
+    let hosts = write(&dir, "hosts", &hosts(&[""; 2]));
+    let config = write(
+        &dir,
+        "run.toml",
+        "[run]\nstatistics_interval = 0\nsplit_tasks = true\n\
+         [application]\nm = 256\nb = 128\nsub_b = 64\n",
+    );
+    let stats = dir.join("stats.json");
+    let run = run_with_stats(3, "hmw-matmul", &hosts, &config, &stats);
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let stats = json(&stats);
+    // 8 block products of 128-blocks, each split into (128 / 64)^3 = 8 products of 64-blocks.
+    assert_eq!(stats["parts_per_task"], 8.0, "{stats}");
+    assert_eq!(stats["tasks"], 64, "{stats}");
+    // Each part computed (a tail copy too) is 64^2 x (2 x 64 - 1) flop.
+    for w in stats["workers"].as_array().unwrap() {
+        let per_part = w["operations"].as_f64().unwrap() / w["tasks_computed"].as_f64().unwrap();
+        assert_eq!(per_part, 64.0 * 64.0 * 127.0, "{stats}");
+    }
+}
+
 #[test]
 fn heterogeneous_workers_with_reassignment_lose_nothing() {
     let _serial = one_at_a_time();
@@ -170,6 +199,8 @@ fn repeated_tasks_count_every_execution() {
         let busy = w["busy_s"].as_f64().unwrap();
         assert!(cpu > 0.0 && (0.0..=cpu).contains(&compute), "{stats}");
         assert!(compute < 0.25 * busy, "{stats}");
+        // And that its tasks wait: the calibration gives it no own communication (100).
+        assert_eq!(w["tasks_wait"].as_bool(), Some(true), "{stats}");
     }
 }
 

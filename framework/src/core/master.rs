@@ -716,6 +716,7 @@ impl<S: TaskSource> MasterCore<S> {
             ToMaster::Usage(usage) => {
                 tally.stats.cpu_s = usage.cpu_s;
                 tally.stats.compute_cpu_s = usage.compute_cpu_s;
+                tally.stats.tasks_wait = usage.tasks_wait;
             }
             ToMaster::Ready { room } => self.request(from, room),
             ToMaster::Result { result, room } => {
@@ -1229,6 +1230,7 @@ impl<S: TaskSource> MasterCore<S> {
             iterations,
             tuner,
             adaptations: std::mem::take(&mut self.adaptations),
+            parts_per_task: self.source.parts_per_task(),
         }
     }
 }

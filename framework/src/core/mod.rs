@@ -14,13 +14,15 @@
 //!   inter-cluster tasks in through its CM, split and combined, results joined by `nr`;
 //! - [`CmMasterSide`] and [`CmSubMasterSide`]: a communication manager's relaying, credit and
 //!   window accounting, lost-after deadline;
-//! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs.
+//! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs;
+//! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs).
 
 mod cm;
 mod iterations;
 mod master;
 mod output;
 mod rank_table;
+mod split_source;
 mod submaster;
 mod task_source;
 mod worker;
@@ -28,6 +30,7 @@ mod worker;
 pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView, Outbound};
 pub use master::MasterCore;
 pub use output::Output;
+pub use split_source::SplitSource;
 pub use submaster::{SubMasterCore, SubMasterSource};
 pub use task_source::{Next, ProblemSource, TaskSource};
 pub use worker::{Computed, Queued, Received, WorkerCore, FULL_PAUSE};

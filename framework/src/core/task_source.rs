@@ -71,6 +71,10 @@ pub trait TaskSource {
     fn join_s(&self) -> f64 {
         0.0
     }
+    /// A source that splits its tasks before they go out: the parts each gave, on average.
+    fn parts_per_task(&self) -> Option<f64> {
+        None
+    }
     /// [`Problem::iterations_completed`]: `None` unless the source is iterative.
     fn iterations_completed(&self) -> Option<u64> {
         None

@@ -185,6 +185,8 @@ pub struct WorkerUsage {
     /// CPU seconds of its compute thread, which decodes, executes and encodes the tasks
     /// handed to it (tasks too short for a hand-off run on the communication thread).
     pub compute_cpu_s: f64,
+    /// Some of its tasks wait rather than compute ([`crate::Task::waits`]).
+    pub tasks_wait: bool,
 }
 
 /// A link to another cluster as its communication manager sees it now.

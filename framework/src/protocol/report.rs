@@ -35,6 +35,10 @@ pub struct WorkerStats {
     /// tasks handed to it); 0 when unknown.
     #[serde(default)]
     pub compute_cpu_s: f64,
+    /// Some of its tasks wait rather than compute ([`crate::Task::waits`]): its CPU was
+    /// free for its communication while they ran.
+    #[serde(default)]
+    pub tasks_wait: bool,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
     /// Tasks completed per second of busy time: the worker's measured available performance.
@@ -221,6 +225,10 @@ pub struct RunStats {
     /// The re-planning decisions made during the run (`[run] adapt`), in order.
     #[serde(default)]
     pub adaptations: Vec<Adaptation>,
+    /// A master that split its tasks (`[run] split_tasks`): the parts each task gave, on
+    /// average (the figures of `workers` are per part).
+    #[serde(default)]
+    pub parts_per_task: Option<f64>,
 }
 
 /// One iteration of an iterative application, as its master measured it.

@@ -11,6 +11,10 @@ use std::{
     marker::PhantomData,
     os::unix::thread::JoinHandleExt,
     panic::{self, AssertUnwindSafe},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
     thread,
     time::Instant,
 };
@@ -66,7 +70,11 @@ impl<'a, T: Task> Worker<'a, T> {
             repeats,
             ..
         } = self;
-        let execution = Execution { context, repeats };
+        let execution = Execution {
+            context,
+            repeats,
+            waited: Arc::default(),
+        };
         match serve::<T>(transport, &execution, WorkerCore::new(buffers)) {
             Ok(()) => Ok(()),
             Err(Failure::Reported(error)) => wait_for_the_end(transport, error),
@@ -76,11 +84,12 @@ impl<'a, T: Task> Worker<'a, T> {
 }
 
 /// How this worker executes its tasks: its context, and how many times each task
-/// (`run.repeat_tasks`).
+/// (`run.repeat_tasks`); whether a task it executed waits ([`Task::waits`]).
 #[derive(Clone)]
 struct Execution {
     context: WorkerContext,
     repeats: u32,
+    waited: Arc<AtomicBool>,
 }
 
 /// Why a worker stopped serving.
@@ -134,13 +143,16 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
 struct Usage {
     compute: Option<ThreadClock>,
     start: Option<(f64, f64)>,
+    /// Set once a task that waits was executed.
+    waited: Arc<AtomicBool>,
 }
 
 impl Usage {
-    fn new(compute: Option<ThreadClock>) -> Self {
+    fn new(compute: Option<ThreadClock>, waited: Arc<AtomicBool>) -> Self {
         Usage {
             compute,
             start: None,
+            waited,
         }
     }
 
@@ -163,6 +175,7 @@ impl Usage {
         Some(WorkerUsage {
             cpu_s: process_now - process,
             compute_cpu_s: compute_now - compute,
+            tasks_wait: self.waited.load(Ordering::Relaxed),
         })
     }
 }
@@ -201,7 +214,10 @@ fn serve<T: Task>(
         .name(format!("compute-{rank}"))
         .spawn(move || compute::<T>(compute_execution, task_rx, result_tx))
         .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
-    let mut usage = Usage::new(ThreadClock::of(compute_thread.as_pthread_t()));
+    let mut usage = Usage::new(
+        ThreadClock::of(compute_thread.as_pthread_t()),
+        execution.waited.clone(),
+    );
     drop(compute_thread);
 
     let mut out = Vec::new();
@@ -278,7 +294,11 @@ fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Send
 /// each repeat, the work and times of every repeat counted, the last result kept). A panic
 /// inside the application's code becomes an error naming the task.
 fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
-    let Execution { context, repeats } = execution;
+    let Execution {
+        context,
+        repeats,
+        waited,
+    } = execution;
     let Queued { task, closes_batch } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         // One execution: its output, the work it says it did (else the task's estimate),
@@ -286,6 +306,9 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
         let once = || -> Result<_, _> {
             let start = Instant::now();
             let decoded = decode::<T>(&task.body, "task")?;
+            if decoded.waits() {
+                waited.store(true, Ordering::Relaxed);
+            }
             let executing = Instant::now();
             let output = decoded.execute(context);
             let operations = output.operations().unwrap_or(task.operations);

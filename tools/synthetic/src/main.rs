@@ -189,6 +189,10 @@ impl Task for Work {
     fn operations(&self) -> f64 {
         self.oper
     }
+
+    fn waits(&self) -> bool {
+        !self.compute && !self.busy
+    }
 }
 
 impl TaskResult for Done {
