@@ -529,7 +529,8 @@ and compares with `hmw report`, which also draws the charts.
   (`[testbed] quota_perf`); just before the scenario's runs `hmw calibrate` measures the
   workers (the application's own tasks, every worker of every cluster computing at once, as
   in a run, each task executed four times so that no worker waits for the master, until
-  every worker computed for 2 s), each LAN, and each WAN between its CMs' hosts (one
+  every worker computed for 2 s; an external cluster's workers on the parts its sub-master
+  splits tasks into, when the application splits them), each LAN, and each WAN between its CMs' hosts (one
   direction at a time after a warm-up of 30 round trips at least, while the workers
   compute), and the prediction, the simulation and the report use that file (kept beside the
   results as `NAME.system.toml`). Every calibration starts once the machine is quiet (a
@@ -682,37 +683,24 @@ scenario's report below):
   tb-tsp-three-clusters -12.0 % (its calibration read lyon-1 at 2.63e7 nodes/s, its runs
   31-34e6).
 - **Real computation on the testbed, several clusters** (`tb-matmul-two-clusters`,
-  `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`): the external clusters compute less than
-  predicted. In `tb-matmul-two-clusters` spain finishes about 19 tasks where 50-57 are
-  predicted, its workers busy 9 % of the run. Located on 2026-11-25: spain's sub-master splits
-  each 512-block product into 64 products of 128-blocks (`sub_b = 128` in the plan's
-  application settings), so spain's LAN and its workers move 4 times the bytes per operation
-  of a 512-block task, in 64 messages, on hosts of 0.10-0.15 of a core; its sub-master's log
-  names its LAN as the bottleneck. The plan's model inputs describe spain's tasks at the
-  512-block grain, and the model has no input for a sub-master's finer grain. An experiment
-  outside the suite, the same plan with `sub_b = 512` (no split): spain took 54 tasks against
-  55-57 predicted, and four runs ended 7-14 % after the worst case, the rest at the start:
-  spain's first tasks reached its workers about 1.8 s into the run, while its link's receive
-  windows (2 MiB per connection at the start) held the sender back until its tuner grew them
-  and the emulated router's queue stretched the round trip from 41 ms to 66-172 ms and dropped
-  about 4,000 packets per run. Measured on 2026-11-26 in a run of the full suite: spain's two
-  workers ran 703 and 620 parts in 9.9 s, their compute threads 0.44-0.46 ms of CPU per part and
-  the rest of their processes 0.7-1.0 ms (the messages of a part: 256 KiB in, 128 KiB out),
-  each at 68-73 % of its quota; (100) read at the part's grain (`own ms` of the 512-block
-  calibration scaled to a part's bytes) would lower spain's rate to about 5 tasks/s, not to
-  the 2.4-2.6 measured. `hmw calibrate`'s LAN run with a part's sizes read spain's LAN at
-  6.7e7 to 3.3e8 B/s in three runs on the same hosts, too spread to predict from. Two causes
-  tried and ruled out, each in interleaved runs of this plan: the CPU quota's period (10 ms in
-  place of 100 ms: spain took 17-20 tasks either way) and the sending rank's pause between
-  polls while a send is in progress (50 us in place of up to 2 ms: 17-19 against 19).
-  In the full run of 2026-11-26 05:53 (the first with 10 ms quota periods) the scenario ended
-  8.5 % after its worst case, not 22 % as at 05:21, but spain still took 20 tasks of the 70
-  predicted: the smaller error is lyon's, the other way. Its calibration read lyon's workers
-  at 2.82e9 and 2.39e9 operations/s (3.84e9 and 3.15e9 at 05:21, with 100 ms periods) with
-  21-30 ms of their own CPU per task (100), so the model gave lyon 15.6 tasks/s, and lyon ran
-  at 19.2; in the next full run (06:51) its calibration read lyon at 3.37e9 and 2.90e9, the
-  model gave lyon 18.4 tasks/s, lyon ran at 18.8, and the scenario ended 24.3 % late again
-  (that run: 19 inside, the other misses local-comm +5.1 % and tb-matmul-local -5.9 %).
+  `tb-srmsd-one-to-many`, `tb-tsp-three-clusters`). In `tb-matmul-two-clusters` spain's
+  sub-master splits each 512-block product into 64 products of 128-blocks (`sub_b = 128` in
+  the plan's application settings): its workers compute and move parts, 256 KiB in and
+  128 KiB out per 4.2 Mflop, on hosts of 0.10-0.15 of a core, whose own CPU time on those
+  messages is two to three times their work. Until 2026-11-26 08:00 `hmw calibrate` measured
+  them on whole tasks: the model gave spain 7.6 tasks/s, the runs measured 2.4-2.6 (its
+  workers busy 9 % of the run), and the scenario missed its band in three full runs (+8.5 %,
+  +22 % and +24.3 % from the band's midpoint). The calibration of an external cluster's
+  workers now splits the tasks as its sub-master does (`[run] split_tasks`, `docs/model.md`
+  section 9), and a throttled worker's decoding counts at the share it computes at (spain-2's
+  decoding took as long as its compute thread's CPU time, and the bound used before gave it no
+  own time at all): spain-1 and spain-2 then spend 10.5 and 15.4 ms of their time per part on
+  their messages beside 3.1-5.0 ms of work, the model gives spain 1.9 tasks/s against 2.25
+  measured (`--only`, 2026-11-26 07:46), and the full run of 08:12 ended 0.7 % before the
+  band's midpoint. The model's LAN terms still see the plan's task sizes: the LAN calibration
+  measures messages of those sizes, a quarter of the bytes spain's parts carry. Lyon's
+  calibration varied between full runs (lyon-1 at 2.82e9 to 3.37e9 operations/s in three
+  runs of 2026-11-26, the model giving lyon 15.6 to 18.4 tasks/s against 18.8-19.2 measured).
   Two errors that offset each other also hide in `tb-tsp-three-clusters` of the 05:53 run
   (+1.0 %, inside): lyon 55.1 tasks/s against 50.2 predicted, brazil 27.6 against 38.8 (each
   cluster's share stayed within 5 points of its prediction). `tb-srmsd-one-to-many` ended
