@@ -1026,7 +1026,7 @@ fn measured_workers_of(
     // computed and moved parts, `comm_bytes / parts` of the plan's bytes each on average, and
     // its own time on the messages of a task of the plan is that of its parts.
     let comm_bytes = match stats.parts_per_task {
-        Some(parts) => {
+        Some(parts) if parts != 1.0 => {
             let _ = writeln!(
                 table,
                 "{name:<12} (tasks split as its sub-master splits them, {parts:.1} parts a \
@@ -1034,7 +1034,7 @@ fn measured_workers_of(
             );
             comm_bytes / parts
         }
-        None => comm_bytes,
+        _ => comm_bytes,
     };
     ranks
         .iter()
