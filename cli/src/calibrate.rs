@@ -1069,8 +1069,10 @@ fn measured_workers_of(
 /// task — its process's beside its compute thread's, and its compute thread's decoding of
 /// the task (once) and encoding of the result —, taken at the share of a core its compute
 /// thread got while working (its CPU time over its decoding, busy and encoding seconds), is
-/// the time its own communication of a task takes from its computing. The compute thread is
-/// taken to decode and encode at the share it executes at (on a CPU quota every step is
+/// the time its own communication of a task takes from its computing. Of the communication
+/// thread's waiting while the tasks compute (`waiting_cpu_s`), which grows with time, only a
+/// run's share counts: a task of the workers' run lasts `repeats` executions, a task of a run
+/// one. The compute thread is taken to decode and encode at the share it executes at (on a CPU quota every step is
 /// throttled alike: a worker of a tenth of a core whose decoding took as many seconds as its
 /// compute thread's CPU time still executed at a tenth). `None` when its tasks wait rather
 /// than compute ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the
@@ -1080,8 +1082,9 @@ fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> 
     let coding_s = worker.decode_s + worker.encode_s;
     let share = worker.compute_cpu_s / (worker.busy_s + coding_s);
     let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
-    let own_cpu_s =
-        (worker.cpu_s - worker.compute_cpu_s + coding_cpu_s) / worker.tasks_computed as f64;
+    let waiting_cpu_s = worker.waiting_cpu_s * (1.0 - 1.0 / f64::from(repeats));
+    let own_cpu_s = (worker.cpu_s - worker.compute_cpu_s - waiting_cpu_s + coding_cpu_s)
+        / worker.tasks_computed as f64;
     (!worker.tasks_wait && share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
         .then(|| comm_bytes * share / own_cpu_s)
         .filter(|rate| rate.is_finite())
@@ -1684,6 +1687,15 @@ mod tests {
         };
         let rate = own_comm_bytes_per_s(&worker, 6e6, 4).unwrap();
         assert!((rate - 6e6 / 0.0175).abs() < 1e-6 * rate, "{rate}");
+        // Of 0.04 s its communication thread spent waiting while the tasks computed, a run's
+        // tasks (one execution, not four) wait a quarter: 0.03 s less, 4 ms of CPU per task,
+        // 10 ms of the worker's time.
+        let waiting = WorkerStats {
+            waiting_cpu_s: 0.04,
+            ..worker.clone()
+        };
+        let rate = own_comm_bytes_per_s(&waiting, 6e6, 4).unwrap();
+        assert!((rate - 6e6 / 0.010).abs() < 1e-6 * rate, "{rate}");
         // A worker on a tenth of a core whose decoding took about as long as its compute
         // thread's CPU time (tb-matmul-two-clusters' spain-2, its tasks split in 64 parts):
         // it decoded and executed at its share, 0.089 of a core, and spent 1.02 ms of CPU per

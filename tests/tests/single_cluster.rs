@@ -201,6 +201,10 @@ fn repeated_tasks_count_every_execution() {
         assert!(compute < 0.25 * busy, "{stats}");
         // And that its tasks wait: the calibration gives it no own communication (100).
         assert_eq!(w["tasks_wait"].as_bool(), Some(true), "{stats}");
+        // Its communication thread's waiting while they ran is part of its CPU time beside
+        // the compute thread's.
+        let waiting = w["waiting_cpu_s"].as_f64().unwrap();
+        assert!((0.0..=cpu - compute + 1e-3).contains(&waiting), "{stats}");
     }
 }
 

@@ -187,6 +187,10 @@ pub struct WorkerUsage {
     pub compute_cpu_s: f64,
     /// Some of its tasks wait rather than compute ([`crate::Task::waits`]).
     pub tasks_wait: bool,
+    /// CPU seconds of its communication thread's pauses while it held every task it asked
+    /// for, and of its polls after them that found nothing: its waiting while its tasks
+    /// compute, which grows with time rather than with messages.
+    pub waiting_cpu_s: f64,
 }
 
 /// A link to another cluster as its communication manager sees it now.

@@ -39,6 +39,11 @@ pub struct WorkerStats {
     /// free for its communication while they ran.
     #[serde(default)]
     pub tasks_wait: bool,
+    /// CPU seconds of those its communication thread spent waiting while its tasks computed
+    /// (its pauses while it held every task it asked for, and the polls after them that found
+    /// nothing); 0 when unknown.
+    #[serde(default)]
+    pub waiting_cpu_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
     /// Tasks completed per second of busy time: the worker's measured available performance.

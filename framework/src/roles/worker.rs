@@ -23,8 +23,8 @@ use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
 
 use crate::{
     app::{Task, TaskResult, WorkerContext},
-    core::{Computed, Output, Queued, Received, WorkerCore},
-    cpu_clock::{process_cpu_s, ThreadClock},
+    core::{Computed, Output, Queued, Received, WorkerCore, FULL_PAUSE},
+    cpu_clock::{process_cpu_s, thread_cpu_s, ThreadClock},
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
@@ -145,6 +145,9 @@ struct Usage {
     start: Option<(f64, f64)>,
     /// Set once a task that waits was executed.
     waited: Arc<AtomicBool>,
+    /// CPU seconds of this thread's full pauses that found nothing to do, since the first
+    /// task.
+    waiting_cpu_s: f64,
 }
 
 impl Usage {
@@ -153,6 +156,14 @@ impl Usage {
             compute,
             start: None,
             waited,
+            waiting_cpu_s: 0.0,
+        }
+    }
+
+    /// A full pause and the poll after it found nothing, using `cpu_s` of this thread.
+    fn waited(&mut self, cpu_s: f64) {
+        if self.start.is_some() {
+            self.waiting_cpu_s += cpu_s;
         }
     }
 
@@ -176,6 +187,7 @@ impl Usage {
             cpu_s: process_now - process,
             compute_cpu_s: compute_now - compute,
             tasks_wait: self.waited.load(Ordering::Relaxed),
+            waiting_cpu_s: self.waiting_cpu_s,
         })
     }
 }
@@ -225,6 +237,8 @@ fn serve<T: Task>(
     core.start(&mut out);
     perform(transport, &mut out)?;
     let mut idle = Idle::default();
+    // This thread's CPU clock when it began a full pause that may find nothing at its end.
+    let mut full_pause_from = None;
     loop {
         let mut active = false;
         while let Ok(computed) = result_rx.try_recv() {
@@ -250,8 +264,13 @@ fn serve<T: Task>(
             }
         }
         if active {
+            full_pause_from = None;
             idle.reset();
             continue;
+        }
+        // A full pause that ended with nothing to do: waiting while the tasks compute.
+        if let Some(from) = full_pause_from.take() {
+            usage.waited(thread_cpu_s() - from);
         }
         let pause = core.pause(&mut idle);
         if pause.is_zero() {
@@ -259,10 +278,14 @@ fn serve<T: Task>(
             // engine yields the CPU itself when ranks outnumber cores.
             continue;
         }
+        if pause == FULL_PAUSE {
+            full_pause_from = Some(thread_cpu_s());
+        }
         // Sleep on the result channel: a finished task wakes us at once; the master's
         // messages are polled at the end of each pause.
         match result_rx.recv_timeout(pause) {
             Ok(computed) => {
+                full_pause_from = None;
                 idle.reset();
                 deliver(transport, &mut core, computed, false, &mut out)?;
             }
