@@ -84,6 +84,11 @@ impl<P: Problem> SplitSource<P> {
         };
         self.tasks_split += 1;
         self.parts += parts.len() as u64;
+        if parts.is_empty() {
+            // Nothing to compute: its result is complete already.
+            self.problem.gather(0, whole);
+            return None;
+        }
         let key = self.next_whole;
         self.next_whole += 1;
         self.wholes.insert(
@@ -94,10 +99,6 @@ impl<P: Problem> SplitSource<P> {
                 result: whole,
             },
         );
-        if parts.is_empty() {
-            let whole = self.wholes.remove(&key).expect("just inserted");
-            self.problem.gather(0, whole.result);
-        }
         self.queued
             .extend(parts.into_iter().map(|part| (key, part)));
         None

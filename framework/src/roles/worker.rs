@@ -73,7 +73,7 @@ impl<'a, T: Task> Worker<'a, T> {
         let execution = Execution {
             context,
             repeats,
-            waited: Arc::default(),
+            tasks_wait: Arc::default(),
         };
         match serve::<T>(transport, &execution, WorkerCore::new(buffers)) {
             Ok(()) => Ok(()),
@@ -84,12 +84,12 @@ impl<'a, T: Task> Worker<'a, T> {
 }
 
 /// How this worker executes its tasks: its context, and how many times each task
-/// (`run.repeat_tasks`); whether a task it executed waits ([`Task::waits`]).
+/// (`run.repeat_tasks`); set once it executed a task that waits ([`Task::waits`]).
 #[derive(Clone)]
 struct Execution {
     context: WorkerContext,
     repeats: u32,
-    waited: Arc<AtomicBool>,
+    tasks_wait: Arc<AtomicBool>,
 }
 
 /// Why a worker stopped serving.
@@ -144,24 +144,24 @@ struct Usage {
     compute: Option<ThreadClock>,
     start: Option<(f64, f64)>,
     /// Set once a task that waits was executed.
-    waited: Arc<AtomicBool>,
+    tasks_wait: Arc<AtomicBool>,
     /// CPU seconds of this thread's full pauses that found nothing to do, since the first
     /// task.
     waiting_cpu_s: f64,
 }
 
 impl Usage {
-    fn new(compute: Option<ThreadClock>, waited: Arc<AtomicBool>) -> Self {
+    fn new(compute: Option<ThreadClock>, tasks_wait: Arc<AtomicBool>) -> Self {
         Usage {
             compute,
             start: None,
-            waited,
+            tasks_wait,
             waiting_cpu_s: 0.0,
         }
     }
 
     /// A full pause and the poll after it found nothing, using `cpu_s` of this thread.
-    fn waited(&mut self, cpu_s: f64) {
+    fn add_waiting(&mut self, cpu_s: f64) {
         if self.start.is_some() {
             self.waiting_cpu_s += cpu_s;
         }
@@ -186,7 +186,7 @@ impl Usage {
         Some(WorkerUsage {
             cpu_s: process_now - process,
             compute_cpu_s: compute_now - compute,
-            tasks_wait: self.waited.load(Ordering::Relaxed),
+            tasks_wait: self.tasks_wait.load(Ordering::Relaxed),
             waiting_cpu_s: self.waiting_cpu_s,
         })
     }
@@ -228,7 +228,7 @@ fn serve<T: Task>(
         .map_err(|e| RunError::Setup(format!("cannot start the compute thread: {e}")))?;
     let mut usage = Usage::new(
         ThreadClock::of(compute_thread.as_pthread_t()),
-        execution.waited.clone(),
+        execution.tasks_wait.clone(),
     );
     drop(compute_thread);
 
@@ -270,7 +270,7 @@ fn serve<T: Task>(
         }
         // A full pause that ended with nothing to do: waiting while the tasks compute.
         if let Some(from) = full_pause_from.take() {
-            usage.waited(thread_cpu_s() - from);
+            usage.add_waiting(thread_cpu_s() - from);
         }
         let pause = core.pause(&mut idle);
         if pause.is_zero() {
@@ -320,7 +320,7 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
     let Execution {
         context,
         repeats,
-        waited,
+        tasks_wait,
     } = execution;
     let Queued { task, closes_batch } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -330,7 +330,7 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
             let start = Instant::now();
             let decoded = decode::<T>(&task.body, "task")?;
             if decoded.waits() {
-                waited.store(true, Ordering::Relaxed);
+                tasks_wait.store(true, Ordering::Relaxed);
             }
             let executing = Instant::now();
             let output = decoded.execute(context);
