@@ -255,14 +255,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn parts_go_out_and_their_results_combine_into_each_task() {
+    /// `tasks` spans, each split into thirds.
+    fn thirds_of(tasks: u64) -> SplitSource<Spans> {
         let problem = Spans {
-            tasks: 2,
+            tasks,
             handed: 0,
             gathered: Vec::new(),
         };
-        let mut source = SplitSource::new(problem, Box::new(Thirds));
+        SplitSource::new(problem, Box::new(Thirds))
+    }
+
+    #[test]
+    fn parts_go_out_and_their_results_combine_into_each_task() {
+        let mut source = thirds_of(2);
         let mut out = Vec::new();
         for id in 10.. {
             match source.next_task(id) {
@@ -287,12 +292,7 @@ mod tests {
 
     #[test]
     fn a_result_for_a_part_never_handed_out_is_an_error() {
-        let problem = Spans {
-            tasks: 1,
-            handed: 0,
-            gathered: Vec::new(),
-        };
-        let mut source = SplitSource::new(problem, Box::new(Thirds));
+        let mut source = thirds_of(1);
         let result = result_of(7, &encode(&Span(0, 10)));
         assert!(source.gather(result).is_err());
     }
