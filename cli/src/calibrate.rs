@@ -1072,9 +1072,9 @@ fn measured_workers_of(
 /// the time its own communication of a task takes from its computing. Of the communication
 /// thread's waiting while the tasks compute (`waiting_cpu_s`), which grows with time, only a
 /// run's share counts: a task of the workers' run lasts `repeats` executions, a task of a run
-/// one. The compute thread is taken to decode and encode at the share it executes at (on a CPU quota every step is
-/// throttled alike: a worker of a tenth of a core whose decoding took as many seconds as its
-/// compute thread's CPU time still executed at a tenth). `None` when its tasks wait rather
+/// one. The compute thread is taken to decode and encode at the share it executes at (on a
+/// CPU quota every step is throttled alike: a worker of a tenth of a core whose decoding took
+/// as many seconds as its compute thread's CPU time still executed at a tenth). `None` when its tasks wait rather
 /// than compute ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the
 /// run measured no CPU time, when nothing was spent on messages, or when the compute thread
 /// used under 5 % of a core (its tasks ran on the communication thread).
