@@ -27,10 +27,15 @@
 //!   timed. Every link at once (each has an emulator of its own), while the workers' run
 //!   computes (run again until the links are measured): relays, links and workers share the
 //!   cores in a run, and the links are measured under that load ([`under_load`]). The
-//!   workers' figures come from a run of their own before: a probe pushes as much as each
-//!   link carries, more than a run's traffic, and on hosts that share cores (the testbed)
-//!   its relays took CPU the workers' quotas then lacked (they read 5-10 % slower than the
-//!   runs computed).
+//!   workers' figures come from that first run, the probes beside it. Their saturating
+//!   traffic is no run's, and on the testbed, where every host shares this machine's cores,
+//!   it costs the workers CPU: there they read 5-10 % slower than a compute-only run
+//!   computes. Measured alone first instead (2026-11-26, `fb5c4d2`, reverted), they matched
+//!   those runs, but a full `scripts/validate.sh` then missed `tb-matmul-two-clusters` by
+//!   +29 % and `tb-tsp-three-clusters` by +15 % (+2 % and +4 % the run before, under the
+//!   probes), `tb-srmsd-one-to-many` going from -4.9 % to +1.1 %: a run's own inter-cluster
+//!   traffic, relays and CMs take CPU from its workers too, and the probes' load stands in
+//!   for it better than no load does.
 //!
 //! Each run is one `mpirun` started and stopped as `hmw launch` does ([`crate::processes`]):
 //! in a process group of its own, SIGTERM from the kernel if `hmw calibrate` dies, ranks
@@ -344,9 +349,12 @@ fn calibrate(
     let links = layout.clusters.iter().any(|c| c.link.is_some());
     let measure_links = || timed(|| measure_wans(args, plan, layout, work));
     let mut wans = None;
-    let mut workers_time = Duration::ZERO;
     if worker_count > 0 {
-        bar.set_message("every worker at once");
+        bar.set_message(if links {
+            "every worker at once, the WANs meanwhile".to_owned()
+        } else {
+            "every worker at once".to_owned()
+        });
         let mut hosts = format!("{} # cluster=calibration\n", machine_files[0].ranks[0].host);
         for machines in &machine_files {
             for rank in machines.worker_ranks() {
@@ -357,21 +365,20 @@ fn calibrate(
         // One run for every cluster's workers: at the grain of the main cluster's tasks.
         let app_config = workers_config(&layout.config, args.repeats, false)?;
         let sizing = WorkerRuns::new(args);
-        let workers_run = || {
-            sizing.long_enough(
-                |tasks| {
-                    let tasks = tasks * worker_count as u64;
-                    run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
-                },
-                |stats| shortest_busy_s([stats]),
-            )
-        };
-        let stats = workers_run().context("every worker at once")?;
-        workers_time = phase.elapsed();
-        if links {
-            bar.set_message("the WANs, while every worker computes");
-            wans = Some(under_load(workers_run, measure_links));
-        }
+        let (stats, measured) = under_load(
+            || {
+                sizing.long_enough(
+                    |tasks| {
+                        let tasks = tasks * worker_count as u64;
+                        run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
+                    },
+                    |stats| shortest_busy_s([stats]),
+                )
+            },
+            links.then_some(measure_links),
+        );
+        let stats = stats.context("every worker at once")?;
+        wans = measured;
         // The run's ranks after its master: each cluster's workers in turn.
         let mut first = 1;
         for (cluster, machines) in layout.clusters.iter().zip(&machine_files) {
@@ -394,6 +401,7 @@ fn calibrate(
     } else {
         measured_workers.resize_with(layout.clusters.len(), Vec::new);
     }
+    let workers_time = phase.elapsed();
 
     let phase = Instant::now();
     let mut lan_all = Vec::new();
@@ -472,27 +480,32 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (f(), start.elapsed())
 }
 
-/// Run `measure` (the WANs) while `load` (a workers' run) runs again and again until
-/// `measure` is done, so that what `measure` measures carries the load a run puts on the
-/// cores it shares (this machine's; on real hosts, a CM's host's). The load runs' results
-/// are dropped: the workers' figures come from a run without a probe beside it. A load run
-/// that fails ends the loading.
-fn under_load<L, M: Send>(load: impl Fn() -> Result<L>, measure: impl FnOnce() -> M + Send) -> M {
+/// Run `load` (a workers' run) and, meanwhile, `measure` (the WANs), `load` again and again
+/// until `measure` is done, so that what `measure` measures carries the load a run puts on
+/// the cores it shares (this machine's; on real hosts, a CM's host's): the first load run's
+/// result, and the measurement's. A load run that fails ends the loading.
+fn under_load<L, M: Send>(
+    load: impl Fn() -> Result<L>,
+    measure: Option<impl FnOnce() -> M + Send>,
+) -> (Result<L>, Option<M>) {
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        let measuring = scope.spawn(|| {
-            let measured = measure();
-            done.store(true, Ordering::Release);
-            measured
+        let measuring = measure.map(|measure| {
+            let done = &done;
+            scope.spawn(move || {
+                let measured = measure();
+                done.store(true, Ordering::Release);
+                measured
+            })
         });
-        while !done.load(Ordering::Acquire) {
+        let first = load();
+        while first.is_ok() && measuring.is_some() && !done.load(Ordering::Acquire) {
             if interrupted() || load().is_err() {
                 break;
             }
         }
-        measuring
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+        let measured = measuring.map(|m| m.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        (first, measured)
     })
 }
 
@@ -1325,10 +1338,14 @@ fn measure_remote(
             .expect("a valid progress template"),
     );
 
-    // Workers: all of them at once, as in a run; then the WANs while the workers' run goes
-    // on as their load (a probe on each CM host, every link at once).
+    // Workers: all of them at once, as in a run; the WANs measured meanwhile, under that load
+    // (a probe on each CM host, every link at once).
     let phase = Instant::now();
-    bar.set_message("workers, every cluster at once");
+    bar.set_message(if links {
+        "workers, every cluster at once, the WANs meanwhile".to_owned()
+    } else {
+        "workers, every cluster at once".to_owned()
+    });
     let has_cms: Vec<bool> = machine_files
         .iter()
         .map(|m| m.ranks.iter().any(|r| r.cm.is_some()))
@@ -1376,12 +1393,11 @@ fn measure_remote(
             shortest_busy_s(runs.iter().flatten())
         })
     };
-    let perf = perf_runs();
-    let workers_time = phase.elapsed();
-    let wans = (any_workers && links && perf.is_ok()).then(|| {
-        bar.set_message("the WANs, while every cluster's workers compute");
-        under_load(perf_runs, measure_links)
-    });
+    let (perf, wans) = if any_workers {
+        under_load(perf_runs, links.then_some(measure_links))
+    } else {
+        (perf_runs(), None)
+    };
     bar.inc(workers.iter().filter(|w| !w.is_empty()).count() as u64);
     let mut workers_table = workers_header();
     let mut measured_workers = Vec::new();
@@ -1403,6 +1419,7 @@ fn measure_remote(
             None => Vec::new(),
         });
     }
+    let workers_time = phase.elapsed();
 
     // LANs: each cluster's own, every cluster at once.
     let phase = Instant::now();
@@ -1581,36 +1598,6 @@ mod tests {
             std::iter::once("calibrate").chain(args.iter().copied()),
         )
         .args
-    }
-
-    #[test]
-    fn the_load_goes_on_until_the_measurement_is_done_and_stops_at_an_error() {
-        use std::sync::atomic::AtomicU32;
-        let runs = AtomicU32::new(0);
-        let load = || {
-            runs.fetch_add(1, Ordering::SeqCst);
-            std::thread::sleep(Duration::from_millis(5));
-            Ok(())
-        };
-        let measured = under_load(load, || {
-            std::thread::sleep(Duration::from_millis(60));
-            "links"
-        });
-        assert_eq!(measured, "links");
-        let loaded = runs.load(Ordering::SeqCst);
-        assert!((2..=13).contains(&loaded), "{loaded} load runs in 60 ms");
-
-        // A load that fails is not run again; the measurement still completes.
-        let runs = AtomicU32::new(0);
-        let failing = || -> Result<()> {
-            runs.fetch_add(1, Ordering::SeqCst);
-            bail!("a host went away")
-        };
-        let measured = under_load(failing, || {
-            std::thread::sleep(Duration::from_millis(20));
-            7
-        });
-        assert_eq!((measured, runs.load(Ordering::SeqCst)), (7, 1));
     }
 
     #[test]
