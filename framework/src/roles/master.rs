@@ -59,18 +59,22 @@ impl<'a, S: TaskSource> Master<'a, S> {
         self.core.start(clock.elapsed(), &mut out)?;
         self.perform(&mut out, &mut started_unix_s)?;
         while !self.core.is_done() {
-            if self
-                .core
-                .poll_timeout()
-                .is_some_and(|at| clock.elapsed() >= at)
-            {
-                self.core.on_timer(clock.elapsed(), &mut out);
+            let mut now = clock.elapsed();
+            if self.core.poll_timeout().is_some_and(|at| now >= at) {
+                self.core.on_timer(now, &mut out);
                 self.perform(&mut out, &mut started_unix_s)?;
+                now = clock.elapsed();
             }
-            if let Some(envelope) = self.transport.wait(idle.next_pause())? {
+            // While messages flow the wait is one probe and `now` still holds: one clock read
+            // per message, not two.
+            let pause = idle.next_pause();
+            if let Some(envelope) = self.transport.wait(pause)? {
                 idle.reset();
+                if !pause.is_zero() {
+                    now = clock.elapsed();
+                }
                 self.core
-                    .handle(clock.elapsed(), envelope.from, &envelope.bytes, &mut out)?;
+                    .handle(now, envelope.from, &envelope.bytes, &mut out)?;
                 self.perform(&mut out, &mut started_unix_s)?;
             }
         }

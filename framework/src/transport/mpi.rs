@@ -4,7 +4,14 @@
 //! itself sending a large result cannot deadlock. Receives probe (`MPI_Improbe`) and sleep
 //! between probes instead of spinning in MPI's progress loop.
 //!
-//! Only the thread that created the transport calls MPI (`MPI_THREAD_FUNNELED`).
+//! Only the thread that created the transport calls MPI. A worker computes on a thread of its
+//! own and a communication manager runs its link's threads, so they ask for
+//! `MPI_THREAD_FUNNELED`; rank 0, a master or a sub-master (the machine file's first rank
+//! line), runs on one thread and asks for `MPI_THREAD_SINGLE`, which spares it the locks
+//! OpenMPI takes in every call at any higher level ([`threading_for`]; they were 9 % of a
+//! busy master's CPU: `docs/benchmarks.md`). The rank is not known before MPI starts; the
+//! launcher's environment says it (OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`),
+//! and a process that finds none asks for `MPI_THREAD_FUNNELED`.
 
 use std::time::Duration;
 
@@ -66,6 +73,31 @@ impl PendingSend {
     }
 }
 
+/// The environment variables in which launchers give a process its rank in `MPI_COMM_WORLD`,
+/// before `MPI_Init`: OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`.
+const RANK_VARIABLES: [&str; 4] = [
+    "OMPI_COMM_WORLD_RANK",
+    "PMIX_RANK",
+    "PMI_RANK",
+    "SLURM_PROCID",
+];
+
+/// This process's rank as its launcher gives it (`var` reads an environment variable).
+fn launcher_rank(var: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    RANK_VARIABLES
+        .iter()
+        .find_map(|name| var(name)?.trim().parse().ok())
+}
+
+/// The thread support to ask MPI for: none for rank 0 (a master or a sub-master: one thread),
+/// calls from the main thread only for any other rank or an unknown one.
+fn threading_for(rank: Option<usize>) -> Threading {
+    match rank {
+        Some(0) => Threading::Single,
+        _ => Threading::Funneled,
+    }
+}
+
 /// MPI point-to-point messages on `MPI_COMM_WORLD`.
 pub struct MpiTransport {
     pending: Vec<PendingSend>,
@@ -79,7 +111,8 @@ pub struct MpiTransport {
 impl MpiTransport {
     /// Initialise MPI. Returns `None` when MPI was already initialised in this process.
     pub fn init() -> Option<Self> {
-        let (universe, _threading) = mpi::initialize_with_threading(Threading::Funneled)?;
+        let rank = launcher_rank(|name| std::env::var(name).ok());
+        let (universe, _threading) = mpi::initialize_with_threading(threading_for(rank))?;
         let world = universe.world();
         Some(MpiTransport {
             pending: Vec::new(),
@@ -165,7 +198,8 @@ impl Transport for MpiTransport {
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
-        self.progress_sends();
+        // The sends in progress are tested (their buffers freed) when another starts and
+        // before a pause, not at every probe: the probe progresses them all the same.
         Ok(self
             .world
             .any_process()
@@ -189,6 +223,7 @@ impl Transport for MpiTransport {
             // when ranks outnumber cores: a yield of ours would double the system calls.
             return Ok(None);
         }
+        self.progress_sends();
         idle::pause(timeout);
         self.try_recv()
     }
@@ -210,5 +245,39 @@ impl Drop for MpiTransport {
         for send in self.pending.drain(..) {
             send.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An environment holding only `pairs`.
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn rank_zero_runs_single_threaded_and_the_others_funneled() {
+        assert_eq!(
+            launcher_rank(env(&[("OMPI_COMM_WORLD_RANK", "0")])),
+            Some(0)
+        );
+        assert_eq!(launcher_rank(env(&[("PMI_RANK", "3")])), Some(3));
+        assert_eq!(launcher_rank(env(&[("SLURM_PROCID", "2\n")])), Some(2));
+        // A variable that is no number is passed over for the next.
+        assert_eq!(
+            launcher_rank(env(&[("PMIX_RANK", "x"), ("SLURM_PROCID", "1")])),
+            Some(1)
+        );
+        assert_eq!(launcher_rank(env(&[])), None);
+        assert!(matches!(threading_for(Some(0)), Threading::Single));
+        assert!(matches!(threading_for(Some(1)), Threading::Funneled));
+        assert!(matches!(threading_for(None), Threading::Funneled));
     }
 }
