@@ -11,7 +11,9 @@
 //! OpenMPI takes in every call at any higher level ([`threading_for`]; they were 9 % of a
 //! busy master's CPU: `docs/benchmarks.md`). The rank is not known before MPI starts; the
 //! launcher's environment says it (OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`),
-//! and a process that finds none asks for `MPI_THREAD_FUNNELED`.
+//! and a process that finds none asks for `MPI_THREAD_FUNNELED`. A `Problem` may still start
+//! threads of its own in the master: they cannot call MPI (hmw gives them no way to), and
+//! what OpenMPI does differently at `MPI_THREAD_SINGLE` is not to lock.
 
 use std::time::Duration;
 
