@@ -41,7 +41,7 @@ use crate::{
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
-    /// The plan (TOML): clusters, machines, [launch] and [run] tables.
+    /// The plan (TOML): clusters, machines, `[launch]` and `[run]` tables.
     #[arg(required_unless_present = "cleanup")]
     plan: Option<PathBuf>,
     /// Stop every process and remove every run folder that a launcher (killed, or cut from a
@@ -62,7 +62,7 @@ pub struct LaunchArgs {
     /// Folder for the generated files, logs and statistics (default: target/launch/NAME).
     #[arg(long)]
     work_dir: Option<PathBuf>,
-    /// The application binary (overrides [launch] binary).
+    /// The application binary (overrides `[launch] binary`).
     #[arg(long)]
     binary: Option<String>,
     /// Seconds to let the other clusters finish after the main one did, before killing them.

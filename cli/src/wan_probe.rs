@@ -50,7 +50,7 @@ pub struct WanProbeArgs {
     /// The cluster's machine file, as its CMs read it.
     #[arg(short = 'm', long)]
     machinefile: PathBuf,
-    /// The run configuration (its [cm] table, certs included).
+    /// The run configuration (its `[cm]` table, certs included).
     #[arg(short = 'c', long)]
     config: PathBuf,
     /// NAME=BYTES: the CM whose link end this is and the size of the messages it sends;

@@ -58,7 +58,7 @@ pub struct RunArgs {
     /// Enhanced machine file: one rank per line, the first is the master.
     #[arg(long, short = 'm')]
     pub machinefile: PathBuf,
-    /// Run configuration (TOML): the [run] table and the application's [application] table.
+    /// Run configuration (TOML): the `[run]` table and the application's `[application]` table.
     #[arg(long, short = 'c')]
     pub config: Option<PathBuf>,
     /// Write the run's statistics as JSON to this file.

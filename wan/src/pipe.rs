@@ -84,7 +84,7 @@ fn rate_of(config: &DirectionConfig) -> Option<f64> {
 impl Pipe {
     /// A pipe with `config`, the link's `outages` (both directions; the direction's own
     /// `config.outages` add to them) and a random seed. Validate the configuration first
-    /// ([`WanemConfig::validate`](super::WanemConfig::validate)); values outside its limits do
+    /// ([`DirectionConfig::validate`]); values outside its limits do
     /// not panic but are clamped.
     pub fn new(config: &DirectionConfig, outages: &[Outage], seed: u64) -> Self {
         Self {

@@ -25,7 +25,7 @@ const INITIAL_RTT: Duration = Duration::from_millis(100);
 /// raises them while they limit the connection, up to `max_window`; quinn's defaults would cap
 /// a connection at about 1.25 MB per round trip), each stream's window is `max_window` (the
 /// connection's bounds them all), QUIC idle timeout = the inactivity timeout, keep-alives,
-/// the initial round trip ([`INITIAL_RTT`]) and the congestion controller.
+/// the initial round trip (`INITIAL_RTT`) and the congestion controller.
 pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     let mut transport = TransportConfig::default();
     let window = VarInt::from_u32(config.window as u32);

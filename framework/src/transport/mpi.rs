@@ -8,7 +8,7 @@
 //! own and a communication manager runs its link's threads, so they ask for
 //! `MPI_THREAD_FUNNELED`; rank 0, a master or a sub-master (the machine file's first rank
 //! line), runs on one thread and asks for `MPI_THREAD_SINGLE`, which spares it the locks
-//! OpenMPI takes in every call at any higher level ([`threading_for`]; they were 9 % of a
+//! OpenMPI takes in every call at any higher level (`threading_for`; they were 9 % of a
 //! busy master's CPU: `docs/benchmarks.md`). The rank is not known before MPI starts; the
 //! launcher's environment says it (OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`),
 //! and a process that finds none asks for `MPI_THREAD_FUNNELED`. A `Problem` may still start

@@ -8,7 +8,7 @@ use crate::range::RangeError;
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum ModelError {
     /// The input breaks an invariant the plan loader guarantees (for callers that build
-    /// [`ModelInput`] themselves).
+    /// [`ModelInput`](crate::params::ModelInput) themselves).
     #[error("invalid model input: {0}")]
     InvalidInput(String),
     /// `selection = "auto"` found no selection that keeps the threshold.
