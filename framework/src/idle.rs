@@ -3,9 +3,9 @@
 //! MPI's blocking receive spins in its progress loop: with more ranks than cores, idle ranks
 //! would steal the CPU from the ranks that compute. Instead a waiting rank polls and sleeps with
 //! a growing pause: a few polls in a row first (a message is often just about to arrive while
-//! work flows; over MPI they spin, OpenMPI's yield at each poll turned off:
-//! `transport::mpi`), then sleeps doubling up to [`MAX_PAUSE`]. Any activity resets the
-//! pause.
+//! work flows; over MPI each probe gives the progress engine its turn, which yields the CPU
+//! when ranks outnumber cores), then sleeps doubling up to [`MAX_PAUSE`]. Any activity resets
+//! the pause.
 
 use std::time::Duration;
 

@@ -75,16 +75,6 @@ impl PendingSend {
     }
 }
 
-/// OpenMPI's parameter that makes its progress engine yield the CPU at every poll, which
-/// `mpirun` turns on when ranks outnumber cores. hmw's ranks wait with their own backoff
-/// (`crate::idle`: a hundred quick polls, then sleeps from 20 us doubling to 2 ms), and a
-/// yield inside each of those polls handed a busy master's core to the ranks it was waiting
-/// for, whose own polls handed it back: with 4 workers of tasks that compute nothing on 2
-/// cores, hmw dispatched 1.7x the tasks per second over a million tasks with the yields off
-/// (`docs/benchmarks.md`), its idle ranks still at 0.9 % of a core. Turned off for each hmw
-/// rank unless its environment sets it already.
-const YIELD_PARAMETER: &str = "OMPI_MCA_mpi_yield_when_idle";
-
 /// The environment variables in which launchers give a process its rank in `MPI_COMM_WORLD`,
 /// before `MPI_Init`: OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`.
 const RANK_VARIABLES: [&str; 4] = [
@@ -123,10 +113,6 @@ pub struct MpiTransport {
 impl MpiTransport {
     /// Initialise MPI. Returns `None` when MPI was already initialised in this process.
     pub fn init() -> Option<Self> {
-        if std::env::var_os(YIELD_PARAMETER).is_none() {
-            // Read by OpenMPI in `MPI_Init`; no other thread runs yet.
-            std::env::set_var(YIELD_PARAMETER, "0");
-        }
         let rank = launcher_rank(|name| std::env::var(name).ok());
         let (universe, _threading) = mpi::initialize_with_threading(threading_for(rank))?;
         let world = universe.world();
@@ -235,8 +221,8 @@ impl Transport for MpiTransport {
             return Ok(Some(envelope));
         }
         if timeout.is_zero() {
-            // A quick poll: probe again at once (MPI's progress engine does not yield here,
-            // `YIELD_PARAMETER`); the pauses that follow give the CPU away.
+            // The probe has just given MPI's progress engine its turn, which yields the CPU
+            // when ranks outnumber cores: a yield of ours would double the system calls.
             return Ok(None);
         }
         self.progress_sends();
