@@ -702,9 +702,9 @@ scenario's report below):
   that run), its share 7.4 % against 9.3 %: (100) charges each part its whole own time, while
   its workers used 68-73 % of their quota in a run measured that morning (something else, the
   sub-master's feeding of 64 parts per task, holds them back part of the time); spain's share
-  is small enough that the makespan is mostly lyon's. The model's LAN terms still see the plan's task sizes: the LAN
-  calibration measures messages of those sizes, a quarter of the bytes spain's parts carry. Lyon's
-  calibration varied between full runs (lyon-1 at 2.82e9 to 3.37e9 operations/s in three
+  is small enough that the makespan is mostly lyon's. The model's LAN terms still see the
+  plan's task sizes: the LAN calibration measures messages of those sizes, a quarter of the
+  bytes spain's parts carry. Lyon's calibration varied between full runs (lyon-1 at 2.82e9 to 3.37e9 operations/s in three
   runs of 2026-11-26, the model giving lyon 15.6 to 18.4 tasks/s against 18.8-19.2 measured).
   Two errors that offset each other also hide in `tb-tsp-three-clusters` of the 05:53 run
   (+1.0 %, inside): lyon 55.1 tasks/s against 50.2 predicted, brazil 27.6 against 38.8 (each

@@ -15,9 +15,10 @@
 //! - LAN: the synthetic application with the plan's task and result sizes and no
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
 //!   run at least `--lan-seconds` long and `--lan-tasks` tasks; `--lan-runs 0` measures none
-//!   and leaves the plan's value); throughput `tasks * (task + result bytes) / makespan`. The file keeps each count's mean, standard deviation, minimum
-//!   and maximum in the cluster's `[[clusters.lan_runs]]` tables and gives the model, as
-//!   `lan_bytes_per_s`, the mean with every worker, the load the run puts on its master.
+//!   and leaves the plan's value); throughput `tasks * (task + result bytes) / makespan`.
+//!   The file keeps each count's mean, standard deviation, minimum and maximum in the
+//!   cluster's `[[clusters.lan_runs]]` tables and gives the model, as `lan_bytes_per_s`, the
+//!   mean with every worker, the load the run puts on its master.
 //! - WAN: a pair of hmw-cm links configured from the plan's `[launch.cm]` exactly as the
 //!   communication managers configure theirs (same machine-file lines, same `[cm]` keys,
 //!   certificates as `hmw launch` writes them), through the link's emulator, one direction
@@ -1083,10 +1084,10 @@ fn measured_workers_of(
 /// run's share counts: a task of the workers' run lasts `repeats` executions, a task of a run
 /// one. The compute thread is taken to decode and encode at the share it executes at (on a
 /// CPU quota every step is throttled alike: a worker of a tenth of a core whose decoding took
-/// as many seconds as its compute thread's CPU time still executed at a tenth). `None` when its tasks wait rather
-/// than compute ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the
-/// run measured no CPU time, when nothing was spent on messages, or when the compute thread
-/// used under 5 % of a core (its tasks ran on the communication thread).
+/// as many seconds as its compute thread's CPU time still executed at a tenth). `None` when
+/// its tasks wait rather than compute ([`hmw::Task::waits`]: its CPU is free for its messages
+/// meanwhile), when the run measured no CPU time, when nothing was spent on messages, or when
+/// the compute thread used under 5 % of a core (its tasks ran on the communication thread).
 fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Option<f64> {
     let coding_s = worker.decode_s + worker.encode_s;
     let share = worker.compute_cpu_s / (worker.busy_s + coding_s);
