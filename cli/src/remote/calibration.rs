@@ -324,6 +324,12 @@ impl RemoteCalibration {
             ),
             None => (text.clone(), None),
         };
+        if let Some(stats) = &stats {
+            // Beside the log, as a run's `--stats-json`: for `hmw report`, or to compare a run
+            // with its calibration.
+            let path = self.work.join(format!("{}.{run}.stats.json", top.name));
+            fs::write(&path, stats).with_context(|| format!("cannot write {}", path.display()))?;
+        }
         let tail = || {
             let lines: Vec<&str> = output.lines().collect();
             lines[lines.len().saturating_sub(20)..].join("\n")
