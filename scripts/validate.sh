@@ -799,7 +799,11 @@ scenario's report below):
   the calibration's cost per operation ended within the tolerance of their predictions
   (0.666 s against 0.675-0.691 s predicted, 2.687 s against 2.702-2.809 s). Where the runs
   spread this far the median run says more about the machine than about the model; the
-  simulation's target (issue 12) allows for the spread.
+  simulation's target (issue 12) allows for the spread. It is not the two cores slowing each
+  other on arithmetic: a 3 s integer loop on one core took the same CPU time with the other
+  core idle and busy (2.75-2.84 s and 2.79-2.80 s, twice each, 14:15); what the tasks share
+  beyond the core (caches, memory) with whatever else the host runs is the likely cause, not
+  measured.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
