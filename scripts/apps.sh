@@ -174,8 +174,13 @@ matmul_rc=$(verified matmul_rc '^matmul .*verified=true')
 
 rc_pred=$("$hmw" predict "$work/matmul_rc.toml" "${measured[@]}" |
     sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9]*\).*/\1/p')
-rc_meas=$(sed -n 's/^row_column cluster=spain .*stabilised_at=\([0-9a-z]*\).*/\1/p' \
+rc_meas=$(sed -n 's/^row_column cluster=spain .* stabilised_at=\([0-9a-z]*\).*/\1/p' \
     "$work/matmul_rc.out")
+# The same over the pairs gathered while the clusters of block pairs still computed (the
+# steady state: after their last result spain computes alone, on the cores they left).
+rc_meas_steady=$(sed -n 's/^row_column cluster=spain .* steady_stabilised_at=\([0-9a-z]*\).*/\1/p' \
+    "$work/matmul_rc.out")
+echo "apps: row/column stabilised at ${rc_meas:-none} over every pair, ${rc_meas_steady:-none} over the steady state's"
 
 # The live prediction at 10 % of a run, from the main master's progress samples.
 at_tenth() {

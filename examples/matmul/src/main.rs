@@ -271,6 +271,9 @@ struct MatMul {
     pairs_out: HashMap<TaskId, PairSent>,
     /// Pairs gathered, in order.
     pairs_done: Vec<PairTiming>,
+    /// When the last result of a block pair was gathered (seconds from `started`): the end of
+    /// the steady state for the row/column clusters, which compute alone after it.
+    last_block_done_s: Option<f64>,
     started: Instant,
 }
 
@@ -288,6 +291,7 @@ impl MatMul {
             produced: 0,
             pairs_out: HashMap::new(),
             pairs_done: Vec::new(),
+            last_block_done_s: None,
             started: Instant::now(),
         }
     }
@@ -421,15 +425,17 @@ impl Problem for MatMul {
         for block in &result.0 {
             self.c.add_block(block.row, block.col, &block.c);
         }
-        if let Some(sent) = self.pairs_out.remove(&id) {
-            self.pairs_done.push(PairTiming {
+        let done_s = self.started.elapsed().as_secs_f64();
+        match self.pairs_out.remove(&id) {
+            Some(sent) => self.pairs_done.push(PairTiming {
                 cluster: sent.cluster,
                 rank: sent.rank,
                 products: sent.products,
                 operations: sent.operations,
                 sent_s: sent.sent.duration_since(self.started).as_secs_f64(),
-                done_s: self.started.elapsed().as_secs_f64(),
-            });
+                done_s,
+            }),
+            None => self.last_block_done_s = Some(done_s),
         }
     }
 
@@ -652,7 +658,7 @@ fn main() -> std::process::ExitCode {
             );
             let (task_bytes, result_bytes) = matmul.sizes();
             println!("matmul sizes: task_bytes={task_bytes} result_bytes={result_bytes}");
-            for line in stabilise::report(&matmul.pairs_done) {
+            for line in stabilise::report(&matmul.pairs_done, matmul.last_block_done_s) {
                 println!("{line}");
             }
             anyhow::ensure!(

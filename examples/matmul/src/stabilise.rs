@@ -9,6 +9,12 @@
 //! to the last of them (for the first pair, from when it was sent). Only full pairs count (`2k - 1` products: none of their blocks
 //! taken by another cluster). The plateau is the upper quartile of those rates; the measured
 //! stabilising row/column is the first pair whose rate reaches [`PLATEAU_SHARE`] of it.
+//!
+//! The row/column at which the rate stops climbing is a property of the steady state, while
+//! every cluster computes. Once the clusters of block pairs have returned their last results,
+//! a row/column cluster computes alone what it still holds: the end state, where on hosts
+//! that share cores (the testbed) it speeds up on the CPU the others left. [`report`] gives
+//! the climb over every pair and over the pairs gathered before the last block result.
 
 use std::collections::BTreeMap;
 
@@ -80,8 +86,11 @@ pub fn climb(pairs: &[PairTiming]) -> Option<Climb> {
 }
 
 /// One line per cluster of the row/column strategy:
-/// `row_column cluster=NAME pairs=N full=F stabilised_at=RC plateau_mflops=X rates_mflops=...`.
-pub fn report(pairs: &[PairTiming]) -> Vec<String> {
+/// `row_column cluster=NAME pairs=N full=F stabilised_at=RC plateau_mflops=X
+/// steady_pairs=S steady_stabilised_at=RC2 rates_mflops=...`, the `steady_` figures over the
+/// pairs gathered by `steady_until_s` (when the last result of a block pair came: the end of
+/// the steady state; every pair without one).
+pub fn report(pairs: &[PairTiming], steady_until_s: Option<f64>) -> Vec<String> {
     let mut by_cluster: BTreeMap<&str, Vec<PairTiming>> = BTreeMap::new();
     for pair in pairs {
         by_cluster
@@ -91,25 +100,36 @@ pub fn report(pairs: &[PairTiming]) -> Vec<String> {
     }
     by_cluster
         .into_iter()
-        .map(|(cluster, pairs)| match climb(&pairs) {
-            Some(climb) => format!(
+        .map(|(cluster, pairs)| {
+            let Some(all) = climb(&pairs) else {
+                return format!(
+                    "row_column cluster={cluster} pairs={} full=0 stabilised_at=none",
+                    pairs.len()
+                );
+            };
+            let steady: Vec<PairTiming> = pairs
+                .iter()
+                .filter(|p| steady_until_s.is_none_or(|until| p.done_s <= until))
+                .cloned()
+                .collect();
+            let steady_at =
+                climb(&steady).map_or("none".to_owned(), |c| c.stabilised_at.to_string());
+            let rates = all
+                .rates
+                .iter()
+                .map(|(rank, rate)| format!("{rank}:{:.1}", rate / 1e6))
+                .collect::<Vec<_>>()
+                .join(",");
+            format!(
                 "row_column cluster={cluster} pairs={} full={} stabilised_at={} \
-                 plateau_mflops={:.1} rates_mflops={}",
+                 plateau_mflops={:.1} steady_pairs={} steady_stabilised_at={steady_at} \
+                 rates_mflops={rates}",
                 pairs.len(),
-                climb.rates.len(),
-                climb.stabilised_at,
-                climb.plateau / 1e6,
-                climb
-                    .rates
-                    .iter()
-                    .map(|(rank, rate)| format!("{rank}:{:.1}", rate / 1e6))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            None => format!(
-                "row_column cluster={cluster} pairs={} full=0 stabilised_at=none",
-                pairs.len()
-            ),
+                all.rates.len(),
+                all.stabilised_at,
+                all.plateau / 1e6,
+                steady.len(),
+            )
         })
         .collect()
 }
@@ -163,8 +183,39 @@ mod tests {
 
     #[test]
     fn the_report_names_each_cluster() {
-        let lines = report(&pipeline(6, 0.5, 1e6, 1e6));
+        let lines = report(&pipeline(6, 0.5, 1e6, 1e6), None);
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with("row_column cluster=spain pairs=6 full=6 stabilised_at="));
+        assert!(lines[0].contains(" steady_pairs=6 "), "{}", lines[0]);
+    }
+
+    #[test]
+    fn the_steady_climb_leaves_out_the_speed_up_after_the_others_ended() {
+        // Computation bound from the start (a crossing of 0.1 s against 1 s and more of
+        // computing a pair), then, after the 8th pair, the cluster alone computes three times
+        // faster on the cores the others left: over every pair the plateau is the end's speed
+        // and the climb seems to end at the 9th; before the end, at the first pairs.
+        let mut pairs = pipeline(12, 0.1, 1e6, 1e6);
+        let until = pairs[7].done_s;
+        for k in 8..pairs.len() {
+            let before = pairs[k - 1].done_s;
+            pairs[k].done_s = before + pairs[k].operations / 3e6;
+        }
+        let line = &report(&pairs, Some(until))[0];
+        let field = |name: &str| {
+            line.split(' ')
+                .find_map(|f| f.strip_prefix(&format!("{name}=")))
+                .unwrap()
+                .to_owned()
+        };
+        assert!(
+            field("stabilised_at").parse::<u64>().unwrap() >= 9,
+            "{line}"
+        );
+        assert_eq!(field("steady_pairs"), "8", "{line}");
+        assert!(
+            field("steady_stabilised_at").parse::<u64>().unwrap() <= 2,
+            "{line}"
+        );
     }
 }
