@@ -170,7 +170,8 @@ enum Take {
     /// A task; whether it is new (else a retry).
     Task(TaskId, bool),
     /// This rank may take no new task (its bounded share is used up, or the source withholds
-    /// tasks from it), and none waits to be retried.
+    /// tasks from it, or there is none) and no task waiting to be retried (none waits, or
+    /// those that do were taken back from it), while others may.
     NotAllowed,
     /// Nothing now (a sub-master waiting on its upstream, or the source is exhausted).
     Nothing,
@@ -648,6 +649,13 @@ impl<S: TaskSource> MasterCore<S> {
                 }
             }
         }
+        // Tasks kept from `rank` are for others: with nothing else for it, it is set aside
+        // for this round rather than ending the round for everyone.
+        let nothing = if kept.is_empty() {
+            Take::Nothing
+        } else {
+            Take::NotAllowed
+        };
         for id in kept.into_iter().rev() {
             self.retry.push_front(id);
         }
@@ -658,7 +666,7 @@ impl<S: TaskSource> MasterCore<S> {
             self.exhausted = true;
         }
         if self.exhausted {
-            return Take::Nothing;
+            return nothing;
         }
         if !new_allowed {
             return Take::NotAllowed;
@@ -685,12 +693,12 @@ impl<S: TaskSource> MasterCore<S> {
                 );
                 Take::Task(id, true)
             }
-            Next::Later => Take::Nothing,
+            Next::Later => nothing,
             // Like a share used up: set aside for this round while others are served.
             Next::Withheld => Take::NotAllowed,
             Next::Finished => {
                 self.exhausted = true;
-                Take::Nothing
+                nothing
             }
         }
     }
@@ -865,6 +873,7 @@ impl<S: TaskSource> MasterCore<S> {
             self.release(id, rank);
         }
         self.waiting.remove(rank);
+        self.waiting.set_holding(rank, 0);
         outstanding.len()
     }
 
