@@ -16,8 +16,11 @@
 #                                 # only under $CARGO_TARGET_DIR/validation/only
 #
 # Exits non-zero on a run that fails; in quick mode (the gate scripts/test.sh runs) also when a
-# counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst]; in
-# full mode on a makespan error beyond +-25 % (misses of the targets are reported, not failed).
+# counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst] (a
+# testbed scenario whose runs computed at another speed than its calibration, their CPU time
+# per basic operation in median outside [0.95, 1.05] of it, is calibrated and run again once,
+# and the second attempt judged); in full mode on a makespan error beyond +-25 % (misses of the
+# targets are reported, not failed).
 # Last line:
 #   validation scenarios=N inside=K median_err=E max_err=M shares_within=S/T eff_within=U/T real_compute=R calibrated=B capped=C band_width_median=W
 # over the N counted scenarios (on-demand dispatch; a scenario with a model-derived cap,
@@ -138,6 +141,13 @@ calibrate_args=(--tasks 10 --lan-tasks 300 --lan-seconds 0.3 --wan-seconds 5)
 calibrate_lan_args() { if [ "$1" = local-comm ]; then echo --lan-runs 0; else echo --lan-runs 1; fi; }
 trap testbed_down EXIT
 is_testbed() { grep -q '^\[testbed\]' "$(scenario_plan "$1")"; }
+
+# Whether the median of the ratios "r1,r2,r3" ($1, from cpu_per_operation_drift) lies outside
+# [0.95, 1.05]: the machine computed at another speed than when it was calibrated.
+machine_drifted() {
+    tr , '\n' <<<"$1" | grep -v nan | sort -g |
+        awk '{ v[NR] = $1 } END { exit !(NR > 0 && (v[int((NR + 1) / 2)] < 0.95 || v[int((NR + 1) / 2)] > 1.05)) }'
+}
 
 # `key=value` from a line of key=value pairs.
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
@@ -331,7 +341,12 @@ plan_for() {
 
 rows=()
 sections=()
-for name in "${scenarios[@]}"; do
+# Scenarios still to run; the gate's scenarios calibrated and run a second time (at most once
+# each) because the machine changed speed under the first attempt.
+queue=("${scenarios[@]}") second_attempts=" "
+while ((${#queue[@]})); do
+    name=${queue[0]}
+    queue=("${queue[@]:1}")
     if [ "$name" = local-comm ] && [ -z "$lan_bytes_per_s" ]; then
         echo "validate: LAN calibration"
         calibrate_lan before || true
@@ -412,12 +427,9 @@ for name in "${scenarios[@]}"; do
     if [ "$mode" = full ] && awk -v e="$judged_err" -v w="$wild_error" 'BEGIN { exit !(e > w || -e > w) }'; then
         failures+=("$name: makespan error $judged_err beyond +-$wild_error")
     fi
-    # The gate: the median of three runs outside [0.90 best, 1.10 worst] fails the quick suite.
-    if [ "$mode" = quick ] && $counted && [ "$(judged "$summary$verdict predictor=$predictor" gate_inside)" != true ]; then
-        failures+=("$name: median makespan $(field makespan_s "$summary") s outside [0.90 best, 1.10 worst] of $(field best_s "$summary") to $(field worst_s "$summary") s")
-    fi
     # From the files the runs left: a model-derived cap in what they ran with, real
-    # computation, a calibration older than every run that its prediction used.
+    # computation, a calibration older than every run that its prediction used, how fast the
+    # machine computed in the runs against the calibration.
     run_dirs=()
     for run in "${runs[@]}"; do
         read -r _ r _ <<<"$run"
@@ -431,6 +443,24 @@ for name in "${scenarios[@]}"; do
     cpu_drift=nan
     if $real_compute && $on_testbed; then
         cpu_drift=$(cpu_per_operation_drift "$work/runs/$name-calibrate" "${run_dirs[@]}")
+    fi
+    # The gate: the median of three runs outside [0.90 best, 1.10 worst] fails the quick suite,
+    # unless the machine itself changed speed between the calibration and the runs (the runs'
+    # CPU time per basic operation, which no quota changes and the model does not use, in
+    # their median outside [0.95, 1.05] of the calibration's): then the prediction's input no
+    # longer describes the machine, and the scenario is calibrated and run again, once; the
+    # second attempt's verdict counts, the first's files are kept under first-attempt/.
+    if [ "$mode" = quick ] && $counted && [ "$(judged "$summary$verdict predictor=$predictor" gate_inside)" != true ]; then
+        if [[ $second_attempts != *" $name "* ]] && machine_drifted "$cpu_drift"; then
+            echo "  the machine changed speed: CPU per operation, runs / calibration = $cpu_drift; calibrating and running again"
+            mkdir -p "$work/first-attempt/runs"
+            mv "$work/$name".* "$work/$name"-run*.launch.log "$work/first-attempt/"
+            mv "$work/runs/$name"-run* "$work/runs/$name-calibrate" "$work/first-attempt/runs/"
+            second_attempts+="$name "
+            queue=("$name" "${queue[@]}")
+            continue
+        fi
+        failures+=("$name: median makespan $(field makespan_s "$summary") s outside [0.90 best, 1.10 worst] of $(field best_s "$summary") to $(field worst_s "$summary") s")
     fi
     added=$(git log --diff-filter=A --format=%h -1 -- "$(scenario_plan "$name")" 2>/dev/null || true)
     launcher_s=$(sed -n 's/^== wall time \([0-9.]*\) s.*/\1/p' "$work/$run_name.launch.log" | tail -1)
@@ -559,6 +589,13 @@ and compares with `hmw report`, which also draws the charts.
   default `worker_buffers = 2`.
 - **The gate** (`scripts/validate.sh --quick`, run by `scripts/test.sh`): four scenarios, two
   of them real computation on the testbed with calibrated inputs, three runs each; it fails when a scenario's median makespan is outside `[0.90 best, 1.10 worst]`.
+  One exception, stated before it was ever used: when a testbed scenario's runs computed at
+  another speed than its calibration (their CPU time per basic operation, in median, outside
+  `[0.95, 1.05]` of the calibration's: a change of the machine, which no CPU quota makes and
+  the model does not see), the scenario is calibrated and run again once, and the second
+  attempt is judged; the first attempt's files are kept under `first-attempt/`. Until
+  2026-11-26 three CI replays in nine failed on `tb-tsp-hetero` with its calibration read
+  12-19 % slower than its runs.
   The full suite fails on a run that fails or a makespan error beyond 25 %; a missed target is
   reported in the table and the last line.
 
