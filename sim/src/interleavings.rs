@@ -494,23 +494,39 @@ fn batches_to(out: &[Output], rank: usize) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// A CM line of a master's machine file leading to cluster `far`, one task per batch.
+const FAR_CM: &str = "c # M 1 7000 name=a peer=b cluster=far nt=1";
+
+type SimMaster = MasterCore<ProblemSource<SimProblem>>;
+
+/// A master core over `tasks` tasks of one operation, fed by the ranks of the machine file
+/// `text`, started; and the outputs of its start.
+fn started_master(
+    text: &str,
+    tasks: u64,
+    config: RunConfig,
+    scheduler: Box<dyn Scheduler>,
+) -> (SimMaster, Vec<Output>) {
+    let machines = MachineFile::parse(Path::new("m.hosts"), text).unwrap();
+    let problem = ProblemSource::new(SimProblem::new(tasks, TaskCost::fixed(1.0), 0));
+    let mut master = MasterCore::new(&machines, config, scheduler, problem);
+    let mut out = Vec::new();
+    master.start(Duration::ZERO, &mut out).unwrap();
+    (master, out)
+}
+
+/// A rank's offer of room for `room` more batches, encoded.
+fn ready(room: u32) -> Vec<u8> {
+    encode(&ToMaster::Ready { room })
+}
+
 /// A credit bounds what a cluster holds; a drop takes its tasks back and parks the room it
 /// offers; a re-admission serves that room with new tasks, not the ones it was dropped with.
 #[test]
 fn credit_drop_and_readmission_through_the_master_core() {
-    let machines = MachineFile::parse(
-        Path::new("m.hosts"),
-        "m\nw\nc # M 1 7000 name=a peer=b cluster=far nt=1\n",
-    )
-    .unwrap();
-    let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
+    let text = format!("m\nw\n{FAR_CM}\n");
     let config = ConfigFile::defaults().run;
-    let mut master = MasterCore::new(
-        &machines,
-        config,
-        Box::new(OnDemand),
-        ProblemSource::new(problem),
-    );
+    let (mut master, mut out) = started_master(&text, 20, config, Box::new(OnDemand));
     let decision = |action| Decision {
         rank: 2,
         cluster: "far".into(),
@@ -518,9 +534,6 @@ fn credit_drop_and_readmission_through_the_master_core() {
         reason: "test".into(),
     };
     let now = Duration::ZERO;
-    let mut out = Vec::new();
-    master.start(now, &mut out).unwrap();
-    let ready = |room| encode(&ToMaster::Ready { room });
     master.handle(now, 1, &ready(1), &mut out).unwrap();
     master.adapt(now, &decision(Action::Credit(3)), &mut out);
     master.handle(now, 2, &ready(10), &mut out).unwrap();
@@ -543,19 +556,14 @@ fn credit_drop_and_readmission_through_the_master_core() {
 /// its tasks in the order it received them and reaches that one last.
 #[test]
 fn an_idle_rank_copies_the_task_its_holder_reaches_last() {
-    for rank_2 in ["w", "c # M 1 7000 name=a peer=b cluster=far nt=1"] {
+    for rank_2 in ["w", FAR_CM] {
         let text = format!("m\nw\n{rank_2}\n");
-        let machines = MachineFile::parse(Path::new("m.hosts"), &text).unwrap();
         let config = RunConfig {
             reassign_last_task: true,
             ..ConfigFile::defaults().run
         };
-        let problem = ProblemSource::new(SimProblem::new(3, TaskCost::fixed(1.0), 0));
-        let mut master = MasterCore::new(&machines, config, Box::new(OnDemand), problem);
+        let (mut master, mut out) = started_master(&text, 3, config, Box::new(OnDemand));
         let now = Duration::ZERO;
-        let mut out = Vec::new();
-        master.start(now, &mut out).unwrap();
-        let ready = |room| encode(&ToMaster::Ready { room });
         master.handle(now, 1, &ready(2), &mut out).unwrap();
         master.handle(now, 2, &ready(1), &mut out).unwrap();
         let held = batches_to(&out, 1).concat();
@@ -596,16 +604,11 @@ impl Scheduler for HighestFirst {
 
 /// The batches a master core sends when ranks 1, 2, 3 ask for work in that order.
 fn first_batches(scheduler: Box<dyn Scheduler>) -> Vec<(usize, usize)> {
-    let machines = MachineFile::parse(Path::new("m.hosts"), "m\nw\nw\nw\n").unwrap();
-    let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
     let config = ConfigFile::defaults().run;
-    let mut master = MasterCore::new(&machines, config, scheduler, ProblemSource::new(problem));
-    let mut out = Vec::new();
-    master.start(Duration::ZERO, &mut out).unwrap();
+    let (mut master, mut out) = started_master("m\nw\nw\nw\n", 20, config, scheduler);
     for rank in 1..=3 {
-        let ready = encode(&ToMaster::Ready { room: 1 });
         master
-            .handle(Duration::ZERO, rank, &ready, &mut out)
+            .handle(Duration::ZERO, rank, &ready(1), &mut out)
             .unwrap();
     }
     out.into_iter()
@@ -639,19 +642,11 @@ fn a_custom_scheduler_decides_whom_the_core_serves_and_how_much() {
 /// task waited for ever.)
 #[test]
 fn a_task_a_cluster_lost_goes_to_others_even_when_it_asks_first() {
-    let machines = MachineFile::parse(
-        Path::new("m.hosts"),
-        "m\nw\nc # M 1 7000 name=a peer=b cluster=far nt=1\n",
-    )
-    .unwrap();
-    let problem = ProblemSource::new(SimProblem::new(1, TaskCost::fixed(1.0), 0));
+    let text = format!("m\nw\n{FAR_CM}\n");
     let config = ConfigFile::defaults().run;
-    let mut master = MasterCore::new(&machines, config, Box::new(OnDemand), problem);
+    let (mut master, mut out) = started_master(&text, 1, config, Box::new(OnDemand));
     let now = Duration::ZERO;
-    let mut out = Vec::new();
-    master.start(now, &mut out).unwrap();
     // The worker speaks, asking for nothing yet; the cluster takes the task.
-    let ready = |room| encode(&ToMaster::Ready { room });
     master.handle(now, 1, &ready(0), &mut out).unwrap();
     master.handle(now, 2, &ready(1), &mut out).unwrap();
     let [held] = batches_to(&out, 2).concat()[..] else {
