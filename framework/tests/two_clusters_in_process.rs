@@ -46,6 +46,8 @@ const UNITS: u64 = 4;
 /// A worker of this speed panics on every task.
 const BROKEN: f64 = 0.25;
 const BLOB: usize = 8192;
+/// Inter-cluster tasks an external cluster holds at most (`[cm] tasks_window`).
+const WINDOW: u64 = 4;
 
 struct Naps {
     tasks: u64,
@@ -202,7 +204,7 @@ fn nap_splitter() -> anyhow::Result<Box<dyn Splitter<Nap>>> {
 fn config(dir: &Path) -> ConfigFile {
     let text = format!(
         "[run]\nstatistics_interval = 0\nworker_buffers = 2\nwait_for_links = true\n\
-         [cm]\ncerts = \"{}\"\nlost_after_s = 20\ntasks_window = 4\n",
+         [cm]\ncerts = \"{}\"\nlost_after_s = 20\ntasks_window = {WINDOW}\n",
         dir.display()
     );
     ConfigFile::parse(&dir.join("run.toml"), &text).unwrap()
@@ -272,11 +274,17 @@ fn results_join_across_inter_cluster_tasks_when_nr_exceeds_nt() {
 fn a_splitter_refines_the_grain_and_sends_shared_data_once() {
     let (_, stats, spain_stats) = run_two_clusters(1, 1, true);
     let spain = &stats.clusters[0];
-    // Each inter-cluster task ran as UNITS local tasks over there.
-    assert_eq!(
+    // Each inter-cluster task ran as UNITS local tasks over there. At the end the main
+    // cluster's tail copies race Spain's last tasks: Spain may also have computed parts of a
+    // task gathered from the copy (its result discharged, or still under way at the stop,
+    // at most its window of `tasks_window` tasks).
+    let delivered = spain.tasks_done * UNITS;
+    let at_most = (spain.tasks_done + spain.discharged + WINDOW) * UNITS;
+    assert!(
+        (delivered..=at_most).contains(&spain_stats.tasks),
+        "{} local tasks for {} inter-cluster tasks delivered: {spain_stats:#?}",
         spain_stats.tasks,
-        spain.tasks_done * UNITS,
-        "{spain_stats:#?}"
+        spain.tasks_done
     );
     // The blob crossed the WAN once: the tasks that crossed are a fraction of those produced.
     assert!(
