@@ -59,6 +59,12 @@ struct WanArgs {
     /// ignored, `--congestion` replaces the default controller.
     #[arg(long)]
     defaults: bool,
+    /// With `--defaults`: start with this many connections in place of the default.
+    #[arg(long, requires = "defaults")]
+    start_connections: Option<usize>,
+    /// With `--defaults`: the fewest connections the link keeps, in place of the default.
+    #[arg(long, requires = "defaults")]
+    min_connections: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -315,6 +321,7 @@ fn link_configs(
     let mut server = LinkConfig::new(Role::Server, "127.0.0.1", 0, tls(certs, "server"));
     server.connections = connections;
     // A fixed count: these runs compare counts.
+    server.connections_min = Some(connections);
     server.connections_max = Some(connections);
     server.streams = streams;
     server.send_memory = memory;
@@ -780,6 +787,10 @@ fn wan_link_configs(
         if let Some(name) = &args.congestion {
             server.congestion = congestion(name)?;
         }
+        if let Some(start) = args.start_connections {
+            server.connections = start;
+        }
+        server.connections_min = args.min_connections.or(server.connections_min);
         let mut client = server.clone();
         client.role = Role::Client;
         client.server_name = Some("server".into());
@@ -806,8 +817,9 @@ async fn wan_sweep(
     // Bytes in flight on the path: the rate times the round trip.
     let bdp = link_rate * 2.0 * args.delay_ms / 1e3;
     let mut rows = Vec::new();
-    let default_connections =
-        [LinkConfig::new(Role::Client, "x", 1, tls_placeholder()).connections];
+    let default_connections = [args
+        .start_connections
+        .unwrap_or(LinkConfig::new(Role::Client, "x", 1, tls_placeholder()).connections)];
     let connections = if args.defaults {
         &default_connections[..]
     } else {
