@@ -93,11 +93,11 @@ pub struct LinkConfig {
     #[serde(default = "defaults::connections")]
     pub connections: usize,
     /// Client: fewest connections the link keeps when it removes those that do not help
-    /// (default: `connections`).
+    /// (default: 1; equal to `connections` and `connections_max`: a fixed count).
     #[serde(default)]
     pub connections_min: Option<usize>,
     /// Client: most connections the link opens when more of them raise the goodput on a lossy
-    /// path (default: 16, or `connections` if more; equal to `connections`: a fixed count).
+    /// path (default: 16, or `connections` if more).
     #[serde(default)]
     pub connections_max: Option<usize>,
     /// Data streams per connection and direction.
@@ -154,7 +154,7 @@ mod defaults {
         16
     }
     pub(super) fn connections() -> usize {
-        4
+        2
     }
     pub(super) fn streams() -> usize {
         2
@@ -595,9 +595,9 @@ impl LinkConfig {
         self.max_connections.unwrap_or(4 * self.connections_max())
     }
 
-    /// Fewest connections a client keeps: `connections_min`, else `connections`.
+    /// Fewest connections a client keeps: `connections_min`, else 1.
     pub fn connections_min(&self) -> usize {
-        self.connections_min.unwrap_or(self.connections)
+        self.connections_min.unwrap_or(1)
     }
 
     /// Most connections a client opens: `connections_max`, else 16 or `connections` if more.
@@ -737,8 +737,8 @@ ca = "ca.pem"
     #[test]
     fn minimal_file_gets_defaults_and_sizes_accept_units() {
         let c = LinkConfig::from_toml_str(MINIMAL).unwrap();
-        assert_eq!(c.connections, 4);
-        assert_eq!((c.connections_min(), c.connections_max()), (4, 16));
+        assert_eq!(c.connections, 2);
+        assert_eq!((c.connections_min(), c.connections_max()), (1, 16));
         assert_eq!(c.max_connections(), 64);
         assert_eq!(c.max_message(), 16 << 20);
         assert_eq!((c.window, c.max_window), (2 << 20, 32 << 20));
@@ -797,7 +797,7 @@ ca = "ca.pem"
             ),
             (
                 "port = 7000",
-                "port = 7000\nconnections_max = 3",
+                "port = 7000\nconnections_max = 1",
                 "connections_max",
             ),
             (

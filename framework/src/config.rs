@@ -313,7 +313,8 @@ impl RunConfig {
 /// tasks_window = 8         # inter-cluster tasks a CM sends ahead of the far side's requests
 /// lost_after_s = 60        # a link down this long loses its cluster (its tasks go elsewhere)
 /// rejoin_within_s = 300    # a lost cluster waits this much longer for its link, to rejoin
-/// connections = 4          # QUIC connections striped over (each has its own congestion window)
+/// connections = 2          # QUIC connections striped over at the start (the link adds and
+///                          # removes some as they pay; each has its own congestion window)
 /// streams = 2              # streams per connection
 /// ```
 /// `block_size`, `send_memory`, `recv_memory`, `inactivity_timeout_ms` and `congestion`
