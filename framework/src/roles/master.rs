@@ -75,6 +75,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 }
                 self.core
                     .handle(now, envelope.from, &envelope.bytes, &mut out)?;
+                self.transport.recycle(envelope.bytes);
                 self.perform(&mut out, &mut started_unix_s)?;
             }
         }

@@ -247,7 +247,9 @@ fn serve<T: Task>(
         }
         if let Some(envelope) = transport.try_recv()? {
             active = true;
-            if core.handle(&envelope.bytes, rank, &mut tasks)? == Received::Stop {
+            let received = core.handle(&envelope.bytes, rank, &mut tasks)?;
+            transport.recycle(envelope.bytes);
+            if received == Received::Stop {
                 break;
             }
             if !tasks.is_empty() {

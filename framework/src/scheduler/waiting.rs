@@ -1,8 +1,6 @@
 //! [`Waiting`]: the requests for work a master has not served yet, indexed so that a
 //! scheduler picks in `O(log W)`.
 
-use std::collections::BTreeSet;
-
 use smallvec::SmallVec;
 
 use super::requests::Requester;
@@ -26,10 +24,10 @@ struct Slot {
 #[derive(Debug, Default)]
 pub struct Waiting {
     slots: Vec<Slot>,
-    /// (holding, oldest request, rank) of each rank with requests.
-    by_holding: BTreeSet<(usize, u64, usize)>,
-    /// (oldest request, rank).
-    by_arrival: BTreeSet<(u64, usize)>,
+    /// (holding, oldest request) of each rank with requests, least first (ties: lowest rank).
+    by_holding: RankHeap<(usize, u64)>,
+    /// Oldest request of each rank with requests.
+    by_arrival: RankHeap<u64>,
     /// Ranks with requests.
     by_rank: RankSet,
     /// Ranks set aside, and possibly some restored since (their slot says which): restoring
@@ -52,12 +50,12 @@ impl Waiting {
 
     /// The rank holding the fewest tasks, the one whose request is oldest among those.
     pub fn fewest_held(&self) -> Option<usize> {
-        self.by_holding.first().map(|&(_, _, rank)| rank)
+        self.by_holding.least()
     }
 
     /// The rank whose request is the oldest.
     pub fn oldest(&self) -> Option<usize> {
-        self.by_arrival.first().map(|&(_, rank)| rank)
+        self.by_arrival.least()
     }
 
     /// The highest rank waiting.
@@ -102,9 +100,9 @@ impl Waiting {
 
     fn unindex(&mut self, rank: usize) {
         let slot = &self.slots[rank];
-        if let (Some(&oldest), false) = (slot.requests.first(), slot.aside) {
-            self.by_holding.remove(&(slot.holding, oldest, rank));
-            self.by_arrival.remove(&(oldest, rank));
+        if !slot.requests.is_empty() && !slot.aside {
+            self.by_holding.remove(rank);
+            self.by_arrival.remove(rank);
             self.by_rank.remove(rank);
             self.len -= slot.requests.len();
         }
@@ -113,8 +111,8 @@ impl Waiting {
     fn index(&mut self, rank: usize) {
         let slot = &self.slots[rank];
         if let (Some(&oldest), false) = (slot.requests.first(), slot.aside) {
-            self.by_holding.insert((slot.holding, oldest, rank));
-            self.by_arrival.insert((oldest, rank));
+            self.by_holding.insert(rank, (slot.holding, oldest));
+            self.by_arrival.insert(rank, oldest);
             self.by_rank.insert(rank);
             self.len += slot.requests.len();
         }
@@ -213,6 +211,98 @@ impl Waiting {
     }
 }
 
+/// Ranks, each under a key, the least key (then the lowest rank) first: a binary heap with
+/// each rank's place in it, so that a rank's entry is found, changed or removed in
+/// `O(log W)` without a search and without allocating once it has grown to the ranks fed
+/// (ordered sets allocate and free a node as a set of one or two ranks empties and fills,
+/// which a master's waiting ranks do at every task).
+#[derive(Debug)]
+struct RankHeap<K> {
+    /// (key, rank), a heap: each entry's key and rank no greater than its children's.
+    heap: Vec<(K, usize)>,
+    /// By rank: its index in `heap`, `ABSENT` if none.
+    place: Vec<usize>,
+}
+
+const ABSENT: usize = usize::MAX;
+
+impl<K> Default for RankHeap<K> {
+    fn default() -> Self {
+        RankHeap {
+            heap: Vec::new(),
+            place: Vec::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy> RankHeap<K> {
+    /// The rank with the least key, the lowest rank among equal keys.
+    fn least(&self) -> Option<usize> {
+        self.heap.first().map(|&(_, rank)| rank)
+    }
+
+    /// File `rank` under `key` (it must not be filed).
+    fn insert(&mut self, rank: usize, key: K) {
+        if rank >= self.place.len() {
+            self.place.resize(rank + 1, ABSENT);
+        }
+        debug_assert_eq!(self.place[rank], ABSENT, "rank {rank} filed twice");
+        self.heap.push((key, rank));
+        self.place[rank] = self.heap.len() - 1;
+        self.sift_up(self.heap.len() - 1);
+    }
+
+    /// Take `rank` out, if filed.
+    fn remove(&mut self, rank: usize) {
+        let Some(&at) = self.place.get(rank).filter(|&&at| at != ABSENT) else {
+            return;
+        };
+        self.place[rank] = ABSENT;
+        let last = self.heap.pop().expect("a filed rank is in the heap");
+        if at < self.heap.len() {
+            self.heap[at] = last;
+            self.place[last.1] = at;
+            self.sift_down(at);
+            self.sift_up(at);
+        }
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.place[self.heap[a].1] = a;
+        self.place[self.heap[b].1] = b;
+    }
+
+    fn sift_up(&mut self, mut at: usize) {
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if self.heap[parent] <= self.heap[at] {
+                break;
+            }
+            self.swap(parent, at);
+            at = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut at: usize) {
+        loop {
+            let (left, right) = (2 * at + 1, 2 * at + 2);
+            let mut least = at;
+            if left < self.heap.len() && self.heap[left] < self.heap[least] {
+                least = left;
+            }
+            if right < self.heap.len() && self.heap[right] < self.heap[least] {
+                least = right;
+            }
+            if least == at {
+                return;
+            }
+            self.swap(least, at);
+            at = least;
+        }
+    }
+}
+
 /// A set of ranks as bits: ranks are small dense integers, so membership costs a bit flip and
 /// the first or last a scan of `W / 64` words.
 #[derive(Debug, Default)]
@@ -278,6 +368,8 @@ impl RankSet {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -308,7 +400,149 @@ mod tests {
         );
     }
 
+    /// What [`Waiting`] answers, computed by a scan of plain per-rank state.
+    #[derive(Default, Clone)]
+    struct Model {
+        /// By rank: requests (arrival numbers), holding, set aside.
+        ranks: std::collections::BTreeMap<usize, (Vec<u64>, usize, bool)>,
+        next: u64,
+    }
+
+    impl Model {
+        fn waiting(&self) -> impl Iterator<Item = (usize, &(Vec<u64>, usize, bool))> {
+            self.ranks
+                .iter()
+                .filter(|(_, (requests, _, aside))| !requests.is_empty() && !aside)
+                .map(|(&rank, state)| (rank, state))
+        }
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Push(usize, usize),
+        Serve(usize),
+        Hold(usize, usize),
+        Aside(usize),
+        Restore(usize),
+        RestoreAll,
+        Remove(usize),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0usize..6, 0usize..3).prop_map(|(r, n)| Op::Push(r, n)),
+            (0usize..6).prop_map(Op::Serve),
+            (0usize..6, 0usize..4).prop_map(|(r, h)| Op::Hold(r, h)),
+            (0usize..6).prop_map(Op::Aside),
+            (0usize..6).prop_map(Op::Restore),
+            Just(Op::RestoreAll),
+            (0usize..6).prop_map(Op::Remove),
+        ]
+    }
+
     proptest::proptest! {
+        /// The indexes refiled lazily answer every query as a scan of the ranks would, after
+        /// any sequence of changes (queries between them or not).
+        #[test]
+        fn the_indexes_answer_as_a_scan_does(
+            ops in proptest::collection::vec((op(), proptest::bool::ANY), 0..120),
+        ) {
+            let mut waiting = Waiting::default();
+            let mut model = Model::default();
+            for rank in 0..6 {
+                waiting.register(rank, rank % 2 == 0);
+                model.ranks.insert(rank, (Vec::new(), 0, false));
+            }
+            for (op, query) in ops {
+                match op {
+                    Op::Push(rank, n) => {
+                        waiting.push(rank, n);
+                        for _ in 0..n {
+                            model.ranks.get_mut(&rank).unwrap().0.push(model.next);
+                            model.next += 1;
+                        }
+                    }
+                    Op::Serve(rank) => {
+                        waiting.serve(rank);
+                        let requests = &mut model.ranks.get_mut(&rank).unwrap().0;
+                        if !requests.is_empty() {
+                            requests.remove(0);
+                        }
+                    }
+                    Op::Hold(rank, holding) => {
+                        waiting.set_holding(rank, holding);
+                        model.ranks.get_mut(&rank).unwrap().1 = holding;
+                    }
+                    Op::Aside(rank) => {
+                        waiting.set_aside(rank);
+                        model.ranks.get_mut(&rank).unwrap().2 = true;
+                    }
+                    Op::Restore(rank) => {
+                        waiting.restore(rank);
+                        model.ranks.get_mut(&rank).unwrap().2 = false;
+                    }
+                    Op::RestoreAll => {
+                        waiting.restore_all();
+                        for state in model.ranks.values_mut() {
+                            state.2 = false;
+                        }
+                    }
+                    Op::Remove(rank) => {
+                        waiting.remove(rank);
+                        let state = model.ranks.get_mut(&rank).unwrap();
+                        state.0.clear();
+                        state.2 = false;
+                    }
+                }
+                if !query {
+                    continue;
+                }
+                let fewest = model
+                    .waiting()
+                    .min_by_key(|(rank, (requests, holding, _))| (*holding, requests[0], *rank))
+                    .map(|(rank, _)| rank);
+                let oldest = model
+                    .waiting()
+                    .min_by_key(|(rank, (requests, _, _))| (requests[0], *rank))
+                    .map(|(rank, _)| rank);
+                proptest::prop_assert_eq!(waiting.fewest_held(), fewest);
+                proptest::prop_assert_eq!(waiting.oldest(), oldest);
+                proptest::prop_assert_eq!(waiting.lowest_rank(), model.waiting().map(|(r, _)| r).next());
+                proptest::prop_assert_eq!(waiting.highest_rank(), model.waiting().map(|(r, _)| r).last());
+                proptest::prop_assert_eq!(
+                    waiting.len(),
+                    model.waiting().map(|(_, (requests, _, _))| requests.len()).sum::<usize>()
+                );
+                proptest::prop_assert_eq!(waiting.is_empty(), model.waiting().next().is_none());
+                for rank in 0..6 {
+                    let (requests, _, aside) = &model.ranks[&rank];
+                    proptest::prop_assert_eq!(
+                        waiting.requests(rank),
+                        if *aside { 0 } else { requests.len() }
+                    );
+                }
+            }
+        }
+
+        #[test]
+        fn rank_heap_gives_the_least_key_then_the_lowest_rank(
+            ops in proptest::collection::vec((0usize..40, proptest::option::of(0u8..8)), 0..300),
+        ) {
+            let mut heap = RankHeap::default();
+            let mut model = std::collections::BTreeMap::new();
+            for (rank, key) in ops {
+                heap.remove(rank);
+                model.remove(&rank);
+                if let Some(key) = key {
+                    heap.insert(rank, key);
+                    model.insert(rank, key);
+                }
+                let least = model.iter().min_by_key(|(&rank, &key)| (key, rank)).map(|(&rank, _)| rank);
+                proptest::prop_assert_eq!(heap.least(), least);
+            }
+        }
+
         #[test]
         fn rank_set_is_an_ordered_set(ops in proptest::collection::vec((0usize..300, proptest::bool::ANY), 0..200)) {
             let mut set = RankSet::default();

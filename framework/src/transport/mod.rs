@@ -58,4 +58,9 @@ pub trait Transport {
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError>;
     /// Wait until every message this rank sent has left its buffers.
     fn flush(&mut self) -> Result<(), TransportError>;
+    /// A received message's buffer, no longer needed: the transport may receive the next
+    /// message into it rather than allocate one. Default: dropped.
+    fn recycle(&mut self, bytes: Vec<u8>) {
+        drop(bytes);
+    }
 }

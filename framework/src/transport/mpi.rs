@@ -20,7 +20,6 @@ use std::time::Duration;
 use mpi::{
     collective::SystemOperation,
     environment::Universe,
-    point_to_point::MatchedReceiveVec,
     request::{Request, StaticScope},
     topology::SimpleCommunicator,
     traits::*,
@@ -100,9 +99,17 @@ fn threading_for(rank: Option<usize>) -> Threading {
     }
 }
 
+/// A recycled receive buffer is kept up to this size: a rare large message does not pin its
+/// memory for the rest of the run.
+const SPARE_MAX: usize = 64 << 10;
+
 /// MPI point-to-point messages on `MPI_COMM_WORLD`.
 pub struct MpiTransport {
     pending: Vec<PendingSend>,
+    /// A buffer handed back by [`Transport::recycle`]: the next message is received into it
+    /// (a master receives a message per task; an allocation, zeroed, and a free per message
+    /// were a tenth of its instructions, callgrind, `docs/benchmarks.md`).
+    spare: Vec<u8>,
     world: SimpleCommunicator,
     rank: usize,
     size: usize,
@@ -118,6 +125,7 @@ impl MpiTransport {
         let world = universe.world();
         Some(MpiTransport {
             pending: Vec::new(),
+            spare: Vec::new(),
             rank: world.rank() as usize,
             size: world.size() as usize,
             world,
@@ -202,17 +210,25 @@ impl Transport for MpiTransport {
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
         // The sends in progress are tested (their buffers freed) when another starts and
         // before a pause, not at every probe: the probe progresses them all the same.
-        Ok(self
-            .world
-            .any_process()
-            .immediate_matched_probe()
-            .map(|matched| {
-                let (bytes, status) = matched.matched_receive_vec::<u8>();
-                Envelope {
-                    from: status.source_rank() as usize,
-                    bytes,
-                }
-            }))
+        let Some((message, status)) = self.world.any_process().immediate_matched_probe() else {
+            return Ok(None);
+        };
+        let count = usize::try_from(status.count(u8::equivalent_datatype()))
+            .expect("a message's byte count is not negative");
+        let mut bytes = std::mem::take(&mut self.spare);
+        bytes.clear();
+        bytes.resize(count, 0);
+        let status = message.matched_receive_into(&mut bytes[..]);
+        Ok(Some(Envelope {
+            from: status.source_rank() as usize,
+            bytes,
+        }))
+    }
+
+    fn recycle(&mut self, bytes: Vec<u8>) {
+        if bytes.capacity() <= SPARE_MAX {
+            self.spare = bytes;
+        }
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError> {
