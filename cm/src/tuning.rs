@@ -275,9 +275,7 @@ impl StripeState {
             }
             self.descend = None;
             if self.target > policy.min {
-                self.probe = Some(self.probe_from(sample.goodput));
-                self.target -= 1;
-                return Some(StripeReason::ProbeFewer);
+                return Some(self.try_fewer(sample.goodput));
             }
         }
         if self.holdoff > 0 {
@@ -296,15 +294,21 @@ impl StripeState {
         self.quiet += 1;
         if self.quiet >= policy.idle_epochs && self.target > policy.min {
             self.quiet = 0;
-            self.probe = Some(self.probe_from(sample.goodput));
-            self.target -= 1;
-            return Some(StripeReason::ProbeFewer);
+            return Some(self.try_fewer(sample.goodput));
         }
         None
     }
 }
 
 impl StripeState {
+    /// One fewer connection tried (the count is above the policy's fewest), the goodput
+    /// before it `goodput`'s epoch and the previous one.
+    fn try_fewer(&mut self, goodput: f64) -> StripeReason {
+        self.probe = Some(self.probe_from(goodput));
+        self.target -= 1;
+        StripeReason::ProbeFewer
+    }
+
     /// A change from the current count, the goodput before it being that of this epoch and
     /// the previous one.
     fn probe_from(&self, goodput: f64) -> Probe {
