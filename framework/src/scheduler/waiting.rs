@@ -401,7 +401,7 @@ mod tests {
     }
 
     /// What [`Waiting`] answers, computed by a scan of plain per-rank state.
-    #[derive(Default, Clone)]
+    #[derive(Default)]
     struct Model {
         /// By rank: requests (arrival numbers), holding, set aside.
         ranks: std::collections::BTreeMap<usize, (Vec<u64>, usize, bool)>,
@@ -442,8 +442,8 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// The indexes refiled lazily answer every query as a scan of the ranks would, after
-        /// any sequence of changes (queries between them or not).
+        /// The indexes answer every query as a scan of the ranks would, after any sequence of
+        /// changes (queries between them or not).
         #[test]
         fn the_indexes_answer_as_a_scan_does(
             ops in proptest::collection::vec((op(), proptest::bool::ANY), 0..120),

@@ -790,7 +790,9 @@ fn wan_link_configs(
         if let Some(start) = args.start_connections {
             server.connections = start;
         }
-        server.connections_min = args.min_connections.or(server.connections_min);
+        if let Some(min) = args.min_connections {
+            server.connections_min = Some(min);
+        }
         let mut client = server.clone();
         client.role = Role::Client;
         client.server_name = Some("server".into());
