@@ -34,6 +34,7 @@ use super::{
     output::Output,
     rank_table::RankTable,
     task_source::{Next, TaskSource},
+    under_way::UnderWay,
 };
 use crate::{
     adapt::{Action, Adapter, ClusterSample, Decision, Presence, Sample},
@@ -104,6 +105,8 @@ struct Tally {
     last_window: Window,
     /// A CM's link, as it last reported it.
     link: Option<LinkState>,
+    /// When the tasks it is computing began, for the live prediction.
+    under_way: UnderWay,
 }
 
 /// The tasks a rank holds, in the order handed: a worker's few buffers (inline, so the master
@@ -220,6 +223,8 @@ pub struct MasterCore<S> {
     batch: Vec<TaskId>,
     /// When the clock started, the run ended (every task gathered), links were all up.
     started_at: Duration,
+    /// The time of the input being handled.
+    now: Duration,
     wall: Duration,
     links_up: Option<Duration>,
     /// Whether to note when every link is up (links join during the run).
@@ -266,6 +271,10 @@ impl<S: TaskSource> MasterCore<S> {
                 Some(_) => continue, // the upstream CM of a sub-master
             };
             waiting.register(rank, matches!(kind, Kind::Worker));
+            let under_way = UnderWay::new(match &kind {
+                Kind::Worker => 1,
+                Kind::Cm { workers, .. } => workers.unwrap_or(0),
+            });
             let stats = WorkerStats {
                 rank,
                 host: line.host.clone(),
@@ -289,6 +298,7 @@ impl<S: TaskSource> MasterCore<S> {
                     window: Window::default(),
                     last_window: Window::default(),
                     link: None,
+                    under_way,
                 },
             );
         }
@@ -339,6 +349,7 @@ impl<S: TaskSource> MasterCore<S> {
             workers,
             batch: Vec::new(),
             started_at: Duration::ZERO,
+            now: Duration::ZERO,
             wall: Duration::ZERO,
             links_up: None,
             feeds_clusters,
@@ -359,6 +370,7 @@ impl<S: TaskSource> MasterCore<S> {
     /// offered room) or given up (its CM reported the cluster lost), so the time to connect
     /// is not the run's. Otherwise each cluster joins when its link is up.
     pub fn start(&mut self, now: Duration, out: &mut Vec<Output>) -> Result<(), RunError> {
+        self.now = now;
         self.transmit_upstream(out);
         self.step(now, out)
     }
@@ -371,6 +383,7 @@ impl<S: TaskSource> MasterCore<S> {
         bytes: &[u8],
         out: &mut Vec<Output>,
     ) -> Result<(), RunError> {
+        self.now = now;
         if Some(from) == self.source.upstream() {
             // Once stopping, upstream has nothing more to say that matters.
             if matches!(self.phase, Phase::Gathering | Phase::Running) {
@@ -391,6 +404,7 @@ impl<S: TaskSource> MasterCore<S> {
         if self.phase != Phase::Running || self.config.statistics_interval <= 0.0 {
             return;
         }
+        self.now = now;
         if now >= self.next_report {
             let interval = self.config.statistics_interval;
             let sample = self.progress(now.saturating_sub(self.started_at), interval);
@@ -604,9 +618,10 @@ impl<S: TaskSource> MasterCore<S> {
         // Tasks still to do, at the mean basic operations of those gathered so far (within
         // its sampling error and any drift along the dispatch order).
         let total = self.source.task_count();
+        let under_way = self.work_under_way();
         let remaining = total.and_then(|total| {
             self.estimator
-                .remaining_work(total.saturating_sub(self.gathered))
+                .remaining_work(total.saturating_sub(self.gathered), &under_way)
         });
         let estimate = live::estimate(
             window_s,
@@ -626,6 +641,31 @@ impl<S: TaskSource> MasterCore<S> {
         let mut sample = ProgressSample::new(elapsed, self.gathered, total, estimate);
         sample.predicted_total_interval_s = interval;
         sample
+    }
+
+    /// The basic operations each task under way has done so far: how long it has run times its
+    /// worker's rate (for a cluster behind a CM, its workers' mean rate), where one is known.
+    fn work_under_way(&self) -> Vec<f64> {
+        let mut done = Vec::new();
+        for (rank, tally) in self.tallies.iter() {
+            if tally.gone {
+                continue;
+            }
+            let rate = match &tally.kind {
+                Kind::Worker => self.estimator.worker(rank),
+                Kind::Cm { name, .. } => self.estimator.cluster(name),
+            };
+            let Some(per_s) = rate.and_then(|r| r.per_busy_s()) else {
+                continue;
+            };
+            done.extend(
+                tally
+                    .under_way
+                    .ages(self.now)
+                    .map(|age| age.as_secs_f64() * per_s),
+            );
+        }
+        done
     }
 
     /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
@@ -756,6 +796,9 @@ impl<S: TaskSource> MasterCore<S> {
                 for id in &result.ids {
                     tally.outstanding.remove(id);
                 }
+                tally
+                    .under_way
+                    .returned(self.now, result.ids.len(), tally.outstanding.len());
                 // A CM's result stands for tasks of another cluster: only workers teach the
                 // scheduler their task times.
                 if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
@@ -856,6 +899,7 @@ impl<S: TaskSource> MasterCore<S> {
             .into_iter()
             .filter(|id| in_flight.contains_key(id))
             .collect();
+        tally.under_way.clear();
         tally.taken_back += outstanding.len() as u64;
         self.reassigned += outstanding.len() as u64;
         for &id in &outstanding {
@@ -1129,6 +1173,7 @@ impl<S: TaskSource> MasterCore<S> {
             self.waiting.serve(rank);
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
             tally.outstanding.extend(batch.iter().copied());
+            tally.under_way.handed(self.now, tally.outstanding.len());
             let in_flight = &self.in_flight;
             let tasks = TasksRef {
                 ids: &batch,

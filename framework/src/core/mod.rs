@@ -25,6 +25,7 @@ mod rank_table;
 mod split_source;
 mod submaster;
 mod task_source;
+mod under_way;
 mod worker;
 
 pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView, Outbound};
