@@ -40,6 +40,9 @@ pub struct ClusterWindow {
     /// (else the interval's delivered rate): over an interval shorter than a few tasks the
     /// delivered rate swings between nothing and several times the steady one.
     pub steady_ops_per_s: Option<f64>,
+    /// Its workers' mean busy seconds per task over the whole run so far, when known (else
+    /// the interval's): an interval shorter than a task often holds no result at all.
+    pub steady_task_s: Option<f64>,
 }
 
 /// The live prediction of the whole run.
@@ -101,7 +104,9 @@ pub fn estimate(
             perf_ste: steady(i),
             t_up: 0.0,
             // The last task under way ends, on average, one task time after the balance says.
-            t_end: clusters[i].window_busy_s / clusters[i].window_computed.max(1) as f64,
+            t_end: clusters[i]
+                .steady_task_s
+                .unwrap_or(clusters[i].window_busy_s / clusters[i].window_computed.max(1) as f64),
         })
         .collect();
     let remaining_s = if remaining_operations <= 0.0 {
@@ -176,6 +181,7 @@ mod tests {
             window_computed_operations: tasks as f64,
             link,
             steady_ops_per_s: None,
+            steady_task_s: None,
         }
     }
 
@@ -246,8 +252,8 @@ mod tests {
         );
     }
 
-    /// An interval in which no result came back still predicts from the rate measured over
-    /// the run, and that rate, not the interval's, sets the balance.
+    /// An interval in which no result came back still predicts from the rate and the task
+    /// time measured over the run, and those, not the interval's, set the balance and its end.
     #[test]
     fn the_steady_rate_sets_the_balance() {
         let quiet = ClusterWindow {
@@ -259,8 +265,17 @@ mod tests {
             ..window("main", None, 2, 0, 0.0)
         };
         assert_eq!(
-            estimate(1.0, 1.0, &[quiet], 0.0, 100.0).remaining_s,
+            estimate(1.0, 1.0, std::slice::from_ref(&quiet), 0.0, 100.0).remaining_s,
             Some(2.0)
+        );
+        // The last task ends one task time (0.5 s) after the balance.
+        let with_task_time = ClusterWindow {
+            steady_task_s: Some(0.5),
+            ..quiet
+        };
+        assert_eq!(
+            estimate(1.0, 1.0, &[with_task_time], 0.0, 100.0).remaining_s,
+            Some(2.5)
         );
         let busy = ClusterWindow {
             steady_ops_per_s: Some(10.0),

@@ -600,6 +600,7 @@ impl<S: TaskSource> MasterCore<S> {
                     window_computed_operations: w.computed_operations,
                     link: tally.link,
                     steady_ops_per_s: None,
+                    steady_task_s: None,
                 }),
                 Kind::Cm { .. } => {}
             }
@@ -608,12 +609,17 @@ impl<S: TaskSource> MasterCore<S> {
             clusters.insert(0, local);
         }
         // The balance's rate of each cluster: its available performance (3) over every result
-        // so far, its workers' basic operations per busy second times their number.
+        // so far, its workers' basic operations per busy second times their number; and its
+        // end time, their busy seconds per task.
         for cluster in &mut clusters {
+            let rate = self.estimator.cluster(&cluster.name);
             cluster.steady_ops_per_s = cluster
                 .workers
-                .zip(self.estimator.cluster(&cluster.name))
+                .zip(rate)
                 .and_then(|(workers, rate)| Some(workers as f64 * rate.per_busy_s()?));
+            cluster.steady_task_s = rate
+                .filter(|rate| rate.tasks > 0)
+                .map(|rate| rate.busy_s / rate.tasks as f64);
         }
         // Tasks still to do, at the mean basic operations of those gathered so far (within
         // its sampling error and any drift along the dispatch order).
