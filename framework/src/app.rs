@@ -152,6 +152,16 @@ pub trait Problem: Send + 'static {
         None
     }
 
+    /// Whether a task built later may do less work because of the results gathered before it
+    /// (a search whose tasks carry the best bound known when they are built: the TSP's
+    /// `global-pruning`). The live prediction then cannot extrapolate the work of the tasks
+    /// gathered to those not yet handed out: until a drift along the dispatch order shows in
+    /// the results, the lower end of its interval counts only the work left in the tasks under
+    /// way. Default: `false`, a task's work does not depend on when it is built.
+    fn later_tasks_may_do_less(&self) -> bool {
+        false
+    }
+
     /// For an iterative problem ([`crate::iterative::Iterations`]): the iterations completed
     /// so far (their barrier passed). The master measures each iteration and may tune the
     /// number of workers between them. Default: `None`, the problem is not iterative.

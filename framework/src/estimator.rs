@@ -39,6 +39,10 @@
 //!   interval spans from the later half's mean to the mean of all (each with its sampling
 //!   error): a drift can go on, or the work can return to what the run saw on the whole.
 //!
+//! A problem whose later tasks may do less work (they carry a bound that tightens,
+//! [`crate::Problem::later_tasks_may_do_less`]) cannot be extrapolated that way before a drift
+//! shows: the interval's lower end then counts only the work left in the tasks under way.
+//!
 //! The sample is a fair one only if the dispatch order does not put the heavy tasks together:
 //! a problem whose tasks' work follows their position in its natural order hands them out in a
 //! stratified order (the TSP's golden-ratio stride through its prefixes).
@@ -284,6 +288,8 @@ pub struct WorkEstimator {
     sorted: bool,
     /// The same results' per-task work and tasks, sorted by work when a survival is made.
     by_work: Vec<(f64, f64)>,
+    /// Tasks built later may do less work ([`crate::Problem::later_tasks_may_do_less`]).
+    may_do_less: bool,
     all: Moments,
     /// By rank (ranks are small dense integers: a vector finds one without a search).
     workers: Vec<Rate>,
@@ -294,6 +300,13 @@ impl WorkEstimator {
     /// Nothing observed yet.
     pub fn new() -> Self {
         WorkEstimator::default()
+    }
+
+    /// For a problem whose tasks built later may do less work: until a drift shows, the
+    /// interval's lower end counts the work of the tasks under way only.
+    pub fn later_tasks_may_do_less(mut self, may: bool) -> Self {
+        self.may_do_less = may;
+        self
     }
 
     /// A result from rank `rank` of cluster `cluster`, standing for `tasks` tasks, the first
@@ -417,6 +430,8 @@ impl WorkEstimator {
                 high: r * high.max(late_high),
             });
         }
+        // The work expected beyond what the tasks under way have done.
+        let mut beyond_under_way = 0.0;
         let point = if under_way.is_empty() || under_way.len() as f64 > r {
             r * all.mean()
         } else {
@@ -426,8 +441,8 @@ impl WorkEstimator {
             let mut censored: Vec<f64> = under_way.iter().map(|w| w.max(0.0)).collect();
             censored.sort_by(f64::total_cmp);
             let survival = Survival::new(&self.by_work, &censored);
-            (r - censored.len() as f64) * survival.mean()
-                + censored.iter().map(|&w| survival.beyond(w)).sum::<f64>()
+            beyond_under_way = censored.iter().map(|&w| survival.beyond(w)).sum::<f64>();
+            (r - censored.len() as f64) * survival.mean() + beyond_under_way
         };
         // The sampling error of the mean, relative to it, on the whole.
         let relative = if all.mean() > 0.0 {
@@ -435,8 +450,14 @@ impl WorkEstimator {
         } else {
             0.0
         };
+        // Tasks not handed out yet may do less than any seen: only those under way are sure.
+        let low = if self.may_do_less {
+            beyond_under_way
+        } else {
+            point
+        };
         Some(Interval {
-            low: point * (1.0 - relative).max(0.0),
+            low: low * (1.0 - relative).max(0.0),
             point,
             high: point * (1.0 + relative),
         })
@@ -706,6 +727,28 @@ mod tests {
             censored.abs() < 0.07 && censored.abs() < naive.abs() / 3.0,
             "with the tasks under way: {censored} (the results alone: {naive})"
         );
+    }
+
+    /// A problem whose later tasks may do less (a bound that tightens): before a drift shows,
+    /// the interval reaches down to the work left in the tasks under way alone; the point and
+    /// the upper end are those of any problem.
+    #[test]
+    fn later_tasks_that_may_do_less_lower_the_interval_to_the_tasks_under_way() {
+        let mut fixed = WorkEstimator::new();
+        let mut falling = WorkEstimator::new().later_tasks_may_do_less(true);
+        for (id, w) in [10.0, 12.0, 9.0, 11.0, 10.0, 13.0].into_iter().enumerate() {
+            fixed.observe("c", 1, id as u64, 1, w, 1.0);
+            falling.observe("c", 1, id as u64, 1, w, 1.0);
+        }
+        let under_way = [4.0, 6.0];
+        let a = fixed.remaining_work(20, &under_way).unwrap();
+        let b = falling.remaining_work(20, &under_way).unwrap();
+        assert_eq!((a.point, a.high), (b.point, b.high));
+        // Under way: 4 and 6 done of tasks of 9 to 13, about 6.5 and 4.5 left.
+        assert!(a.low > 100.0, "{a:?}");
+        assert!(b.low > 5.0 && b.low < 12.0, "{b:?}");
+        // Nothing under way: nothing is sure.
+        assert_eq!(falling.remaining_work(20, &[]).unwrap().low, 0.0);
     }
 
     proptest! {

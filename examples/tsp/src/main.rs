@@ -491,6 +491,12 @@ impl Problem for Tsp {
     fn task_count(&self) -> Option<u64> {
         Some(self.tasks)
     }
+
+    /// A `global-pruning` task carries the best length gathered when it is built: later tasks
+    /// prune more.
+    fn later_tasks_may_do_less(&self) -> bool {
+        self.variant == Variant::GlobalPruning
+    }
 }
 
 /// Held–Karp dynamic programming, O(2^n n^2): the length of an optimal tour from city 0.

@@ -322,6 +322,8 @@ impl<S: TaskSource> MasterCore<S> {
             .adapt_settings()
             .filter(|_| cms > 0)
             .map(Adapter::new);
+        let estimator =
+            WorkEstimator::new().later_tasks_may_do_less(source.later_tasks_may_do_less());
         MasterCore {
             source,
             scheduler,
@@ -342,7 +344,7 @@ impl<S: TaskSource> MasterCore<S> {
             gathered: 0,
             local_operations: 0.0,
             useful_operations: 0.0,
-            estimator: WorkEstimator::new(),
+            estimator,
             reassigned: 0,
             redivided: 0,
             tail_copies: 0,

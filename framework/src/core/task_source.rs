@@ -47,6 +47,10 @@ pub trait TaskSource {
     }
     /// Total number of tasks, when known.
     fn task_count(&self) -> Option<u64>;
+    /// [`Problem::later_tasks_may_do_less`].
+    fn later_tasks_may_do_less(&self) -> bool {
+        false
+    }
     /// The rank this source's tasks arrive from, if any: its messages go to
     /// [`on_upstream`](Self::on_upstream).
     fn upstream(&self) -> Option<usize> {
@@ -154,6 +158,10 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
 
     fn task_count(&self) -> Option<u64> {
         self.problem.task_count()
+    }
+
+    fn later_tasks_may_do_less(&self) -> bool {
+        self.problem.later_tasks_may_do_less()
     }
 
     fn join_s(&self) -> f64 {
