@@ -806,6 +806,7 @@ fn a_terminated_calibration_stops_its_run() {
 fn a_calibration_run_past_its_time_limit_is_killed() {
     let dir = scratch("calibrate-timeout");
     let running = slow_calibration(&dir, &["--run-timeout", "3"]);
+    let temporary = std::env::temp_dir().join(format!("hmw-calibrate-synthetic-{}", running.pid()));
     let processes = calibration_run_of(running.pid());
     let _guard = KillOnDrop(processes.clone());
     let finished = running.finish(Duration::from_secs(60));
@@ -823,6 +824,15 @@ fn a_calibration_run_past_its_time_limit_is_killed() {
         Duration::from_secs(1),
         "the calibration's end",
     );
+    // A failed calibration keeps its files for a look, and says where.
+    assert!(
+        finished.stderr.contains(&format!(
+            "calibration files kept in {}",
+            temporary.display()
+        )),
+        "{finished:#?}"
+    );
+    std::fs::remove_dir_all(&temporary).unwrap();
 }
 
 #[test]

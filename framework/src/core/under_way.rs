@@ -49,6 +49,15 @@ impl UnderWay {
             self.since.clear();
             return;
         }
+        // A worker, the common case: its one task ended, the next it holds starts now.
+        if self.since.len() == 1 && holding.min(self.slots) <= 1 {
+            if holding == 0 {
+                self.since.clear();
+            } else {
+                self.since[0] = now;
+            }
+            return;
+        }
         let ended = tasks.min(self.since.len());
         self.since.drain(..ended);
         self.since.truncate(holding);
