@@ -623,7 +623,7 @@ impl<S: TaskSource> MasterCore<S> {
                 .filter(|rate| rate.tasks > 0)
                 .map(|rate| rate.busy_s / rate.tasks as f64);
         }
-        // Tasks still to do, at the mean basic operations of those gathered so far (within
+        // Tasks still to do, from the work of those gathered and of those under way (within
         // its sampling error and any drift along the dispatch order).
         let total = self.source.task_count();
         let under_way = self.work_under_way();
