@@ -653,10 +653,11 @@ impl<S: TaskSource> MasterCore<S> {
 
     /// The basic operations each task under way has done so far: how long it has run times its
     /// worker's rate (for a cluster behind a CM, its workers' mean rate), where one is known.
+    /// A cluster whose link is down says nothing of its tasks' progress: it is left out.
     fn work_under_way(&self) -> Vec<f64> {
         let mut done = Vec::new();
         for (rank, tally) in self.tallies.iter() {
-            if tally.gone {
+            if tally.gone || tally.link.is_some_and(|link| !link.connected) {
                 continue;
             }
             let rate = match &tally.kind {
