@@ -1,5 +1,5 @@
-//! The master's live prediction counts the work its tasks under way have done: a scripted run
-//! of the master's core, its two workers answered by hand, checked against the model page's
+//! The master's live prediction counts the work its tasks under way have done: scripted runs
+//! of the master's core, its ranks answered by hand, checked against the model page's
 //! (102)-(105) worked out by hand.
 
 use std::{collections::BTreeMap, path::Path, time::Duration};
