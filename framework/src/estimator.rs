@@ -21,7 +21,7 @@
 //! The master therefore also passes, for each task under way, the work it has done so far (how
 //! long it has run times its worker's rate): a right-censored observation, "this task's work is
 //! at least that". The per-task work's distribution is the product-limit (Kaplan-Meier)
-//! estimate over both ([`survival`], model page equations (102)-(105)): its mean for the tasks
+//! estimate over both (`survival` below, model page equations (102)-(105)): its mean for the tasks
 //! not started, and for each task under way its expected work beyond what it has done.
 //! Two things still make the estimate wrong, and the interval is made of both:
 //! - the sample's own error: the mean of the `n` tasks gathered and the mean of the `R` left
