@@ -193,7 +193,7 @@ impl Moments {
 /// `integral_c^inf S / S(c)` (0 where `S(c)` is 0). One pass over both, nothing stored per
 /// event: a run's master makes it at every progress line over every result so far (with a
 /// million results and a thousand tasks under way, 13 ms with the sort before it where the
-/// results alone take 1.4 ms: `docs/benchmarks.md`).
+/// results alone take 1.4 ms: `examples/estimate_cost.rs`, `docs/benchmarks.md`).
 fn survival(events: &[(f64, f64)], censored: &[f64]) -> (f64, Vec<f64>) {
     let total = events.iter().map(|e| e.1).sum::<f64>() + censored.len() as f64;
     let largest_censored = censored.last().copied().unwrap_or(f64::NEG_INFINITY);
@@ -711,33 +711,6 @@ mod tests {
         assert!(b.low > 5.0 && b.low < 12.0, "{b:?}");
         // Nothing under way: nothing is sure.
         assert_eq!(falling.remaining_work(20, &[]).unwrap().low, 0.0);
-    }
-
-    /// Not a test: the cost of an estimate late in a long run (a million results, a thousand
-    /// tasks under way, a thousand results since the last estimate), printed; `docs/benchmarks.md`.
-    /// `cargo test --release -p hmw --lib remaining_work_cost -- --ignored --nocapture`
-    #[test]
-    #[ignore]
-    fn remaining_work_cost_at_a_million_results() {
-        let mut rng = Draws(1);
-        let mut e = WorkEstimator::new();
-        for id in 0..1_000_000u64 {
-            e.observe("c", (id % 1000) as usize, id, 1, rng.uniform(1.0, 2.0), 1.0);
-        }
-        let under_way: Vec<f64> = (0..1000).map(|_| rng.uniform(0.0, 2.0)).collect();
-        for round in 0..5u64 {
-            for id in 0..1000 {
-                let first_id = 1_000_000 + round * 1000 + id;
-                e.observe("c", 1, first_id, 1, rng.uniform(1.0, 2.0), 1.0);
-            }
-            let start = std::time::Instant::now();
-            e.remaining_work(10_000, &[]).unwrap();
-            let alone = start.elapsed();
-            let start = std::time::Instant::now();
-            e.remaining_work(10_000, &under_way).unwrap();
-            let with = start.elapsed();
-            eprintln!("remaining_work: results alone {alone:?}, with the tasks under way {with:?}");
-        }
     }
 
     proptest! {
