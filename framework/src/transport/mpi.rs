@@ -20,6 +20,7 @@ use std::time::Duration;
 use mpi::{
     collective::SystemOperation,
     environment::Universe,
+    point_to_point::MatchedReceiveVec,
     request::{Request, StaticScope},
     topology::SimpleCommunicator,
     traits::*,
@@ -216,6 +217,14 @@ impl Transport for MpiTransport {
         };
         let count = usize::try_from(status.count(u8::equivalent_datatype()))
             .expect("a message's byte count is not negative");
+        if count > self.spare.capacity() {
+            // A new buffer either way: the library's, which it does not zero first.
+            let (bytes, status) = (message, status).matched_receive_vec::<u8>();
+            return Ok(Some(Envelope {
+                from: status.source_rank() as usize,
+                bytes,
+            }));
+        }
         let mut bytes = std::mem::take(&mut self.spare);
         bytes.clear();
         bytes.resize(count, 0);
