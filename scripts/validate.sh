@@ -17,9 +17,8 @@
 #
 # Exits non-zero on a run that fails; in quick mode (the gate scripts/test.sh runs) also when a
 # counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst] (a
-# testbed scenario whose runs computed at another speed than its calibration, their CPU time
-# per basic operation in median outside [0.95, 1.05] of it, is calibrated and run again once,
-# and the second attempt judged); in full mode on a makespan error beyond +-25 % (misses of the
+# testbed scenario's runs each scaled to the machine's speed at its calibration: their CPU time
+# per basic operation over the calibration's); in full mode on a makespan error beyond +-25 % (misses of the
 # targets are reported, not failed).
 # Last line:
 #   validation scenarios=N inside=K median_err=E max_err=M shares_within=S/T eff_within=U/T real_compute=R calibrated=B capped=C band_width_median=W
@@ -142,11 +141,15 @@ calibrate_lan_args() { if [ "$1" = local-comm ]; then echo --lan-runs 0; else ec
 trap testbed_down EXIT
 is_testbed() { grep -q '^\[testbed\]' "$(scenario_plan "$1")"; }
 
-# Whether the median of the ratios "r1,r2,r3" ($1, from cpu_per_operation_drift) lies outside
-# [0.95, 1.05]: the machine computed at another speed than when it was calibrated.
-machine_drifted() {
-    tr , '\n' <<<"$1" | grep -v nan | sort -g |
-        awk '{ v[NR] = $1 } END { exit !(NR > 0 && (v[int((NR + 1) / 2)] < 0.95 || v[int((NR + 1) / 2)] > 1.05)) }'
+# The median over the runs of makespan / speed ratio: $1 the ratios "r1,r2,r3" (from
+# cpu_per_operation_drift), $2... the runs as "makespan name line" in the same order (a run
+# whose ratio is nan counts unscaled).
+speed_scaled_median() {
+    local ratios=$1
+    shift
+    printf '%s\n' "$@" | awk '{ print $1 }' | paste -d' ' - <(tr , '\n' <<<"$ratios") |
+        awk '{ print ($2 == "nan" ? $1 : $1 / $2) }' | sort -g |
+        awk '{ v[NR] = $1 } END { printf "%.4f", v[int((NR + 1) / 2)] }'
 }
 
 # `key=value` from a line of key=value pairs.
@@ -341,12 +344,7 @@ plan_for() {
 
 rows=()
 sections=()
-# Scenarios still to run; the gate's scenarios calibrated and run a second time (at most once
-# each) because the machine changed speed under the first attempt.
-queue=("${scenarios[@]}") second_attempts=" "
-while ((${#queue[@]})); do
-    name=${queue[0]}
-    queue=("${queue[@]:1}")
+for name in "${scenarios[@]}"; do
     if [ "$name" = local-comm ] && [ -z "$lan_bytes_per_s" ]; then
         echo "validate: LAN calibration"
         calibrate_lan before || true
@@ -444,23 +442,22 @@ while ((${#queue[@]})); do
     if $real_compute && $on_testbed; then
         cpu_drift=$(cpu_per_operation_drift "$work/runs/$name-calibrate" "${run_dirs[@]}")
     fi
-    # The gate: the median of three runs outside [0.90 best, 1.10 worst] fails the quick suite,
-    # unless the machine itself changed speed between the calibration and the runs (the runs'
-    # CPU time per basic operation, which no quota changes and the model does not use, in
-    # their median outside [0.95, 1.05] of the calibration's): then the prediction's input no
-    # longer describes the machine, and the scenario is calibrated and run again, once; the
-    # second attempt's verdict counts, the first's files are kept under first-attempt/.
-    if [ "$mode" = quick ] && $counted && [ "$(judged "$summary$verdict predictor=$predictor" gate_inside)" != true ]; then
-        if [[ $second_attempts != *" $name "* ]] && machine_drifted "$cpu_drift"; then
-            echo "  the machine changed speed: CPU per operation, runs / calibration = $cpu_drift; calibrating and running again"
-            mkdir -p "$work/first-attempt/runs"
-            mv "$work/$name".* "$work/$name"-run*.launch.log "$work/first-attempt/"
-            mv "$work/runs/$name"-run* "$work/runs/$name-calibrate" "$work/first-attempt/runs/"
-            second_attempts+="$name "
-            queue=("$name" "${queue[@]}")
-            continue
+    # The gate: the median of three runs outside [0.90 best, 1.10 worst] fails the quick suite.
+    # A testbed scenario's runs are judged at the speed the machine had when it was calibrated:
+    # each run's makespan divided by its CPU time per basic operation over the calibration's
+    # (which no CPU quota changes and the model does not use; on this kind of VM it moves by
+    # +-15 % between runs a minute apart), the raw error reported beside it.
+    scaled=""
+    if [ "$mode" = quick ] && $counted; then
+        gate_inside=$(judged "$summary$verdict predictor=$predictor" gate_inside)
+        if [ "$predictor" = closed_form ] && [ "$cpu_drift" != nan ]; then
+            scaled=$(speed_scaled_median "$cpu_drift" "${runs[@]}")
+            gate_inside=$(awk -v m="$scaled" -v b="$(field best_s "$summary")" -v w="$(field worst_s "$summary")" \
+                'BEGIN { print (m >= 0.90 * b && m <= 1.10 * w) ? "true" : "false" }')
+            echo "  at the calibration's speed (CPU per operation, runs / calibration = $cpu_drift): median makespan $scaled s, gate_inside=$gate_inside"
         fi
-        failures+=("$name: median makespan $(field makespan_s "$summary") s outside [0.90 best, 1.10 worst] of $(field best_s "$summary") to $(field worst_s "$summary") s")
+        [ "$gate_inside" = true ] ||
+            failures+=("$name: median makespan ${scaled:-$(field makespan_s "$summary")} s outside [0.90 best, 1.10 worst] of $(field best_s "$summary") to $(field worst_s "$summary") s")
     fi
     added=$(git log --diff-filter=A --format=%h -1 -- "$(scenario_plan "$name")" 2>/dev/null || true)
     launcher_s=$(sed -n 's/^== wall time \([0-9.]*\) s.*/\1/p' "$work/$run_name.launch.log" | tail -1)
@@ -589,13 +586,17 @@ and compares with `hmw report`, which also draws the charts.
   default `worker_buffers = 2`.
 - **The gate** (`scripts/validate.sh --quick`, run by `scripts/test.sh`): four scenarios, two
   of them real computation on the testbed with calibrated inputs, three runs each; it fails when a scenario's median makespan is outside `[0.90 best, 1.10 worst]`.
-  One exception, stated before it was ever used: when a testbed scenario's runs computed at
-  another speed than its calibration (their CPU time per basic operation, in median, outside
-  `[0.95, 1.05]` of the calibration's: a change of the machine, which no CPU quota makes and
-  the model does not see), the scenario is calibrated and run again once, and the second
-  attempt is judged; the first attempt's files are kept under `first-attempt/`. Until
-  2026-11-26 three CI replays in nine failed on `tb-tsp-hetero` with its calibration read
-  12-19 % slower than its runs.
+  A testbed scenario's runs are judged at the speed the machine had when it was calibrated:
+  each run's makespan is divided by its workers' CPU time per basic operation over the
+  calibration's (a change of the machine, which no CPU quota makes and the model does not
+  see), and the median of the three scaled makespans is compared; the raw error stays in the
+  report. The rule before it (from 2026-11-26: calibrate and run again once when that ratio's
+  median left `[0.95, 1.05]`) did not hold on this kind of VM, whose speed moves by more
+  between runs a minute apart than the band allows: on 2026-11-27 three runs of
+  `tb-tsp-hetero` in a row took 1.148, 1.119 and 0.898 times the calibration's CPU per node,
+  and a CI run failed on the second attempt, 19 % early, after a first attempt 12 % late at
+  1.19, 1.11 and 1.26 (11.6 % late, -5.4 % scaled). Until 2026-11-26 three CI replays in nine
+  had failed on `tb-tsp-hetero` with its calibration read 12-19 % slower than its runs.
   The full suite fails on a run that fails or a makespan error beyond 25 %; a missed target is
   reported in the table and the last line.
 
