@@ -366,18 +366,17 @@ fn calibrate(
         // One run for every cluster's workers: at the grain of the main cluster's tasks.
         let app_config = workers_config(&layout.config, args.repeats, false)?;
         let sizing = WorkerRuns::new(args);
-        let (stats, measured) = under_load(
-            || {
-                sizing.long_enough(
-                    |tasks| {
-                        let tasks = tasks * worker_count as u64;
-                        run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
-                    },
-                    |stats| shortest_busy_s([stats]),
-                )
-            },
-            links.then_some(measure_links),
-        );
+        let workers_run = || {
+            sizing.long_enough(
+                |tasks| {
+                    let tasks = tasks * worker_count as u64;
+                    run_cluster(&binary, work, &hosts, &app_config, Some(tasks), args)
+                },
+                |stats| shortest_busy_s([stats]),
+            )
+        };
+        let (stats, measured) =
+            under_load(workers_run, workers_run, links.then_some(measure_links));
         let stats = stats.context("every worker at once")?;
         wans = measured;
         // The run's ranks after its master: each cluster's workers in turn.
@@ -481,12 +480,13 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
     (f(), start.elapsed())
 }
 
-/// Run `load` (a workers' run) and, meanwhile, `measure` (the WANs), `load` again and again
-/// until `measure` is done, so that what `measure` measures carries the load a run puts on
-/// the cores it shares (this machine's; on real hosts, a CM's host's): the first load run's
-/// result, and the measurement's. A load run that fails ends the loading.
+/// Run `first` (a workers' run) and, meanwhile, `measure` (the WANs), then `again` (the same
+/// run, its files kept apart) until `measure` is done, so that what `measure` measures
+/// carries the load a run puts on the cores it shares (this machine's; on real hosts, a CM's
+/// host's): `first`'s result, and the measurement's. A load run that fails ends the loading.
 fn under_load<L, M: Send>(
-    load: impl Fn() -> Result<L>,
+    first: impl FnOnce() -> Result<L>,
+    again: impl Fn() -> Result<L>,
     measure: Option<impl FnOnce() -> M + Send>,
 ) -> (Result<L>, Option<M>) {
     let done = AtomicBool::new(false);
@@ -499,9 +499,9 @@ fn under_load<L, M: Send>(
                 measured
             })
         });
-        let first = load();
+        let first = first();
         while first.is_ok() && measuring.is_some() && !done.load(Ordering::Acquire) {
-            if interrupted() || load().is_err() {
+            if interrupted() || again().is_err() {
                 break;
             }
         }
@@ -1366,16 +1366,19 @@ fn measure_remote(
             Ok(probes)
         })
     };
-    let perf_runs_of = |tasks_per_worker: u64| {
+    // The runs that only load the cores while the WANs are measured keep their files as
+    // `CLUSTER.perf-load.*`: `CLUSTER.perf.*` are those of the run the figures come from.
+    let perf_runs_of = |tasks_per_worker: u64, kept_as: &str| {
         each_cluster(layout.clusters.len(), |i| {
             let name = &layout.clusters[i].name;
             if workers[i].is_empty() {
                 return Ok(None);
             }
             let tasks = tasks_per_worker * workers[i].len() as u64;
-            let output = calibration.run(
+            let output = calibration.run_kept_as(
                 i,
                 "perf",
+                kept_as,
                 &["--max-tasks".into(), tasks.to_string()],
                 timeout,
             )?;
@@ -1390,12 +1393,14 @@ fn measure_remote(
     let any_workers = workers.iter().any(|w| !w.is_empty());
     let sizing = WorkerRuns::new(args);
     let perf_runs = || {
-        sizing.long_enough(perf_runs_of, |runs: &Vec<Option<RunStats>>| {
-            shortest_busy_s(runs.iter().flatten())
-        })
+        sizing.long_enough(
+            |tasks| perf_runs_of(tasks, "perf"),
+            |runs: &Vec<Option<RunStats>>| shortest_busy_s(runs.iter().flatten()),
+        )
     };
     let (perf, wans) = if any_workers {
-        under_load(perf_runs, links.then_some(measure_links))
+        let load_runs = || perf_runs_of(sizing.tasks_per_worker.get(), "perf-load");
+        under_load(perf_runs, load_runs, links.then_some(measure_links))
     } else {
         (perf_runs(), None)
     };

@@ -274,11 +274,25 @@ impl RemoteCalibration {
 
     /// Run `run` of cluster `cluster` (its index) with `args` added to its program's command
     /// line, at most `timeout`: its output and statistics, or an error naming the cluster, the
-    /// run and its head, with the end of its output. Ctrl-C, SIGTERM and SIGHUP stop it.
+    /// run and its head, with the end of its output. Ctrl-C, SIGTERM and SIGHUP stop it. Its
+    /// log and statistics are kept as `CLUSTER.RUN.log` and `CLUSTER.RUN.stats.json`.
     pub(crate) fn run(
         &self,
         cluster: usize,
         run: &str,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<RunOutput> {
+        self.run_kept_as(cluster, run, run, args, timeout)
+    }
+
+    /// [`run`](Self::run), its files kept as `CLUSTER.KEPT_AS.log` and
+    /// `CLUSTER.KEPT_AS.stats.json`.
+    pub(crate) fn run_kept_as(
+        &self,
+        cluster: usize,
+        run: &str,
+        kept_as: &str,
         args: &[String],
         timeout: Duration,
     ) -> Result<RunOutput> {
@@ -299,7 +313,7 @@ impl RemoteCalibration {
                 &format!("cat {stats} 2>/dev/null")
             ),
         );
-        let log_path = self.work.join(format!("{}.{run}.log", top.name));
+        let log_path = self.work.join(format!("{}.{kept_as}.log", top.name));
         let log = fs::File::create(&log_path)
             .with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut command = top.head.command(&remote);
@@ -327,7 +341,7 @@ impl RemoteCalibration {
         if let Some(stats) = &stats {
             // Beside the log, as a run's `--stats-json`: for `hmw report`, or to compare a run
             // with its calibration. A copy: the calibration goes on without it.
-            let path = self.work.join(format!("{}.{run}.stats.json", top.name));
+            let path = self.work.join(format!("{}.{kept_as}.stats.json", top.name));
             if let Err(e) = fs::write(&path, stats) {
                 eprintln!("warning: cannot write {}: {e}", path.display());
             }
