@@ -863,6 +863,19 @@ scenario's report below):
   core idle and busy (2.75-2.84 s and 2.79-2.80 s, twice each, 14:15); what the tasks share
   beyond the core (caches, memory) with whatever else the host runs is the likely cause, not
   measured.
+- **The full run of 2026-11-27 09:02** (nothing else running): 19 of 22 inside; the
+  simulation within max(5 %, the runs' spread) on 20 of 22 and closer than the closed form on
+  6 of the 7 closed-form misses beyond 3 %. `tb-srmsd-one-to-many` ended 9.3 % late while its
+  workers spent 1.11-1.17 times the calibration's CPU time per operation: -3.7 % at the
+  calibration's speed. `tb-matmul-local` ended 11.7 % early (-9.1 % at the calibration's
+  speed; -6.1 % in the full run before), the one miss the machine's speed does not explain:
+  its workers' own communication (100) was read at 31, 44 and 37 ms per task in the
+  calibration, from 9.5-10.3 ms of CPU per task outside the compute thread and 10-19 ms to
+  decode a task, where the runs spent 7.0-8.9 ms and 2.9-4.5 ms; per task the runs' workers
+  were busy 95, 133 and 133 ms where the model counts 124, 165 and 156 (work and own
+  communication). The calibration's workers compute 9-11 tasks each, so what a worker's
+  first task costs once (buffers touched for the first time, its quota's accounting) weighs
+  several times more in it than in a run of 63-89 tasks; not measured task by task.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
