@@ -17,9 +17,9 @@
 #
 # Exits non-zero on a run that fails; in quick mode (the gate scripts/test.sh runs) also when a
 # counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst] (a
-# testbed scenario's runs each scaled to the machine's speed at its calibration: their CPU time
-# per basic operation over the calibration's); in full mode on a makespan error beyond +-25 % (misses of the
-# targets are reported, not failed).
+# testbed scenario's runs each scaled to the machine's speed at its calibration: their CPU
+# time per basic operation over the calibration's); in full mode on a makespan error beyond
+# +-25 % (misses of the targets are reported, not failed).
 # Last line:
 #   validation scenarios=N inside=K median_err=E max_err=M shares_within=S/T eff_within=U/T real_compute=R calibrated=B capped=C band_width_median=W
 # over the N counted scenarios (on-demand dispatch; a scenario with a model-derived cap,
