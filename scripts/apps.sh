@@ -173,7 +173,7 @@ tsp_global=$(verified tsp_global '^tsp variant=global-pruning .*verified=true')
 matmul_rc=$(verified matmul_rc '^matmul .*verified=true')
 
 rc_pred=$("$hmw" predict "$work/matmul_rc.toml" "${measured[@]}" |
-    sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9]*\).*/\1/p')
+    sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9a-z]*\).*/\1/p')
 rc_meas=$(sed -n 's/^row_column cluster=spain .* stabilised_at=\([0-9a-z]*\).*/\1/p' \
     "$work/matmul_rc.out")
 # The same over the pairs gathered while the clusters of block pairs still computed (the

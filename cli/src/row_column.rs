@@ -40,7 +40,11 @@ pub struct RowColumnPrediction {
     pub bound_by: String,
     /// The real bound of (101), `1 + plateau * alpha / ((2B-1) * TPut_in)`.
     pub bound: f64,
-    /// (101): the first row/column from which (78) stops climbing.
+    /// `M / B` (rounded up): the matrix's row/column pairs, the most a cluster receives.
+    pub pairs: u64,
+    /// (101): the first row/column from which (78) stops climbing; `None` when no pair of the
+    /// matrix gets there (no WAN throughput, or the bound beyond its `pairs`: the rate climbs
+    /// to the last pair).
     pub stabilising_row_column: Option<u64>,
     /// (95): seconds until that row/column has crossed the WAN.
     pub startup_s: Option<f64>,
@@ -101,8 +105,11 @@ pub fn predict(
             let wan_in = link.wan_in_bytes_per_s;
             let plateau =
                 shape.plateau(available, params.lan_bytes_per_s, link.wan_out_bytes_per_s);
-            let stabilising = shape.stabilising_row_column(plateau.performance, wan_in);
-            let steady = (1..=stabilising.unwrap_or(0).min(64))
+            let pairs = order.div_ceil(block);
+            let stabilising = shape
+                .stabilising_row_column(plateau.performance, wan_in)
+                .filter(|&rc| rc <= pairs);
+            let steady = (1..=stabilising.unwrap_or(pairs).min(64))
                 .map(|rc| {
                     shape.steady_performance(
                         rc,
@@ -122,6 +129,7 @@ pub fn predict(
                 plateau_ops_per_s: plateau.performance,
                 bound_by: plateau.bound.to_string(),
                 bound: 1.0 + plateau.performance / shape.wan_in_limit(2, wan_in),
+                pairs,
                 stabilising_row_column: stabilising,
                 startup_s: stabilising.map(|rc| shape.startup_time(rc, wan_in)),
                 steady_ops_per_s: steady,
@@ -141,13 +149,18 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
         "\nrow/column strategy (model section 7, equations (78), (80), (95), (101)):"
     );
     for p in predictions {
-        let rc = p
-            .stabilising_row_column
-            .map_or("never (no WAN throughput)".to_string(), |rc| rc.to_string());
+        let from = match p.stabilising_row_column {
+            Some(rc) => format!(" from row/column {rc}"),
+            None if p.bound.is_finite() => format!(
+                ", never reached: the matrix has {} row/columns and the rate climbs to the last",
+                p.pairs
+            ),
+            None => ", never reached: no WAN throughput".to_string(),
+        };
         let _ = writeln!(
             out,
             "  {}: M = {}, B = {}; CPerf_avail {:.4e} op/s, WAN in {:.4e} B/s: RC >= {:.2}, \
-             {} bound at {:.4e} op/s from row/column {rc}, startup {}",
+             {} bound at {:.4e} op/s{from}, startup {}",
             p.cluster,
             p.order,
             p.block,
@@ -169,6 +182,9 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
             "    steady performance per row/column (78), op/s: {}",
             steady.join(" ")
         );
+        let rc = p
+            .stabilising_row_column
+            .map_or("none".to_string(), |rc| rc.to_string());
         let _ = writeln!(out, "    rc_stabilise_pred cluster={} rc={rc}", p.cluster);
     }
     out
@@ -242,6 +258,29 @@ machines = [{ host = "s0", role = "submaster" },
         assert_eq!(rows[0].stabilising_row_column, Some(3), "{rows:?}");
         assert_eq!(rows[0].bound_by, "LAN");
         assert!(to_text(&rows).contains("LAN bound at 2.1500e7 op/s from row/column 3"));
+    }
+
+    #[test]
+    fn a_bound_beyond_the_matrix_is_never_reached() {
+        // M / B = 5 pairs, where the thesis example stabilises at the 7th.
+        let plan = parse_plan(&PLAN.replace("m = 10000", "m = 2000")).unwrap();
+        let input = plan.model_input(None).unwrap();
+        let prediction = hmw_model::predict(&input).unwrap();
+        let rows = predict(&plan, &input, &prediction).unwrap();
+        assert_eq!((rows[0].pairs, rows[0].stabilising_row_column), (5, None));
+        assert_eq!(
+            (rows[0].startup_s, rows[0].steady_ops_per_s.len()),
+            (None, 5)
+        );
+        let text = to_text(&rows);
+        assert!(
+            text.contains("never reached: the matrix has 5 row/columns"),
+            "{text}"
+        );
+        assert!(
+            text.contains("rc_stabilise_pred cluster=spain rc=none"),
+            "{text}"
+        );
     }
 
     #[test]
