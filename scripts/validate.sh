@@ -604,9 +604,10 @@ and compares with `hmw report`, which also draws the charts.
   median left `[0.95, 1.05]`) did not hold on this kind of VM, whose speed moves by more
   between runs a minute apart than the band allows: on 2026-11-27 three runs of
   `tb-tsp-hetero` in a row took 1.148, 1.119 and 0.898 times the calibration's CPU per node,
-  and a CI run failed on the second attempt, 19 % early, after a first attempt 12 % late at
-  1.19, 1.11 and 1.26 (11.6 % late, -5.4 % scaled). Until 2026-11-26 three CI replays in nine
-  had failed on `tb-tsp-hetero` with its calibration read 12-19 % slower than its runs.
+  and a CI run failed on the second attempt, 19 % early, after a first attempt 11.6 % late
+  at 1.19, 1.11 and 1.26 (about -5 % at the median ratio). Until 2026-11-26 three CI replays
+  in nine had failed on `tb-tsp-hetero` with its calibration read 12-19 % slower than its
+  runs.
   The full suite fails on a run that fails or a makespan error beyond 25 %; a missed target is
   reported in the table and the last line.
 
