@@ -482,6 +482,7 @@ done
 # compared on its own.
 n=0 inside=0 shares=0 share_checks=0 eff_within=0 eff_checks=0 real=0 capped_n=0
 calibrated_all=true errors=() sim_errors=() widths=() closed_misses=0 sim_closer=0 sim_within=0
+testbed_errors=() scaled_errors=()
 for row in "${rows[@]}"; do
     [ "$(field counted "$row")" = true ] || continue
     n=$((n + 1))
@@ -500,6 +501,11 @@ for row in "${rows[@]}"; do
     sim_errors+=("$(field sim_err "$row")")
     [ "$(field sim_within "$row")" = true ] && sim_within=$((sim_within + 1))
     widths+=("$(judged "$row" band_width)")
+    # A testbed scenario's error both raw and at its calibration's machine speed.
+    if [ "$(field scaled_err "$row")" != nan ]; then
+        testbed_errors+=("$(field err "$row")")
+        scaled_errors+=("$(field scaled_err "$row")")
+    fi
     # Where the closed form misses by more than 3 %: is the simulator closer?
     if awk -v e="$(field err "$row")" 'BEGIN { exit !(e > 0.03 || -e > 0.03) }'; then
         closed_misses=$((closed_misses + 1))
@@ -688,13 +694,9 @@ EOF
     echo "error $(awk -v x="$sim_median_err" 'BEGIN { printf "%.1f %%", 100 * x }'), largest $(awk -v x="$sim_max_err" 'BEGIN { printf "%.1f %%", 100 * x }'); within max(5 %, the spread of"
     echo "the scenario's three runs) in $sim_within of the $n; closer than the closed form in $sim_closer of"
     echo "the $closed_misses scenarios where the closed form misses by more than 3 %."
-    read -r scaled_median _ < <(for row in "${rows[@]}"; do
-        [ "$(field counted "$row")" = true ] && field scaled_err "$row"
-    done | grep -v nan | grep . | abs_median_max)
-    read -r testbed_median _ < <(for row in "${rows[@]}"; do
-        [ "$(field counted "$row")" = true ] && [ "$(field scaled_err "$row")" != nan ] && field err "$row"
-    done | grep . | abs_median_max)
-    if [ "$scaled_median" != nan ]; then
+    if ((${#scaled_errors[@]})); then
+        read -r testbed_median _ < <(printf '%s\n' "${testbed_errors[@]}" | abs_median_max)
+        read -r scaled_median _ < <(printf '%s\n' "${scaled_errors[@]}" | abs_median_max)
         echo "On the testbed scenarios the median absolute error is $(awk -v x="$testbed_median" 'BEGIN { printf "%.1f %%", 100 * x }'), and $(awk -v x="$scaled_median" 'BEGIN { printf "%.1f %%", 100 * x }') at the"
         echo "machine speed of their calibrations."
     fi
