@@ -1062,63 +1062,135 @@ fn measured_workers_of(
                         first + k
                     )
                 })?;
-            let own = own_comm_bytes_per_s(worker, comm_bytes, repeats);
-            let own_s = own.map(|rate| comm_bytes / rate);
-            table.push_str(&worker_row(name, host, worker, repeats, join_s, own_s));
+            let figures = worker_figures(worker, comm_bytes, repeats);
+            table.push_str(&worker_row(
+                name,
+                host,
+                worker,
+                (repeats, comm_bytes),
+                join_s,
+                &figures,
+            ));
             Ok(MeasuredWorker {
                 host: host.clone(),
-                perf: worker.ops_per_s,
-                own_comm_bytes_per_s: own,
+                perf: figures.perf,
+                own_comm_bytes_per_s: figures.own.map(|own| own.bytes_per_s),
             })
         })
         .collect()
 }
 
-/// `tput_own` (100) of a worker from the workers' run, whose tasks and results carried
-/// `comm_bytes` each and executed `repeats` times: the CPU time it spent on its messages per
-/// task — its process's beside its compute thread's, and its compute thread's decoding of
-/// the task (once) and encoding of the result —, taken at the share of a core its compute
-/// thread got while working (its CPU time over its decoding, busy and encoding seconds), is
-/// the time its own communication of a task takes from its computing. Of the communication
-/// thread's waiting while the tasks compute (`waiting_cpu_s`), which grows with time, only a
-/// run's share counts: a task of the workers' run lasts `repeats` executions, a task of a run
-/// one. The compute thread is taken to decode and encode at the share it executes at (on a
-/// CPU quota every step is throttled alike: a worker of a tenth of a core whose decoding took
-/// as many seconds as its compute thread's CPU time still executed at a tenth). `None` when
-/// its tasks wait rather than compute ([`hmw::Task::waits`]: its CPU is free for its messages
-/// meanwhile), when the run measured no CPU time, when nothing was spent on messages, or when
-/// the compute thread used under 5 % of a core (its tasks ran on the communication thread).
-fn own_comm_bytes_per_s(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Option<f64> {
-    let coding_s = worker.decode_s + worker.encode_s;
-    let share = worker.compute_cpu_s / (worker.busy_s + coding_s);
+/// What the model takes of a worker from the workers' run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct WorkerFigures {
+    /// `perf`: basic operations per second of its time, at its capacity when its own
+    /// communication is counted, else per busy second.
+    perf: f64,
+    /// Its own communication, when counted.
+    own: Option<OwnCommunication>,
+}
+
+/// A worker's own communication (100) and the capacity (106) it was taken at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OwnCommunication {
+    /// `tput_own` (100).
+    bytes_per_s: f64,
+    /// `a` (106), cores.
+    capacity: f64,
+}
+
+/// `perf` and `tput_own` (100) of a worker from the workers' run, whose tasks and results
+/// carried `comm_bytes` each and executed `repeats` times.
+///
+/// Its own communication is the CPU time it spent on its messages per task — its process's
+/// beside its compute thread's, and its compute thread's decoding of the task (once) and
+/// encoding of the result. The compute thread is taken to decode and encode at the share of a
+/// core it executed at (its CPU time over its decoding, busy and encoding seconds; on a CPU
+/// quota every step is throttled alike: a worker of a tenth of a core whose decoding took as
+/// many seconds as its compute thread's CPU time still executed at a tenth). Of the
+/// communication thread's waiting while the tasks compute (`waiting_cpu_s`), which grows with
+/// time, only a run's share counts: a task of the workers' run lasts `repeats` executions, a
+/// task of a run one.
+///
+/// A run spends that CPU time and the executions' at the worker's capacity (106): `perf` is
+/// the busy-second rate scaled from the compute thread's share to the capacity, and
+/// `tput_own` moves `comm_bytes` per `own_cpu / capacity` seconds. Nothing is counted (`perf`
+/// per busy second, no `tput_own`) when its tasks wait rather than compute
+/// ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the run measured
+/// no CPU time, when nothing was spent on messages, or when the compute thread used under 5 %
+/// of a core (its tasks ran on the communication thread).
+fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> WorkerFigures {
+    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
+    let share = worker.compute_cpu_s / working_s;
     let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
     let waiting_cpu_s = worker.waiting_cpu_s * (1.0 - 1.0 / f64::from(repeats));
     let own_cpu_s = (worker.cpu_s - worker.compute_cpu_s - waiting_cpu_s + coding_cpu_s)
         / worker.tasks_computed as f64;
-    (!worker.tasks_wait && share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0)
-        .then(|| comm_bytes * share / own_cpu_s)
-        .filter(|rate| rate.is_finite())
+    let per_busy_second = WorkerFigures {
+        perf: worker.ops_per_s,
+        own: None,
+    };
+    let computes = !worker.tasks_wait && share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0;
+    if !computes {
+        return per_busy_second;
+    }
+    let capacity = capacity(worker, working_s, share);
+    let own = OwnCommunication {
+        bytes_per_s: comm_bytes * capacity / own_cpu_s,
+        capacity,
+    };
+    if !own.bytes_per_s.is_finite() {
+        return per_busy_second;
+    }
+    WorkerFigures {
+        perf: worker.ops_per_s * capacity / share,
+        own: Some(own),
+    }
 }
 
-/// A worker's row of the workers' table: per execution of a task (each task executed
-/// `repeats` times) but for writing its result and joining it, and its own communication
-/// (100, `own_s_per_task`), done once per task.
+/// (106) `a = max(share, min(cpu_s / working_s, cpu_s / active_s))`: the cores a worker's
+/// process gets while it works. Its compute thread executed at `share` because its
+/// communication thread took the rest of `a` meanwhile; counted again in (100), that time
+/// would be counted twice. `cpu_s / working_s` is `a` when the communication ran while the
+/// compute thread worked; when it also ran between tasks (a worker waiting for its next
+/// part) it is more, and `cpu_s / active_s` (first task in to last result out) bounds it.
+/// Statistics without `active_s` give `share`, the count before (106).
+fn capacity(worker: &WorkerStats, working_s: f64, share: f64) -> f64 {
+    let over_working = worker.cpu_s / working_s;
+    let over_active = if worker.active_s > 0.0 {
+        worker.cpu_s / worker.active_s
+    } else {
+        share
+    };
+    over_working.min(over_active).max(share)
+}
+
+/// A worker's row of the workers' table: the `perf` the model takes; per execution of a task
+/// (each task executed `repeats` times) but for writing its result and joining it; its own
+/// communication of a task's `comm_bytes` (100), done once per task, and the capacity (106)
+/// it is taken at.
 fn worker_row(
     cluster: &str,
     host: &str,
     worker: &WorkerStats,
-    repeats: u32,
+    (repeats, comm_bytes): (u32, f64),
     join_s_per_task: f64,
-    own_s_per_task: Option<f64>,
+    figures: &WorkerFigures,
 ) -> String {
     // Per execution: reading the task (decoding, on the worker) and working; per task:
     // writing the result (encoding), and joining it at the master (decoding and gathering).
     let tasks = worker.tasks_computed.max(1) as f64;
     let executions = tasks * f64::from(repeats);
-    let own_ms = own_s_per_task.map_or("-".to_owned(), |own_s| format!("{:.3}", 1e3 * own_s));
+    let (own_ms, cores) = figures.own.map_or(("-".to_owned(), "-".to_owned()), |own| {
+        (
+            format!("{:.3}", 1e3 * comm_bytes / own.bytes_per_s),
+            format!("{:.3}", own.capacity),
+        )
+    });
     format!(
-        "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {own_ms:>9}\n",
-        worker.ops_per_s,
+        "{cluster:<12} {host:<16} {:>12.4e} {:>10.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {own_ms:>9} \
+         {cores:>6}\n",
+        figures.perf,
         executions / worker.busy_s.max(f64::MIN_POSITIVE),
         1e3 * worker.decode_s / executions,
         1e3 * worker.busy_s / executions,
@@ -1130,7 +1202,7 @@ fn worker_row(
 /// The header of the workers' table.
 fn workers_header() -> String {
     format!(
-        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "{:<12} {:<16} {:>12} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
         "cluster",
         "worker",
         "ops/s",
@@ -1139,7 +1211,8 @@ fn workers_header() -> String {
         "work ms",
         "write ms",
         "join ms",
-        "own ms"
+        "own ms",
+        "cores"
     )
 }
 
@@ -1686,6 +1759,69 @@ mod tests {
     }
 
     #[test]
+    fn the_communication_during_the_work_is_counted_once_at_the_capacity() {
+        // 10 tasks executed 4 times on a 0.4-core quota: the compute thread worked 3 s (busy
+        // 2.9, decoding 0.08, encoding 0.02) at a share of 0.377 of a core, because the
+        // communication thread took the rest of the 0.4 meanwhile (the process used 1.2 s of
+        // CPU over the 3 s, the first task in to the last result out 3 s too).
+        let worker = WorkerStats {
+            tasks_computed: 10,
+            busy_s: 2.9,
+            decode_s: 0.08,
+            encode_s: 0.02,
+            compute_cpu_s: 1.13,
+            cpu_s: 1.2,
+            active_s: 3.0,
+            ops_per_s: 2.0e9,
+            ..WorkerStats::default()
+        };
+        let share = 1.13 / 3.0;
+        let figures = worker_figures(&worker, 6e6, 4);
+        let own = figures.own.unwrap();
+        assert!((own.capacity - 0.4).abs() < 1e-12, "{own:?}");
+        // Executing at 0.4 rather than at the share: 6 % faster.
+        assert!(
+            (figures.perf - 2.0e9 * 0.4 / share).abs() < 1e-3,
+            "{figures:?}"
+        );
+        // 8.51 ms of CPU per task on messages (0.07 s beside the compute thread, one decoding
+        // and the encoding at the share), 21.3 ms at 0.4 of a core.
+        let own_cpu_s = (0.07 + (0.02 + 0.02) * share) / 10.0;
+        let own_s = 6e6 / own.bytes_per_s;
+        assert!((own_s - own_cpu_s / 0.4).abs() < 1e-12, "{own_s}");
+        // Between its parts it waited for the next (3.1 s from first in to last out): some of
+        // its communication ran then, and the capacity is bounded by the CPU over that time.
+        let waited = WorkerStats {
+            active_s: 3.1,
+            ..worker.clone()
+        };
+        let capacity = worker_figures(&waited, 6e6, 4).own.unwrap().capacity;
+        assert!((capacity - 1.2 / 3.1).abs() < 1e-12, "{capacity}");
+        // Never below the share; without `active_s` (older statistics), the share.
+        for active_s in [6.0, 0.0] {
+            let worker = WorkerStats {
+                active_s,
+                ..worker.clone()
+            };
+            let figures = worker_figures(&worker, 6e6, 4);
+            assert_eq!(figures.own.unwrap().capacity, share);
+            assert!((figures.perf - 2.0e9).abs() < 1e-3, "{figures:?}");
+        }
+    }
+
+    /// `tput_own` of a worker whose capacity is unknown (no `active_s`), 4 executions a task.
+    fn own_rate(worker: &WorkerStats, comm_bytes: f64) -> f64 {
+        let figures = worker_figures(worker, comm_bytes, 4);
+        let own = figures.own.expect("a worker that computes");
+        assert_eq!(
+            own.capacity,
+            worker.compute_cpu_s / (worker.busy_s + worker.decode_s + worker.encode_s)
+        );
+        assert!((figures.perf - worker.ops_per_s).abs() <= 1e-12 * worker.ops_per_s);
+        own.bytes_per_s
+    }
+
+    #[test]
     fn a_workers_own_communication_is_its_cpu_time_on_messages_at_its_share() {
         // 10 tasks executed 4 times: the compute thread worked 2.1 s (busy 2, decoding 0.08,
         // encoding 0.02) on 0.84 s of CPU, a share of 0.4 of a core; the process used 0.054 s
@@ -1700,7 +1836,7 @@ mod tests {
             cpu_s: 0.894,
             ..WorkerStats::default()
         };
-        let rate = own_comm_bytes_per_s(&worker, 6e6, 4).unwrap();
+        let rate = own_rate(&worker, 6e6);
         assert!((rate - 6e6 / 0.0175).abs() < 1e-6 * rate, "{rate}");
         // Of 0.04 s its communication thread spent waiting while the tasks computed, a run's
         // tasks (one execution, not four) wait a quarter: 0.03 s less, 4 ms of CPU per task,
@@ -1709,7 +1845,7 @@ mod tests {
             waiting_cpu_s: 0.04,
             ..worker.clone()
         };
-        let rate = own_comm_bytes_per_s(&waiting, 6e6, 4).unwrap();
+        let rate = own_rate(&waiting, 6e6);
         assert!((rate - 6e6 / 0.010).abs() < 1e-6 * rate, "{rate}");
         // A worker on a tenth of a core whose decoding took about as long as its compute
         // thread's CPU time (tb-matmul-two-clusters' spain-2, its tasks split in 64 parts):
@@ -1724,7 +1860,7 @@ mod tests {
             cpu_s: 0.61420,
             ..WorkerStats::default()
         };
-        let rate = own_comm_bytes_per_s(&throttled, 98_304.0, 4).unwrap();
+        let rate = own_rate(&throttled, 98_304.0);
         let own_ms = 1e3 * 98_304.0 / rate;
         assert!((own_ms - 11.36).abs() < 0.01, "{own_ms}");
         // Tasks that sleep leave the CPU free, though the compute thread's CPU (its decoding
@@ -1741,19 +1877,19 @@ mod tests {
             tasks_wait: true,
             ..worker.clone()
         };
-        assert_eq!(own_comm_bytes_per_s(&sleeping, 6e6, 4), None);
+        assert_eq!(worker_figures(&sleeping, 6e6, 4).own, None);
         let unmeasured = WorkerStats {
             compute_cpu_s: 0.0,
             cpu_s: 0.0,
             ..worker.clone()
         };
-        assert_eq!(own_comm_bytes_per_s(&unmeasured, 6e6, 4), None);
+        assert_eq!(worker_figures(&unmeasured, 6e6, 4).own, None);
         let nothing_beside = WorkerStats {
             decode_s: 0.0,
             encode_s: 0.0,
             cpu_s: 0.84,
             ..worker
         };
-        assert_eq!(own_comm_bytes_per_s(&nothing_beside, 6e6, 4), None);
+        assert_eq!(worker_figures(&nothing_beside, 6e6, 4).own, None);
     }
 }

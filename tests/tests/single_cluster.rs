@@ -205,6 +205,10 @@ fn repeated_tasks_count_every_execution() {
         // the compute thread's.
         let waiting = w["waiting_cpu_s"].as_f64().unwrap();
         assert!((0.0..=cpu - compute + 1e-3).contains(&waiting), "{stats}");
+        // It worked from its first task's arrival to its last result's sending (the
+        // calibration's capacity, (106)): at least its busy seconds.
+        let active = w["active_s"].as_f64().unwrap();
+        assert!(active >= busy, "{stats}");
     }
 }
 

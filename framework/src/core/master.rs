@@ -775,6 +775,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.stats.compute_cpu_s = usage.compute_cpu_s;
                 tally.stats.tasks_wait = usage.tasks_wait;
                 tally.stats.waiting_cpu_s = usage.waiting_cpu_s;
+                tally.stats.active_s = usage.active_s;
             }
             ToMaster::Ready { room } => self.request(from, room),
             ToMaster::Result { result, room } => {

@@ -191,6 +191,11 @@ pub struct WorkerUsage {
     /// for, and of its polls after them that found nothing: its waiting while its tasks
     /// compute, which grows with time rather than with messages.
     pub waiting_cpu_s: f64,
+    /// Wall seconds from its first task's arrival to its last result's sending: the time
+    /// it worked, over which `cpu_s` bounds the CPU its process can get (`hmw calibrate`,
+    /// (106)).
+    #[serde(default)]
+    pub active_s: f64,
 }
 
 /// A link to another cluster as its communication manager sees it now.

@@ -44,6 +44,10 @@ pub struct WorkerStats {
     /// nothing); 0 when unknown.
     #[serde(default)]
     pub waiting_cpu_s: f64,
+    /// Wall seconds from its first task's arrival to its last result's sending; 0 when
+    /// unknown.
+    #[serde(default)]
+    pub active_s: f64,
     /// Basic operations of the tasks it completed, useful or not.
     pub operations: f64,
     /// Tasks completed per second of busy time: the worker's measured available performance.

@@ -143,6 +143,9 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
 struct Usage {
     compute: Option<ThreadClock>,
     start: Option<(f64, f64)>,
+    /// When the first task arrived, and when the last result left so far.
+    first_task: Option<Instant>,
+    last_result: Option<Instant>,
     /// Set once a task that waits was executed.
     tasks_wait: Arc<AtomicBool>,
     /// CPU seconds of this thread's full pauses that found nothing to do, since the first
@@ -155,6 +158,8 @@ impl Usage {
         Usage {
             compute,
             start: None,
+            first_task: None,
+            last_result: None,
             tasks_wait,
             waiting_cpu_s: 0.0,
         }
@@ -176,7 +181,13 @@ impl Usage {
     fn task_received(&mut self) {
         if self.start.is_none() {
             self.start = self.now();
+            self.first_task = Some(Instant::now());
         }
+    }
+
+    /// A result was sent (the wall clock only: see the type's note on CPU clocks).
+    fn result_sent(&mut self) {
+        self.last_result = Some(Instant::now());
     }
 
     /// What was used since the first task, when any came.
@@ -188,6 +199,10 @@ impl Usage {
             compute_cpu_s: compute_now - compute,
             tasks_wait: self.tasks_wait.load(Ordering::Relaxed),
             waiting_cpu_s: self.waiting_cpu_s,
+            active_s: match (self.first_task, self.last_result) {
+                (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
+                _ => 0.0,
+            },
         })
     }
 }
@@ -243,6 +258,7 @@ fn serve<T: Task>(
         let mut active = false;
         while let Ok(computed) = result_rx.try_recv() {
             deliver(transport, &mut core, computed, false, &mut out)?;
+            usage.result_sent();
             active = true;
         }
         if let Some(envelope) = transport.try_recv()? {
@@ -259,6 +275,7 @@ fn serve<T: Task>(
                 if core.run_inline() {
                     let computed = execute::<T>(execution, queued);
                     deliver(transport, &mut core, computed, true, &mut out)?;
+                    usage.result_sent();
                 } else {
                     // The compute thread only exits when this channel closes.
                     let _ = task_tx.send(queued);
@@ -290,6 +307,7 @@ fn serve<T: Task>(
                 full_pause_from = None;
                 idle.reset();
                 deliver(transport, &mut core, computed, false, &mut out)?;
+                usage.result_sent();
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
