@@ -866,19 +866,27 @@ scenario's report below):
   core idle and busy (2.75-2.84 s and 2.79-2.80 s, twice each, 14:15); what the tasks share
   beyond the core (caches, memory) with whatever else the host runs is the likely cause, not
   measured.
-- **The full run of 2026-11-27 09:02** (nothing else running): 19 of 22 inside; the
-  simulation within max(5 %, the runs' spread) on 20 of 22 and closer than the closed form on
-  6 of the 7 closed-form misses beyond 3 %. `tb-srmsd-one-to-many` ended 9.3 % late while its
-  workers spent 1.11-1.17 times the calibration's CPU time per operation: -3.7 % at the
-  calibration's speed. `tb-matmul-local` ended 11.7 % early (-9.1 % at the calibration's
-  speed; -6.1 % in the full run before), the one miss the machine's speed does not explain:
-  its workers' own communication (100) was read at 31, 44 and 37 ms per task in the
-  calibration, from 9.5-10.3 ms of CPU per task outside the compute thread and 10-19 ms to
-  decode a task, where the runs spent 7.0-8.9 ms and 2.9-4.5 ms; per task the runs' workers
-  were busy 95, 133 and 133 ms where the model counts 124, 165 and 156 (work and own
-  communication). The calibration's workers compute 9-11 tasks each, so what a worker's
-  first task costs once (buffers touched for the first time, its quota's accounting) weighs
-  several times more in it than in a run of 63-89 tasks; not measured task by task.
+- **The full runs of 2026-11-27** (nothing else running). At 09:02, before (106): 19 of 22
+  inside; the six testbed scenarios' errors at their calibration's speed were all negative,
+  -1.1 % to -9.1 % (`tb-matmul-local` -9.1 %, -11.7 % raw). The cause was the calibration's:
+  a worker's executions were timed at the share of a core its compute thread got while its
+  communication thread took the rest of the quota, and (100) then counted that communication
+  a second time as the worker's own time (`docs/model.md` (106)). On `tb-matmul-local`'s hosts
+  the compute threads got 0.377, 0.283 and 0.283 of a core where the processes had their
+  quotas' 0.40, 0.30 and 0.30, and each task was predicted 6 % too long. Since commit
+  `75beda6` the calibration takes both at the worker's capacity, which reads the quotas
+  themselves (0.401, 0.299, 0.300); `--only tb-matmul-local` at 10:46 ended 0.25 % before its
+  prediction (simulated: 0.2 %), where the same command at 10:39, before the change, ended
+  12.3 % before it (7.8 % at the calibration's speed). In the full run of 10:47 the six
+  testbed scenarios' errors at their calibrations' speed were -3.4 % to +4.0 %, of both signs
+  (median absolute 3.2 %, against 4.1 % at 09:02); but the runs of four of them spent 1.05 to
+  1.23 times their calibration's CPU time per operation (the machine's speed, below), their
+  raw errors were +10.3 % to +21.1 %, and 17 of the 22 scenarios ended inside, the simulation
+  within its tolerance on 17. `tb-srmsd-one-to-many`'s runs spent 1.11-1.17 times their
+  calibration's CPU per operation in both full runs of the day: not the noise of one run, and
+  not explained. It is not the other core's load: one SRMSD worker pinned to each core, alone
+  and both at once (11:15, three rounds), spent 0.0100-0.0128 us of CPU per operation in any
+  arrangement, the other core's load making no difference beyond that spread.
 
 How to read the charts: the title says PASS or FAIL, whether the measured makespan is inside
 the tolerance (the same verdict as the table). For each cluster, the measured completion rate
