@@ -2,46 +2,58 @@
 //!
 //! MPI's blocking receive spins in its progress loop: with more ranks than cores, idle ranks
 //! would steal the CPU from the ranks that compute. Instead a waiting rank polls and sleeps with
-//! a growing pause: a few polls in a row first (a message is often just about to arrive while
-//! work flows; over MPI each probe gives the progress engine its turn, which yields the CPU
-//! when ranks outnumber cores), then sleeps doubling up to [`MAX_PAUSE`]. Any activity resets
-//! the pause.
+//! a growing pause: it polls again at once for [`QUICK_POLLING`] first (a message is often just
+//! about to arrive while work flows), then sleeps doubling from 20 µs up to [`MAX_PAUSE`]. Any
+//! activity resets the pause. The quick polling is bounded in time, not in polls: a poll over
+//! TCP costs far more than over shared memory, and a hundred polls at every wake-up, spinning,
+//! took the testbed's shared cores from its workers (`docs/benchmarks.md`, 2026-11-26).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The longest pause between two polls: bounds the extra latency an idle rank adds, and keeps
 /// an idle rank's CPU use near 1% of a core.
 pub const MAX_PAUSE: Duration = Duration::from_millis(2);
+/// How long a rank polls without pausing after activity.
+pub const QUICK_POLLING: Duration = Duration::from_micros(100);
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
-const QUICK_POLLS: u32 = 100;
 
 /// Backoff state of a waiting loop.
 #[derive(Debug, Default)]
 pub struct Idle {
-    polls: u32,
-    sleep: Duration,
+    phase: Phase,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+enum Phase {
+    /// Just after activity: the first poll reads no clock (while messages flow, a loop
+    /// finds the next one at its first poll).
+    #[default]
+    Fresh,
+    /// Polling at once since this instant.
+    Quick(Instant),
+    /// Sleeping this long before each poll.
+    Sleep(Duration),
 }
 
 impl Idle {
     /// Something happened: the next wait starts short again.
     pub fn reset(&mut self) {
-        self.polls = 0;
-        self.sleep = Duration::ZERO;
+        self.phase = Phase::Fresh;
     }
 
-    /// How long to wait before the next poll: zero (poll again at once) for the first polls after
-    /// activity, then a pause doubling from 20 µs to [`MAX_PAUSE`].
+    /// How long to wait before the next poll: zero (poll again at once) for [`QUICK_POLLING`]
+    /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`].
     pub fn next_pause(&mut self) -> Duration {
-        if self.polls < QUICK_POLLS {
-            self.polls += 1;
-            return Duration::ZERO;
-        }
-        self.sleep = if self.sleep.is_zero() {
-            FIRST_SLEEP
-        } else {
-            (self.sleep * 2).min(MAX_PAUSE)
+        self.phase = match self.phase {
+            Phase::Fresh => Phase::Quick(Instant::now()),
+            Phase::Quick(since) if since.elapsed() < QUICK_POLLING => Phase::Quick(since),
+            Phase::Quick(_) => Phase::Sleep(FIRST_SLEEP),
+            Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(MAX_PAUSE)),
         };
-        self.sleep
+        match self.phase {
+            Phase::Sleep(pause) => pause,
+            _ => Duration::ZERO,
+        }
     }
 }
 
@@ -59,11 +71,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pauses_grow_to_the_bound_and_reset() {
+    fn pauses_grow_to_the_bound_after_the_quick_polling_and_reset() {
         let mut idle = Idle::default();
-        let pauses: Vec<Duration> = (0..QUICK_POLLS + 20).map(|_| idle.next_pause()).collect();
-        assert!(pauses[..QUICK_POLLS as usize].iter().all(|p| p.is_zero()));
-        assert_eq!(pauses[QUICK_POLLS as usize], FIRST_SLEEP);
+        let start = Instant::now();
+        let mut quick = 0;
+        while idle.next_pause().is_zero() {
+            quick += 1;
+        }
+        let polling = start.elapsed();
+        assert!(quick > 1 && polling >= QUICK_POLLING, "{quick} polls in {polling:?}");
+        let pauses: Vec<Duration> = (0..20).map(|_| idle.next_pause()).collect();
+        assert_eq!(pauses[0], 2 * FIRST_SLEEP);
         assert!(pauses.windows(2).all(|w| w[1] >= w[0]));
         assert_eq!(*pauses.last().unwrap(), MAX_PAUSE);
         idle.reset();

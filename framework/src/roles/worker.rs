@@ -293,8 +293,7 @@ fn serve<T: Task>(
         }
         let pause = core.pause(&mut idle);
         if pause.is_zero() {
-            // Polling the transport again is what a yield would be for: MPI's progress
-            // engine yields the CPU itself when ranks outnumber cores.
+            // The idle backoff's quick polling: poll the transport again at once.
             continue;
         }
         if pause == FULL_PAUSE {

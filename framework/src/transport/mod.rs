@@ -54,7 +54,7 @@ pub trait Transport {
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError>;
     /// Wait up to `timeout` for a message, without burning the CPU. The wait may last the
     /// whole `timeout` even when a message arrives earlier: callers pass short timeouts
-    /// (see [`crate::idle`]). A zero timeout yields the CPU once.
+    /// (see [`crate::idle`]). A zero timeout polls once (and may yield the CPU).
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError>;
     /// Wait until every message this rank sent has left its buffers.
     fn flush(&mut self) -> Result<(), TransportError>;

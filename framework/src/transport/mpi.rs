@@ -75,6 +75,14 @@ impl PendingSend {
     }
 }
 
+/// OpenMPI's parameter that makes its progress engine yield the CPU at every poll, which
+/// `mpirun` turns on when ranks outnumber cores. hmw's ranks wait with their own backoff
+/// (`crate::idle`: polls for 100 us, then sleeps from 20 us doubling to 2 ms), and a yield
+/// inside each poll handed a busy master's core to the ranks it was waiting for, whose own
+/// polls handed it back (`docs/benchmarks.md`). Turned off for each hmw rank unless its
+/// environment sets it already.
+const YIELD_PARAMETER: &str = "OMPI_MCA_mpi_yield_when_idle";
+
 /// The environment variables in which launchers give a process its rank in `MPI_COMM_WORLD`,
 /// before `MPI_Init`: OpenMPI's `mpirun`, PMIx, MPICH's Hydra, Slurm's `srun`.
 const RANK_VARIABLES: [&str; 4] = [
@@ -122,6 +130,10 @@ pub struct MpiTransport {
 impl MpiTransport {
     /// Initialise MPI. Returns `None` when MPI was already initialised in this process.
     pub fn init() -> Option<Self> {
+        if std::env::var_os(YIELD_PARAMETER).is_none() {
+            // Read by OpenMPI in `MPI_Init`; no other thread runs yet.
+            std::env::set_var(YIELD_PARAMETER, "0");
+        }
         let rank = launcher_rank(|name| std::env::var(name).ok());
         let (universe, _threading) = mpi::initialize_with_threading(threading_for(rank))?;
         let world = universe.world();
@@ -247,8 +259,8 @@ impl Transport for MpiTransport {
             return Ok(Some(envelope));
         }
         if timeout.is_zero() {
-            // The probe has just given MPI's progress engine its turn, which yields the CPU
-            // when ranks outnumber cores: a yield of ours would double the system calls.
+            // A quick poll: probe again at once (the progress engine does not yield here,
+            // `YIELD_PARAMETER`); the pauses after the quick polling give the CPU away.
             return Ok(None);
         }
         self.progress_sends();
