@@ -79,7 +79,10 @@ mod tests {
             quick += 1;
         }
         let polling = start.elapsed();
-        assert!(quick > 1 && polling >= QUICK_POLLING, "{quick} polls in {polling:?}");
+        assert!(
+            quick > 1 && polling >= QUICK_POLLING,
+            "{quick} polls in {polling:?}"
+        );
         let pauses: Vec<Duration> = (0..20).map(|_| idle.next_pause()).collect();
         assert_eq!(pauses[0], 2 * FIRST_SLEEP);
         assert!(pauses.windows(2).all(|w| w[1] >= w[0]));

@@ -5,19 +5,20 @@
  *   spin    blocking MPI_Send/MPI_Recv: OpenMPI's progress loop spins while it waits, so an
  *           idle rank uses a whole core;
  *   polite  MPI_Iprobe, then the same backoff as hmw's waiting loops (framework/src/idle.rs):
- *           100 polls in a row, then sleeps doubling from 20 us to 2 ms, reset by any message.
+ *           polls for 100 us, then sleeps doubling from 20 us to 2 ms, reset by any message;
+ *           OpenMPI's yield at each poll turned off as hmw's ranks turn it off.
  * Usage: mpirun -np N dispatch_loop spin|polite TASKS
  *        mpirun -np N dispatch_loop idle SECONDS   (every rank waits politely SECONDS for nothing)
  * Prints on rank 0: c_MODE tasks=T wall_s=W tasks_per_s=R master_cpu_us_per_task=C
  */
 #include <mpi.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-enum { TASK = 1, STOP = 2, SIZE = 64, QUICK_POLLS = 100 };
+enum { TASK = 1, STOP = 2, SIZE = 64 };
+static const double QUICK_POLLING_S = 100e-6;
 static const long FIRST_SLEEP_NS = 20000, MAX_SLEEP_NS = 2000000;
 
 static int polite;
@@ -25,19 +26,20 @@ static int polite;
 /* Waits politely until a message from `source` (or any) is there, or until MPI_Wtime() passes
  * `deadline` when it is positive; returns whether a message came and then fills `status`. */
 static int wait_message(int source, MPI_Status *status, double deadline) {
-    int polls = 0, flag = 0;
+    int flag = 0;
     long sleep_ns = 0;
+    double quick_since = -1;
     for (;;) {
         MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, status);
         if (flag)
             return 1;
-        if (deadline > 0 && MPI_Wtime() > deadline)
+        double now = MPI_Wtime();
+        if (deadline > 0 && now > deadline)
             return 0;
-        if (polls < QUICK_POLLS) {
-            polls++;
-            sched_yield();
+        if (quick_since < 0)
+            quick_since = now;
+        if (now - quick_since < QUICK_POLLING_S)
             continue;
-        }
         sleep_ns = sleep_ns == 0 ? FIRST_SLEEP_NS : sleep_ns * 2;
         if (sleep_ns > MAX_SLEEP_NS)
             sleep_ns = MAX_SLEEP_NS;
@@ -99,6 +101,9 @@ static void worker(void) {
 }
 
 int main(int argc, char **argv) {
+    /* Read by OpenMPI in MPI_Init; the environment wins, as for hmw's ranks. */
+    if (argc == 3 && strcmp(argv[1], "spin") != 0)
+        setenv("OMPI_MCA_mpi_yield_when_idle", "0", 0);
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
