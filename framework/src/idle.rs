@@ -25,8 +25,7 @@ pub struct Idle {
 
 #[derive(Debug, Default, Clone, Copy)]
 enum Phase {
-    /// Just after activity: the first poll reads no clock (while messages flow, a loop
-    /// finds the next one at its first poll).
+    /// Just after activity: the quick polling starts at the next poll.
     #[default]
     Fresh,
     /// Polling at once since this instant.
