@@ -883,8 +883,8 @@ scenario's report below):
   1.23 times their calibration's CPU time per operation (the machine's speed, below), their
   raw errors were +10.3 % to +21.1 %, and 17 of the 22 scenarios ended inside, the simulation
   within its tolerance on 17. `tb-srmsd-one-to-many`'s runs spent 1.11-1.17 times their
-  calibration's CPU per operation in both full runs of the day: not the noise of one run, and
-  not explained. It is not the other core's load: one SRMSD worker pinned to each core, alone
+  calibration's CPU per operation in both full runs before 11:53 (1.04-1.09 in that one): not
+  the noise of one run, and not explained. It is not the other core's load: one SRMSD worker pinned to each core, alone
   and both at once (11:15, three rounds), spent 0.0100-0.0128 us of CPU per operation in any
   arrangement, the other core's load making no difference beyond that spread.
   In the full run of 11:53 (also with the quick polling bounded in time, `docs/benchmarks.md`)
@@ -897,8 +897,9 @@ scenario's report below):
   calibration read 0.349 and 0.299 (their quotas, 0.35 and 0.30). The two cores could not give
   them their quotas while the master served 4 MiB tasks to lyon and spain's sub-master split
   tasks into 64 parts over its LAN (spain's workers busy 11 % of the run); lyon ran 15.63
-  tasks/s against 16.65 predicted. The workers of the other five scenarios got their quotas in
-  the runs (0.98-1.02 of them). Before (106) the second count of each worker's communication
+  tasks/s against 16.65 predicted. The workers of the other five scenarios got 0.99-1.05 of
+  their calibrated cores in the runs (0.94-1.13 in `tb-tsp-three-clusters`' runs of about a
+  second). Before (106) the second count of each worker's communication
   had hidden this contention; it is the testbed's (every host shares the machine's two cores),
   not the model's, and a run's statistics now show it.
 
