@@ -207,11 +207,12 @@ impl Usage {
     }
 }
 
-/// Pass a computed task to the core and send what it says; a failed task, once reported,
-/// ends serving.
+/// Pass a computed task to the core and send what it says, noting the result's sending in
+/// `usage`; a failed task, once reported, ends serving.
 fn deliver(
     transport: &mut dyn Transport,
     core: &mut WorkerCore,
+    usage: &mut Usage,
     computed: Computed,
     inline: bool,
     out: &mut Vec<Output>,
@@ -222,6 +223,7 @@ fn deliver(
         transport.flush()?;
         return Err(Failure::Reported(error));
     }
+    usage.result_sent();
     Ok(())
 }
 
@@ -257,8 +259,7 @@ fn serve<T: Task>(
     loop {
         let mut active = false;
         while let Ok(computed) = result_rx.try_recv() {
-            deliver(transport, &mut core, computed, false, &mut out)?;
-            usage.result_sent();
+            deliver(transport, &mut core, &mut usage, computed, false, &mut out)?;
             active = true;
         }
         if let Some(envelope) = transport.try_recv()? {
@@ -274,8 +275,7 @@ fn serve<T: Task>(
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
                     let computed = execute::<T>(execution, queued);
-                    deliver(transport, &mut core, computed, true, &mut out)?;
-                    usage.result_sent();
+                    deliver(transport, &mut core, &mut usage, computed, true, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
                     let _ = task_tx.send(queued);
@@ -305,8 +305,7 @@ fn serve<T: Task>(
             Ok(computed) => {
                 full_pause_from = None;
                 idle.reset();
-                deliver(transport, &mut core, computed, false, &mut out)?;
-                usage.result_sent();
+                deliver(transport, &mut core, &mut usage, computed, false, &mut out)?;
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
