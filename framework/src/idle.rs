@@ -43,9 +43,21 @@ impl Idle {
     /// How long to wait before the next poll: zero (poll again at once) for [`QUICK_POLLING`]
     /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`].
     pub fn next_pause(&mut self) -> Duration {
+        self.next_pause_with(Instant::now)
+    }
+
+    /// [`next_pause`](Self::next_pause) at `now`, an instant the caller has just read: a
+    /// driver that reads the clock once per message for its core need not read it twice.
+    pub fn next_pause_at(&mut self, now: Instant) -> Duration {
+        self.next_pause_with(|| now)
+    }
+
+    fn next_pause_with(&mut self, now: impl FnOnce() -> Instant) -> Duration {
         self.phase = match self.phase {
-            Phase::Fresh => Phase::Quick(Instant::now()),
-            Phase::Quick(since) if since.elapsed() < QUICK_POLLING => Phase::Quick(since),
+            Phase::Fresh => Phase::Quick(now()),
+            Phase::Quick(since) if now().duration_since(since) < QUICK_POLLING => {
+                Phase::Quick(since)
+            }
             Phase::Quick(_) => Phase::Sleep(FIRST_SLEEP),
             Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(MAX_PAUSE)),
         };

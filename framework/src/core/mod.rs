@@ -1,4 +1,5 @@
-//! The roles' cores: state machines with no I/O, no clock and no threads.
+//! The roles' cores: state machines with no I/O, no clock and no threads (one exception: the
+//! time the application's joins take, sampled, [`join_time`]).
 //!
 //! Each core takes its inputs — a message and the rank it came from, the time as a
 //! [`std::time::Duration`] since an origin its driver chooses — and pushes what to do into
@@ -19,6 +20,7 @@
 
 mod cm;
 mod iterations;
+mod join_time;
 mod master;
 mod output;
 mod rank_table;

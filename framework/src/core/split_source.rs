@@ -9,12 +9,12 @@
 //! their results back into each task's result with [`Splitter::combine`], and gathers a task's
 //! result into the problem once all its parts are in.
 
-use std::{
-    collections::{HashMap, VecDeque},
-    time::Instant,
-};
+use std::collections::{HashMap, VecDeque};
 
-use super::task_source::{Next, TaskSource};
+use super::{
+    join_time::JoinTime,
+    task_source::{Next, TaskSource},
+};
 use crate::{
     app::{Handout, Problem, Recipient, Split, Splitter, Task, TaskId},
     error::RunError,
@@ -43,7 +43,7 @@ pub struct SplitSource<P: Problem> {
     /// Tasks of the problem split, and the parts they gave.
     tasks_split: u64,
     parts: u64,
-    join_s: f64,
+    join_time: JoinTime,
 }
 
 impl<P: Problem> SplitSource<P> {
@@ -58,7 +58,7 @@ impl<P: Problem> SplitSource<P> {
             next_whole: 0,
             tasks_split: 0,
             parts: 0,
-            join_s: 0.0,
+            join_time: JoinTime::default(),
         }
     }
 
@@ -130,7 +130,6 @@ impl<P: Problem> TaskSource for SplitSource<P> {
     }
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
-        let start = Instant::now();
         let &[id] = result.ids.as_slice() else {
             return Err(RunError::Protocol {
                 rank: 0,
@@ -145,19 +144,20 @@ impl<P: Problem> TaskSource for SplitSource<P> {
             rank: 0,
             message: format!("a result for unknown part {id}"),
         })?;
-        let part = decode(&result.body, "result").map_err(RunError::decoding(0))?;
-        let whole = self
-            .wholes
-            .get_mut(&key)
-            .expect("a part handed out has its whole");
-        self.splitter.combine(&mut whole.result, part);
-        whole.pending -= 1;
-        if whole.pending == 0 {
-            let whole = self.wholes.remove(&key).expect("just found");
-            self.problem.gather(whole.id.unwrap_or(id), whole.result);
-        }
-        self.join_s += start.elapsed().as_secs_f64();
-        Ok(())
+        self.join_time.measure(|| {
+            let part = decode(&result.body, "result").map_err(RunError::decoding(0))?;
+            let whole = self
+                .wholes
+                .get_mut(&key)
+                .expect("a part handed out has its whole");
+            self.splitter.combine(&mut whole.result, part);
+            whole.pending -= 1;
+            if whole.pending == 0 {
+                let whole = self.wholes.remove(&key).expect("just found");
+                self.problem.gather(whole.id.unwrap_or(id), whole.result);
+            }
+            Ok(())
+        })
     }
 
     /// Unknown: parts are counted as they are split.
@@ -166,7 +166,7 @@ impl<P: Problem> TaskSource for SplitSource<P> {
     }
 
     fn join_s(&self) -> f64 {
-        self.join_s
+        self.join_time.total_s()
     }
 
     fn parts_per_task(&self) -> Option<f64> {

@@ -17,12 +17,10 @@
 //!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
 //!   is left to compute here.
 
-use std::{
-    collections::{HashMap, VecDeque},
-    time::Instant,
-};
+use std::collections::{HashMap, VecDeque};
 
 use super::{
+    join_time::JoinTime,
     master::MasterCore,
     task_source::{Next, TaskSource},
 };
@@ -111,7 +109,12 @@ pub struct SubMasterSource<T: Task> {
     held: Vec<Group<T::Output>>,
     outbox: VecDeque<Vec<u8>>,
     stopped: bool,
-    join_s: f64,
+    /// The time spent on results here, each step sampled over its own calls: decoding them,
+    /// combining parts into their whole, joining groups, encoding what goes up.
+    decoding: JoinTime,
+    combining: JoinTime,
+    joining: JoinTime,
+    encoding: JoinTime,
 }
 
 impl<T: Task> SubMasterSource<T> {
@@ -140,7 +143,10 @@ impl<T: Task> SubMasterSource<T> {
             held: Vec::new(),
             outbox: VecDeque::new(),
             stopped: false,
-            join_s: 0.0,
+            decoding: JoinTime::default(),
+            combining: JoinTime::default(),
+            joining: JoinTime::default(),
+            encoding: JoinTime::default(),
         };
         upstream.top_up();
         upstream
@@ -252,30 +258,32 @@ impl<T: Task> SubMasterSource<T> {
     /// due.
     fn hold(&mut self, group: Group<T::Output>) {
         let across = self.joins_across_batches();
-        let start = Instant::now();
-        let mut candidate = Some(group);
-        for held in &mut self.held {
-            let group = candidate.take().expect("still unjoined inside the loop");
-            if held.ids.len() + group.ids.len() > self.nr || !(across || held.batch == group.batch)
-            {
-                candidate = Some(group);
-                continue;
-            }
-            match held.result.join(group.result) {
-                Ok(()) => {
-                    held.ids.extend(group.ids);
-                    held.cost.add(group.cost);
-                    break;
+        let candidate = self.joining.measure(|| {
+            let mut candidate = Some(group);
+            for held in &mut self.held {
+                let group = candidate.take().expect("still unjoined inside the loop");
+                if held.ids.len() + group.ids.len() > self.nr
+                    || !(across || held.batch == group.batch)
+                {
+                    candidate = Some(group);
+                    continue;
                 }
-                Err(back) => {
-                    candidate = Some(Group {
-                        result: back,
-                        ..group
-                    })
+                match held.result.join(group.result) {
+                    Ok(()) => {
+                        held.ids.extend(group.ids);
+                        held.cost.add(group.cost);
+                        break;
+                    }
+                    Err(back) => {
+                        candidate = Some(Group {
+                            result: back,
+                            ..group
+                        })
+                    }
                 }
             }
-        }
-        self.join_s += start.elapsed().as_secs_f64();
+            candidate
+        });
         if let Some(group) = candidate {
             self.held.push(group);
         }
@@ -312,9 +320,7 @@ impl<T: Task> SubMasterSource<T> {
         if self.stopped {
             return; // upstream has every result it needs
         }
-        let start = Instant::now();
-        let body = encode(&group.result);
-        self.join_s += start.elapsed().as_secs_f64();
+        let body = self.encoding.measure(|| encode(&group.result));
         let result = WireResult {
             ids: group.ids,
             operations: group.cost.operations,
@@ -352,10 +358,10 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 parents.push(parent);
             }
         }
-        let decoding = Instant::now();
-        let decoded: T::Output =
-            decode(&result.body, "result").map_err(RunError::decoding(self.rank))?;
-        self.join_s += decoding.elapsed().as_secs_f64();
+        let decoded: T::Output = self
+            .decoding
+            .measure(|| decode(&result.body, "result"))
+            .map_err(RunError::decoding(self.rank))?;
         let cost = Cost::of(&result);
         match parents.as_slice() {
             &[id] => {
@@ -370,12 +376,12 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 match &mut self.splitter {
                     // One part (or several joined below) of a split task: into its whole.
                     Some(splitter) => {
-                        let start = Instant::now();
-                        splitter.combine(
-                            parent.whole.as_mut().expect("split tasks have a whole"),
-                            decoded,
-                        );
-                        self.join_s += start.elapsed().as_secs_f64();
+                        self.combining.measure(|| {
+                            splitter.combine(
+                                parent.whole.as_mut().expect("split tasks have a whole"),
+                                decoded,
+                            )
+                        });
                         parent.pending = parent.pending.checked_sub(result.ids.len()).ok_or(
                             RunError::Protocol {
                                 rank: self.rank,
@@ -476,6 +482,14 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
     }
 
     fn join_s(&self) -> f64 {
-        self.join_s
+        [
+            &self.decoding,
+            &self.combining,
+            &self.joining,
+            &self.encoding,
+        ]
+        .iter()
+        .map(|time| time.total_s())
+        .sum()
     }
 }

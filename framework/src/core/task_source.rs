@@ -1,8 +1,7 @@
 //! Where a master's tasks come from and where their results go: [`TaskSource`], and a typed
 //! [`Problem`] seen as one ([`ProblemSource`]).
 
-use std::time::Instant;
-
+use super::join_time::JoinTime;
 use crate::{
     app::{Handout, Problem, Recipient, Task, TaskId},
     error::RunError,
@@ -92,8 +91,8 @@ pub trait TaskSource {
 /// A typed [`Problem`] seen as a [`TaskSource`].
 pub struct ProblemSource<P> {
     problem: P,
-    /// Seconds spent decoding results and gathering them into the problem.
-    join_s: f64,
+    /// The time spent decoding results and gathering them into the problem.
+    join_time: JoinTime,
 }
 
 impl<P> ProblemSource<P> {
@@ -101,7 +100,7 @@ impl<P> ProblemSource<P> {
     pub fn new(problem: P) -> Self {
         ProblemSource {
             problem,
-            join_s: 0.0,
+            join_time: JoinTime::default(),
         }
     }
 
@@ -128,14 +127,14 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
     }
 
     fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
-        let start = Instant::now();
-        let decoded = decode(&result.body, "result").map_err(RunError::decoding(0))?;
-        match result.ids.as_slice() {
-            [id] => self.problem.gather(*id, decoded),
-            ids => self.problem.gather_joined(ids, decoded),
-        }
-        self.join_s += start.elapsed().as_secs_f64();
-        Ok(())
+        self.join_time.measure(|| {
+            let decoded = decode(&result.body, "result").map_err(RunError::decoding(0))?;
+            match result.ids.as_slice() {
+                [id] => self.problem.gather(*id, decoded),
+                ids => self.problem.gather_joined(ids, decoded),
+            }
+            Ok(())
+        })
     }
 
     fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
@@ -165,7 +164,7 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
     }
 
     fn join_s(&self) -> f64 {
-        self.join_s
+        self.join_time.total_s()
     }
 
     fn iterations_completed(&self) -> Option<u64> {

@@ -59,15 +59,17 @@ impl<'a, S: TaskSource> Master<'a, S> {
         self.core.start(clock.elapsed(), &mut out)?;
         self.perform(&mut out, &mut started_unix_s)?;
         while !self.core.is_done() {
-            let mut now = clock.elapsed();
+            let mut instant = Instant::now();
+            let mut now = instant - clock;
             if self.core.poll_timeout().is_some_and(|at| now >= at) {
                 self.core.on_timer(now, &mut out);
                 self.perform(&mut out, &mut started_unix_s)?;
-                now = clock.elapsed();
+                instant = Instant::now();
+                now = instant - clock;
             }
             // While messages flow the wait is one probe and `now` still holds: one clock read
-            // per message, not two.
-            let pause = idle.next_pause();
+            // per message, for the core and the backoff alike.
+            let pause = idle.next_pause_at(instant);
             if let Some(envelope) = self.transport.wait(pause)? {
                 idle.reset();
                 if !pause.is_zero() {
