@@ -122,26 +122,36 @@ if [ "$mode" = quick ]; then
         'members = 120|members = 24' 'steps = 200000|steps = 10000' \
         't_off = 1000.0|t_off = 50.0' 'oper = 1600000|oper = 80000'
     tsp_exhaustive=('n = 12|n = 10' 'tasks = 110|tasks = 72' 'oper = 986410|oper = 13700')
-    tsp_pruning=('n = 12|n = 14' 'tasks = 110|tasks = 156' 'oper = 986410|oper = 108505112')
+    tsp_task_pruning=('n = 12|n = 14' 'tasks = 110|tasks = 156' 'oper = 986410|oper = 108505112')
+    tsp_global_pruning=("${tsp_task_pruning[@]}")
     derive matmul_rc "$matmul_plan" 'm = 2048|m = 1024' 'b = 128|b = 64' \
         'verify_up_to = 2048|verify_up_to = 1024' 'oper = 4177920|oper = 520192'
 else
     derive srmsd "$srmsd_plan"
     derive matmul_rc "$matmul_plan"
     tsp_exhaustive=()
-    # Held-Karp checks up to 18 cities; at 16 a pruning run lasts long enough (about 20 s
-    # on the machine of 2026-11-23, 6.5 s on the faster one of 2026-11-25) for its progress
-    # samples to say something at 10 %.
-    tsp_pruning=('n = 12|n = 16' 'tasks = 110|tasks = 210' 'oper = 986410|oper = 16926797486')
+    # The pruning runs, each divided at level 4: task-pruning on 15 cities (2,184 tasks),
+    # global-pruning on 17 (3,360 tasks). The prediction made at 10 % of a run extrapolates
+    # the work of the tasks gathered by then: at 16 cities and level 3 (210 tasks, 20 s on the
+    # testbed) those were 15-20 tasks, and the task-pruning prediction moved by -11 % to +24 %
+    # from one progress sample to the next (the apps runs of 2026-11-27); at level 4 about ten
+    # times as many are in by then (tasks that start deeper prune less: 15 cities at level 4
+    # visit 4.1 times the nodes of level 3, for about as long a run). A global bound prunes
+    # so much more that 15 cities take about a second on the testbed, less than four progress
+    # samples: 17 take about 15 s. Held-Karp checks up to 18 cities.
+    tsp_task_pruning=('n = 12|n = 15' 'level = 3|level = 4' 'tasks = 110|tasks = 2184'
+        'oper = 986410|oper = 108505112')
+    tsp_global_pruning=('n = 12|n = 17' 'level = 3|level = 4' 'tasks = 110|tasks = 3360'
+        'oper = 986410|oper = 16926797486')
 fi
 # Progress samples every 0.25 s, for the prediction at 10 % of the run.
 interval="$(grep -m1 -o '^statistics_interval = [0-9.]*' "configs/$tsp_plan")|statistics_interval = 0.25"
 derive tsp_exhaustive "$tsp_plan" "${tsp_exhaustive[@]}" "$interval"
-derive tsp_task "$tsp_plan" "${tsp_pruning[@]}" \
+derive tsp_task "$tsp_plan" "${tsp_task_pruning[@]}" \
     'variant = "exhaustive"|variant = "task-pruning"' "$interval"
 # Pruned tasks take microseconds: with tail copies the main cluster would recompute every
 # task still out in the external clusters before their results crossed the WAN.
-derive tsp_global "$tsp_plan" "${tsp_pruning[@]}" \
+derive tsp_global "$tsp_plan" "${tsp_global_pruning[@]}" \
     'variant = "exhaustive"|variant = "global-pruning"' "$interval" \
     'reassign_last_task = true|reassign_last_task = false'
 
