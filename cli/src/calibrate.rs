@@ -1075,6 +1075,7 @@ fn measured_workers_of(
                 host: host.clone(),
                 perf: figures.perf,
                 own_comm_bytes_per_s: figures.own.map(|own| own.bytes_per_s),
+                cores: figures.own.map(|own| own.capacity),
             })
         })
         .collect()
@@ -1130,11 +1131,11 @@ fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Worker
         perf: worker.ops_per_s,
         own: None,
     };
-    let computes = !worker.tasks_wait && share >= 0.05 && own_cpu_s > 0.0 && comm_bytes > 0.0;
-    if !computes {
+    let Some((perf, capacity)) =
+        perf_at_capacity(worker).filter(|_| own_cpu_s > 0.0 && comm_bytes > 0.0)
+    else {
         return per_busy_second;
-    }
-    let capacity = capacity(worker, working_s, share);
+    };
     let own = OwnCommunication {
         bytes_per_s: comm_bytes * capacity / own_cpu_s,
         capacity,
@@ -1143,9 +1144,25 @@ fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Worker
         return per_busy_second;
     }
     WorkerFigures {
-        perf: worker.ops_per_s * capacity / share,
+        perf,
         own: Some(own),
     }
+}
+
+/// A worker's busy-second rate scaled from its compute thread's share of a core to its
+/// capacity (106), and that capacity, as the calibration takes them from a run's statistics;
+/// `None` when its CPU time tells nothing: none measured, tasks that wait rather than compute
+/// ([`hmw::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
+/// communication thread).
+pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
+    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
+    let share = worker.compute_cpu_s / working_s;
+    let computes = share >= 0.05 && worker.cpu_s > 0.0;
+    if worker.tasks_wait || !computes {
+        return None;
+    }
+    let capacity = capacity(worker, working_s, share);
+    Some((worker.ops_per_s * capacity / share, capacity))
 }
 
 /// (106) `a = max(share, min(cpu_s / working_s, cpu_s / active_s))`: the cores a worker's

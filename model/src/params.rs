@@ -318,6 +318,12 @@ pub struct MeasuredWorker {
     /// own time; absent: its communication costs it nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub own_comm_bytes_per_s: Option<f64>,
+    /// `a` (106): the cores its process got while it worked in the calibration, at which
+    /// `perf` was taken (`perf / cores` is its work per CPU second); absent when `perf` is per
+    /// busy second (no CPU time measured, tasks that wait) or in files written before (106).
+    /// Not a model input: `hmw report` compares a run's workers against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<f64>,
 }
 
 #[cfg(test)]

@@ -8,11 +8,11 @@ use std::{fs, path::PathBuf};
 use anyhow::{anyhow, Context as _, Result};
 use hmw::stats::RunStats;
 use hmw_model::{
-    plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
+    plan::{load_measured_system, load_plan, model_input_with_measured, ClusterPlan, Plan},
     predict,
 };
 
-use super::document::Report;
+use super::{document::Report, workers};
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]
@@ -113,6 +113,13 @@ pub fn run(args: ReportArgs) -> Result<()> {
             );
             print!("{}", comparison.to_text());
             print!("{}", report.observed.details_text());
+            if let Some(path) = &args.measured {
+                let measured = load_measured_system(path)?;
+                print!(
+                    "{}",
+                    workers::text(&workers::against_calibration(&stats, &measured))
+                );
+            }
         }
         (None, _) => {
             print!("{}", measured_only(&report));

@@ -15,5 +15,6 @@ pub mod comparison;
 mod document;
 pub mod observed;
 pub mod predicted;
+pub mod workers;
 
 pub(crate) use command::{run, ReportArgs};
