@@ -343,7 +343,8 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
     let Queued { task, closes_batch } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         // One execution: its output, the work it says it did (else the task's estimate),
-        // its busy and decoding seconds.
+        // its busy and decoding seconds, and when it ended (three clock reads: the end of the
+        // last execution is the start of the encoding).
         let once = || -> Result<_, _> {
             let start = Instant::now();
             let decoded = decode::<T>(&task.body, "task")?;
@@ -353,21 +354,26 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
             let executing = Instant::now();
             let output = decoded.execute(context);
             let operations = output.operations().unwrap_or(task.operations);
-            let busy_s = executing.elapsed().as_secs_f64();
+            let end = Instant::now();
             Ok((
                 output,
                 operations,
-                busy_s,
+                (end - executing).as_secs_f64(),
                 (executing - start).as_secs_f64(),
+                end,
             ))
         };
-        let (mut output, mut operations, mut busy_s, mut decode_s) = once()?;
+        let (mut output, mut operations, mut busy_s, mut decode_s, mut encoding) = once()?;
         for _ in 1..*repeats {
-            let (again, ops, busy, decoding) = once()?;
-            (output, operations, busy_s, decode_s) =
-                (again, operations + ops, busy_s + busy, decode_s + decoding);
+            let (again, ops, busy, decoding, end) = once()?;
+            (output, operations, busy_s, decode_s, encoding) = (
+                again,
+                operations + ops,
+                busy_s + busy,
+                decode_s + decoding,
+                end,
+            );
         }
-        let encoding = Instant::now();
         let body = encode(&output);
         Ok(WireResult {
             ids: vec![task.id],
