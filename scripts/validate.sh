@@ -902,9 +902,8 @@ scenario's report below):
   second). Before (106) the second count of each worker's communication
   had hidden this contention; it is the testbed's (every host shares the machine's two cores),
   not the model's, and a run's statistics now show it. Since the third session of that day
-  each scenario's `hmw report` (`docs/validation/` beside the charts, the `.report.txt` files
-  of the run folder) ends with its workers against their calibration, the cores and the work
-  per CPU second apart. In the full run of 14:00 (after the master's clock reads were cut,
+  each scenario's `hmw report` (`target/validation/full/NAME.report.txt`) ends with its
+  workers against their calibration, the cores and the work per CPU second apart. In the full run of 14:00 (after the master's clock reads were cut,
   `docs/benchmarks.md`) 19 of 22 ended inside, the simulation within its tolerance on 20
   and closer than the closed form on 5 of the 8 closed-form misses; every testbed scenario
   within -3.6 % to +3.1 % at its calibration's speed, and the three misses were the machine's
