@@ -93,8 +93,8 @@ fn run_figures(worker: &WorkerStats) -> (f64, Option<f64>) {
     }
 }
 
-/// The table, with a line saying which workers ran below their calibration and why; empty
-/// without rows.
+/// The table, with a line naming the workers more than [`TOLERANCE`] off their calibration
+/// and why; empty without rows.
 pub fn text(rows: &[WorkerAgainstCalibration]) -> String {
     if rows.is_empty() {
         return String::new();
