@@ -69,6 +69,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tracing::debug;
 
 use crate::{
+    capacity::perf_at_capacity,
     keygen::write_certificates,
     launch::{find_binary, local_mpi_environment, relay_config},
     layout::{cm_name, layout, ClusterLayout, Layout, Target},
@@ -1147,39 +1148,6 @@ fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> Worker
         perf,
         own: Some(own),
     }
-}
-
-/// A worker's busy-second rate scaled from its compute thread's share of a core to its
-/// capacity (106), and that capacity, as the calibration takes them from a run's statistics;
-/// `None` when its CPU time tells nothing: none measured, tasks that wait rather than compute
-/// ([`hmw::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
-/// communication thread).
-pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
-    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
-    let share = worker.compute_cpu_s / working_s;
-    let computes = share >= 0.05 && worker.cpu_s > 0.0;
-    if worker.tasks_wait || !computes {
-        return None;
-    }
-    let capacity = capacity(worker, working_s, share);
-    Some((worker.ops_per_s * capacity / share, capacity))
-}
-
-/// (106) `a = max(share, min(cpu_s / working_s, cpu_s / active_s))`: the cores a worker's
-/// process gets while it works. Its compute thread executed at `share` because its
-/// communication thread took the rest of `a` meanwhile; counted again in (100), that time
-/// would be counted twice. `cpu_s / working_s` is `a` when the communication ran while the
-/// compute thread worked; when it also ran between tasks (a worker waiting for its next
-/// part) it is more, and `cpu_s / active_s` (first task in to last result out) bounds it.
-/// Statistics without `active_s` give `share`, the count before (106).
-fn capacity(worker: &WorkerStats, working_s: f64, share: f64) -> f64 {
-    let over_working = worker.cpu_s / working_s;
-    let over_active = if worker.active_s > 0.0 {
-        worker.cpu_s / worker.active_s
-    } else {
-        share
-    };
-    over_working.min(over_active).max(share)
 }
 
 /// A worker's row of the workers' table: the `perf` the model takes; per execution of a task

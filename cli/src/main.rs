@@ -2,6 +2,7 @@
 
 #[cfg(feature = "mpi")]
 mod calibrate;
+mod capacity;
 mod check;
 mod keygen;
 #[cfg(feature = "mpi")]

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use hmw::stats::{RunStats, WorkerStats};
 use hmw_model::params::MeasuredSystem;
 
-use crate::calibrate::perf_at_capacity;
+use crate::capacity::perf_at_capacity;
 
 /// One worker of the run and its calibration.
 #[derive(Debug, Clone, PartialEq)]

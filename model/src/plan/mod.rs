@@ -1300,6 +1300,14 @@ fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanErro
                     format!("the measured own communication rate must be positive, got {own}"),
                 ));
             }
+            if let Some(cores) = w.cores.filter(|c| !(c.is_finite() && *c > 0.0)) {
+                return Err(invalid_machine(
+                    name,
+                    &w.host,
+                    "cores",
+                    format!("the cores a worker got must be positive, got {cores}"),
+                ));
+            }
         }
     }
     Ok(())

@@ -593,6 +593,14 @@ fn errors_in_the_measured_system_name_the_key() {
         err.ends_with("(the value comes from the measured system)"),
         "{err}"
     );
+    // the cores a worker got, when recorded, are positive
+    let mut coreless = calibrated();
+    coreless.clusters[1].workers[0].cores = Some(0.0);
+    let err = plan.model_input(Some(&coreless)).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cluster `away`, machine `x1`, key `cores`: the cores a worker got"),
+        "{err}"
+    );
 }
 
 #[test]
