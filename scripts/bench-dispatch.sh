@@ -42,20 +42,36 @@ for _ in $(seq $RANKS); do echo localhost; done > "$work/hosts"
 for _ in $(seq 33); do echo localhost; done > "$work/hosts33"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" > "$work/run.toml"
 
+# KEY= of one run of the given command.
+value_of() {
+    local key=$1
+    shift
+    timeout 600 "$@" 2>/dev/null | sed -n "s/.*\b$key=\([0-9.]*\).*/\1/p" | tail -1
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'; }
 # Prints the median of KEY= over RUNS runs of the given command.
 median_of() {
     local key=$1
     shift
-    for _ in $(seq "$RUNS"); do
-        timeout 600 "$@" 2>/dev/null | sed -n "s/.*\b$key=\([0-9.]*\).*/\1/p" | tail -1
-    done | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'
+    for _ in $(seq "$RUNS"); do value_of "$key" "$@"; done | median
 }
 median_rate() { median_of tasks_per_s "$@"; }
 
-hmw=$(median_rate mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
-    -m "$work/hosts" -c "$work/run.toml")
-c_spin=$(median_rate mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS")
-c_polite=$(median_rate mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
+# hmw and the two C loops in rounds (hmw, spinning C, polite C, then again), so that the
+# machine's speed, which drifts over minutes on this VM, weighs on all three alike: seven runs
+# of each in blocks gave c_spin from 0.64 to 1.05 for the same build within half an hour.
+: >"$work/hmw.rates" && : >"$work/spin.rates" && : >"$work/polite.rates"
+for _ in $(seq "$RUNS"); do
+    value_of tasks_per_s mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
+        -m "$work/hosts" -c "$work/run.toml" >>"$work/hmw.rates"
+    value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS" \
+        >>"$work/spin.rates"
+    value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS" \
+        >>"$work/polite.rates"
+done
+hmw=$(median <"$work/hmw.rates")
+c_spin=$(median <"$work/spin.rates")
+c_polite=$(median <"$work/polite.rates")
 # The master's CPU time per task with 4 and with 32 workers.
 master_w4=$(median_of master_cpu_us_per_task mpirun --oversubscribe -np $RANKS \
     target/release/hmw-dispatch -m "$work/hosts" -c "$work/run.toml")
