@@ -72,11 +72,16 @@ done
 hmw=$(median <"$work/hmw.rates")
 c_spin=$(median <"$work/spin.rates")
 c_polite=$(median <"$work/polite.rates")
-# The master's CPU time per task with 4 and with 32 workers.
-master_w4=$(median_of master_cpu_us_per_task mpirun --oversubscribe -np $RANKS \
-    target/release/hmw-dispatch -m "$work/hosts" -c "$work/run.toml")
-master_w32=$(median_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
-    target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml")
+# The master's CPU time per task with 4 and with 32 workers, in rounds as well.
+: >"$work/w4.cpu" && : >"$work/w32.cpu"
+for _ in $(seq "$RUNS"); do
+    value_of master_cpu_us_per_task mpirun --oversubscribe -np $RANKS \
+        target/release/hmw-dispatch -m "$work/hosts" -c "$work/run.toml" >>"$work/w4.cpu"
+    value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
+        target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml" >>"$work/w32.cpu"
+done
+master_w4=$(median <"$work/w4.cpu")
+master_w32=$(median <"$work/w32.cpu")
 hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     scripts/bench/handwritten.py "$TASKS")
 futures=$(RUNS=3 median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
