@@ -8,7 +8,7 @@ use std::{fs, path::PathBuf};
 use anyhow::{anyhow, Context as _, Result};
 use hmw::stats::RunStats;
 use hmw_model::{
-    plan::{load_measured_system, load_plan, model_input_with_measured, ClusterPlan, Plan},
+    plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
     predict,
 };
 
@@ -64,10 +64,13 @@ pub fn run(args: ReportArgs) -> Result<()> {
             args.stats.display()
         )
     })?;
-    let report = match &args.plan {
+    // The measured system, when given, as the prediction read it: its workers are set
+    // against the run's below the comparison.
+    let (report, system) = match &args.plan {
         Some(path) => {
             let plan = load_plan(path)?;
-            let (input, _) = model_input_with_measured(&plan, path, args.measured.as_deref())?;
+            let (input, measured) =
+                model_input_with_measured(&plan, path, args.measured.as_deref())?;
             let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", path.display()))?;
             let unknown: Vec<&str> = stats
                 .clusters
@@ -92,9 +95,9 @@ pub fn run(args: ReportArgs) -> Result<()> {
             if let Some(comparison) = report.comparison.as_mut() {
                 comparison.fold_subtrees(&subtree_tops(&plan), plan.application.tasks);
             }
-            report
+            (report, measured)
         }
-        None => Report::new(&stats.name, &stats, None),
+        None => (Report::new(&stats.name, &stats, None), None),
     };
 
     match (&report.comparison, args.json) {
@@ -113,11 +116,10 @@ pub fn run(args: ReportArgs) -> Result<()> {
             );
             print!("{}", comparison.to_text());
             print!("{}", report.observed.details_text());
-            if let Some(path) = &args.measured {
-                let measured = load_measured_system(path)?;
+            if let Some(system) = &system {
                 print!(
                     "{}",
-                    workers::text(&workers::against_calibration(&stats, &measured))
+                    workers::text(&workers::against_calibration(&stats, system))
                 );
             }
         }
