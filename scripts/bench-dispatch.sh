@@ -57,30 +57,27 @@ median_of() {
 }
 median_rate() { median_of tasks_per_s "$@"; }
 
-# hmw and the two C loops in rounds (hmw, spinning C, polite C, then again), so that the
-# machine's speed, which drifts over minutes on this VM, weighs on all three alike: seven runs
-# of each in blocks gave c_spin from 0.64 to 1.05 for the same build within half an hour.
-: >"$work/hmw.rates" && : >"$work/spin.rates" && : >"$work/polite.rates"
+# hmw and the two C loops in rounds (hmw, spinning C, polite C, hmw with 32 workers, then
+# again), so that the machine's speed, which drifts over minutes on this VM, weighs on all
+# alike: seven runs of each in blocks gave c_spin from 0.64 to 1.05 for the same build within
+# half an hour. hmw's rate and its master's CPU time per task come from the same run.
+: >"$work/hmw.lines" && : >"$work/spin.rates" && : >"$work/polite.rates" && : >"$work/w32.cpu"
 for _ in $(seq "$RUNS"); do
-    value_of tasks_per_s mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
-        -m "$work/hosts" -c "$work/run.toml" >>"$work/hmw.rates"
+    timeout 600 mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
+        -m "$work/hosts" -c "$work/run.toml" 2>/dev/null | grep '^dispatch ' | tail -1 \
+        >>"$work/hmw.lines" || true
     value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS" \
         >>"$work/spin.rates"
     value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS" \
         >>"$work/polite.rates"
-done
-hmw=$(median <"$work/hmw.rates")
-c_spin=$(median <"$work/spin.rates")
-c_polite=$(median <"$work/polite.rates")
-# The master's CPU time per task with 4 and with 32 workers, in rounds as well.
-: >"$work/w4.cpu" && : >"$work/w32.cpu"
-for _ in $(seq "$RUNS"); do
-    value_of master_cpu_us_per_task mpirun --oversubscribe -np $RANKS \
-        target/release/hmw-dispatch -m "$work/hosts" -c "$work/run.toml" >>"$work/w4.cpu"
     value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
         target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml" >>"$work/w32.cpu"
 done
-master_w4=$(median <"$work/w4.cpu")
+field_of() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" "$work/hmw.lines"; }
+hmw=$(field_of tasks_per_s | median)
+master_w4=$(field_of master_cpu_us_per_task | median)
+c_spin=$(median <"$work/spin.rates")
+c_polite=$(median <"$work/polite.rates")
 master_w32=$(median <"$work/w32.cpu")
 hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     scripts/bench/handwritten.py "$TASKS")
