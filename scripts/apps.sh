@@ -8,7 +8,8 @@
 #     Held-Karp; for task-pruning, the error of the live prediction made at 10 % of the run
 #     (the first progress sample at or after 10 % of the measured makespan) against the
 #     measured makespan; for global-pruning, whether the interval made then holds it, and its
-#     width over its midpoint;
+#     width over its midpoint; at the full sizes, task-pruning also at the size its error was
+#     first judged on (16 cities, level 3), its error printed on a line of its own;
 #   - the matrix product's row/column strategy (configs/matmul-row-column.toml): the product
 #     checked, the stabilising row/column predicted by `hmw predict` (equation (80)) and the
 #     one measured in the run.
@@ -112,9 +113,10 @@ launch() {
     echo "apps: $name took $(($(date +%s) - start)) s: $(grep -E '^(srmsd members|tsp variant|matmul m)=?' "$work/$name.out" | tail -1)"
 }
 
-# verified NAME PATTERN: "verified" when the run's output has PATTERN, else "failed".
+# verified NAME PATTERN: "verified" when the run's output has PATTERN, else "failed" (it runs
+# in a command substitution: the caller turns a "failed" into the exit status).
 verified() {
-    if grep -qE -- "$2" "$work/$1.out"; then echo verified; else ok=false; echo failed; fi
+    if grep -qE -- "$2" "$work/$1.out"; then echo verified; else echo failed; fi
 }
 
 if [ "$mode" = quick ]; then
@@ -155,7 +157,16 @@ derive tsp_global "$tsp_plan" "${tsp_global_pruning[@]}" \
     'variant = "exhaustive"|variant = "global-pruning"' "$interval" \
     'reassign_last_task = true|reassign_last_task = false'
 
-for name in srmsd tsp_exhaustive tsp_task tsp_global; do
+tsp_runs=(tsp_exhaustive tsp_task tsp_global)
+if [ "$mode" = full ]; then
+    # Kept beside the resized run: task-pruning at the size its target was first judged on
+    # (16 cities at level 3, 210 tasks), its error at 10 % printed before the last line.
+    derive tsp_task_level3 "$tsp_plan" 'n = 12|n = 16' 'tasks = 110|tasks = 210' \
+        'oper = 986410|oper = 16926797486' \
+        'variant = "exhaustive"|variant = "task-pruning"' "$interval"
+    tsp_runs+=(tsp_task_level3)
+fi
+for name in srmsd "${tsp_runs[@]}"; do
     launch "$name"
 done
 # The row/column the model predicts from the plan's figures, or on the testbed from `hmw
@@ -181,6 +192,13 @@ tsp_exhaustive=$(verified tsp_exhaustive '^tsp variant=exhaustive .*verified=tru
 tsp_task=$(verified tsp_task '^tsp variant=task-pruning .*verified=true')
 tsp_global=$(verified tsp_global '^tsp variant=global-pruning .*verified=true')
 matmul_rc=$(verified matmul_rc '^matmul .*verified=true')
+tsp_task_level3=skipped
+if [ "$mode" = full ]; then
+    tsp_task_level3=$(verified tsp_task_level3 '^tsp variant=task-pruning .*verified=true')
+fi
+case " $srmsd $tsp_exhaustive $tsp_task $tsp_global $matmul_rc $tsp_task_level3 " in
+    *" failed "*) ok=false ;;
+esac
 
 rc_pred=$("$hmw" predict "$work/matmul_rc.toml" "${measured[@]}" |
     sed -n 's/.*rc_stabilise_pred cluster=spain rc=\([0-9a-z]*\).*/\1/p')
@@ -217,6 +235,10 @@ else:
 EOF
 }
 tsp_task_err10=$(at_tenth tsp_task error)
+if [ "$mode" = full ]; then
+    echo "apps: task-pruning at 16 cities, level 3 (210 tasks, the earlier size):" \
+        "$tsp_task_level3, tsp_task_err10=$(at_tenth tsp_task_level3 error)"
+fi
 read -r tsp_global_in_interval tsp_global_width < <(at_tenth tsp_global interval)
 
 echo "apps srmsd=$srmsd tsp_exhaustive=$tsp_exhaustive tsp_task=$tsp_task tsp_global=$tsp_global matmul_rc=$matmul_rc rc_stabilise_pred=${rc_pred:-none} rc_stabilise_meas=${rc_meas:-none} tsp_task_err10=$tsp_task_err10 tsp_global_in_interval=$tsp_global_in_interval tsp_global_width=$tsp_global_width"
