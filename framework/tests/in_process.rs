@@ -343,7 +343,7 @@ fn a_result_for_no_task_is_a_protocol_error_not_a_panic() {
     // A peer that asks for work, then answers with a result that stands for no task.
     rogue.send(0, encode(&ToMaster::Ready { room: 1 })).unwrap();
     let empty = WireResult {
-        ids: vec![],
+        ids: Default::default(),
         operations: 0.0,
         busy_s: 0.0,
         decode_s: 0.0,

@@ -120,7 +120,7 @@ fn run(
                     let done = part.execute(&context());
                     ToMaster::Result {
                         result: WireResult {
-                            ids: vec![tasks[0].id],
+                            ids: vec![tasks[0].id].into(),
                             operations: 1.0,
                             busy_s: delays_ms[step % delays_ms.len()] as f64 * 1e-3,
                             decode_s: 0.0,

@@ -107,7 +107,7 @@ fn sample_at_6(
                     tasks_of[to] += 1;
                     let took = seconds(to, tasks_of[to]);
                     let result = WireResult {
-                        ids: vec![tasks[0].id],
+                        ids: vec![tasks[0].id].into(),
                         operations: took as f64,
                         busy_s: took as f64,
                         decode_s: 0.0,

@@ -573,7 +573,7 @@ fn an_idle_rank_copies_the_task_its_holder_reaches_last() {
         assert_eq!(held.len(), 2, "rank 1 holds two tasks");
         out.clear();
         let result = WireResult {
-            ids: vec![done],
+            ids: vec![done].into(),
             operations: 1.0,
             busy_s: 1.0,
             decode_s: 0.0,

@@ -20,7 +20,7 @@ use hmw::{
         ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
     },
     machinefile::{Facing, MachineFile},
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult},
+    protocol::{decode, encode, TaskIds, ToMaster, ToWorker, WireResult},
     roles::submaster,
     scheduler::Scheduler,
     stats::{ClusterReport, LinkSummary, RunStats},
@@ -473,7 +473,7 @@ impl World {
             }
         };
         let result = WireResult {
-            ids: vec![task.id],
+            ids: TaskIds::from_slice(&[task.id]),
             operations: task.operations,
             busy_s,
             decode_s: 0.0,

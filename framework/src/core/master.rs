@@ -44,7 +44,9 @@ use crate::{
     estimator::WorkEstimator,
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
-    protocol::{encode, LinkState, TasksRef, ToMaster, ToWorker, WireTaskRef},
+    protocol::{
+        encode, LinkState, ResultRef, TasksRef, ToMaster, ToMasterRef, ToWorker, WireTaskRef,
+    },
     scheduler::{Demand, Requester, Scheduler, Waiting},
     stats::{Adaptation, ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
 };
@@ -394,9 +396,15 @@ impl<S: TaskSource> MasterCore<S> {
                 self.source.on_upstream(message)?;
             }
         } else {
-            let message: ToMaster = ToMaster::decode(bytes, "message to the master")
-                .map_err(RunError::decoding(from))?;
-            self.handle_message(from, message)?;
+            match ToMaster::read(bytes, "message to the master")
+                .map_err(RunError::decoding(from))?
+            {
+                ToMasterRef::Result { result, room } => self.on_result(from, result, room)?,
+                ToMasterRef::Owned(ToMaster::Result { result, room }) => {
+                    self.on_result(from, result.as_ref(), room)?
+                }
+                ToMasterRef::Owned(message) => self.handle_message(from, message)?,
+            }
         }
         self.step(now, out)
     }
@@ -753,21 +761,115 @@ impl<S: TaskSource> MasterCore<S> {
     }
 
     /// Take in a message from fed rank `from`.
-    fn handle_message(&mut self, from: usize, message: ToMaster) -> Result<(), RunError> {
+    /// A result from `from`, which frees `room` batches.
+    fn on_result(&mut self, from: usize, result: ResultRef<'_>, room: u32) -> Result<(), RunError> {
+        self.hear(from, false)?;
+        let tally = self.tallies.get_mut(&from).expect("heard");
+        let duplicated = result.ids.len() > 1 && {
+            let mut ids = result.ids.clone();
+            ids.sort_unstable();
+            ids.windows(2).any(|w| w[0] == w[1])
+        };
+        if result.ids.is_empty() || duplicated {
+            return Err(RunError::Protocol {
+                rank: from,
+                message: format!(
+                    "a result for tasks {:?}: a result stands for one task or more, \
+                     each once",
+                    result.ids
+                ),
+            });
+        }
+        tally.stats.tasks_computed += result.ids.len() as u64;
+        tally.stats.busy_s += result.busy_s;
+        tally.stats.decode_s += result.decode_s;
+        tally.stats.encode_s += result.encode_s;
+        tally.window.computed += result.ids.len() as u64;
+        tally.window.messages += 1;
+        tally.window.busy_s += result.busy_s;
+        tally.stats.operations += result.operations;
+        tally.window.computed_operations += result.operations;
+        for id in &result.ids {
+            tally.outstanding.remove(id);
+        }
+        tally
+            .under_way
+            .returned(self.now, result.ids.len(), tally.outstanding.len());
+        // A CM's result stands for tasks of another cluster: only workers teach the
+        // scheduler their task times.
+        if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
+            self.scheduler.observe(from, result.busy_s);
+        }
+        if let (Some(tracker), Kind::Worker) = (&mut self.iterations, &tally.kind) {
+            tracker.returned(result.ids.len(), result.busy_s, result.body.len());
+        }
+        let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
+        if fresh {
+            for id in &result.ids {
+                if let Some(flight) = self.in_flight.remove(id) {
+                    if let Some(tail) = &mut self.tail {
+                        tail.remove(&(flight.holders.len(), Reverse(*id)));
+                    }
+                }
+            }
+            tally.stats.tasks_done += result.ids.len() as u64;
+            tally.window.tasks += result.ids.len() as u64;
+            tally.window.operations += result.operations;
+            self.useful_operations += result.operations;
+            self.gathered += result.ids.len() as u64;
+            let cluster = match &tally.kind {
+                Kind::Worker => {
+                    self.local_operations += result.operations;
+                    &self.name
+                }
+                Kind::Cm { name, .. } => name,
+            };
+            self.estimator.observe(
+                cluster,
+                from,
+                result.ids.iter().copied().min().unwrap_or_default(),
+                result.ids.len() as u64,
+                result.operations,
+                result.busy_s,
+            );
+            self.source.gather(result)?;
+        } else {
+            // Some of these tasks were gathered from another copy: a joined result
+            // cannot be split, so the rest is computed again unless a copy is out.
+            tally.stats.discharged += result.ids.len() as u64;
+            for id in &result.ids {
+                self.release(*id, from);
+            }
+        }
+        self.holding_changed(from);
+        self.request(from, room);
+
+        Ok(())
+    }
+
+    /// Mark `from` heard, an error if this master does not feed it: a CM has spoken once its
+    /// link is up or given up, so its link reports (`link`) do not count.
+    fn hear(&mut self, from: usize, link: bool) -> Result<(), RunError> {
         let Some(tally) = self.tallies.get_mut(&from) else {
             return Err(RunError::Protocol {
                 rank: from,
                 message: "a message from a rank this master does not feed".into(),
             });
         };
-        // A CM has spoken once its link is up or given up; its link reports do not count.
-        if !tally.heard && !matches!(message, ToMaster::Link(_)) {
+        if !tally.heard && !link {
             tally.heard = true;
             match tally.kind {
                 Kind::Worker => self.unheard_workers -= 1,
                 Kind::Cm { .. } => self.unheard_cms -= 1,
             }
         }
+        Ok(())
+    }
+
+    /// Any message but a result.
+    fn handle_message(&mut self, from: usize, message: ToMaster) -> Result<(), RunError> {
+        self.hear(from, matches!(message, ToMaster::Link(_)))?;
+        let tally = self.tallies.get_mut(&from).expect("heard");
         match message {
             ToMaster::Link(state) => tally.link = Some(state),
             ToMaster::Usage(usage) => {
@@ -778,86 +880,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.stats.active_s = usage.active_s;
             }
             ToMaster::Ready { room } => self.request(from, room),
-            ToMaster::Result { result, room } => {
-                let duplicated = result.ids.len() > 1 && {
-                    let mut ids = result.ids.clone();
-                    ids.sort_unstable();
-                    ids.windows(2).any(|w| w[0] == w[1])
-                };
-                if result.ids.is_empty() || duplicated {
-                    return Err(RunError::Protocol {
-                        rank: from,
-                        message: format!(
-                            "a result for tasks {:?}: a result stands for one task or more, \
-                             each once",
-                            result.ids
-                        ),
-                    });
-                }
-                tally.stats.tasks_computed += result.ids.len() as u64;
-                tally.stats.busy_s += result.busy_s;
-                tally.stats.decode_s += result.decode_s;
-                tally.stats.encode_s += result.encode_s;
-                tally.window.computed += result.ids.len() as u64;
-                tally.window.messages += 1;
-                tally.window.busy_s += result.busy_s;
-                tally.stats.operations += result.operations;
-                tally.window.computed_operations += result.operations;
-                for id in &result.ids {
-                    tally.outstanding.remove(id);
-                }
-                tally
-                    .under_way
-                    .returned(self.now, result.ids.len(), tally.outstanding.len());
-                // A CM's result stands for tasks of another cluster: only workers teach the
-                // scheduler their task times.
-                if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
-                    self.scheduler.observe(from, result.busy_s);
-                }
-                if let (Some(tracker), Kind::Worker) = (&mut self.iterations, &tally.kind) {
-                    tracker.returned(result.ids.len(), result.busy_s, result.body.len());
-                }
-                let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
-                if fresh {
-                    for id in &result.ids {
-                        if let Some(flight) = self.in_flight.remove(id) {
-                            if let Some(tail) = &mut self.tail {
-                                tail.remove(&(flight.holders.len(), Reverse(*id)));
-                            }
-                        }
-                    }
-                    tally.stats.tasks_done += result.ids.len() as u64;
-                    tally.window.tasks += result.ids.len() as u64;
-                    tally.window.operations += result.operations;
-                    self.useful_operations += result.operations;
-                    self.gathered += result.ids.len() as u64;
-                    let cluster = match &tally.kind {
-                        Kind::Worker => {
-                            self.local_operations += result.operations;
-                            &self.name
-                        }
-                        Kind::Cm { name, .. } => name,
-                    };
-                    self.estimator.observe(
-                        cluster,
-                        from,
-                        result.ids.iter().copied().min().unwrap_or_default(),
-                        result.ids.len() as u64,
-                        result.operations,
-                        result.busy_s,
-                    );
-                    self.source.gather(result)?;
-                } else {
-                    // Some of these tasks were gathered from another copy: a joined result
-                    // cannot be split, so the rest is computed again unless a copy is out.
-                    tally.stats.discharged += result.ids.len() as u64;
-                    for id in &result.ids {
-                        self.release(*id, from);
-                    }
-                }
-                self.holding_changed(from);
-                self.request(from, room);
-            }
+            ToMaster::Result { result, room } => self.on_result(from, result.as_ref(), room)?,
             ToMaster::Lost => {
                 tally.gone = true;
                 let tasks = self.take_back(from);

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     app::{Handout, Problem, Recipient, Split, Splitter, Task, TaskId},
     error::RunError,
-    protocol::{decode, encode, WireResult},
+    protocol::{decode, encode, ResultRef},
 };
 
 /// A task of the problem whose parts are not all back.
@@ -129,7 +129,7 @@ impl<P: Problem> TaskSource for SplitSource<P> {
         }
     }
 
-    fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+    fn gather(&mut self, result: ResultRef<'_>) -> Result<(), RunError> {
         let &[id] = result.ids.as_slice() else {
             return Err(RunError::Protocol {
                 rank: 0,
@@ -145,7 +145,7 @@ impl<P: Problem> TaskSource for SplitSource<P> {
             message: format!("a result for unknown part {id}"),
         })?;
         self.join_time.measure(|| {
-            let part = decode(&result.body, "result").map_err(RunError::decoding(0))?;
+            let part = decode(result.body, "result").map_err(RunError::decoding(0))?;
             let whole = self
                 .wholes
                 .get_mut(&key)
@@ -179,7 +179,7 @@ mod tests {
     use serde::{Deserialize, Serialize};
 
     use super::*;
-    use crate::{app::TaskResult, WorkerContext};
+    use crate::{app::TaskResult, protocol::WireResult, WorkerContext};
 
     /// The sum of the integers in `[from, to)`; one basic operation per integer.
     #[derive(Debug, Serialize, Deserialize)]
@@ -246,7 +246,7 @@ mod tests {
     fn result_of(id: TaskId, body: &[u8]) -> WireResult {
         let part: Span = decode(body, "task").unwrap();
         WireResult {
-            ids: vec![id],
+            ids: smallvec::smallvec![id],
             operations: part.operations(),
             busy_s: 0.0,
             decode_s: 0.0,
@@ -283,7 +283,7 @@ mod tests {
         assert_eq!(source.parts_per_task(), Some(3.0));
         // Back in any order: each task's result once all its parts are in.
         for result in out.into_iter().rev() {
-            source.gather(result).unwrap();
+            source.gather(result.as_ref()).unwrap();
         }
         let mut gathered = source.into_problem().gathered;
         gathered.sort();
@@ -294,6 +294,6 @@ mod tests {
     fn a_result_for_a_part_never_handed_out_is_an_error() {
         let mut source = thirds_of(1);
         let result = result_of(7, &encode(&Span(0, 10)));
-        assert!(source.gather(result).is_err());
+        assert!(source.gather(result.as_ref()).is_err());
     }
 }

@@ -19,6 +19,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use smallvec::smallvec;
+
 use super::{
     join_time::JoinTime,
     master::MasterCore,
@@ -27,7 +29,7 @@ use super::{
 use crate::{
     app::{Split, Splitter, Task, TaskId, TaskResult},
     error::RunError,
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult, WireTask},
+    protocol::{decode, encode, ResultRef, TaskIds, ToMaster, ToWorker, WireResult, WireTask},
 };
 
 /// The core of a sub-master: the master's core, its tasks from its communication manager.
@@ -53,7 +55,7 @@ struct Cost {
 }
 
 impl Cost {
-    fn of(result: &WireResult) -> Self {
+    fn of(result: &ResultRef) -> Self {
         Cost {
             operations: result.operations,
             busy_s: result.busy_s,
@@ -73,7 +75,7 @@ impl Cost {
 /// A result held to be joined with others before it goes up.
 struct Group<R> {
     /// SubMasterSource ids of the inter-cluster tasks it stands for.
-    ids: Vec<TaskId>,
+    ids: TaskIds,
     /// The batch of its first task (only results of one batch join when `nr` is at most
     /// the largest batch).
     batch: u64,
@@ -230,7 +232,7 @@ impl<T: Task> SubMasterSource<T> {
             .ok_or_else(|| self.protocol(format!("inter-cluster task {id} has no result")))?;
         self.batch_done(parent.batch)?;
         self.hold(Group {
-            ids: vec![id],
+            ids: smallvec![id],
             batch: parent.batch,
             cost: parent.cost,
             result,
@@ -347,7 +349,7 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
         }
     }
 
-    fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+    fn gather(&mut self, result: ResultRef<'_>) -> Result<(), RunError> {
         let mut parents: Vec<TaskId> = Vec::new();
         for id in &result.ids {
             let parent = self
@@ -360,7 +362,7 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
         }
         let decoded: T::Output = self
             .decoding
-            .measure(|| decode(&result.body, "result"))
+            .measure(|| decode(result.body, "result"))
             .map_err(RunError::decoding(self.rank))?;
         let cost = Cost::of(&result);
         match parents.as_slice() {
@@ -419,7 +421,7 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                     self.batch_done(parent.batch)?;
                 }
                 self.hold(Group {
-                    ids: ids.to_vec(),
+                    ids: TaskIds::from_slice(ids),
                     batch: batch.expect("a result stands for one task or more"),
                     cost,
                     result: decoded,

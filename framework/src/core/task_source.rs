@@ -5,7 +5,7 @@ use super::join_time::JoinTime;
 use crate::{
     app::{Handout, Problem, Recipient, Task, TaskId},
     error::RunError,
-    protocol::{decode, encode, ToWorker, WireResult},
+    protocol::{decode, encode, ResultRef, ToWorker},
 };
 
 /// What a [`TaskSource`] has to offer now.
@@ -37,7 +37,7 @@ pub trait TaskSource {
         self.next_task(id)
     }
     /// Gather a result (for one task, or for several joined); called once per task.
-    fn gather(&mut self, result: WireResult) -> Result<(), RunError>;
+    fn gather(&mut self, result: ResultRef<'_>) -> Result<(), RunError>;
     /// [`Problem::redivide`]: the tasks (basic operations and serialised body) to send in
     /// place of task `id`, taken back from a lost or dropped cluster; `None` to send it whole.
     fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
@@ -126,9 +126,9 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
         }
     }
 
-    fn gather(&mut self, result: WireResult) -> Result<(), RunError> {
+    fn gather(&mut self, result: ResultRef<'_>) -> Result<(), RunError> {
         self.join_time.measure(|| {
-            let decoded = decode(&result.body, "result").map_err(RunError::decoding(0))?;
+            let decoded = decode(result.body, "result").map_err(RunError::decoding(0))?;
             match result.ids.as_slice() {
                 [id] => self.problem.gather(*id, decoded),
                 ids => self.problem.gather_joined(ids, decoded),

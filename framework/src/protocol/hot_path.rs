@@ -16,7 +16,7 @@
 
 use smallvec::SmallVec;
 
-use super::{TasksRef, ToMaster, ToWorker, WireResult, WireTask, WireTaskRef};
+use super::{ResultRef, TaskIds, TasksRef, ToWorker, WireResult, WireTask, WireTaskRef};
 use crate::app::TaskId;
 
 /// `ToWorker::Tasks`'s variant index.
@@ -147,14 +147,15 @@ impl<'a> Reader<'a> {
         Some(f64::from_le_bytes(self.array()?))
     }
 
-    fn bytes(&mut self) -> Option<Vec<u8>> {
+    fn bytes(&mut self) -> Option<&'a [u8]> {
         let n = self.length(1)?;
-        Some(self.take(n)?.to_vec())
+        self.take(n)
     }
 }
 
-/// A `ToMaster::Result`, read without serde; `None` for any other message or form.
-pub(super) fn decode_result(bytes: &[u8]) -> Option<ToMaster> {
+/// A `ToMaster::Result` and its room, read without serde, the body borrowed from `bytes`;
+/// `None` for any other message or form.
+pub(super) fn decode_result(bytes: &[u8]) -> Option<(ResultRef<'_>, u32)> {
     let mut r = Reader(bytes);
     if r.varint(u32::MAX.into())? != RESULT {
         return None;
@@ -162,8 +163,8 @@ pub(super) fn decode_result(bytes: &[u8]) -> Option<ToMaster> {
     let count = r.length(1)?;
     let ids = (0..count)
         .map(|_| r.varint(u64::MAX))
-        .collect::<Option<Vec<TaskId>>>()?;
-    let result = WireResult {
+        .collect::<Option<TaskIds>>()?;
+    let result = ResultRef {
         ids,
         operations: r.f64()?,
         busy_s: r.f64()?,
@@ -172,7 +173,7 @@ pub(super) fn decode_result(bytes: &[u8]) -> Option<ToMaster> {
         body: r.bytes()?,
     };
     let room = u32::try_from(r.varint(u32::MAX.into())?).ok()?;
-    Some(ToMaster::Result { result, room })
+    Some((result, room))
 }
 
 /// A `ToWorker::Tasks`, read without serde; `None` for any other message or form.
@@ -188,7 +189,7 @@ pub(super) fn decode_tasks(bytes: &[u8]) -> Option<ToWorker> {
             Some(WireTask {
                 id: r.varint(u64::MAX)?,
                 operations: r.f64()?,
-                body: r.bytes()?,
+                body: r.bytes()?.to_vec(),
             })
         })
         .collect::<Option<Vec<WireTask>>>()?;
@@ -200,7 +201,7 @@ mod tests {
     use proptest::{collection::vec, prelude::*};
 
     use super::*;
-    use crate::protocol::{decode, encode};
+    use crate::protocol::{decode, encode, ToMaster};
 
     /// Ids and lengths around every varint boundary.
     fn id() -> impl Strategy<Value = u64> {
@@ -231,7 +232,7 @@ mod tests {
                 |(ids, operations, busy_s, decode_s, encode_s, body, room)| {
                     (
                         WireResult {
-                            ids,
+                            ids: ids.into(),
                             operations,
                             busy_s,
                             decode_s,
@@ -262,13 +263,28 @@ mod tests {
         encode(a) == encode(b)
     }
 
+    /// The message a result read on the hot path stands for.
+    fn owned((result, room): (ResultRef, u32)) -> ToMaster {
+        ToMaster::Result {
+            result: WireResult {
+                ids: result.ids,
+                operations: result.operations,
+                busy_s: result.busy_s,
+                decode_s: result.decode_s,
+                encode_s: result.encode_s,
+                body: result.body.to_vec(),
+            },
+            room,
+        }
+    }
+
     proptest! {
         #[test]
         fn a_result_encodes_and_decodes_as_bincode_does((result, room) in result()) {
             let message = ToMaster::Result { result: result.clone(), room };
             let bytes = encode(&message);
             prop_assert_eq!(encode_result(&result, room), bytes.clone());
-            let decoded = decode_result(&bytes).expect("its own encoding");
+            let decoded = owned(decode_result(&bytes).expect("its own encoding"));
             prop_assert!(same(&decoded, &message));
         }
 
@@ -306,7 +322,7 @@ mod tests {
                 }),
             ]
         ) {
-            if let Some(fast) = decode_result(&bytes) {
+            if let Some(fast) = decode_result(&bytes).map(owned) {
                 let slow: ToMaster = decode(&bytes, "result").expect("bincode reads it too");
                 prop_assert!(same(&fast, &slow));
             }

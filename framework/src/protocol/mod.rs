@@ -14,6 +14,7 @@ mod hot_path;
 pub mod report;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::app::TaskId;
 use report::ClusterReport;
@@ -30,11 +31,15 @@ pub struct WireTask {
     pub body: Vec<u8>,
 }
 
+/// The tasks a result stands for: one, or several joined by a sub-master; inline up to two,
+/// so a worker's result allocates nothing for them.
+pub type TaskIds = SmallVec<[TaskId; 2]>;
+
 /// A serialised result, as a worker returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireResult {
     /// The tasks this result stands for: one, or several joined by a sub-master.
-    pub ids: Vec<TaskId>,
+    pub ids: TaskIds,
     /// Basic operations of those tasks.
     pub operations: f64,
     /// Seconds spent executing the tasks.
@@ -47,6 +52,53 @@ pub struct WireResult {
     /// The result, bincode-encoded.
     #[serde(with = "serde_bytes")]
     pub body: Vec<u8>,
+}
+
+/// A result as a master reads it: its body borrowed from the message it arrived in, its ids
+/// inline (one, unless a sub-master joined several), so reading it allocates nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultRef<'a> {
+    /// As [`WireResult::ids`].
+    pub ids: TaskIds,
+    /// As [`WireResult::operations`].
+    pub operations: f64,
+    /// As [`WireResult::busy_s`].
+    pub busy_s: f64,
+    /// As [`WireResult::decode_s`].
+    pub decode_s: f64,
+    /// As [`WireResult::encode_s`].
+    pub encode_s: f64,
+    /// As [`WireResult::body`], borrowed.
+    pub body: &'a [u8],
+}
+
+impl WireResult {
+    /// The result as a master reads it.
+    pub fn as_ref(&self) -> ResultRef<'_> {
+        ResultRef {
+            ids: self.ids.clone(),
+            operations: self.operations,
+            busy_s: self.busy_s,
+            decode_s: self.decode_s,
+            encode_s: self.encode_s,
+            body: &self.body,
+        }
+    }
+}
+
+/// A message to a master as [`ToMaster::read`] gives it: a result borrowed from the bytes it
+/// came in (the hot path), or any message owned.
+#[derive(Debug)]
+pub enum ToMasterRef<'a> {
+    /// `ToMaster::Result`, borrowed.
+    Result {
+        /// The result.
+        result: ResultRef<'a>,
+        /// Batches freed.
+        room: u32,
+    },
+    /// Any message (a result too, when it was not read on the hot path).
+    Owned(ToMaster),
 }
 
 /// Master to worker.
@@ -118,10 +170,13 @@ impl ToWorker {
 }
 
 impl ToMaster {
-    /// Decode a message to a master (a result on the hot path, without serde); `what` names
-    /// it in the error.
-    pub fn decode(bytes: &[u8], what: &'static str) -> Result<ToMaster, DecodeError> {
-        hot_path::decode_result(bytes).map_or_else(|| decode(bytes, what), Ok)
+    /// Read a message to a master: a result on the hot path, without serde and borrowing its
+    /// body from `bytes`; any other message through serde. `what` names it in the error.
+    pub fn read<'a>(bytes: &'a [u8], what: &'static str) -> Result<ToMasterRef<'a>, DecodeError> {
+        match hot_path::decode_result(bytes) {
+            Some((result, room)) => Ok(ToMasterRef::Result { result, room }),
+            None => decode(bytes, what).map(ToMasterRef::Owned),
+        }
     }
 }
 
@@ -272,7 +327,7 @@ mod tests {
         assert_eq!(decode::<ToWorker>(&encode(&task), "task").unwrap(), task);
         let result = ToMaster::Result {
             result: WireResult {
-                ids: vec![7],
+                ids: smallvec::smallvec![7],
                 operations: 2.5,
                 busy_s: 0.25,
                 decode_s: 0.01,

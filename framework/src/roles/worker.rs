@@ -20,6 +20,7 @@ use std::{
 };
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use smallvec::smallvec;
 
 use crate::{
     app::{Task, TaskResult, WorkerContext},
@@ -185,9 +186,10 @@ impl Usage {
         }
     }
 
-    /// A result was sent (the wall clock only: see the type's note on CPU clocks).
-    fn result_sent(&mut self) {
-        self.last_result = Some(Instant::now());
+    /// A result, encoded at `at`, was sent (the wall clock only: see the type's note on CPU
+    /// clocks; the encoding's end stands for the sending, which follows it at once).
+    fn result_sent(&mut self, at: Instant) {
+        self.last_result = Some(at);
     }
 
     /// What was used since the first task, when any came.
@@ -207,13 +209,13 @@ impl Usage {
     }
 }
 
-/// Pass a computed task to the core and send what it says, noting the result's sending in
-/// `usage`; a failed task, once reported, ends serving.
+/// Pass a computed task (encoded at `encoded_at`) to the core and send what it says, noting
+/// the result's sending in `usage`; a failed task, once reported, ends serving.
 fn deliver(
     transport: &mut dyn Transport,
     core: &mut WorkerCore,
     usage: &mut Usage,
-    computed: Computed,
+    (computed, encoded_at): (Computed, Instant),
     inline: bool,
     out: &mut Vec<Output>,
 ) -> Result<(), Failure> {
@@ -223,7 +225,7 @@ fn deliver(
         transport.flush()?;
         return Err(Failure::Reported(error));
     }
-    usage.result_sent();
+    usage.result_sent(encoded_at);
     Ok(())
 }
 
@@ -234,7 +236,7 @@ fn serve<T: Task>(
     mut core: WorkerCore,
 ) -> Result<(), Failure> {
     let (task_tx, task_rx) = unbounded::<Queued>();
-    let (result_tx, result_rx) = unbounded::<Computed>();
+    let (result_tx, result_rx) = unbounded::<(Computed, Instant)>();
     let rank = execution.context.rank;
     let compute_execution = execution.clone();
     // Detached on purpose (its handle dropped): at the end it may be computing a duplicate
@@ -323,7 +325,11 @@ fn serve<T: Task>(
 }
 
 /// The compute thread: one task after another.
-fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Sender<Computed>) {
+fn compute<T: Task>(
+    execution: Execution,
+    tasks: Receiver<Queued>,
+    results: Sender<(Computed, Instant)>,
+) {
     for queued in tasks {
         if results.send(execute::<T>(&execution, queued)).is_err() {
             return;
@@ -332,9 +338,9 @@ fn compute<T: Task>(execution: Execution, tasks: Receiver<Queued>, results: Send
 }
 
 /// Decode, execute and encode one task, timing each step (decoded and executed again for
-/// each repeat, the work and times of every repeat counted, the last result kept). A panic
-/// inside the application's code becomes an error naming the task.
-fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
+/// each repeat, the work and times of every repeat counted, the last result kept), and when
+/// it was done. A panic inside the application's code becomes an error naming the task.
+fn execute<T: Task>(execution: &Execution, queued: Queued) -> (Computed, Instant) {
     let Execution {
         context,
         repeats,
@@ -375,31 +381,44 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> Computed {
             );
         }
         let body = encode(&output);
-        Ok(WireResult {
-            ids: vec![task.id],
-            operations,
-            busy_s,
-            decode_s,
-            encode_s: encoding.elapsed().as_secs_f64(),
-            body,
-        })
+        let encoded = Instant::now();
+        Ok((
+            WireResult {
+                ids: smallvec![task.id],
+                operations,
+                busy_s,
+                decode_s,
+                encode_s: (encoded - encoding).as_secs_f64(),
+                body,
+            },
+            encoded,
+        ))
     }));
-    let result = match outcome {
-        Ok(Ok(result)) => Ok(result),
-        Ok(Err(source)) => Err(RunError::Decode {
-            rank: context.rank,
-            source,
-        }),
-        Err(payload) => Err(RunError::Failed {
-            rank: context.rank,
-            host: context.line.host.clone(),
-            message: format!("task {} panicked: {}", task.id, panic_text(&*payload)),
-        }),
+    let (result, done) = match outcome {
+        Ok(Ok((result, encoded))) => (Ok(result), encoded),
+        Ok(Err(source)) => (
+            Err(RunError::Decode {
+                rank: context.rank,
+                source,
+            }),
+            Instant::now(),
+        ),
+        Err(payload) => (
+            Err(RunError::Failed {
+                rank: context.rank,
+                host: context.line.host.clone(),
+                message: format!("task {} panicked: {}", task.id, panic_text(&*payload)),
+            }),
+            Instant::now(),
+        ),
     };
-    Computed {
-        result,
-        closes_batch,
-    }
+    (
+        Computed {
+            result,
+            closes_batch,
+        },
+        done,
+    )
 }
 
 /// The message of a panic, when it has one.

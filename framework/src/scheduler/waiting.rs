@@ -16,6 +16,8 @@ struct Slot {
     /// Set aside by the master for this round (or until it can be served): out of the
     /// indexes, its requests kept.
     aside: bool,
+    /// Its requests counted in [`Waiting::len`]: none while set aside.
+    counted: usize,
 }
 
 /// The requests waiting at a master, one per batch of room a rank offered, indexed by tasks
@@ -98,23 +100,26 @@ impl Waiting {
         &mut self.slots[rank]
     }
 
-    fn unindex(&mut self, rank: usize) {
-        let slot = &self.slots[rank];
-        if !slot.requests.is_empty() && !slot.aside {
-            self.by_holding.remove(rank);
-            self.by_arrival.remove(rank);
-            self.by_rank.remove(rank);
-            self.len -= slot.requests.len();
-        }
-    }
-
-    fn index(&mut self, rank: usize) {
-        let slot = &self.slots[rank];
-        if let (Some(&oldest), false) = (slot.requests.first(), slot.aside) {
-            self.by_holding.insert(rank, (slot.holding, oldest));
-            self.by_arrival.insert(rank, oldest);
-            self.by_rank.insert(rank);
-            self.len += slot.requests.len();
+    /// Bring `rank`'s entries in the indexes (and the count of requests) in line with its
+    /// slot: filed under its holding and oldest request while it has requests and is not set
+    /// aside, out otherwise. A key that did not change costs a comparison; one that did, a
+    /// sift, rather than a removal and an insertion in each index.
+    fn refile(&mut self, rank: usize) {
+        let slot = &mut self.slots[rank];
+        let counted = if slot.aside { 0 } else { slot.requests.len() };
+        self.len = self.len + counted - slot.counted;
+        slot.counted = counted;
+        match (slot.requests.first(), slot.aside) {
+            (Some(&oldest), false) => {
+                self.by_holding.set(rank, (slot.holding, oldest));
+                self.by_arrival.set(rank, oldest);
+                self.by_rank.insert(rank);
+            }
+            _ => {
+                self.by_holding.remove(rank);
+                self.by_arrival.remove(rank);
+                self.by_rank.remove(rank);
+            }
         }
     }
 
@@ -128,14 +133,10 @@ impl Waiting {
         if count == 0 {
             return;
         }
-        self.slot(rank);
-        self.unindex(rank);
-        for _ in 0..count {
-            let request = self.next_request;
-            self.next_request += 1;
-            self.slots[rank].requests.push(request);
-        }
-        self.index(rank);
+        let first = self.next_request;
+        self.next_request += count as u64;
+        self.slot(rank).requests.extend(first..first + count as u64);
+        self.refile(rank);
     }
 
     /// `rank` was served: its oldest request is used.
@@ -143,28 +144,26 @@ impl Waiting {
         if self.slots.get(rank).is_none_or(|s| s.requests.is_empty()) {
             return;
         }
-        self.unindex(rank);
         self.slots[rank].requests.remove(0);
-        self.index(rank);
+        self.refile(rank);
     }
 
     /// `rank` now holds `holding` tasks.
     pub(crate) fn set_holding(&mut self, rank: usize, holding: usize) {
-        self.slot(rank);
-        if self.slots[rank].holding == holding {
+        let slot = self.slot(rank);
+        if slot.holding == holding {
             return;
         }
-        self.unindex(rank);
-        self.slots[rank].holding = holding;
-        self.index(rank);
+        slot.holding = holding;
+        self.refile(rank);
     }
 
     /// `rank` is gone: its requests are dropped.
     pub(crate) fn remove(&mut self, rank: usize) {
         if rank < self.slots.len() {
-            self.unindex(rank);
             self.slots[rank].requests.clear();
             self.slots[rank].aside = false;
+            self.refile(rank);
         }
     }
 
@@ -174,8 +173,8 @@ impl Waiting {
         if self.slots.get(rank).is_none_or(|s| s.aside) {
             return;
         }
-        self.unindex(rank);
         self.slots[rank].aside = true;
+        self.refile(rank);
         if self.aside.len() >= 2 * self.slots.len() {
             // Mostly ranks restored since: keep those still aside, once each.
             let slots = &self.slots;
@@ -197,7 +196,7 @@ impl Waiting {
             return;
         }
         self.slots[rank].aside = false;
-        self.index(rank);
+        self.refile(rank);
     }
 
     /// Put every rank set aside back.
@@ -205,7 +204,7 @@ impl Waiting {
         for rank in std::mem::take(&mut self.aside) {
             if self.slots[rank].aside {
                 self.slots[rank].aside = false;
-                self.index(rank);
+                self.refile(rank);
             }
         }
     }
@@ -250,6 +249,19 @@ impl<K: Ord + Copy> RankHeap<K> {
         self.heap.push((key, rank));
         self.place[rank] = self.heap.len() - 1;
         self.sift_up(self.heap.len() - 1);
+    }
+
+    /// File `rank` under `key`, or move it there if it is filed under another.
+    fn set(&mut self, rank: usize, key: K) {
+        let Some(&at) = self.place.get(rank).filter(|&&at| at != ABSENT) else {
+            return self.insert(rank, key);
+        };
+        let before = std::mem::replace(&mut self.heap[at].0, key);
+        if key < before {
+            self.sift_up(at);
+        } else if key > before {
+            self.sift_down(at);
+        }
     }
 
     /// Take `rank` out, if filed.
