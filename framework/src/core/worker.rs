@@ -162,7 +162,7 @@ impl WorkerCore {
         let room = u32::from(computed.closes_batch);
         match computed.result {
             Ok(result) => {
-                let bytes = result.encode_message(room);
+                let bytes = result.into_message(room);
                 out.push(Output::Send { to: MASTER, bytes });
                 self.asked += room;
                 Ok(())

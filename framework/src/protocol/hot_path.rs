@@ -80,30 +80,38 @@ pub(super) fn encode_tasks<'a, F: Fn(TaskId) -> WireTaskRef<'a>>(
     out
 }
 
-/// `ToMaster::Result`, as bincode encodes it.
-pub(super) fn encode_result(result: &WireResult, room: u32) -> Vec<u8> {
-    let size = varint_len(RESULT)
-        + varint_len(result.ids.len() as u64)
-        + result.ids.iter().map(|&id| varint_len(id)).sum::<usize>()
-        + 4 * 8
-        + varint_len(result.body.len() as u64)
-        + result.body.len()
-        + varint_len(room.into());
-    let mut out = Vec::with_capacity(size);
+/// `ToMaster::Result`, as bincode encodes it, written in the result's own body buffer: the
+/// header is appended after the body and rotated in front of it, so a result costs no second
+/// buffer (a small body encoded by [`super::encode`] has room for the header already).
+pub(super) fn encode_result(result: WireResult, room: u32) -> Vec<u8> {
+    let WireResult {
+        ids,
+        operations,
+        busy_s,
+        decode_s,
+        encode_s,
+        body: mut out,
+    } = result;
+    let body = out.len();
+    out.reserve(
+        varint_len(RESULT)
+            + varint_len(ids.len() as u64)
+            + ids.iter().map(|&id| varint_len(id)).sum::<usize>()
+            + 4 * 8
+            + varint_len(body as u64)
+            + varint_len(room.into()),
+    );
     put_varint(&mut out, RESULT);
-    put_varint(&mut out, result.ids.len() as u64);
-    for &id in &result.ids {
+    put_varint(&mut out, ids.len() as u64);
+    for &id in &ids {
         put_varint(&mut out, id);
     }
-    for figure in [
-        result.operations,
-        result.busy_s,
-        result.decode_s,
-        result.encode_s,
-    ] {
+    for figure in [operations, busy_s, decode_s, encode_s] {
         out.extend_from_slice(&figure.to_le_bytes());
     }
-    put_bytes(&mut out, &result.body);
+    put_varint(&mut out, body as u64);
+    let header = out.len() - body;
+    out.rotate_right(header);
     put_varint(&mut out, room.into());
     out
 }
@@ -283,7 +291,7 @@ mod tests {
         fn a_result_encodes_and_decodes_as_bincode_does((result, room) in result()) {
             let message = ToMaster::Result { result: result.clone(), room };
             let bytes = encode(&message);
-            prop_assert_eq!(encode_result(&result, room), bytes.clone());
+            prop_assert_eq!(encode_result(result.clone(), room), bytes.clone());
             let decoded = owned(decode_result(&bytes).expect("its own encoding"));
             prop_assert!(same(&decoded, &message));
         }
@@ -315,7 +323,7 @@ mod tests {
             bytes in prop_oneof![
                 vec(any::<u8>(), 0..64),
                 result().prop_map(|(r, room)| {
-                    let mut b = encode_result(&r, room);
+                    let mut b = encode_result(r, room);
                     let at = b.len() / 2;
                     b[at] ^= 0xfb;
                     b

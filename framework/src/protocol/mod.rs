@@ -182,8 +182,8 @@ impl ToMaster {
 
 impl WireResult {
     /// The bytes of `ToMaster::Result { result: self, room }`, as [`encode`] gives them,
-    /// written directly (a worker's hot path).
-    pub fn encode_message(&self, room: u32) -> Vec<u8> {
+    /// written directly into the body's buffer (a worker's hot path).
+    pub fn into_message(self, room: u32) -> Vec<u8> {
         hot_path::encode_result(self, room)
     }
 }
