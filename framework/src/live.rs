@@ -36,9 +36,10 @@ pub struct ClusterWindow {
     pub window_computed_operations: f64,
     /// The link to the cluster, as its communication manager last reported it.
     pub link: Option<LinkState>,
-    /// The cluster's rate for the balance, measured over the whole run so far, when known
-    /// (else the interval's delivered rate): over an interval shorter than a few tasks the
-    /// delivered rate swings between nothing and several times the steady one.
+    /// The cluster's rate for the balance, its steady performance measured since its first
+    /// result (107), when known (else the interval's delivered rate): over an interval shorter
+    /// than a few tasks the delivered rate swings between nothing and several times the
+    /// steady one.
     pub steady_ops_per_s: Option<f64>,
     /// Its workers' mean busy seconds per task over the whole run so far, when known (else
     /// the interval's): an interval shorter than a task often holds no result at all.

@@ -30,6 +30,7 @@ use rustc_hash::FxHashMap;
 use smallvec::{smallvec, SmallVec};
 
 use super::{
+    busy_since::BusySince,
     iterations::IterationTracker,
     output::Output,
     rank_table::RankTable,
@@ -109,6 +110,8 @@ struct Tally {
     link: Option<LinkState>,
     /// When the tasks it is computing began, for the live prediction.
     under_way: UnderWay,
+    /// A CM's cluster: how busy it has been, for the live prediction.
+    busy: BusySince,
 }
 
 /// The tasks a rank holds, in the order handed: a worker's few buffers (inline, so the master
@@ -210,6 +213,8 @@ pub struct MasterCore<S> {
     gathered: u64,
     /// Basic operations of the tasks this cluster's own workers delivered.
     local_operations: f64,
+    /// How busy this cluster's own workers have been, for the live prediction.
+    local_busy: BusySince,
     /// Basic operations of every task gathered.
     useful_operations: f64,
     /// The work and rates observed so far, for the live prediction's interval.
@@ -301,6 +306,7 @@ impl<S: TaskSource> MasterCore<S> {
                     last_window: Window::default(),
                     link: None,
                     under_way,
+                    busy: BusySince::default(),
                 },
             );
         }
@@ -345,6 +351,7 @@ impl<S: TaskSource> MasterCore<S> {
             tallies,
             gathered: 0,
             local_operations: 0.0,
+            local_busy: BusySince::default(),
             useful_operations: 0.0,
             estimator,
             reassigned: 0,
@@ -585,6 +592,9 @@ impl<S: TaskSource> MasterCore<S> {
             ..Default::default()
         };
         let mut clusters = Vec::new();
+        // Each cluster's busy share since its first result (107), beside `clusters`.
+        let mut shares = Vec::new();
+        let now = self.now;
         for tally in self.tallies.values_mut() {
             tally.last_window = std::mem::take(&mut tally.window);
             let w = tally.last_window;
@@ -598,35 +608,48 @@ impl<S: TaskSource> MasterCore<S> {
                     local.window_computed += w.computed;
                     local.window_computed_operations += w.computed_operations;
                 }
-                Kind::Cm { name, workers, .. } if !tally.gone => clusters.push(ClusterWindow {
-                    name: name.clone(),
-                    local: false,
-                    workers: *workers,
-                    tasks_done: tally.stats.tasks_done,
-                    window_tasks: w.tasks,
-                    window_operations: w.operations,
-                    window_busy_s: w.busy_s,
-                    window_computed: w.computed,
-                    window_computed_operations: w.computed_operations,
-                    link: tally.link,
-                    steady_ops_per_s: None,
-                    steady_task_s: None,
-                }),
+                Kind::Cm { name, workers, .. } if !tally.gone => {
+                    shares.push(tally.busy.share(
+                        now,
+                        workers.unwrap_or(0),
+                        under_way_s(tally, now),
+                    ));
+                    clusters.push(ClusterWindow {
+                        name: name.clone(),
+                        local: false,
+                        workers: *workers,
+                        tasks_done: tally.stats.tasks_done,
+                        window_tasks: w.tasks,
+                        window_operations: w.operations,
+                        window_busy_s: w.busy_s,
+                        window_computed: w.computed,
+                        window_computed_operations: w.computed_operations,
+                        link: tally.link,
+                        steady_ops_per_s: None,
+                        steady_task_s: None,
+                    })
+                }
                 Kind::Cm { .. } => {}
             }
         }
-        if local.workers != Some(0) {
+        if let Some(workers) = local.workers.filter(|&w| w > 0) {
+            shares.insert(
+                0,
+                self.local_busy
+                    .share(now, workers, local_under_way_s(&self.tallies, now)),
+            );
             clusters.insert(0, local);
         }
-        // The balance's rate of each cluster: its available performance (3) over every result
-        // so far, its workers' basic operations per busy second times their number; and its
-        // end time, their busy seconds per task.
-        for cluster in &mut clusters {
+        // The balance's rate of each cluster: its steady performance (107), its available
+        // performance (3) over every result so far (its workers' basic operations per busy
+        // second times their number) times the share of their time they were busy since its
+        // first result (all of it until a second result). Its end time: their busy seconds
+        // per task.
+        for (cluster, share) in clusters.iter_mut().zip(shares) {
             let rate = self.estimator.cluster(&cluster.name);
-            cluster.steady_ops_per_s = cluster
-                .workers
-                .zip(rate)
-                .and_then(|(workers, rate)| Some(workers as f64 * rate.per_busy_s()?));
+            cluster.steady_ops_per_s = cluster.workers.zip(rate).and_then(|(workers, rate)| {
+                Some(workers as f64 * rate.per_busy_s()? * share.unwrap_or(1.0))
+            });
             cluster.steady_task_s = rate
                 .filter(|rate| rate.tasks > 0)
                 .map(|rate| rate.busy_s / rate.tasks as f64);
@@ -832,7 +855,9 @@ impl<S: TaskSource> MasterCore<S> {
                 result.operations,
                 result.busy_s,
             );
+            let busy_s = result.busy_s;
             self.source.gather(result)?;
+            self.note_busy(from, busy_s);
         } else {
             // Some of these tasks were gathered from another copy: a joined result
             // cannot be split, so the rest is computed again unless a copy is out.
@@ -845,6 +870,31 @@ impl<S: TaskSource> MasterCore<S> {
         self.request(from, room);
 
         Ok(())
+    }
+
+    /// A useful result of `busy_s` busy seconds from `from`, counted in its cluster's busy time
+    /// (107).
+    fn note_busy(&mut self, from: usize, busy_s: f64) {
+        let busy_s = if busy_s.is_finite() && busy_s >= 0.0 {
+            busy_s
+        } else {
+            0.0
+        };
+        let now = self.now;
+        let Some(tally) = self.tallies.get_mut(&from) else {
+            return;
+        };
+        match tally.kind {
+            Kind::Worker => {
+                let tallies = &self.tallies;
+                self.local_busy
+                    .add(now, busy_s, || local_under_way_s(tallies, now));
+            }
+            Kind::Cm { .. } => {
+                let ages = under_way_s(tally, now);
+                tally.busy.add(now, busy_s, || ages);
+            }
+        }
     }
 
     /// Mark `from` heard, an error if this master does not feed it: a CM has spoken once its
@@ -890,6 +940,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.gone = false;
                 tally.rejoins += 1;
                 tally.done_at_rejoin = tally.stats.tasks_done;
+                tally.busy = BusySince::default();
                 tracing::warn!(rank = from, "cluster back: it takes new tasks again");
             }
             ToMaster::Back => {
@@ -1327,6 +1378,24 @@ impl<S: TaskSource> MasterCore<S> {
 type TailKey = (usize, Reverse<TaskId>);
 
 /// Task `id` went from `from` holders to `to` in the tail index, once there is one.
+/// Seconds the tasks `tally` computes now have run, as far as the master can tell (nothing
+/// while its cluster is lost or its link down).
+fn under_way_s(tally: &Tally, now: Duration) -> f64 {
+    if tally.gone || tally.link.is_some_and(|link| !link.connected) {
+        return 0.0;
+    }
+    tally.under_way.ages(now).map(|age| age.as_secs_f64()).sum()
+}
+
+/// The same over this cluster's own workers.
+fn local_under_way_s(tallies: &RankTable<Tally>, now: Duration) -> f64 {
+    tallies
+        .values()
+        .filter(|tally| matches!(tally.kind, Kind::Worker))
+        .map(|tally| under_way_s(tally, now))
+        .sum()
+}
+
 fn retarget(tail: &mut Option<BTreeSet<TailKey>>, id: TaskId, from: usize, to: usize) {
     if let Some(tail) = tail {
         if tail.remove(&(from, Reverse(id))) {

@@ -18,6 +18,7 @@
 //! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs;
 //! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs).
 
+mod busy_since;
 mod cm;
 mod iterations;
 mod join_time;
