@@ -407,9 +407,6 @@ impl<S: TaskSource> MasterCore<S> {
                 .map_err(RunError::decoding(from))?
             {
                 ToMasterRef::Result { result, room } => self.on_result(from, result, room)?,
-                ToMasterRef::Owned(ToMaster::Result { result, room }) => {
-                    self.on_result(from, result.as_ref(), room)?
-                }
                 ToMasterRef::Owned(message) => self.handle_message(from, message)?,
             }
         }
@@ -783,8 +780,7 @@ impl<S: TaskSource> MasterCore<S> {
         }
     }
 
-    /// Take in a message from fed rank `from`.
-    /// A result from `from`, which frees `room` batches.
+    /// A result from fed rank `from`, which frees `room` batches.
     fn on_result(&mut self, from: usize, result: ResultRef<'_>, room: u32) -> Result<(), RunError> {
         self.hear(from, false)?;
         let tally = self.tallies.get_mut(&from).expect("heard");
@@ -868,7 +864,6 @@ impl<S: TaskSource> MasterCore<S> {
         }
         self.holding_changed(from);
         self.request(from, room);
-
         Ok(())
     }
 
@@ -916,7 +911,8 @@ impl<S: TaskSource> MasterCore<S> {
         Ok(())
     }
 
-    /// Any message but a result.
+    /// Take in a message from fed rank `from` (a result read on the hot path goes to
+    /// [`on_result`](Self::on_result) directly).
     fn handle_message(&mut self, from: usize, message: ToMaster) -> Result<(), RunError> {
         self.hear(from, matches!(message, ToMaster::Link(_)))?;
         let tally = self.tallies.get_mut(&from).expect("heard");

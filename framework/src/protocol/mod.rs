@@ -72,20 +72,6 @@ pub struct ResultRef<'a> {
     pub body: &'a [u8],
 }
 
-impl WireResult {
-    /// The result as a master reads it.
-    pub fn as_ref(&self) -> ResultRef<'_> {
-        ResultRef {
-            ids: self.ids.clone(),
-            operations: self.operations,
-            busy_s: self.busy_s,
-            decode_s: self.decode_s,
-            encode_s: self.encode_s,
-            body: &self.body,
-        }
-    }
-}
-
 /// A message to a master as [`ToMaster::read`] gives it: a result borrowed from the bytes it
 /// came in (the hot path), or any message owned.
 #[derive(Debug)]
@@ -185,6 +171,18 @@ impl WireResult {
     /// written directly into the body's buffer (a worker's hot path).
     pub fn into_message(self, room: u32) -> Vec<u8> {
         hot_path::encode_result(self, room)
+    }
+
+    /// The result as a master reads it.
+    pub fn as_ref(&self) -> ResultRef<'_> {
+        ResultRef {
+            ids: self.ids.clone(),
+            operations: self.operations,
+            busy_s: self.busy_s,
+            decode_s: self.decode_s,
+            encode_s: self.encode_s,
+            body: &self.body,
+        }
     }
 }
 
