@@ -42,11 +42,13 @@ for _ in $(seq $RANKS); do echo localhost; done > "$work/hosts"
 for _ in $(seq 33); do echo localhost; done > "$work/hosts33"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" > "$work/run.toml"
 
+# The values of KEY= in the lines read.
+values_of() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p"; }
 # KEY= of one run of the given command.
 value_of() {
     local key=$1
     shift
-    timeout 600 "$@" 2>/dev/null | sed -n "s/.*\b$key=\([0-9.]*\).*/\1/p" | tail -1
+    timeout 600 "$@" 2>/dev/null | values_of "$key" | tail -1
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'; }
 # Prints the median of KEY= over RUNS runs of the given command.
@@ -73,9 +75,8 @@ for _ in $(seq "$RUNS"); do
     value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
         target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml" >>"$work/w32.cpu"
 done
-field_of() { sed -n "s/.*\b$1=\([0-9.]*\).*/\1/p" "$work/hmw.lines"; }
-hmw=$(field_of tasks_per_s | median)
-master_w4=$(field_of master_cpu_us_per_task | median)
+hmw=$(values_of tasks_per_s <"$work/hmw.lines" | median)
+master_w4=$(values_of master_cpu_us_per_task <"$work/hmw.lines" | median)
 c_spin=$(median <"$work/spin.rates")
 c_polite=$(median <"$work/polite.rates")
 master_w32=$(median <"$work/w32.cpu")

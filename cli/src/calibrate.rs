@@ -69,7 +69,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tracing::debug;
 
 use crate::{
-    capacity::perf_at_capacity,
+    capacity::{perf_at_capacity, working_share},
     keygen::write_certificates,
     launch::{find_binary, local_mpi_environment, relay_config},
     layout::{cm_name, layout, ClusterLayout, Layout, Target},
@@ -1122,8 +1122,7 @@ struct OwnCommunication {
 /// no CPU time, when nothing was spent on messages, or when the compute thread used under 5 %
 /// of a core (its tasks ran on the communication thread).
 fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> WorkerFigures {
-    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
-    let share = worker.compute_cpu_s / working_s;
+    let (_, share) = working_share(worker);
     let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
     let waiting_cpu_s = worker.waiting_cpu_s * (1.0 - 1.0 / f64::from(repeats));
     let own_cpu_s = (worker.cpu_s - worker.compute_cpu_s - waiting_cpu_s + coding_cpu_s)

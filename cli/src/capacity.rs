@@ -10,14 +10,20 @@ use hmw::stats::WorkerStats;
 /// ([`hmw::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
 /// communication thread).
 pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
-    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
-    let share = worker.compute_cpu_s / working_s;
+    let (working_s, share) = working_share(worker);
     let computes = share >= 0.05 && worker.cpu_s > 0.0;
     if worker.tasks_wait || !computes {
         return None;
     }
     let capacity = capacity(worker, working_s, share);
     Some((worker.ops_per_s * capacity / share, capacity))
+}
+
+/// The seconds a worker's compute thread spent on its tasks (decoding, executing, encoding),
+/// and the share of a core it got meanwhile.
+pub(crate) fn working_share(worker: &WorkerStats) -> (f64, f64) {
+    let working_s = worker.busy_s + worker.decode_s + worker.encode_s;
+    (working_s, worker.compute_cpu_s / working_s)
 }
 
 /// (106) `a = max(share, min(cpu_s / working_s, cpu_s / active_s))`: the cores a worker's
