@@ -11,5 +11,5 @@ export OMPI_MCA_oob_tcp_if_include="lo"
 # of each invocation, so two invocations that select different ones (the binaries alone, or
 # with the tests, whose dev-dependencies turn on more features of shared crates) compile much
 # of the tree twice: in CI that was mpi-sys with its bindgen, plotters and hmw itself, twice.
-build_debug() { cargo build --quiet --workspace --bins --tests "$@"; }
+build_debug() { cargo build --quiet --workspace --bins --examples --tests "$@"; }
 build_release() { cargo build --quiet --release --workspace --bins "$@"; }

@@ -24,12 +24,12 @@ pub fn bin_dir() -> PathBuf {
         .to_owned()
 }
 
-/// Path of a workspace binary; it must have been built (`cargo build --workspace --bins`).
+/// Path of a workspace binary; it must have been built (`cargo build --workspace --bins --examples`).
 pub fn bin(name: &str) -> PathBuf {
     let path = bin_dir().join(name);
     assert!(
         path.exists(),
-        "{} is missing: run `cargo build --workspace --bins` first (scripts/test.sh does)",
+        "{} is missing: run `cargo build --workspace --bins --examples` first (scripts/test.sh does)",
         path.display()
     );
     path

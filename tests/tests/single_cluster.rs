@@ -282,6 +282,22 @@ fn a_task_that_panics_ends_the_run_with_its_message() {
     assert!(start.elapsed() < Duration::from_secs(30));
 }
 
+/// The MPI transport delivers two ranks' messages whole and in order across its size classes
+/// (a receive posted in advance for small ones, a notice and a body for larger ones), both
+/// ranks sending at once (`framework/examples/mpi_transport_order.rs`, built by `cargo test`).
+#[test]
+fn the_mpi_transport_keeps_each_ranks_order_across_message_sizes() {
+    let _serial = one_at_a_time();
+    let run = mpirun(2, "examples/mpi_transport_order", &[]).finish(LIMIT);
+    run.assert_success();
+    assert_eq!(
+        run.stdout.matches("transport_order ok messages=70").count(),
+        2,
+        "{}",
+        run.stdout
+    );
+}
+
 /// A worker waiting on a long task, and the idle master, must not burn a core: with five
 /// ranks on two cores, spinning ranks would starve the ones that compute.
 #[test]

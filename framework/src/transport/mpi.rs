@@ -1,8 +1,15 @@
 //! The MPI transport (rsmpi over OpenMPI) used by real runs.
 //!
 //! Sends are non-blocking (`MPI_Isend`): a master sending a large task to a worker that is
-//! itself sending a large result cannot deadlock. Receives probe (`MPI_Improbe`) and sleep
-//! between probes instead of spinning in MPI's progress loop.
+//! itself sending a large result cannot deadlock. A receive of up to [`POSTED_BYTES`] from any
+//! rank is posted in advance (`MPI_Irecv`), tested when the rank looks for a message, and
+//! posted again once a message landed in it: a small message (a fine-grained application's
+//! every task and result) is matched once and copied once, where a probe and a matched receive
+//! matched it twice and copied it through MPI's queue of unexpected messages. A larger message
+//! is announced by an empty notice through the same receive and follows on a communicator of
+//! its own (a duplicate of `MPI_COMM_WORLD`), received in full once the notice is read: the
+//! messages from one rank are delivered in the order they were sent, whatever their sizes.
+//! Between tests the rank sleeps instead of spinning in MPI's progress loop.
 //!
 //! Only the thread that created the transport calls MPI. A worker computes on a thread of its
 //! own and a communication manager runs its link's threads, so they ask for
@@ -20,7 +27,7 @@ use std::time::Duration;
 use mpi::{
     collective::SystemOperation,
     environment::Universe,
-    point_to_point::MatchedReceiveVec,
+    point_to_point::{MatchedReceiveVec, Status},
     request::{Request, StaticScope},
     topology::SimpleCommunicator,
     traits::*,
@@ -39,15 +46,15 @@ struct PendingSend {
 }
 
 impl PendingSend {
-    fn start(world: &SimpleCommunicator, to: usize, bytes: Vec<u8>) -> Self {
+    fn start(comm: &SimpleCommunicator, to: usize, tag: i32, bytes: Vec<u8>) -> Self {
         let mut bytes = std::mem::ManuallyDrop::new(bytes);
         let buffer = (bytes.as_mut_ptr(), bytes.len(), bytes.capacity());
         // SAFETY: the buffer stays allocated until `finish` rebuilds and frees the `Vec`, which
         // happens only after MPI reported the send complete.
         let message: &'static [u8] = unsafe { std::slice::from_raw_parts(buffer.0, buffer.1) };
-        let request = world
-            .process_at_rank(to as i32)
-            .immediate_send(StaticScope, message);
+        let request =
+            comm.process_at_rank(to as i32)
+                .immediate_send_with_tag(StaticScope, message, tag);
         PendingSend { request, buffer }
     }
 
@@ -112,7 +119,79 @@ fn threading_for(rank: Option<usize>) -> Threading {
 /// memory for the rest of the run.
 const SPARE_MAX: usize = 64 << 10;
 
-/// MPI point-to-point messages on `MPI_COMM_WORLD`.
+/// The size of the receive posted in advance: a message up to this size arrives whole in it.
+const POSTED_BYTES: usize = 4096;
+
+/// The tag of a message sent whole (at most [`POSTED_BYTES`]).
+const WHOLE: i32 = 1;
+/// The tag of the empty notice of a larger message, which follows on the bodies' communicator.
+const NOTICE: i32 = 2;
+
+/// The receive posted in advance: any rank, any tag, into a buffer of [`POSTED_BYTES`].
+struct PostedReceive {
+    /// `None` only while its message is read.
+    request: Option<Request<'static, [u8]>>,
+    /// The buffer, leaked into `request` and freed by `Drop` once no receive uses it.
+    buffer: *mut [u8],
+}
+
+impl PostedReceive {
+    fn new(world: &SimpleCommunicator) -> Self {
+        let buffer = Box::into_raw(vec![0u8; POSTED_BYTES].into_boxed_slice());
+        let mut posted = PostedReceive {
+            request: None,
+            buffer,
+        };
+        posted.post(world);
+        posted
+    }
+
+    fn post(&mut self, world: &SimpleCommunicator) {
+        // SAFETY: the buffer lives until `Drop`, which first completes the receive; nothing
+        // else reads or writes it while the receive is posted (`arrived` reads it only after
+        // the request completed, and before it is posted again).
+        let buffer: &'static mut [u8] = unsafe { &mut *self.buffer };
+        self.request = Some(
+            world
+                .any_process()
+                .immediate_receive_into(StaticScope, buffer),
+        );
+    }
+
+    /// The status of a message that landed in the buffer, if one did; the receive is then no
+    /// longer posted (`post` again once the buffer is read).
+    fn arrived(&mut self) -> Option<Status> {
+        let request = self.request.take().expect("the receive is posted");
+        match request.test() {
+            Ok(status) => Some(status),
+            Err(request) => {
+                self.request = Some(request);
+                None
+            }
+        }
+    }
+
+    /// The buffer's first `count` bytes, once a message landed in it.
+    fn bytes(&self, count: usize) -> &[u8] {
+        debug_assert!(self.request.is_none(), "the receive is not posted");
+        // SAFETY: no receive is posted into the buffer, which lives until `Drop`.
+        unsafe { &(&*self.buffer)[..count] }
+    }
+}
+
+impl Drop for PostedReceive {
+    fn drop(&mut self) {
+        if let Some(request) = self.request.take() {
+            request.cancel();
+            request.wait();
+        }
+        // SAFETY: the pointer came from `Box::into_raw`, and no receive uses the buffer now.
+        drop(unsafe { Box::from_raw(self.buffer) });
+    }
+}
+
+/// MPI point-to-point messages on `MPI_COMM_WORLD` (and the bodies of large ones on a
+/// duplicate of it).
 pub struct MpiTransport {
     pending: Vec<PendingSend>,
     /// A buffer handed back by [`Transport::recycle`]: the next message is received into it
@@ -120,6 +199,9 @@ pub struct MpiTransport {
     /// allocation and its free cost it about 110 of 6,670 instructions per task, callgrind,
     /// `docs/benchmarks.md`).
     spare: Vec<u8>,
+    posted: PostedReceive,
+    /// Where messages larger than [`POSTED_BYTES`] travel, each after its notice.
+    bodies: SimpleCommunicator,
     world: SimpleCommunicator,
     rank: usize,
     size: usize,
@@ -140,6 +222,8 @@ impl MpiTransport {
         Some(MpiTransport {
             pending: Vec::new(),
             spare: Vec::new(),
+            posted: PostedReceive::new(&world),
+            bodies: world.duplicate(),
             rank: world.rank() as usize,
             size: world.size() as usize,
             world,
@@ -215,34 +299,52 @@ impl Transport for MpiTransport {
                 size: self.size,
             });
         }
-        self.pending
-            .push(PendingSend::start(&self.world, to, bytes));
+        if bytes.len() <= POSTED_BYTES {
+            self.pending
+                .push(PendingSend::start(&self.world, to, WHOLE, bytes));
+        } else {
+            self.pending
+                .push(PendingSend::start(&self.world, to, NOTICE, Vec::new()));
+            self.pending
+                .push(PendingSend::start(&self.bodies, to, WHOLE, bytes));
+        }
         self.progress_sends();
         Ok(())
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
         // The sends in progress are tested (their buffers freed) when another starts and
-        // before a pause, not at every probe: the probe progresses them all the same.
-        let Some((message, status)) = self.world.any_process().immediate_matched_probe() else {
+        // before a pause, not at every test: the test progresses them all the same.
+        let Some(status) = self.posted.arrived() else {
             return Ok(None);
         };
-        let count = usize::try_from(status.count(u8::equivalent_datatype()))
-            .expect("a message's byte count is not negative");
-        if count > self.spare.capacity() {
-            // A new buffer either way: the library's, which it does not zero first.
-            let (bytes, status) = (message, status).matched_receive_vec::<u8>();
-            return Ok(Some(Envelope {
-                from: status.source_rank() as usize,
-                bytes,
-            }));
-        }
-        let mut bytes = std::mem::take(&mut self.spare);
-        bytes.clear();
-        bytes.resize(count, 0);
-        let status = message.matched_receive_into(&mut bytes[..]);
+        let from = status.source_rank();
+        let bytes = if status.tag() == NOTICE {
+            // The body was sent right after its notice: it is on its way.
+            let (message, status) = self
+                .bodies
+                .process_at_rank(from)
+                .matched_probe_with_tag(WHOLE);
+            let count = byte_count(&status);
+            if count > self.spare.capacity() {
+                // A new buffer either way: the library's, which it does not zero first.
+                (message, status).matched_receive_vec::<u8>().0
+            } else {
+                let mut bytes = std::mem::take(&mut self.spare);
+                bytes.clear();
+                bytes.resize(count, 0);
+                message.matched_receive_into(&mut bytes[..]);
+                bytes
+            }
+        } else {
+            let mut bytes = std::mem::take(&mut self.spare);
+            bytes.clear();
+            bytes.extend_from_slice(self.posted.bytes(byte_count(&status)));
+            bytes
+        };
+        self.posted.post(&self.world);
         Ok(Some(Envelope {
-            from: status.source_rank() as usize,
+            from: from as usize,
             bytes,
         }))
     }
@@ -278,6 +380,12 @@ impl Transport for MpiTransport {
         }
         Ok(())
     }
+}
+
+/// The bytes a received message holds.
+fn byte_count(status: &Status) -> usize {
+    usize::try_from(status.count(u8::equivalent_datatype()))
+        .expect("a message's byte count is not negative")
 }
 
 impl Drop for MpiTransport {
