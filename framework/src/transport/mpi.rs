@@ -271,6 +271,13 @@ impl MpiTransport {
         self.world.abort(code)
     }
 
+    /// The recycled buffer, emptied, to receive the next message into.
+    fn take_spare(&mut self) -> Vec<u8> {
+        let mut bytes = std::mem::take(&mut self.spare);
+        bytes.clear();
+        bytes
+    }
+
     /// Free the buffers of the sends that have completed (their order does not matter: MPI
     /// fixed the message order when each send started).
     fn progress_sends(&mut self) {
@@ -330,15 +337,13 @@ impl Transport for MpiTransport {
                 // A new buffer either way: the library's, which it does not zero first.
                 (message, status).matched_receive_vec::<u8>().0
             } else {
-                let mut bytes = std::mem::take(&mut self.spare);
-                bytes.clear();
+                let mut bytes = self.take_spare();
                 bytes.resize(count, 0);
                 message.matched_receive_into(&mut bytes[..]);
                 bytes
             }
         } else {
-            let mut bytes = std::mem::take(&mut self.spare);
-            bytes.clear();
+            let mut bytes = self.take_spare();
             bytes.extend_from_slice(self.posted.bytes(byte_count(&status)));
             bytes
         };
