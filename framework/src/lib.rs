@@ -25,6 +25,7 @@ pub mod protocol;
 pub mod roles;
 pub mod runner;
 pub mod scheduler;
+mod spare;
 pub mod stats;
 pub mod transport;
 pub mod tuner;

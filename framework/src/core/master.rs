@@ -49,6 +49,7 @@ use crate::{
         encode, LinkState, ResultRef, TasksRef, ToMaster, ToMasterRef, ToWorker, WireTaskRef,
     },
     scheduler::{Demand, Requester, Scheduler, Waiting},
+    spare::SpareBuffers,
     stats::{Adaptation, ClusterReport, ClusterStats, ProgressSample, RunStats, WorkerStats},
 };
 
@@ -219,6 +220,12 @@ pub struct MasterCore<S> {
     useful_operations: f64,
     /// The work and rates observed so far, for the live prediction's interval.
     estimator: WorkEstimator,
+    /// Whether progress lines are made (`statistics_interval` > 0): the live prediction's
+    /// trackers (the work estimator, the busy times, the tasks under way) are fed only then.
+    /// Nothing else reads them, and feeding them was a tenth of the master's instructions per
+    /// task in the dispatch benchmark (callgrind, `docs/benchmarks.md`), and the estimator's
+    /// memory grows with every result.
+    live: bool,
     reassigned: u64,
     /// Tasks taken back that the problem replaced by others ([`TaskSource::redivide`]).
     redivided: u64,
@@ -228,6 +235,9 @@ pub struct MasterCore<S> {
     workers: usize,
     /// Reused by `dispatch`: the ids of the batch being made.
     batch: Vec<TaskId>,
+    /// The bodies of tasks gathered, to encode batches into: in the steady state a batch
+    /// allocates no buffer of its own.
+    spare: SpareBuffers,
     /// When the clock started, the run ended (every task gathered), links were all up.
     started_at: Duration,
     /// The time of the input being handled.
@@ -332,6 +342,7 @@ impl<S: TaskSource> MasterCore<S> {
             .map(Adapter::new);
         let estimator =
             WorkEstimator::new().later_tasks_may_do_less(source.later_tasks_may_do_less());
+        let live = config.statistics_interval > 0.0;
         MasterCore {
             source,
             scheduler,
@@ -354,11 +365,13 @@ impl<S: TaskSource> MasterCore<S> {
             local_busy: BusySince::default(),
             useful_operations: 0.0,
             estimator,
+            live,
             reassigned: 0,
             redivided: 0,
             tail_copies: 0,
             workers,
             batch: Vec::new(),
+            spare: SpareBuffers::default(),
             started_at: Duration::ZERO,
             now: Duration::ZERO,
             wall: Duration::ZERO,
@@ -545,6 +558,12 @@ impl<S: TaskSource> MasterCore<S> {
                 });
             }
         }
+    }
+
+    /// A buffer of a message sent, which the transport no longer reads: the task source may
+    /// encode a task into it ([`TaskSource::recycle`]).
+    pub fn recycle(&mut self, buffer: Vec<u8>) {
+        self.source.recycle(buffer);
     }
 
     /// `rank` holds what its outstanding set says: tell the index, and at the end a rank
@@ -811,9 +830,11 @@ impl<S: TaskSource> MasterCore<S> {
         for id in &result.ids {
             tally.outstanding.remove(id);
         }
-        tally
-            .under_way
-            .returned(self.now, result.ids.len(), tally.outstanding.len());
+        if self.live {
+            tally
+                .under_way
+                .returned(self.now, result.ids.len(), tally.outstanding.len());
+        }
         // A CM's result stands for tasks of another cluster: only workers teach the
         // scheduler their task times.
         if result.ids.len() == 1 && matches!(tally.kind, Kind::Worker) {
@@ -822,15 +843,17 @@ impl<S: TaskSource> MasterCore<S> {
         if let (Some(tracker), Kind::Worker) = (&mut self.iterations, &tally.kind) {
             tracker.returned(result.ids.len(), result.busy_s, result.body.len());
         }
-        let fresh = result.ids.iter().all(|id| self.in_flight.contains_key(id));
-        if fresh {
-            for id in &result.ids {
-                if let Some(flight) = self.in_flight.remove(id) {
-                    if let Some(tail) = &mut self.tail {
-                        tail.remove(&(flight.holders.len(), Reverse(*id)));
-                    }
-                }
+        let fresh = match result.ids.as_slice() {
+            // One task, the common case: one lookup.
+            [id] => gather_flight(&mut self.in_flight, &mut self.tail, &mut self.spare, *id),
+            ids => {
+                ids.iter().all(|id| self.in_flight.contains_key(id))
+                    && ids.iter().all(|&id| {
+                        gather_flight(&mut self.in_flight, &mut self.tail, &mut self.spare, id)
+                    })
             }
+        };
+        if fresh {
             tally.stats.tasks_done += result.ids.len() as u64;
             tally.window.tasks += result.ids.len() as u64;
             tally.window.operations += result.operations;
@@ -843,17 +866,21 @@ impl<S: TaskSource> MasterCore<S> {
                 }
                 Kind::Cm { name, .. } => name,
             };
-            self.estimator.observe(
-                cluster,
-                from,
-                result.ids.iter().copied().min().unwrap_or_default(),
-                result.ids.len() as u64,
-                result.operations,
-                result.busy_s,
-            );
             let busy_s = result.busy_s;
+            if self.live {
+                self.estimator.observe(
+                    cluster,
+                    from,
+                    result.ids.iter().copied().min().unwrap_or_default(),
+                    result.ids.len() as u64,
+                    result.operations,
+                    busy_s,
+                );
+            }
             self.source.gather(result)?;
-            self.note_busy(from, busy_s);
+            if self.live {
+                self.note_busy(from, busy_s);
+            }
         } else {
             // Some of these tasks were gathered from another copy: a joined result
             // cannot be split, so the rest is computed again unless a copy is out.
@@ -1253,7 +1280,10 @@ impl<S: TaskSource> MasterCore<S> {
             self.waiting.serve(rank);
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
             tally.outstanding.extend(batch.iter().copied());
-            tally.under_way.handed(self.now, tally.outstanding.len());
+            if self.live {
+                tally.under_way.handed(self.now, tally.outstanding.len());
+            }
+            let buffer = self.spare.take();
             let in_flight = &self.in_flight;
             let tasks = TasksRef {
                 ids: &batch,
@@ -1266,7 +1296,7 @@ impl<S: TaskSource> MasterCore<S> {
                     }
                 },
             };
-            let bytes = tasks.encode();
+            let bytes = tasks.encode_into(buffer);
             if let (Some(tracker), true) = (&mut self.iterations, is_worker) {
                 tracker.sent(bytes.len());
             }
@@ -1390,6 +1420,25 @@ fn local_under_way_s(tallies: &RankTable<Tally>, now: Duration) -> f64 {
         .filter(|tally| matches!(tally.kind, Kind::Worker))
         .map(|tally| under_way_s(tally, now))
         .sum()
+}
+
+/// Task `id`'s result is gathered: it leaves the in-flight table and the tail index, and its
+/// body is kept to encode a batch into. Whether it was in flight (else a copy's result was
+/// gathered before).
+fn gather_flight(
+    in_flight: &mut FxHashMap<TaskId, InFlight>,
+    tail: &mut Option<BTreeSet<TailKey>>,
+    spare: &mut SpareBuffers,
+    id: TaskId,
+) -> bool {
+    let Some(flight) = in_flight.remove(&id) else {
+        return false;
+    };
+    if let Some(tail) = tail {
+        tail.remove(&(flight.holders.len(), Reverse(id)));
+    }
+    spare.keep(flight.body);
+    true
 }
 
 fn retarget(tail: &mut Option<BTreeSet<TailKey>>, id: TaskId, from: usize, to: usize) {

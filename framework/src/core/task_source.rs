@@ -5,7 +5,8 @@ use super::join_time::JoinTime;
 use crate::{
     app::{Handout, Problem, Recipient, Task, TaskId},
     error::RunError,
-    protocol::{decode, encode, ResultRef, ToWorker},
+    protocol::{decode, encode, encode_into, ResultRef, ToWorker},
+    spare::SpareBuffers,
 };
 
 /// What a [`TaskSource`] has to offer now.
@@ -86,6 +87,11 @@ pub trait TaskSource {
     fn set_active_workers(&mut self, workers: usize) {
         let _ = workers;
     }
+    /// A buffer done with (a message sent), to encode a task into rather than allocate one.
+    /// Default: dropped.
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        drop(buffer);
+    }
 }
 
 /// A typed [`Problem`] seen as a [`TaskSource`].
@@ -93,6 +99,8 @@ pub struct ProblemSource<P> {
     problem: P,
     /// The time spent decoding results and gathering them into the problem.
     join_time: JoinTime,
+    /// Buffers to encode tasks into.
+    spare: SpareBuffers,
 }
 
 impl<P> ProblemSource<P> {
@@ -101,6 +109,7 @@ impl<P> ProblemSource<P> {
         ProblemSource {
             problem,
             join_time: JoinTime::default(),
+            spare: SpareBuffers::default(),
         }
     }
 
@@ -119,7 +128,7 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
         match self.problem.next_task_for(to) {
             Handout::Task(task) => Next::Task {
                 operations: task.operations(),
-                body: encode(&task),
+                body: encode_into(self.spare.take(), &task),
             },
             Handout::Withheld => Next::Withheld,
             Handout::Finished => Next::Finished,
@@ -173,5 +182,9 @@ impl<P: Problem> TaskSource for ProblemSource<P> {
 
     fn set_active_workers(&mut self, workers: usize) {
         self.problem.set_active_workers(workers);
+    }
+
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        self.spare.keep(buffer);
     }
 }

@@ -14,8 +14,6 @@
 //! which gives the same value or bincode's error. So this path can make decoding faster,
 //! never different.
 
-use smallvec::SmallVec;
-
 use super::{ResultRef, TaskIds, TasksRef, ToWorker, WireResult, WireTask, WireTaskRef};
 use crate::app::TaskId;
 
@@ -55,24 +53,19 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// `ToWorker::Tasks` of the tasks `tasks` names, as bincode encodes it.
+/// `ToWorker::Tasks` of the tasks `tasks` names, as bincode encodes it, in `out` (emptied
+/// first). Each task is looked up once and written at once: gathering them first cost a copy
+/// of the batch (callgrind and `perf`, `docs/benchmarks.md`).
 pub(super) fn encode_tasks<'a, F: Fn(TaskId) -> WireTaskRef<'a>>(
     tasks: &TasksRef<'a, F>,
+    mut out: Vec<u8>,
 ) -> Vec<u8> {
-    let batch: SmallVec<[WireTaskRef<'a>; 4]> =
-        tasks.ids.iter().map(|&id| (tasks.task)(id)).collect();
-    let size = varint_len(TASKS)
-        + varint_len(batch.len() as u64)
-        + batch
-            .iter()
-            .map(|task| {
-                varint_len(task.id) + 8 + varint_len(task.body.len() as u64) + task.body.len()
-            })
-            .sum::<usize>();
-    let mut out = Vec::with_capacity(size);
+    out.clear();
     put_varint(&mut out, TASKS);
-    put_varint(&mut out, batch.len() as u64);
-    for task in &batch {
+    put_varint(&mut out, tasks.ids.len() as u64);
+    for &id in tasks.ids {
+        let task = (tasks.task)(id);
+        out.reserve(varint_len(task.id) + 8 + varint_len(task.body.len() as u64) + task.body.len());
         put_varint(&mut out, task.id);
         out.extend_from_slice(&task.operations.to_le_bytes());
         put_bytes(&mut out, task.body);
@@ -313,7 +306,9 @@ mod tests {
                 .collect();
             let message = ToWorker::Tasks(owned);
             let bytes = encode(&message);
-            prop_assert_eq!(encode_tasks(&TasksRef { ids: &ids, task: by_position }), bytes.clone());
+            prop_assert_eq!(encode_tasks(&TasksRef { ids: &ids, task: by_position }, Vec::new()), bytes.clone());
+            // Into a buffer that held something: the same bytes.
+            prop_assert_eq!(encode_tasks(&TasksRef { ids: &ids, task: by_position }, vec![9; 300]), bytes.clone());
             let decoded = decode_tasks(&bytes).expect("its own encoding");
             prop_assert_eq!(encode(&decoded), bytes);
         }

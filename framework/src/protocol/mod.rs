@@ -141,9 +141,10 @@ impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
 }
 
 impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> TasksRef<'a, F> {
-    /// The batch's bytes: those of [`encode`], written directly (the master's hot path).
-    pub fn encode(&self) -> Vec<u8> {
-        hot_path::encode_tasks(self)
+    /// The batch's bytes: those of [`encode`], written directly (the master's hot path) into
+    /// `buffer` (emptied first: a buffer done with, so that a batch need not allocate one).
+    pub fn encode_into(&self, buffer: Vec<u8>) -> Vec<u8> {
+        hot_path::encode_tasks(self, buffer)
     }
 }
 
@@ -284,7 +285,13 @@ pub struct DecodeError {
 /// Encode a value with the framework's bincode configuration.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     // Most control messages fit: the buffer need not grow while it is written.
-    let mut bytes = Vec::with_capacity(128);
+    encode_into(Vec::with_capacity(128), value)
+}
+
+/// [`encode`] into `bytes` (emptied first): a buffer done with, so that encoding need not
+/// allocate one.
+pub fn encode_into<T: Serialize>(mut bytes: Vec<u8>, value: &T) -> Vec<u8> {
+    bytes.clear();
     bincode::serde::encode_into_writer(value, Buffer(&mut bytes), bincode::config::standard())
         .expect("bincode encoding of an in-memory value cannot fail");
     bytes

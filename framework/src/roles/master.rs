@@ -127,6 +127,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 Output::Progress(line) => println!("{line}"),
             }
         }
+        while let Some(buffer) = self.transport.reclaim() {
+            self.core.recycle(buffer);
+        }
         Ok(())
     }
 }

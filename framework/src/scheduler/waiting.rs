@@ -20,6 +20,13 @@ struct Slot {
     counted: usize,
 }
 
+impl Slot {
+    /// Its oldest request, while it waits (has requests and is not set aside).
+    fn oldest_waiting(&self) -> Option<u64> {
+        self.requests.first().copied().filter(|_| !self.aside)
+    }
+}
+
 /// The requests waiting at a master, one per batch of room a rank offered, indexed by tasks
 /// held, by arrival and by rank. Each rank appears in the indexes once, under its oldest
 /// request: all its requests share its holding, so the oldest is always the first of them.
@@ -73,7 +80,7 @@ impl Waiting {
     /// `rank` as a requester, if it waits.
     pub fn get(&self, rank: usize) -> Option<Requester> {
         let slot = self.slots.get(rank)?;
-        (!slot.aside && !slot.requests.is_empty()).then_some(Requester {
+        slot.oldest_waiting().map(|_| Requester {
             rank,
             holding: slot.holding,
             worker: slot.worker,
@@ -109,13 +116,13 @@ impl Waiting {
         let counted = if slot.aside { 0 } else { slot.requests.len() };
         self.len = self.len + counted - slot.counted;
         slot.counted = counted;
-        match (slot.requests.first(), slot.aside) {
-            (Some(&oldest), false) => {
+        match slot.oldest_waiting() {
+            Some(oldest) => {
                 self.by_holding.set(rank, (slot.holding, oldest));
                 self.by_arrival.set(rank, oldest);
                 self.by_rank.insert(rank);
             }
-            _ => {
+            None => {
                 self.by_holding.remove(rank);
                 self.by_arrival.remove(rank);
                 self.by_rank.remove(rank);
@@ -155,7 +162,11 @@ impl Waiting {
             return;
         }
         slot.holding = holding;
-        self.refile(rank);
+        // A rank that does not wait is filed nowhere: nothing to refile (as when a worker's
+        // result comes in, before it offers room again, and once it is served).
+        if slot.oldest_waiting().is_some() {
+            self.refile(rank);
+        }
     }
 
     /// `rank` is gone: its requests are dropped.

@@ -63,4 +63,9 @@ pub trait Transport {
     fn recycle(&mut self, bytes: Vec<u8>) {
         drop(bytes);
     }
+    /// The buffer of a message sent that the transport no longer reads, if it has one: the
+    /// caller may encode another message into it rather than allocate one. Default: none.
+    fn reclaim(&mut self) -> Option<Vec<u8>> {
+        None
+    }
 }

@@ -35,7 +35,19 @@ use mpi::{
 };
 
 use super::{Envelope, Transport, TransportError};
-use crate::idle::{self, Idle};
+use crate::{
+    idle::{self, Idle},
+    spare::SpareBuffers,
+};
+
+/// The communicators a message goes on.
+#[derive(Clone, Copy)]
+enum Comm {
+    /// `MPI_COMM_WORLD`: every small message, and a large one's notice.
+    World,
+    /// Its duplicate: a large message's body.
+    Bodies,
+}
 
 /// A send in progress: the request and the buffer it reads from.
 struct PendingSend {
@@ -58,27 +70,24 @@ impl PendingSend {
         PendingSend { request, buffer }
     }
 
-    /// Free the buffer of a completed send.
-    fn finish((pointer, length, capacity): (*mut u8, usize, usize)) {
+    /// The buffer of a completed send, whole again.
+    fn finish((pointer, length, capacity): (*mut u8, usize, usize)) -> Vec<u8> {
         // SAFETY: the parts came from a `Vec` in `start`, and MPI no longer reads it.
-        drop(unsafe { Vec::from_raw_parts(pointer, length, capacity) });
+        unsafe { Vec::from_raw_parts(pointer, length, capacity) }
     }
 
-    /// `None` once complete (buffer freed), otherwise the still-pending send.
-    fn test(self) -> Option<Self> {
+    /// The buffer once the send is complete, otherwise the still-pending send.
+    fn test(self) -> Result<Vec<u8>, Self> {
         let buffer = self.buffer;
         match self.request.test() {
-            Ok(_) => {
-                Self::finish(buffer);
-                None
-            }
-            Err(request) => Some(PendingSend { request, buffer }),
+            Ok(_) => Ok(Self::finish(buffer)),
+            Err(request) => Err(PendingSend { request, buffer }),
         }
     }
 
     fn wait(self) {
         self.request.wait();
-        Self::finish(self.buffer);
+        drop(Self::finish(self.buffer));
     }
 }
 
@@ -199,6 +208,9 @@ pub struct MpiTransport {
     /// allocation and its free cost it about 110 of 6,670 instructions per task, callgrind,
     /// `docs/benchmarks.md`).
     spare: Vec<u8>,
+    /// The buffers of messages sent, once MPI no longer reads them: for [`Transport::reclaim`],
+    /// or to receive into when no buffer was recycled.
+    sent: SpareBuffers,
     posted: PostedReceive,
     /// Where messages larger than [`POSTED_BYTES`] travel, each after its notice.
     bodies: SimpleCommunicator,
@@ -222,6 +234,7 @@ impl MpiTransport {
         Some(MpiTransport {
             pending: Vec::new(),
             spare: Vec::new(),
+            sent: SpareBuffers::default(),
             posted: PostedReceive::new(&world),
             bodies: world.duplicate(),
             rank: world.rank() as usize,
@@ -271,20 +284,39 @@ impl MpiTransport {
         self.world.abort(code)
     }
 
-    /// The recycled buffer, emptied, to receive the next message into.
-    fn take_spare(&mut self) -> Vec<u8> {
-        let mut bytes = std::mem::take(&mut self.spare);
-        bytes.clear();
-        bytes
+    /// Start sending `bytes` to rank `to` of `comm` with `tag`. A small message is usually
+    /// copied out at once (OpenMPI's shared-memory transport completes it inside `MPI_Isend`):
+    /// its buffer is taken back now, and the list of sends in progress stays empty.
+    fn start_send(&mut self, comm: Comm, to: usize, tag: i32, bytes: Vec<u8>) {
+        let comm = match comm {
+            Comm::World => &self.world,
+            Comm::Bodies => &self.bodies,
+        };
+        match PendingSend::start(comm, to, tag, bytes).test() {
+            Ok(buffer) => self.sent.keep(buffer),
+            Err(send) => self.pending.push(send),
+        }
     }
 
-    /// Free the buffers of the sends that have completed (their order does not matter: MPI
-    /// fixed the message order when each send started).
+    /// The recycled buffer, emptied, to receive the next message into; else the buffer of a
+    /// message sent that nobody reclaimed (a worker's driver reclaims none).
+    fn take_spare(&mut self) -> Vec<u8> {
+        match std::mem::take(&mut self.spare) {
+            bytes if bytes.capacity() == 0 => self.sent.take(),
+            mut bytes => {
+                bytes.clear();
+                bytes
+            }
+        }
+    }
+
+    /// Take back the buffers of the sends that have completed (their order does not matter:
+    /// MPI fixed the message order when each send started).
     fn progress_sends(&mut self) {
         for i in (0..self.pending.len()).rev() {
-            let send = self.pending.swap_remove(i);
-            if let Some(still_pending) = send.test() {
-                self.pending.push(still_pending);
+            match self.pending.swap_remove(i).test() {
+                Ok(buffer) => self.sent.keep(buffer),
+                Err(still_pending) => self.pending.push(still_pending),
             }
         }
     }
@@ -306,16 +338,14 @@ impl Transport for MpiTransport {
                 size: self.size,
             });
         }
-        if bytes.len() <= POSTED_BYTES {
-            self.pending
-                .push(PendingSend::start(&self.world, to, WHOLE, bytes));
-        } else {
-            self.pending
-                .push(PendingSend::start(&self.world, to, NOTICE, Vec::new()));
-            self.pending
-                .push(PendingSend::start(&self.bodies, to, WHOLE, bytes));
-        }
+        // The sends in progress are tested first: most have completed by now.
         self.progress_sends();
+        if bytes.len() <= POSTED_BYTES {
+            self.start_send(Comm::World, to, WHOLE, bytes);
+        } else {
+            self.start_send(Comm::World, to, NOTICE, Vec::new());
+            self.start_send(Comm::Bodies, to, WHOLE, bytes);
+        }
         Ok(())
     }
 
@@ -358,6 +388,10 @@ impl Transport for MpiTransport {
         if bytes.capacity() <= SPARE_MAX {
             self.spare = bytes;
         }
+    }
+
+    fn reclaim(&mut self) -> Option<Vec<u8>> {
+        self.sent.pop()
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError> {
