@@ -29,7 +29,7 @@ use crate::{
     error::RunError,
     idle::Idle,
     machinefile::MASTER,
-    protocol::{decode, encode, ToMaster, ToWorker, WireResult, WorkerUsage},
+    protocol::{decode, encode, encode_into, ToMaster, ToWorker, WireResult, WorkerUsage},
     transport::Transport,
 };
 
@@ -256,6 +256,7 @@ fn serve<T: Task>(
     core.start(&mut out);
     perform(transport, &mut out)?;
     let mut idle = Idle::default();
+    let mut coding = CodingSample::default();
     // This thread's CPU clock when it began a full pause that may find nothing at its end.
     let mut full_pause_from = None;
     loop {
@@ -276,7 +277,9 @@ fn serve<T: Task>(
             }
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
-                    let computed = execute::<T>(execution, queued);
+                    // Encoded into the buffer of a result sent before, when there is one.
+                    let buffer = transport.reclaim().unwrap_or_default();
+                    let computed = execute::<T>(execution, queued, coding.next_inline(), buffer);
                     deliver(transport, &mut core, &mut usage, computed, true, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
@@ -331,16 +334,67 @@ fn compute<T: Task>(
     results: Sender<(Computed, Instant)>,
 ) {
     for queued in tasks {
-        if results.send(execute::<T>(&execution, queued)).is_err() {
+        if results
+            .send(execute::<T>(
+                &execution,
+                queued,
+                CodingTimed::Every,
+                Vec::new(),
+            ))
+            .is_err()
+        {
             return;
         }
     }
 }
 
-/// Decode, execute and encode one task, timing each step (decoded and executed again for
-/// each repeat, the work and times of every repeat counted, the last result kept), and when
-/// it was done. A panic inside the application's code becomes an error naming the task.
-fn execute<T: Task>(execution: &Execution, queued: Queued) -> (Computed, Instant) {
+/// Whether an execution times its task's decoding and encoding.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CodingTimed {
+    /// Timed (a task on the compute thread: a clock read is nothing beside it).
+    Every,
+    /// Timed, standing for this many inline tasks: its times are multiplied by it.
+    Sample(u32),
+    /// Not timed (another inline task of the sample stands for it).
+    No,
+}
+
+/// Which inline tasks time their decoding and encoding. An inline task is tiny (tens of
+/// microseconds at most, [`WorkerCore::run_inline`]), and its two clock reads around them
+/// cost a worker of the dispatch benchmark a tenth of its rate (`docs/benchmarks.md`): one
+/// inline task in [`Self::EVERY`] times them and carries them scaled by it, so that the
+/// totals a calibration reads stay unbiased. The time it executes is read for every task.
+#[derive(Debug, Default)]
+struct CodingSample {
+    inline: u64,
+}
+
+impl CodingSample {
+    const EVERY: u32 = 16;
+
+    /// How the next inline task is timed: the first, the 17th, ...
+    fn next_inline(&mut self) -> CodingTimed {
+        let sampled = self.inline % u64::from(Self::EVERY) == 0;
+        self.inline += 1;
+        if sampled {
+            CodingTimed::Sample(Self::EVERY)
+        } else {
+            CodingTimed::No
+        }
+    }
+}
+
+/// Decode, execute and encode one task (into `buffer`, a buffer done with, or an empty one),
+/// timing its execution and, as `coding` says, its decoding and encoding (decoded and executed
+/// again for each repeat, the work and times of every repeat counted, the last result kept),
+/// and when it was done. A panic inside the application's code becomes an error naming the
+/// task.
+fn execute<T: Task>(
+    execution: &Execution,
+    queued: Queued,
+    coding: CodingTimed,
+    buffer: Vec<u8>,
+) -> (Computed, Instant) {
     let Execution {
         context,
         repeats,
@@ -348,11 +402,12 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> (Computed, Instant
     } = execution;
     let Queued { task, closes_batch } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        let timed = coding != CodingTimed::No;
         // One execution: its output, the work it says it did (else the task's estimate),
-        // its busy and decoding seconds, and when it ended (three clock reads: the end of the
-        // last execution is the start of the encoding).
+        // its busy and decoding seconds, and when it ended (three clock reads, two when the
+        // decoding is not timed: the end of the last execution is the start of the encoding).
         let once = || -> Result<_, _> {
-            let start = Instant::now();
+            let start = timed.then(Instant::now);
             let decoded = decode::<T>(&task.body, "task")?;
             if decoded.waits() {
                 tasks_wait.store(true, Ordering::Relaxed);
@@ -365,7 +420,7 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> (Computed, Instant
                 output,
                 operations,
                 (end - executing).as_secs_f64(),
-                (executing - start).as_secs_f64(),
+                start.map_or(0.0, |start| (executing - start).as_secs_f64()),
                 end,
             ))
         };
@@ -380,15 +435,24 @@ fn execute<T: Task>(execution: &Execution, queued: Queued) -> (Computed, Instant
                 end,
             );
         }
-        let body = encode(&output);
-        let encoded = Instant::now();
+        let body = if buffer.capacity() == 0 {
+            encode(&output)
+        } else {
+            encode_into(buffer, &output)
+        };
+        let (encoded, scale) = match coding {
+            CodingTimed::Every => (Instant::now(), 1.0),
+            CodingTimed::Sample(tasks) => (Instant::now(), f64::from(tasks)),
+            // The encoding of a tiny task ends about when its execution does.
+            CodingTimed::No => (encoding, 0.0),
+        };
         Ok((
             WireResult {
                 ids: smallvec![task.id],
                 operations,
                 busy_s,
-                decode_s,
-                encode_s: (encoded - encoding).as_secs_f64(),
+                decode_s: decode_s * scale,
+                encode_s: (encoded - encoding).as_secs_f64() * scale,
                 body,
             },
             encoded,
@@ -428,4 +492,25 @@ pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_inline_task_in_sixteen_times_its_coding_for_sixteen() {
+        let mut coding = CodingSample::default();
+        let timed: Vec<CodingTimed> = (0..2 * CodingSample::EVERY)
+            .map(|_| coding.next_inline())
+            .collect();
+        let sampled: Vec<usize> = timed
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t != CodingTimed::No)
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(sampled, vec![0, CodingSample::EVERY as usize]);
+        assert_eq!(timed[0], CodingTimed::Sample(CodingSample::EVERY));
+    }
 }

@@ -27,7 +27,9 @@ use std::time::Duration;
 use mpi::{
     collective::SystemOperation,
     environment::Universe,
+    ffi,
     point_to_point::{MatchedReceiveVec, Status},
+    raw::AsRaw,
     request::{Request, StaticScope},
     topology::SimpleCommunicator,
     traits::*,
@@ -64,9 +66,23 @@ impl PendingSend {
         // SAFETY: the buffer stays allocated until `finish` rebuilds and frees the `Vec`, which
         // happens only after MPI reported the send complete.
         let message: &'static [u8] = unsafe { std::slice::from_raw_parts(buffer.0, buffer.1) };
-        let request =
-            comm.process_at_rank(to as i32)
-                .immediate_send_with_tag(StaticScope, message, tag);
+        // `MPI_Isend` itself: rsmpi's `process_at_rank` asks MPI for the communicator's size at
+        // every send to check `to` (1 % of a busy master's or worker's time, `perf`), which
+        // `Transport::send` has checked against the size read once.
+        let mut raw = std::mem::MaybeUninit::uninit();
+        // SAFETY: MPI reads `message` (alive until `finish`, see above) and writes the request.
+        let request = unsafe {
+            ffi::MPI_Isend(
+                message.as_ptr().cast(),
+                i32::try_from(message.len()).expect("a message under 2 GiB"),
+                u8::equivalent_datatype().as_raw(),
+                to as i32,
+                tag,
+                comm.as_raw(),
+                raw.as_mut_ptr(),
+            );
+            Request::from_raw(raw.assume_init(), message, StaticScope)
+        };
         PendingSend { request, buffer }
     }
 
