@@ -11,8 +11,10 @@
 # The Python peers run in a virtualenv this script creates (mpi4py from PyPI, pinned).
 # Last line:
 #   dispatch_ratio mpi4py_futures=X handwritten=Y c_polite=P c_spin=Z master_us_w32_over_w4=G idle_pct=I
-# X, Y, P, Z: hmw tasks/s over the peer's; G: hmw master's CPU time per task with 32 workers
-# over that with 4; I: the share of a core used by each waiting hmw rank, in percent.
+# X, Y: hmw tasks/s over the peer's (medians of their runs); P, Z: hmw tasks/s over the C
+# loop's, and G: hmw master's CPU time per task with 32 workers over that with 4, each the
+# median of the rounds' own ratios (see the rounds below); I: the share of a core used by each
+# waiting hmw rank, in percent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian's python3 needs python3-venv for `python3 -m venv`.
@@ -62,24 +64,36 @@ median_rate() { median_of tasks_per_s "$@"; }
 # hmw and the two C loops in rounds (hmw, spinning C, polite C, hmw with 32 workers, then
 # again), so that the machine's speed, which drifts over minutes on this VM, weighs on all
 # alike: seven runs of each in blocks gave c_spin from 0.64 to 1.05 for the same build within
-# half an hour. hmw's rate and its master's CPU time per task come from the same run.
-: >"$work/hmw.lines" && : >"$work/spin.rates" && : >"$work/polite.rates" && : >"$work/w32.cpu"
-for _ in $(seq "$RUNS"); do
-    timeout 600 mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
-        -m "$work/hosts" -c "$work/run.toml" 2>/dev/null | grep '^dispatch ' | tail -1 \
-        >>"$work/hmw.lines" || true
-    value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS" \
-        >>"$work/spin.rates"
-    value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS" \
-        >>"$work/polite.rates"
-    value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
-        target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml" >>"$work/w32.cpu"
+# half an hour. hmw's rate and its master's CPU time per task come from the same run. Each
+# ratio is the median of the rounds' own ratios: within a round (a few seconds) the machine's
+# speed holds, across rounds it does not (the polite C loop ran 0.94 M tasks/s in one run of
+# this script and 2.39 M in the next, 2026-11-27), and a ratio of medians taken over rounds of
+# different speeds compares runs made at different speeds. Every round is printed.
+: >"$work/rounds"
+for round in $(seq "$RUNS"); do
+    line=$(timeout 600 mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
+        -m "$work/hosts" -c "$work/run.toml" 2>/dev/null | grep '^dispatch ' | tail -1 || true)
+    rate=$(echo "$line" | values_of tasks_per_s)
+    cpu=$(echo "$line" | values_of master_cpu_us_per_task)
+    spin=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS")
+    polite=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
+    cpu32=$(value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
+        target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml")
+    echo "round $round: hmw ${rate:-?} tasks/s (master ${cpu:-?} us/task, ${cpu32:-?} with 32" \
+        "workers), c_spin ${spin:-?}, c_polite ${polite:-?}"
+    # A round with a failed run counts for none of the ratios.
+    if [ -n "$rate" ] && [ -n "$cpu" ] && [ -n "$spin" ] && [ -n "$polite" ] && [ -n "$cpu32" ]; then
+        echo "$rate $cpu $spin $polite $cpu32" >>"$work/rounds"
+    fi
 done
-hmw=$(values_of tasks_per_s <"$work/hmw.lines" | median)
-master_w4=$(values_of master_cpu_us_per_task <"$work/hmw.lines" | median)
-c_spin=$(median <"$work/spin.rates")
-c_polite=$(median <"$work/polite.rates")
-master_w32=$(median <"$work/w32.cpu")
+column() { awk -v c="$1" '{ print $c }' "$work/rounds" | median; }
+# The median over the rounds of column A over column B.
+round_ratio() { awk -v a="$1" -v b="$2" '$b > 0 { print $a / $b }' "$work/rounds" | median; }
+hmw=$(column 1)
+master_w4=$(column 2)
+c_spin=$(column 3)
+c_polite=$(column 4)
+master_w32=$(column 5)
 hand=$(median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
     scripts/bench/handwritten.py "$TASKS")
 futures=$(RUNS=3 median_rate mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
@@ -115,6 +129,8 @@ printf '%-16s %14.0f %16s\n' "c_spin" "$c_spin" "$(overhead "$c_spin")"
 printf '%-16s %14.0f %16s\n' "c_polite" "$c_polite" "$(overhead "$c_polite")"
 echo "hmw master CPU per task: ${master_w4} us with 4 workers, ${master_w32} us with 32"
 echo "idle CPU per waiting rank: hmw ${idle_hmw}% of a core, polite C ${idle_c}%, blocking MPI_Recv ${idle_mpi}%"
-awk -v h="$hmw" -v f="$futures" -v w="$hand" -v p="$c_polite" -v z="$c_spin" \
-    -v m4="$master_w4" -v m32="$master_w32" -v i="$idle_hmw" \
-    'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f c_polite=%.2f c_spin=%.2f master_us_w32_over_w4=%.2f idle_pct=%.1f\n", h / f, h / w, h / p, h / z, m32 / m4, i }'
+awk -v h="$hmw" -v p="$c_polite" -v z="$c_spin" -v m4="$master_w4" -v m32="$master_w32" \
+    'BEGIN { printf "ratios of the medians: c_polite=%.2f c_spin=%.2f master_us_w32_over_w4=%.2f\n", h / p, h / z, m32 / m4 }'
+awk -v h="$hmw" -v f="$futures" -v w="$hand" -v p="$(round_ratio 1 4)" -v z="$(round_ratio 1 3)" \
+    -v g="$(round_ratio 5 2)" -v i="$idle_hmw" \
+    'BEGIN { printf "dispatch_ratio mpi4py_futures=%.2f handwritten=%.2f c_polite=%.2f c_spin=%.2f master_us_w32_over_w4=%.2f idle_pct=%.1f\n", h / f, h / w, p, z, g, i }'
