@@ -284,14 +284,17 @@ pub struct DecodeError {
 
 /// Encode a value with the framework's bincode configuration.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    // Most control messages fit: the buffer need not grow while it is written.
-    encode_into(Vec::with_capacity(128), value)
+    encode_into(Vec::new(), value)
 }
 
 /// [`encode`] into `bytes` (emptied first): a buffer done with, so that encoding need not
 /// allocate one.
 pub fn encode_into<T: Serialize>(mut bytes: Vec<u8>, value: &T) -> Vec<u8> {
     bytes.clear();
+    if bytes.capacity() == 0 {
+        // Most control messages fit: a new buffer need not grow while it is written.
+        bytes.reserve(128);
+    }
     bincode::serde::encode_into_writer(value, Buffer(&mut bytes), bincode::config::standard())
         .expect("bincode encoding of an in-memory value cannot fail");
     bytes

@@ -435,11 +435,7 @@ fn execute<T: Task>(
                 end,
             );
         }
-        let body = if buffer.capacity() == 0 {
-            encode(&output)
-        } else {
-            encode_into(buffer, &output)
-        };
+        let body = encode_into(buffer, &output);
         let (encoded, scale) = match coding {
             CodingTimed::Every => (Instant::now(), 1.0),
             CodingTimed::Sample(tasks) => (Instant::now(), f64::from(tasks)),
