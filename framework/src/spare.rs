@@ -14,7 +14,7 @@ impl SpareBuffers {
     /// Buffers kept at most: a burst of messages sent at once, and their bodies.
     const COUNT: usize = 16;
     /// The largest buffer kept: a rare large message does not pin its memory.
-    const BYTES: usize = 64 << 10;
+    pub(crate) const BYTES: usize = 64 << 10;
 
     /// Keep `buffer` if there is room for it (else it is freed).
     pub(crate) fn keep(&mut self, buffer: Vec<u8>) {

@@ -353,8 +353,9 @@ fn compute<T: Task>(
 enum CodingTimed {
     /// Timed (a task on the compute thread: a clock read is nothing beside it).
     Every,
-    /// Timed, standing for this many inline tasks: its times are multiplied by it.
-    Sample(u32),
+    /// Timed, standing for [`CodingSample::EVERY`] inline tasks: its times are multiplied by
+    /// that.
+    Sample,
     /// Not timed (another inline task of the sample stands for it).
     No,
 }
@@ -377,7 +378,7 @@ impl CodingSample {
         let sampled = self.inline % u64::from(Self::EVERY) == 0;
         self.inline += 1;
         if sampled {
-            CodingTimed::Sample(Self::EVERY)
+            CodingTimed::Sample
         } else {
             CodingTimed::No
         }
@@ -438,7 +439,7 @@ fn execute<T: Task>(
         let body = encode_into(buffer, &output);
         let (encoded, scale) = match coding {
             CodingTimed::Every => (Instant::now(), 1.0),
-            CodingTimed::Sample(tasks) => (Instant::now(), f64::from(tasks)),
+            CodingTimed::Sample => (Instant::now(), f64::from(CodingSample::EVERY)),
             // The encoding of a tiny task ends about when its execution does.
             CodingTimed::No => (encoding, 0.0),
         };
@@ -507,6 +508,6 @@ mod tests {
             .map(|(i, _)| i)
             .collect();
         assert_eq!(sampled, vec![0, CodingSample::EVERY as usize]);
-        assert_eq!(timed[0], CodingTimed::Sample(CodingSample::EVERY));
+        assert_eq!(timed[0], CodingTimed::Sample);
     }
 }

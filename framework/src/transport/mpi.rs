@@ -140,10 +140,6 @@ fn threading_for(rank: Option<usize>) -> Threading {
     }
 }
 
-/// A recycled receive buffer is kept up to this size: a rare large message does not pin its
-/// memory for the rest of the run.
-const SPARE_MAX: usize = 64 << 10;
-
 /// The size of the receive posted in advance: a message up to this size arrives whole in it.
 const POSTED_BYTES: usize = 4096;
 
@@ -401,7 +397,8 @@ impl Transport for MpiTransport {
     }
 
     fn recycle(&mut self, bytes: Vec<u8>) {
-        if bytes.capacity() <= SPARE_MAX {
+        // As large as a kept buffer may be: a rare large message does not pin its memory.
+        if bytes.capacity() <= SpareBuffers::BYTES {
             self.spare = bytes;
         }
     }
