@@ -1,16 +1,16 @@
 //! [`Waiting`]: the requests for work a master has not served yet, indexed so that a
 //! scheduler picks in `O(log W)`.
 
-use smallvec::SmallVec;
+use std::collections::VecDeque;
 
 use super::requests::Requester;
 
 /// One fed rank, as the index knows it.
 #[derive(Debug, Default)]
 struct Slot {
-    /// Its waiting requests (one per batch of room), oldest first, by arrival number: a
-    /// worker offers a few (its buffers), kept inline.
-    requests: SmallVec<[u64; 4]>,
+    /// Its waiting requests (one per batch of room), oldest first, by arrival number: served
+    /// from the front, offered at the back (a worker's result offers one at every task).
+    requests: VecDeque<u64>,
     holding: usize,
     worker: bool,
     /// Set aside by the master for this round (or until it can be served): out of the
@@ -23,7 +23,7 @@ struct Slot {
 impl Slot {
     /// Its oldest request, while it waits (has requests and is not set aside).
     fn oldest_waiting(&self) -> Option<u64> {
-        self.requests.first().copied().filter(|_| !self.aside)
+        self.requests.front().copied().filter(|_| !self.aside)
     }
 }
 
@@ -140,9 +140,12 @@ impl Waiting {
         if count == 0 {
             return;
         }
-        let first = self.next_request;
-        self.next_request += count as u64;
-        self.slot(rank).requests.extend(first..first + count as u64);
+        let (first, end) = (self.next_request, self.next_request + count as u64);
+        self.next_request = end;
+        let requests = &mut self.slot(rank).requests;
+        for request in first..end {
+            requests.push_back(request);
+        }
         self.refile(rank);
     }
 
@@ -151,7 +154,7 @@ impl Waiting {
         if self.slots.get(rank).is_none_or(|s| s.requests.is_empty()) {
             return;
         }
-        self.slots[rank].requests.remove(0);
+        self.slots[rank].requests.pop_front();
         self.refile(rank);
     }
 
