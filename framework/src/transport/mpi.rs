@@ -148,66 +148,87 @@ const WHOLE: i32 = 1;
 /// The tag of the empty notice of a larger message, which follows on the bodies' communicator.
 const NOTICE: i32 = 2;
 
-/// The receive posted in advance: any rank, any tag, into a buffer of [`POSTED_BYTES`].
+/// The receive posted in advance: any rank, any tag, into a buffer of [`POSTED_BYTES`]. A
+/// persistent receive (`MPI_Recv_init`), started again (`MPI_Start`) after each message: MPI
+/// sets the request up once rather than at every message, as `MPI_Irecv` does.
 struct PostedReceive {
-    /// `None` only while its message is read.
-    request: Option<Request<'static, [u8]>>,
-    /// The buffer, leaked into `request` and freed by `Drop` once no receive uses it.
+    request: ffi::MPI_Request,
+    /// Started and not yet completed.
+    active: bool,
+    /// The buffer MPI receives into, freed by `Drop` once no receive uses it.
     buffer: *mut [u8],
 }
 
 impl PostedReceive {
     fn new(world: &SimpleCommunicator) -> Self {
         let buffer = Box::into_raw(vec![0u8; POSTED_BYTES].into_boxed_slice());
+        let mut request = std::mem::MaybeUninit::uninit();
+        // SAFETY: the buffer lives until `Drop`, which first completes and frees the request;
+        // nothing else reads or writes it while the receive is active (`bytes` reads it only
+        // once the receive completed, before it is started again).
+        let request = unsafe {
+            ffi::MPI_Recv_init(
+                buffer.cast::<u8>().cast(),
+                POSTED_BYTES as i32,
+                u8::equivalent_datatype().as_raw(),
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                world.as_raw(),
+                request.as_mut_ptr(),
+            );
+            request.assume_init()
+        };
         let mut posted = PostedReceive {
-            request: None,
+            request,
+            active: false,
             buffer,
         };
-        posted.post(world);
+        posted.post();
         posted
     }
 
-    fn post(&mut self, world: &SimpleCommunicator) {
-        // SAFETY: the buffer lives until `Drop`, which first completes the receive; nothing
-        // else reads or writes it while the receive is posted (`arrived` reads it only after
-        // the request completed, and before it is posted again).
-        let buffer: &'static mut [u8] = unsafe { &mut *self.buffer };
-        self.request = Some(
-            world
-                .any_process()
-                .immediate_receive_into(StaticScope, buffer),
-        );
+    fn post(&mut self) {
+        debug_assert!(!self.active, "the receive is posted already");
+        // SAFETY: an inactive persistent request, started (see `new` for the buffer).
+        unsafe { ffi::MPI_Start(&mut self.request) };
+        self.active = true;
     }
 
     /// The status of a message that landed in the buffer, if one did; the receive is then no
     /// longer posted (`post` again once the buffer is read).
     fn arrived(&mut self) -> Option<Status> {
-        let request = self.request.take().expect("the receive is posted");
-        match request.test() {
-            Ok(status) => Some(status),
-            Err(request) => {
-                self.request = Some(request);
-                None
-            }
-        }
+        debug_assert!(self.active, "the receive is posted");
+        let mut status = std::mem::MaybeUninit::uninit();
+        let mut flag = 0;
+        // SAFETY: an active request; MPI writes the flag, and the status when it is set.
+        unsafe { ffi::MPI_Test(&mut self.request, &mut flag, status.as_mut_ptr()) };
+        (flag != 0).then(|| {
+            self.active = false;
+            // SAFETY: the flag says MPI wrote the status.
+            Status::from_raw(unsafe { status.assume_init() })
+        })
     }
 
     /// The buffer's first `count` bytes, once a message landed in it.
     fn bytes(&self, count: usize) -> &[u8] {
-        debug_assert!(self.request.is_none(), "the receive is not posted");
-        // SAFETY: no receive is posted into the buffer, which lives until `Drop`.
+        debug_assert!(!self.active, "the receive is not posted");
+        // SAFETY: no receive is active into the buffer, which lives until `Drop`.
         unsafe { &(&*self.buffer)[..count] }
     }
 }
 
 impl Drop for PostedReceive {
     fn drop(&mut self) {
-        if let Some(request) = self.request.take() {
-            request.cancel();
-            request.wait();
+        // SAFETY: the request came from `MPI_Recv_init`; once cancelled and completed (or
+        // already complete) it is freed, and then the buffer, which no receive uses any more.
+        unsafe {
+            if self.active {
+                ffi::MPI_Cancel(&mut self.request);
+                ffi::MPI_Wait(&mut self.request, ffi::RSMPI_STATUS_IGNORE);
+            }
+            ffi::MPI_Request_free(&mut self.request);
+            drop(Box::from_raw(self.buffer));
         }
-        // SAFETY: the pointer came from `Box::into_raw`, and no receive uses the buffer now.
-        drop(unsafe { Box::from_raw(self.buffer) });
     }
 }
 
@@ -389,7 +410,7 @@ impl Transport for MpiTransport {
             bytes.extend_from_slice(self.posted.bytes(byte_count(&status)));
             bytes
         };
-        self.posted.post(&self.world);
+        self.posted.post();
         Ok(Some(Envelope {
             from: from as usize,
             bytes,
