@@ -555,7 +555,7 @@ impl World {
             Slot::Worker(worker) => {
                 if !worker.stopped {
                     let rank = to - self.base[self.cluster_of[to]];
-                    let r = worker.core.handle(&bytes, rank, &mut worker.queue);
+                    let r = worker.core.handle(bytes, rank, &mut worker.queue);
                     if let Ok(Received::Stop) = r {
                         worker.stopped = true;
                         worker.queue.clear();

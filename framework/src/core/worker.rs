@@ -106,32 +106,48 @@ impl WorkerCore {
         });
     }
 
-    /// Take in a message from the master: a batch's tasks go to the back of `tasks`.
+    /// Take in a message from the master: a batch's tasks go to the back of `tasks` (the
+    /// last task's body in the message's own buffer).
     pub fn handle(
         &mut self,
-        bytes: &[u8],
+        bytes: Vec<u8>,
         rank: usize,
         tasks: &mut VecDeque<Queued>,
     ) -> Result<Received, RunError> {
-        let message =
-            ToWorker::decode(bytes, "message to a worker").map_err(RunError::decoding(rank))?;
-        let batch = match message {
-            ToWorker::Tasks(batch) => batch,
-            ToWorker::Stop => return Ok(Received::Stop),
-            ToWorker::Join(_) => {
-                return Err(RunError::Protocol {
-                    rank,
-                    message: "a worker was told how many results to join".into(),
-                })
-            }
+        let before = tasks.len();
+        let queue = |task| {
+            tasks.push_back(Queued {
+                task,
+                closes_batch: false,
+            })
         };
+        if let Err(bytes) = ToWorker::take_tasks(bytes, queue) {
+            match ToWorker::decode(&bytes, "message to a worker")
+                .map_err(RunError::decoding(rank))?
+            {
+                ToWorker::Tasks(batch) => tasks.extend(batch.into_iter().map(|task| Queued {
+                    task,
+                    closes_batch: false,
+                })),
+                ToWorker::Stop => return Ok(Received::Stop),
+                ToWorker::Join(_) => {
+                    return Err(RunError::Protocol {
+                        rank,
+                        message: "a worker was told how many results to join".into(),
+                    })
+                }
+            }
+        }
         self.asked = self.asked.saturating_sub(1);
-        let last = batch.len().saturating_sub(1);
-        tasks.extend(batch.into_iter().enumerate().map(|(i, task)| Queued {
-            task,
-            closes_batch: i == last,
-        }));
+        if tasks.len() > before {
+            tasks.back_mut().expect("a task was queued").closes_batch = true;
+        }
         Ok(Received::Tasks)
+    }
+
+    /// Whether a task is on the compute thread, its result still to come.
+    pub fn computing(&self) -> bool {
+        self.computing > 0
     }
 
     /// Where the next task runs: on the communication thread (`true`: the driver executes it

@@ -154,6 +154,13 @@ impl ToWorker {
     pub fn decode(bytes: &[u8], what: &'static str) -> Result<ToWorker, DecodeError> {
         hot_path::decode_tasks(bytes).map_or_else(|| decode(bytes, what), Ok)
     }
+
+    /// Read a batch of tasks from `bytes` without serde, giving each to `task` in order, the
+    /// last in `bytes`' own buffer (a worker's hot path: a batch of one allocates nothing);
+    /// `Err(bytes)` for any other message, before any task is given.
+    pub fn take_tasks(bytes: Vec<u8>, task: impl FnMut(WireTask)) -> Result<(), Vec<u8>> {
+        hot_path::take_tasks(bytes, task)
+    }
 }
 
 impl ToMaster {

@@ -261,14 +261,18 @@ fn serve<T: Task>(
     let mut full_pause_from = None;
     loop {
         let mut active = false;
-        while let Ok(computed) = result_rx.try_recv() {
+        // Results come only from tasks on the compute thread (tiny ones run inline).
+        while core.computing() {
+            let Ok(computed) = result_rx.try_recv() else {
+                break;
+            };
             deliver(transport, &mut core, &mut usage, computed, false, &mut out)?;
             active = true;
         }
         if let Some(envelope) = transport.try_recv()? {
             active = true;
-            let received = core.handle(&envelope.bytes, rank, &mut tasks)?;
-            transport.recycle(envelope.bytes);
+            // The message's buffer carries its (last) task, then that task's result.
+            let received = core.handle(envelope.bytes, rank, &mut tasks)?;
             if received == Received::Stop {
                 break;
             }
@@ -277,9 +281,7 @@ fn serve<T: Task>(
             }
             while let Some(queued) = tasks.pop_front() {
                 if core.run_inline() {
-                    // Encoded into the buffer of a result sent before, when there is one.
-                    let buffer = transport.reclaim().unwrap_or_default();
-                    let computed = execute::<T>(execution, queued, coding.next_inline(), buffer);
+                    let computed = execute::<T>(execution, queued, coding.next_inline());
                     deliver(transport, &mut core, &mut usage, computed, true, &mut out)?;
                 } else {
                     // The compute thread only exits when this channel closes.
@@ -335,12 +337,7 @@ fn compute<T: Task>(
 ) {
     for queued in tasks {
         if results
-            .send(execute::<T>(
-                &execution,
-                queued,
-                CodingTimed::Every,
-                Vec::new(),
-            ))
+            .send(execute::<T>(&execution, queued, CodingTimed::Every))
             .is_err()
         {
             return;
@@ -385,7 +382,7 @@ impl CodingSample {
     }
 }
 
-/// Decode, execute and encode one task (into `buffer`, a buffer done with, or an empty one),
+/// Decode, execute and encode one task (its result into the task's own buffer, done with),
 /// timing its execution and, as `coding` says, its decoding and encoding (decoded and executed
 /// again for each repeat, the work and times of every repeat counted, the last result kept),
 /// and when it was done. A panic inside the application's code becomes an error naming the
@@ -394,14 +391,16 @@ fn execute<T: Task>(
     execution: &Execution,
     queued: Queued,
     coding: CodingTimed,
-    buffer: Vec<u8>,
 ) -> (Computed, Instant) {
     let Execution {
         context,
         repeats,
         tasks_wait,
     } = execution;
-    let Queued { task, closes_batch } = queued;
+    let Queued {
+        mut task,
+        closes_batch,
+    } = queued;
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
         let timed = coding != CodingTimed::No;
         // One execution: its output, the work it says it did (else the task's estimate),
@@ -436,7 +435,7 @@ fn execute<T: Task>(
                 end,
             );
         }
-        let body = encode_into(buffer, &output);
+        let body = encode_into(std::mem::take(&mut task.body), &output);
         let (encoded, scale) = match coding {
             CodingTimed::Every => (Instant::now(), 1.0),
             CodingTimed::Sample => (Instant::now(), f64::from(CodingSample::EVERY)),
