@@ -130,8 +130,11 @@ impl Held {
         self.0.is_empty()
     }
 
-    fn extend(&mut self, ids: impl IntoIterator<Item = TaskId>) {
-        self.0.extend(ids);
+    fn extend(&mut self, ids: &[TaskId]) {
+        // One push each: `SmallVec::extend_from_slice` goes through its general insertion.
+        for &id in ids {
+            self.0.push(id);
+        }
     }
 
     /// Forget task `id`, if held.
@@ -1279,7 +1282,7 @@ impl<S: TaskSource> MasterCore<S> {
             }
             self.waiting.serve(rank);
             let tally = self.tallies.get_mut(&rank).expect("waiting ranks are fed");
-            tally.outstanding.extend(batch.iter().copied());
+            tally.outstanding.extend(&batch);
             if self.live {
                 tally.under_way.handed(self.now, tally.outstanding.len());
             }

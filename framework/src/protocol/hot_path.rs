@@ -27,6 +27,7 @@ const TASKS: u64 = 0;
 const RESULT: u64 = 1;
 
 /// Append `n` as a bincode varint.
+#[inline]
 fn put_varint(out: &mut Vec<u8>, n: u64) {
     if n < 251 {
         out.push(n as u8);
@@ -52,6 +53,7 @@ fn varint_len(n: u64) -> usize {
     }
 }
 
+#[inline]
 fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
