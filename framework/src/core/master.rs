@@ -46,7 +46,7 @@ use crate::{
     live::{self, ClusterWindow},
     machinefile::{Facing, MachineFile},
     protocol::{
-        encode, LinkState, ResultRef, TasksRef, ToMaster, ToMasterRef, ToWorker, WireTaskRef,
+        encode, BatchWriter, LinkState, ResultRef, ToMaster, ToMasterRef, ToWorker, WireTaskRef,
     },
     scheduler::{Demand, Requester, Scheduler, Waiting},
     spare::SpareBuffers,
@@ -63,6 +63,17 @@ struct InFlight {
     /// Clusters (their CMs) that held it when they were lost: one that comes back may still
     /// hold it and deliver it late, and must not be handed it again.
     lost_holders: Vec<usize>,
+}
+
+impl InFlight {
+    /// Task `id` (this entry's), as a batch carries it.
+    fn task(&self, id: TaskId) -> WireTaskRef<'_> {
+        WireTaskRef {
+            id,
+            operations: self.operations,
+            body: &self.body,
+        }
+    }
 }
 
 /// What a fed rank is.
@@ -727,9 +738,10 @@ impl<S: TaskSource> MasterCore<S> {
         done
     }
 
-    /// The next task for `rank`: a task to retry first, else (when `new_allowed`) a new one
-    /// from the source, which then joins the in-flight table. `rank` holds it from now on.
-    fn take_task(&mut self, rank: usize, new_allowed: bool) -> Take {
+    /// The next task for `rank`, written into `batch`: a task to retry first, else (when
+    /// `new_allowed`) a new one from the source, which then joins the in-flight table. `rank`
+    /// holds it from now on.
+    fn take_task(&mut self, rank: usize, new_allowed: bool, batch: &mut BatchWriter) -> Take {
         // Tasks `rank` held when its cluster was lost stay queued for the others.
         let mut kept = Vec::new();
         let mut retried = None;
@@ -742,6 +754,7 @@ impl<S: TaskSource> MasterCore<S> {
                         continue;
                     }
                     flight.holders.push(rank);
+                    batch.push(flight.task(id));
                     retarget(&mut self.tail, id, 0, 1);
                     retried = Some(id);
                     break;
@@ -781,6 +794,11 @@ impl<S: TaskSource> MasterCore<S> {
                 if let Some(tally) = self.tallies.get_mut(&rank) {
                     tally.handed += 1;
                 }
+                batch.push(WireTaskRef {
+                    id,
+                    operations,
+                    body: &body,
+                });
                 self.in_flight.insert(
                     id,
                     InFlight {
@@ -1237,10 +1255,11 @@ impl<S: TaskSource> MasterCore<S> {
                 ),
             };
             batch.clear();
+            let mut writer = BatchWriter::new(self.spare.take());
             let mut new_tasks = 0;
             let mut stopped_by = Take::Nothing;
             while batch.len() < size {
-                match self.take_task(rank, new_tasks < room_for_new) {
+                match self.take_task(rank, new_tasks < room_for_new, &mut writer) {
                     Take::Task(id, new) => {
                         new_tasks += u64::from(new);
                         batch.push(id);
@@ -1260,9 +1279,11 @@ impl<S: TaskSource> MasterCore<S> {
                 if let Some(id) = self.duplicate_for(rank) {
                     self.tail_copies += 1;
                     batch.push(id);
+                    writer.push(self.in_flight[&id].task(id));
                 }
             }
             if batch.is_empty() {
+                self.spare.keep(writer.into_buffer());
                 match stopped_by {
                     // Others may still take new tasks: this one waits for the next round.
                     Take::NotAllowed => {
@@ -1286,20 +1307,7 @@ impl<S: TaskSource> MasterCore<S> {
             if self.live {
                 tally.under_way.handed(self.now, tally.outstanding.len());
             }
-            let buffer = self.spare.take();
-            let in_flight = &self.in_flight;
-            let tasks = TasksRef {
-                ids: &batch,
-                task: |id| {
-                    let flight = &in_flight[&id];
-                    WireTaskRef {
-                        id,
-                        operations: flight.operations,
-                        body: &flight.body,
-                    }
-                },
-            };
-            let bytes = tasks.encode_into(buffer);
+            let bytes = writer.finish();
             if let (Some(tracker), true) = (&mut self.iterations, is_worker) {
                 tracker.sent(bytes.len());
             }

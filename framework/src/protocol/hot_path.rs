@@ -18,7 +18,7 @@ use std::ops::Range;
 
 use smallvec::SmallVec;
 
-use super::{ResultRef, TaskIds, TasksRef, ToWorker, WireResult, WireTask, WireTaskRef};
+use super::{ResultRef, TaskIds, ToWorker, WireResult, WireTask, WireTaskRef};
 use crate::app::TaskId;
 
 /// `ToWorker::Tasks`'s variant index.
@@ -59,24 +59,33 @@ fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// `ToWorker::Tasks` of the tasks `tasks` names, as bincode encodes it, in `out` (emptied
-/// first). Each task is looked up once and written at once: gathering them first cost a copy
-/// of the batch (callgrind and `perf`, `docs/benchmarks.md`).
-pub(super) fn encode_tasks<'a, F: Fn(TaskId) -> WireTaskRef<'a>>(
-    tasks: &TasksRef<'a, F>,
-    mut out: Vec<u8>,
-) -> Vec<u8> {
+/// Start a `ToWorker::Tasks` in `out` (emptied first): its variant, and one byte for its
+/// count, which [`end_tasks`] writes once the tasks are in.
+pub(super) fn start_tasks(out: &mut Vec<u8>) {
     out.clear();
-    put_varint(&mut out, TASKS);
-    put_varint(&mut out, tasks.ids.len() as u64);
-    for &id in tasks.ids {
-        let task = (tasks.task)(id);
-        out.reserve(varint_len(task.id) + 8 + varint_len(task.body.len() as u64) + task.body.len());
-        put_varint(&mut out, task.id);
-        out.extend_from_slice(&task.operations.to_le_bytes());
-        put_bytes(&mut out, task.body);
+    put_varint(out, TASKS);
+    out.push(0);
+}
+
+/// Append a task to the batch started in `out`, as bincode encodes a `WireTask`.
+pub(super) fn put_task(out: &mut Vec<u8>, task: WireTaskRef<'_>) {
+    out.reserve(varint_len(task.id) + 8 + varint_len(task.body.len() as u64) + task.body.len());
+    put_varint(out, task.id);
+    out.extend_from_slice(&task.operations.to_le_bytes());
+    put_bytes(out, task.body);
+}
+
+/// End the batch of `count` tasks in `out`: its count in the place [`start_tasks`] kept, which
+/// grows when the count takes more than one byte.
+pub(super) fn end_tasks(out: &mut Vec<u8>, count: usize) {
+    const AT: usize = 1;
+    if count < 251 {
+        out[AT] = count as u8;
+        return;
     }
-    out
+    let mut varint = Vec::with_capacity(9);
+    put_varint(&mut varint, count as u64);
+    out.splice(AT..AT + 1, varint);
 }
 
 /// `ToMaster::Result`, as bincode encodes it, written in the result's own body buffer: the
@@ -361,24 +370,17 @@ mod tests {
 
         #[test]
         fn tasks_encode_and_decode_as_bincode_does(tasks in tasks()) {
-            let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
-            let by_position = |id| {
-                let t = tasks.iter().find(|t| t.id == id).unwrap();
-                WireTaskRef { id, operations: t.operations, body: &t.body }
-            };
-            // Ids may repeat in the strategy: encode the first task of each id, as both do.
-            let owned: Vec<WireTask> = ids
-                .iter()
-                .map(|&id| {
-                    let t = by_position(id);
-                    WireTask { id, operations: t.operations, body: t.body.to_vec() }
-                })
-                .collect();
-            let message = ToWorker::Tasks(owned);
-            let bytes = encode(&message);
-            prop_assert_eq!(encode_tasks(&TasksRef { ids: &ids, task: by_position }, Vec::new()), bytes.clone());
-            // Into a buffer that held something: the same bytes.
-            prop_assert_eq!(encode_tasks(&TasksRef { ids: &ids, task: by_position }, vec![9; 300]), bytes.clone());
+            let bytes = encode(&ToWorker::Tasks(tasks.clone()));
+            // Into a new buffer, and into one that held something: the same bytes.
+            for buffer in [Vec::new(), vec![9; 300]] {
+                let mut out = buffer;
+                start_tasks(&mut out);
+                for t in &tasks {
+                    put_task(&mut out, WireTaskRef { id: t.id, operations: t.operations, body: &t.body });
+                }
+                end_tasks(&mut out, tasks.len());
+                prop_assert_eq!(out, bytes.clone());
+            }
             let decoded = decode_tasks(&bytes).expect("its own encoding");
             prop_assert_eq!(encode(&decoded), bytes.clone());
             let mut taken = Vec::new();

@@ -99,52 +99,60 @@ pub enum ToWorker {
     Join(u32),
 }
 
-/// [`ToWorker::Tasks`] of tasks kept elsewhere: `task` gives each of `ids` with a borrowed body.
-/// It encodes to the same bytes as `ToWorker::Tasks`, so a master sends the bodies it keeps
-/// without copying them, or collecting them, first.
-pub struct TasksRef<'a, F> {
-    /// The tasks of the batch.
-    pub ids: &'a [TaskId],
-    /// Each task of `ids`, borrowed.
-    pub task: F,
+/// A [`ToWorker::Tasks`] message written task by task, as a master takes each task out of
+/// where it keeps it, into a buffer done with: its bytes are those of [`encode`] (the master's
+/// hot path), and no batch of tasks is gathered first.
+pub struct BatchWriter {
+    bytes: Vec<u8>,
+    count: usize,
 }
 
 /// [`WireTask`] over a borrowed body.
-#[derive(Serialize)]
+#[derive(Debug, Clone, Copy)]
 pub struct WireTaskRef<'a> {
     /// As [`WireTask::id`].
     pub id: TaskId,
     /// As [`WireTask::operations`].
     pub operations: f64,
     /// As [`WireTask::body`], borrowed.
-    #[serde(with = "serde_bytes")]
     pub body: &'a [u8],
 }
 
-impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for TasksRef<'a, F> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        /// The batch itself: a sequence, as a `Vec<WireTask>` is.
-        struct Batch<'b, F>(&'b TasksRef<'b, F>);
-        impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> Serialize for Batch<'_, F> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::SerializeSeq;
-                let mut seq = serializer.serialize_seq(Some(self.0.ids.len()))?;
-                for &id in self.0.ids {
-                    seq.serialize_element(&(self.0.task)(id))?;
-                }
-                seq.end()
-            }
+impl BatchWriter {
+    /// An empty batch, written into `buffer` (emptied first).
+    pub fn new(mut buffer: Vec<u8>) -> Self {
+        hot_path::start_tasks(&mut buffer);
+        BatchWriter {
+            bytes: buffer,
+            count: 0,
         }
-        // `ToWorker::Tasks` is variant 0 of `ToWorker`.
-        serializer.serialize_newtype_variant("ToWorker", 0, "Tasks", &Batch(self))
     }
-}
 
-impl<'a, F: Fn(TaskId) -> WireTaskRef<'a>> TasksRef<'a, F> {
-    /// The batch's bytes: those of [`encode`], written directly (the master's hot path) into
-    /// `buffer` (emptied first: a buffer done with, so that a batch need not allocate one).
-    pub fn encode_into(&self, buffer: Vec<u8>) -> Vec<u8> {
-        hot_path::encode_tasks(self, buffer)
+    /// Add `task` to the batch.
+    pub fn push(&mut self, task: WireTaskRef<'_>) {
+        hot_path::put_task(&mut self.bytes, task);
+        self.count += 1;
+    }
+
+    /// Tasks in the batch.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// No task in the batch.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The message's bytes.
+    pub fn finish(mut self) -> Vec<u8> {
+        hot_path::end_tasks(&mut self.bytes, self.count);
+        self.bytes
+    }
+
+    /// The buffer, for another use, when the batch is not sent.
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.bytes
     }
 }
 
@@ -357,37 +365,27 @@ mod tests {
     }
 
     #[test]
-    fn borrowed_tasks_encode_like_owned_ones() {
-        let tasks = vec![
-            WireTask {
-                id: 3,
-                operations: 1.5,
-                body: vec![4; 300],
-            },
-            WireTask {
-                id: 9,
-                operations: 0.0,
-                body: vec![],
-            },
-        ];
-        let ids = [3, 9];
-        let borrowed = TasksRef {
-            ids: &ids,
-            task: |id| {
-                let t = tasks.iter().find(|t| t.id == id).unwrap();
-                WireTaskRef {
-                    id,
+    fn batches_written_task_by_task_encode_like_owned_ones() {
+        // Two tasks, none, and more than a one-byte count holds.
+        for count in [2, 0, 300] {
+            let tasks: Vec<WireTask> = (0..count)
+                .map(|id| WireTask {
+                    id: 250 + id,
+                    operations: id as f64 / 2.0,
+                    body: vec![4; id as usize],
+                })
+                .collect();
+            let mut batch = BatchWriter::new(vec![1; 10]);
+            for t in &tasks {
+                batch.push(WireTaskRef {
+                    id: t.id,
                     operations: t.operations,
                     body: &t.body,
-                }
-            },
-        };
-        assert_eq!(encode(&borrowed), encode(&ToWorker::Tasks(tasks.clone())));
-        let none = TasksRef {
-            ids: &[],
-            task: |_| unreachable!(),
-        };
-        assert_eq!(encode(&none), encode(&ToWorker::Tasks(vec![])));
+                });
+            }
+            assert_eq!(batch.len(), tasks.len());
+            assert_eq!(batch.finish(), encode(&ToWorker::Tasks(tasks)));
+        }
     }
 
     proptest::proptest! {
