@@ -319,6 +319,7 @@ pub fn encode_into<T: Serialize>(mut bytes: Vec<u8>, value: &T) -> Vec<u8> {
 struct Buffer<'a>(&'a mut Vec<u8>);
 
 impl bincode::enc::write::Writer for Buffer<'_> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
         self.0.extend_from_slice(bytes);
         Ok(())
