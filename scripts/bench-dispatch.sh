@@ -28,7 +28,12 @@ TASKS=${TASKS:-20000}
 RUNS=${RUNS:-7}
 RANKS=5
 
-cargo build --release -p hmw-dispatch -p hmw-synthetic --quiet
+# hmw's binaries are built optimised across crates at link time (Cargo.toml's profile
+# `release-lto`), as an application of fine-grained tasks would be built for speed, and as the
+# C peer is compiled whole; PROFILE=release measures the default release build instead.
+PROFILE=${PROFILE:-release-lto}
+cargo build --profile "$PROFILE" -p hmw-dispatch -p hmw-synthetic --quiet
+bin=target/$PROFILE
 mkdir -p target/bench
 cdisp=target/bench/dispatch_loop
 mpicc -O2 -o "$cdisp" scripts/bench/dispatch_loop.c
@@ -71,14 +76,14 @@ median_rate() { median_of tasks_per_s "$@"; }
 # different speeds compares runs made at different speeds. Every round is printed.
 : >"$work/rounds"
 for round in $(seq "$RUNS"); do
-    line=$(timeout 600 mpirun --oversubscribe -np $RANKS target/release/hmw-dispatch \
+    line=$(timeout 600 mpirun --oversubscribe -np $RANKS "$bin/hmw-dispatch" \
         -m "$work/hosts" -c "$work/run.toml" 2>/dev/null | grep '^dispatch ' | tail -1 || true)
     rate=$(echo "$line" | values_of tasks_per_s)
     cpu=$(echo "$line" | values_of master_cpu_us_per_task)
     spin=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS")
     polite=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
     cpu32=$(value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
-        target/release/hmw-dispatch -m "$work/hosts33" -c "$work/run.toml")
+        "$bin/hmw-dispatch" -m "$work/hosts33" -c "$work/run.toml")
     echo "round $round: hmw ${rate:-?} tasks/s (master ${cpu:-?} us/task, ${cpu32:-?} with 32" \
         "workers), c_spin ${spin:-?}, c_polite ${polite:-?}"
     # A round with a failed run counts for none of the ratios.
@@ -114,7 +119,7 @@ idle_share() {
         'BEGIN { printf "%.1f", 100 * (a - b) / hz / 3 / n }'
 }
 printf '[run]\nstatistics_interval = 0\nreassign_last_task = false\n[application]\ntasks = 4\ntask_seconds = 6\n' > "$work/idle.toml"
-idle_hmw=$(idle_share mpirun --oversubscribe -np $RANKS target/release/hmw-synthetic \
+idle_hmw=$(idle_share mpirun --oversubscribe -np $RANKS "$bin/hmw-synthetic" \
     -m "$work/hosts" -c "$work/idle.toml")
 idle_c=$(idle_share mpirun --oversubscribe -np $RANKS "$cdisp" idle 6)
 idle_mpi=$(idle_share mpirun --oversubscribe -np $RANKS "$venv/bin/python" \
