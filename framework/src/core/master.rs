@@ -1053,11 +1053,7 @@ impl<S: TaskSource> MasterCore<S> {
     /// and wait to be retried, and `id` leaves the in-flight table, never to be gathered (a
     /// late result of it is discharged).
     fn replace(&mut self, id: TaskId, parts: Vec<(f64, Vec<u8>)>) {
-        if let Some(flight) = self.in_flight.remove(&id) {
-            if let Some(tail) = &mut self.tail {
-                tail.remove(&(flight.holders.len(), Reverse(id)));
-            }
-        }
+        take_flight(&mut self.in_flight, &mut self.tail, id);
         self.redivided += 1;
         for (operations, body) in parts {
             let part = self.next_id;
@@ -1442,14 +1438,24 @@ fn gather_flight(
     spare: &mut SpareBuffers,
     id: TaskId,
 ) -> bool {
-    let Some(flight) = in_flight.remove(&id) else {
+    let Some(flight) = take_flight(in_flight, tail, id) else {
         return false;
     };
+    spare.keep(flight.body);
+    true
+}
+
+/// Task `id` leaves the in-flight table and the tail index: its entry, if it was in flight.
+fn take_flight(
+    in_flight: &mut FxHashMap<TaskId, InFlight>,
+    tail: &mut Option<BTreeSet<TailKey>>,
+    id: TaskId,
+) -> Option<InFlight> {
+    let flight = in_flight.remove(&id)?;
     if let Some(tail) = tail {
         tail.remove(&(flight.holders.len(), Reverse(id)));
     }
-    spare.keep(flight.body);
-    true
+    Some(flight)
 }
 
 fn retarget(tail: &mut Option<BTreeSet<TailKey>>, id: TaskId, from: usize, to: usize) {

@@ -115,20 +115,17 @@ impl WorkerCore {
         tasks: &mut VecDeque<Queued>,
     ) -> Result<Received, RunError> {
         let before = tasks.len();
-        let queue = |task| {
+        let mut queue = |task| {
             tasks.push_back(Queued {
                 task,
                 closes_batch: false,
             })
         };
-        if let Err(bytes) = ToWorker::take_tasks(bytes, queue) {
+        if let Err(bytes) = ToWorker::take_tasks(bytes, &mut queue) {
             match ToWorker::decode(&bytes, "message to a worker")
                 .map_err(RunError::decoding(rank))?
             {
-                ToWorker::Tasks(batch) => tasks.extend(batch.into_iter().map(|task| Queued {
-                    task,
-                    closes_batch: false,
-                })),
+                ToWorker::Tasks(batch) => batch.into_iter().for_each(queue),
                 ToWorker::Stop => return Ok(Received::Stop),
                 ToWorker::Join(_) => {
                     return Err(RunError::Protocol {

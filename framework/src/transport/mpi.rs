@@ -3,9 +3,10 @@
 //! Sends are non-blocking (`MPI_Isend`): a master sending a large task to a worker that is
 //! itself sending a large result cannot deadlock. A receive of up to [`POSTED_BYTES`] from any
 //! rank is posted in advance (a persistent request: `MPI_Recv_init` once), tested when the
-//! rank looks for a message, and started again (`MPI_Start`) once a message landed in it: a small message (a fine-grained application's
-//! every task and result) is matched once and copied once, where a probe and a matched receive
-//! matched it twice and copied it through MPI's queue of unexpected messages. A larger message
+//! rank looks for a message, and started again (`MPI_Start`) once a message landed in it: a
+//! small message (a fine-grained application's every task and result) is matched once and
+//! copied once, where a probe and a matched receive matched it twice and copied it through
+//! MPI's queue of unexpected messages. A larger message
 //! is announced by an empty notice through the same receive and follows on a communicator of
 //! its own (a duplicate of `MPI_COMM_WORLD`), received in full once the notice is read: the
 //! messages from one rank are delivered in the order they were sent, whatever their sizes.
