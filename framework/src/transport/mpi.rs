@@ -6,11 +6,14 @@
 //! rank looks for a message, and started again (`MPI_Start`) once a message landed in it: a
 //! small message (a fine-grained application's every task and result) is matched once and
 //! copied once, where a probe and a matched receive matched it twice and copied it through
-//! MPI's queue of unexpected messages. A larger message
-//! is announced by an empty notice through the same receive and follows on a communicator of
-//! its own (a duplicate of `MPI_COMM_WORLD`), received in full once the notice is read: the
-//! messages from one rank are delivered in the order they were sent, whatever their sizes.
-//! Between tests the rank sleeps instead of spinning in MPI's progress loop.
+//! MPI's queue of unexpected messages. The receive is posted again at the next poll, once the
+//! rank has answered the message. A larger message is announced by an empty notice through
+//! the same receive and follows with a tag of its own, which the posted receive does not
+//! take, received in full once the notice is read: the messages from one rank are delivered
+//! in the order they were sent, whatever their sizes. Everything travels on `MPI_COMM_WORLD`
+//! itself: a duplicate for the bodies had OpenMPI poll its non-blocking collectives (with
+//! which it made the duplicate) at every test of every rank. Between tests the rank sleeps
+//! instead of spinning in MPI's progress loop.
 //!
 //! Only the thread that created the transport calls MPI. A worker computes on a thread of its
 //! own and a communication manager runs its link's threads, so they ask for
@@ -41,15 +44,6 @@ use crate::{
     idle::{self, Idle},
     spare::SpareBuffers,
 };
-
-/// The communicators a message goes on.
-#[derive(Clone, Copy)]
-enum Comm {
-    /// `MPI_COMM_WORLD`: every small message, and a large one's notice.
-    World,
-    /// Its duplicate: a large message's body.
-    Bodies,
-}
 
 /// A send in progress: the request and the buffer it reads from. Its requests are MPI's own,
 /// tested and waited for through `ffi` (rsmpi's wrapper cost a busy rank about 90 instructions
@@ -147,12 +141,13 @@ fn threading_for(rank: Option<usize>) -> Threading {
 /// The size of the receive posted in advance: a message up to this size arrives whole in it.
 const POSTED_BYTES: usize = 4096;
 
-/// The tag of a message sent whole (at most [`POSTED_BYTES`]).
-const WHOLE: i32 = 1;
-/// The tag of the empty notice of a larger message, which follows on the bodies' communicator.
-const NOTICE: i32 = 2;
+/// The tag of what the posted receive takes: a message sent whole (1 to [`POSTED_BYTES`]
+/// bytes), or the empty notice of one sent as a body.
+const MESSAGE: i32 = 1;
+/// The tag of a body: a message larger than [`POSTED_BYTES`] (or empty), after its notice.
+const BODY: i32 = 2;
 
-/// The receive posted in advance: any rank, any tag, into a buffer of [`POSTED_BYTES`]. A
+/// The receive posted in advance: any rank, tag [`MESSAGE`], into a buffer of [`POSTED_BYTES`]. A
 /// persistent receive (`MPI_Recv_init`), started again (`MPI_Start`) after each message: MPI
 /// sets the request up once rather than at every message, as `MPI_Irecv` does.
 struct PostedReceive {
@@ -176,7 +171,7 @@ impl PostedReceive {
                 POSTED_BYTES as i32,
                 u8::equivalent_datatype().as_raw(),
                 ffi::RSMPI_ANY_SOURCE,
-                ffi::RSMPI_ANY_TAG,
+                MESSAGE,
                 world.as_raw(),
                 request.as_mut_ptr(),
             );
@@ -236,8 +231,7 @@ impl Drop for PostedReceive {
     }
 }
 
-/// MPI point-to-point messages on `MPI_COMM_WORLD` (and the bodies of large ones on a
-/// duplicate of it).
+/// MPI point-to-point messages on `MPI_COMM_WORLD`.
 pub struct MpiTransport {
     pending: Vec<PendingSend>,
     /// A buffer handed back by [`Transport::recycle`]: the next message is received into it
@@ -249,8 +243,6 @@ pub struct MpiTransport {
     /// or to receive into when no buffer was recycled.
     sent: SpareBuffers,
     posted: PostedReceive,
-    /// Where messages larger than [`POSTED_BYTES`] travel, each after its notice.
-    bodies: SimpleCommunicator,
     world: SimpleCommunicator,
     rank: usize,
     size: usize,
@@ -273,7 +265,6 @@ impl MpiTransport {
             spare: Vec::new(),
             sent: SpareBuffers::default(),
             posted: PostedReceive::new(&world),
-            bodies: world.duplicate(),
             rank: world.rank() as usize,
             size: world.size() as usize,
             world,
@@ -321,15 +312,11 @@ impl MpiTransport {
         self.world.abort(code)
     }
 
-    /// Start sending `bytes` to rank `to` of `comm` with `tag`. A small message is usually
-    /// copied out at once (OpenMPI's shared-memory transport completes it inside `MPI_Isend`):
-    /// its buffer is taken back now, and the list of sends in progress stays empty.
-    fn start_send(&mut self, comm: Comm, to: usize, tag: i32, bytes: Vec<u8>) {
-        let comm = match comm {
-            Comm::World => &self.world,
-            Comm::Bodies => &self.bodies,
-        };
-        match PendingSend::start(comm, to, tag, bytes).test() {
+    /// Start sending `bytes` to rank `to` with `tag`. A small message is usually copied out at
+    /// once (OpenMPI's shared-memory transport completes it inside `MPI_Isend`): its buffer is
+    /// taken back now, and the list of sends in progress stays empty.
+    fn start_send(&mut self, to: usize, tag: i32, bytes: Vec<u8>) {
+        match PendingSend::start(&self.world, to, tag, bytes).test() {
             Ok(buffer) => self.sent.keep(buffer),
             Err(send) => self.pending.push(send),
         }
@@ -377,28 +364,36 @@ impl Transport for MpiTransport {
         }
         // The sends in progress are tested first: most have completed by now.
         self.progress_sends();
-        if bytes.len() <= POSTED_BYTES {
-            self.start_send(Comm::World, to, WHOLE, bytes);
+        if (1..=POSTED_BYTES).contains(&bytes.len()) {
+            self.start_send(to, MESSAGE, bytes);
         } else {
-            self.start_send(Comm::World, to, NOTICE, Vec::new());
-            self.start_send(Comm::Bodies, to, WHOLE, bytes);
+            // An empty message is the notice: an empty message to send goes as a body.
+            self.start_send(to, MESSAGE, Vec::new());
+            self.start_send(to, BODY, bytes);
         }
         Ok(())
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
+        // The receive is posted again at the poll after a message, not as the message is
+        // read: the rank answers the message first, and the restart (OpenMPI's search of its
+        // unexpected messages) is off the path from a message to its answer.
+        if !self.posted.active {
+            self.posted.post();
+        }
         // The sends in progress are tested (their buffers freed) when another starts and
         // before a pause, not at every test: the test progresses them all the same.
         let Some(status) = self.posted.arrived() else {
             return Ok(None);
         };
         let from = status.source_rank();
-        let bytes = if status.tag() == NOTICE {
-            // The body was sent right after its notice: it is on its way.
+        let count = byte_count(&status);
+        let bytes = if count == 0 {
+            // A notice: the body was sent right after it, and is on its way.
             let (message, status) = self
-                .bodies
+                .world
                 .process_at_rank(from)
-                .matched_probe_with_tag(WHOLE);
+                .matched_probe_with_tag(BODY);
             let count = byte_count(&status);
             if count > self.spare.capacity() {
                 // A new buffer either way: the library's, which it does not zero first.
@@ -411,10 +406,9 @@ impl Transport for MpiTransport {
             }
         } else {
             let mut bytes = self.take_spare();
-            bytes.extend_from_slice(self.posted.bytes(byte_count(&status)));
+            bytes.extend_from_slice(self.posted.bytes(count));
             bytes
         };
-        self.posted.post();
         Ok(Some(Envelope {
             from: from as usize,
             bytes,
