@@ -37,6 +37,8 @@ bin=target/$PROFILE
 mkdir -p target/bench
 cdisp=target/bench/dispatch_loop
 mpicc -O2 -o "$cdisp" scripts/bench/dispatch_loop.c
+latency=target/bench/core_latency
+cc -O2 -pthread -o "$latency" scripts/bench/core_latency.c
 venv=target/bench-venv
 MPI4PY=${MPI4PY:-mpi4py==4.1.2}
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import mpi4py" 2>/dev/null; then
@@ -66,26 +68,34 @@ median_of() {
 }
 median_rate() { median_of tasks_per_s "$@"; }
 
-# hmw and the two C loops in rounds (hmw, spinning C, polite C, hmw with 32 workers, then
+# hmw and the two C loops in rounds (polite C, hmw, spinning C, hmw with 32 workers, then
 # again), so that the machine's speed, which drifts over minutes on this VM, weighs on all
 # alike: seven runs of each in blocks gave c_spin from 0.64 to 1.05 for the same build within
-# half an hour. hmw's rate and its master's CPU time per task come from the same run. Each
-# ratio is the median of the rounds' own ratios: within a round (a few seconds) the machine's
-# speed holds, across rounds it does not (the polite C loop ran 0.94 M tasks/s in one run of
-# this script and 2.39 M in the next, 2026-11-27), and a ratio of medians taken over rounds of
-# different speeds compares runs made at different speeds. Every round is printed.
+# half an hour. hmw's rate and its master's CPU time per task come from the same run, which
+# runs right after the polite C loop and right before the spinning one: the time a cache line
+# takes between the two cores, which every message pays, changes every few seconds on this
+# VM (100 ns or 400-500 ns for a round trip, as the host places the virtual CPUs; printed
+# before and after each round by scripts/bench/core_latency.c), and adjacent runs share it
+# more often. Each ratio is the median of the rounds' own ratios: within a round the
+# machine's speed mostly holds, across rounds it does not (the polite C loop ran 0.94 M
+# tasks/s in one run of this script and 2.39 M in the next, 2026-11-27), and a ratio of
+# medians taken over rounds of different speeds compares runs made at different speeds.
+# Every round is printed.
 : >"$work/rounds"
 for round in $(seq "$RUNS"); do
+    before=$("$latency" | values_of core_round_trip_ns)
+    polite=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
     line=$(timeout 600 mpirun --oversubscribe -np $RANKS "$bin/hmw-dispatch" \
         -m "$work/hosts" -c "$work/run.toml" 2>/dev/null | grep '^dispatch ' | tail -1 || true)
     rate=$(echo "$line" | values_of tasks_per_s)
     cpu=$(echo "$line" | values_of master_cpu_us_per_task)
     spin=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" spin "$TASKS")
-    polite=$(value_of tasks_per_s mpirun --oversubscribe -np $RANKS "$cdisp" polite "$TASKS")
+    after=$("$latency" | values_of core_round_trip_ns)
     cpu32=$(value_of master_cpu_us_per_task mpirun --oversubscribe -np 33 \
         "$bin/hmw-dispatch" -m "$work/hosts33" -c "$work/run.toml")
     echo "round $round: hmw ${rate:-?} tasks/s (master ${cpu:-?} us/task, ${cpu32:-?} with 32" \
-        "workers), c_spin ${spin:-?}, c_polite ${polite:-?}"
+        "workers), c_spin ${spin:-?}, c_polite ${polite:-?}; core round trip ${before:-?}," \
+        "${after:-?} ns"
     # A round with a failed run counts for none of the ratios.
     if [ -n "$rate" ] && [ -n "$cpu" ] && [ -n "$spin" ] && [ -n "$polite" ] && [ -n "$cpu32" ]; then
         echo "$rate $cpu $spin $polite $cpu32" >>"$work/rounds"
