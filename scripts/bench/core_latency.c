@@ -1,9 +1,10 @@
-/* The time a cache line takes to go from core 0 to core 1 and back: two threads, one on each
- * core, hand a counter to each other 20,000 times. On this project's VM it is 100 ns in some
+/* The time a cache line takes to go from one core to another and back: two threads, one on
+ * each of the first two cores this process may use, hand a counter to each other 20,000
+ * times. On this project's VM it is 100 ns in some
  * stretches and 400-500 ns in others, changing every few seconds as the host places the
  * virtual CPUs (docs/benchmarks.md): every message between two ranks on different cores pays
  * it, so the dispatch benchmark prints it beside each round.
- * Usage: core_latency   Prints: core_round_trip_ns=N (? on a machine of one core)
+ * Usage: core_latency   Prints: core_round_trip_ns=N (? with fewer than two cores to use)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -11,16 +12,18 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <time.h>
-#include <unistd.h>
 
 enum { ROUND_TRIPS = 20000 };
 static _Atomic long turn __attribute__((aligned(64)));
+/* The two cores: the first two this process may run on. */
+static int cores[2];
 
-static void pin(int cpu) {
+/* Keeps the calling thread on `cpu`; whether it could. */
+static int pin(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 static double now(void) {
@@ -29,10 +32,10 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* Core 1: answers each odd turn with the next even one. */
+/* The second core: answers each odd turn with the next even one. */
 static void *answer(void *unused) {
     (void)unused;
-    pin(1);
+    pin(cores[1]);
     for (long t = 1; t < 2 * ROUND_TRIPS; t += 2) {
         while (atomic_load(&turn) != t)
             ;
@@ -42,11 +45,17 @@ static void *answer(void *unused) {
 }
 
 int main(void) {
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        printf("core_round_trip_ns=? (one core)\n");
+    cpu_set_t allowed;
+    int found = 0;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+        for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
+            if (CPU_ISSET(cpu, &allowed))
+                cores[found++] = cpu;
+    /* Two threads spinning on one core would hand the counter over once per time slice. */
+    if (found < 2 || !pin(cores[0])) {
+        printf("core_round_trip_ns=? (fewer than two cores to use)\n");
         return 0;
     }
-    pin(0);
     pthread_t other;
     pthread_create(&other, NULL, answer, NULL);
     double start = now();
