@@ -6,7 +6,12 @@
  *           idle rank uses a whole core;
  *   polite  MPI_Iprobe, then the same backoff as hmw's waiting loops (framework/src/idle.rs):
  *           polls for 100 us, then sleeps doubling from 20 us to 2 ms, reset by any message;
- *           OpenMPI's yield at each poll turned off as hmw's ranks turn it off.
+ *           OpenMPI's yield at each poll turned off as hmw's ranks turn it off. It probes
+ *           once more right before each sleep: Open MPI's probe looks for a match before it
+ *           progresses, so the probe that pulls a message in says there is none. Without that
+ *           probe a message that arrived during a sleep was seen only after the next, twice
+ *           as long: with one worker both ranks fell into a convoy of sleeps (1,000-17,000
+ *           tasks/s over 200,000 tasks, against 1.4-2.6 M with it; docs/benchmarks.md).
  * Usage: mpirun -np N dispatch_loop spin|polite TASKS
  *        mpirun -np N dispatch_loop idle SECONDS   (every rank waits politely SECONDS for nothing)
  * Prints on rank 0: c_MODE tasks=T wall_s=W tasks_per_s=R master_cpu_us_per_task=C
@@ -40,6 +45,9 @@ static int wait_message(int source, MPI_Status *status, double deadline) {
             quick_since = now;
         if (now - quick_since < QUICK_POLLING_S)
             continue;
+        MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, status);
+        if (flag)
+            return 1;
         sleep_ns = sleep_ns == 0 ? FIRST_SLEEP_NS : sleep_ns * 2;
         if (sleep_ns > MAX_SLEEP_NS)
             sleep_ns = MAX_SLEEP_NS;
