@@ -147,9 +147,11 @@ const MESSAGE: i32 = 1;
 /// The tag of a body: a message larger than [`POSTED_BYTES`] (or empty), after its notice.
 const BODY: i32 = 2;
 
-/// The receive posted in advance: any rank, tag [`MESSAGE`], into a buffer of [`POSTED_BYTES`]. A
-/// persistent receive (`MPI_Recv_init`), started again (`MPI_Start`) after each message: MPI
-/// sets the request up once rather than at every message, as `MPI_Irecv` does.
+/// The receive posted in advance: any rank, tag [`MESSAGE`], into a buffer of
+/// [`POSTED_BYTES`]. A persistent receive (`MPI_Recv_init`), started again (`MPI_Start`) at the
+/// first look for a message after one landed: MPI sets the request up once rather than at
+/// every message, as `MPI_Irecv` does, and a rank answers a message before OpenMPI searches its
+/// unexpected messages for the next.
 struct PostedReceive {
     request: ffi::MPI_Request,
     /// Started and not yet completed.
@@ -194,9 +196,12 @@ impl PostedReceive {
     }
 
     /// The status of a message that landed in the buffer, if one did; the receive is then no
-    /// longer posted (`post` again once the buffer is read).
+    /// longer posted, and the buffer holds the message until the next call, which posts it
+    /// again first.
     fn arrived(&mut self) -> Option<Status> {
-        debug_assert!(self.active, "the receive is posted");
+        if !self.active {
+            self.post();
+        }
         let mut status = std::mem::MaybeUninit::uninit();
         let mut flag = 0;
         // SAFETY: an active request; MPI writes the flag, and the status when it is set.
@@ -375,12 +380,6 @@ impl Transport for MpiTransport {
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
-        // The receive is posted again at the poll after a message, not as the message is
-        // read: the rank answers the message first, and the restart (OpenMPI's search of its
-        // unexpected messages) is off the path from a message to its answer.
-        if !self.posted.active {
-            self.posted.post();
-        }
         // The sends in progress are tested (their buffers freed) when another starts and
         // before a pause, not at every test: the test progresses them all the same.
         let Some(status) = self.posted.arrived() else {
