@@ -1,9 +1,9 @@
 /* The time a cache line takes to go from one core to another and back: two threads, one on
  * each of the first two cores this process may use, hand a counter to each other 20,000
- * times. On this project's VM it is 100 ns in some
- * stretches and 400-500 ns in others, changing every few seconds as the host places the
- * virtual CPUs (docs/benchmarks.md): every message between two ranks on different cores pays
- * it, so the dispatch benchmark prints it beside each round.
+ * times. On this project's VM it is 100 ns in some stretches and 400-500 ns in others,
+ * changing every few seconds as the host places the virtual CPUs (docs/benchmarks.md): every
+ * message between two ranks on different cores pays it, so the dispatch benchmark prints it
+ * beside each round.
  * Usage: core_latency   Prints: core_round_trip_ns=N (? with fewer than two cores to use)
  */
 #define _GNU_SOURCE

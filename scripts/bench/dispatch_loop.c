@@ -28,15 +28,20 @@ static const long FIRST_SLEEP_NS = 20000, MAX_SLEEP_NS = 2000000;
 
 static int polite;
 
+/* Whether a message from `source` (or any) is there; then `status` says which. */
+static int probe(int source, MPI_Status *status) {
+    int flag = 0;
+    MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, status);
+    return flag;
+}
+
 /* Waits politely until a message from `source` (or any) is there, or until MPI_Wtime() passes
  * `deadline` when it is positive; returns whether a message came and then fills `status`. */
 static int wait_message(int source, MPI_Status *status, double deadline) {
-    int flag = 0;
     long sleep_ns = 0;
     double quick_since = -1;
     for (;;) {
-        MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, status);
-        if (flag)
+        if (probe(source, status))
             return 1;
         double now = MPI_Wtime();
         if (deadline > 0 && now > deadline)
@@ -45,8 +50,7 @@ static int wait_message(int source, MPI_Status *status, double deadline) {
             quick_since = now;
         if (now - quick_since < QUICK_POLLING_S)
             continue;
-        MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, status);
-        if (flag)
+        if (probe(source, status))
             return 1;
         sleep_ns = sleep_ns == 0 ? FIRST_SLEEP_NS : sleep_ns * 2;
         if (sleep_ns > MAX_SLEEP_NS)
