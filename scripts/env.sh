@@ -12,4 +12,9 @@ export OMPI_MCA_oob_tcp_if_include="lo"
 # with the tests, whose dev-dependencies turn on more features of shared crates) compile much
 # of the tree twice: in CI that was mpi-sys with its bindgen, plotters and hmw itself, twice.
 build_debug() { cargo build --quiet --workspace --bins --examples --tests "$@"; }
-build_release() { cargo build --quiet --release --workspace --bins "$@"; }
+# The release binaries every script runs: all but the benchmarks' own tools, which their
+# scripts build with the profile they measure (`scripts/bench-*.sh`).
+build_release() {
+    cargo build --quiet --release --workspace --bins \
+        --exclude hmw-dispatch --exclude hmw-link-bench "$@"
+}

@@ -45,8 +45,17 @@ log=$(mktemp)
 steps_dir=$(mktemp -d)
 trap 'rm -rf "$log" "$steps_dir"' EXIT
 tests_ok=true
-cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
-took "cargo test"
+# cargo-nextest (on these machines) runs the test binaries side by side where `cargo test`
+# runs them one after another: 135 s against 170 s here, most tests waiting on processes and
+# links. It does not run documentation tests; `cargo test --doc` does.
+if cargo nextest --version >/dev/null 2>&1; then
+    cargo nextest run --workspace --cargo-quiet --no-fail-fast --status-level fail \
+        --final-status-level fail 2>&1 | tee "$log" || tests_ok=false
+    cargo test --workspace --doc --quiet 2>&1 | tee -a "$log" || tests_ok=false
+else
+    cargo test --workspace --quiet --no-fail-fast 2>&1 | tee "$log" || tests_ok=false
+fi
+took "the tests"
 
 # Runs a check script (its output kept in $steps_dir/NAME.log), says how long it took, and on
 # failure shows the end of its output and fails the suite. Usage: step NAME WHAT COMMAND...
@@ -68,8 +77,13 @@ step apps "the applications' check" scripts/apps.sh --quick
 step testbed "the testbed's check" scripts/testbed-check.sh
 step deploy "the deployment check" scripts/deploy-check.sh
 
-# cargo test prints one summary line per test binary; add them up for a closing line.
-awk '/^test result:/ { p += $4; f += $6 } END { printf "%d passed, %d failed\n", p, f }' "$log"
+# cargo test prints one summary line per test binary, nextest one for all (`N tests run: P
+# passed, F failed, ...`); add them up for a closing line.
+awk '/^test result:/ { p += $4; f += $6 }
+     / tests run: / { for (i = 1; i <= NF; i++) {
+                          if ($i ~ /^passed/) p += $(i - 1)
+                          if ($i ~ /^failed/) f += $(i - 1) } }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
 for name in validation apps testbed deploy; do
     tail -1 "$steps_dir/$name.log"
 done
