@@ -4,7 +4,8 @@
  * changing every few seconds as the host places the virtual CPUs (docs/benchmarks.md): every
  * message between two ranks on different cores pays it, so the dispatch benchmark prints it
  * beside each round.
- * Usage: core_latency   Prints: core_round_trip_ns=N (? with fewer than two cores to use)
+ * Usage: core_latency   Prints: core_round_trip_ns=N (? when it cannot keep a thread on each
+ *                      of two cores)
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -15,15 +16,13 @@
 
 enum { ROUND_TRIPS = 20000 };
 static _Atomic long turn __attribute__((aligned(64)));
-/* The two cores: the first two this process may run on. */
-static int cores[2];
 
-/* Keeps the calling thread on `cpu`; whether it could. */
-static int pin(int cpu) {
+/* The set of `cpu` alone. */
+static cpu_set_t only(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
+    return set;
 }
 
 static double now(void) {
@@ -32,10 +31,9 @@ static double now(void) {
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* The second core: answers each odd turn with the next even one. */
+/* On the second core: answers each odd turn with the next even one. */
 static void *answer(void *unused) {
     (void)unused;
-    pin(cores[1]);
     for (long t = 1; t < 2 * ROUND_TRIPS; t += 2) {
         while (atomic_load(&turn) != t)
             ;
@@ -44,20 +42,32 @@ static void *answer(void *unused) {
     return NULL;
 }
 
+/* What it prints when it cannot keep one thread on each of two cores. */
+static int unmeasured(void) {
+    printf("core_round_trip_ns=? (cannot keep a thread on each of two cores)\n");
+    return 0;
+}
+
 int main(void) {
+    /* The first two cores this process may run on. */
     cpu_set_t allowed;
-    int found = 0;
+    int cores[2], found = 0;
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
         for (int cpu = 0; cpu < CPU_SETSIZE && found < 2; cpu++)
             if (CPU_ISSET(cpu, &allowed))
                 cores[found++] = cpu;
-    /* Two threads spinning on one core would hand the counter over once per time slice. */
-    if (found < 2 || !pin(cores[0])) {
-        printf("core_round_trip_ns=? (fewer than two cores to use)\n");
-        return 0;
-    }
+    if (found < 2)
+        return unmeasured();
+    /* Two threads spinning on one core would hand the counter over once per time slice: this
+     * thread stays on the first core, the answering one starts on the second or not at all. */
+    cpu_set_t first = only(cores[0]), second = only(cores[1]);
+    pthread_attr_t attr;
     pthread_t other;
-    pthread_create(&other, NULL, answer, NULL);
+    if (pthread_setaffinity_np(pthread_self(), sizeof first, &first) != 0 ||
+        pthread_attr_init(&attr) != 0 ||
+        pthread_attr_setaffinity_np(&attr, sizeof second, &second) != 0 ||
+        pthread_create(&other, &attr, answer, NULL) != 0)
+        return unmeasured();
     double start = now();
     for (long t = 0; t < 2 * ROUND_TRIPS; t += 2) {
         atomic_store(&turn, t + 1);
