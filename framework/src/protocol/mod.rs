@@ -248,8 +248,9 @@ pub enum ToMaster {
 /// (`hmw calibrate` reads a worker's own communication from it, (100)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerUsage {
-    /// CPU seconds of the worker's process: every thread's, the kernel's work on its
-    /// behalf in system calls included.
+    /// CPU seconds of the worker's process from its first task to its last result (to when
+    /// it fell idle after it): every thread's, the kernel's work on its behalf in system
+    /// calls included. The same window for the fields below.
     pub cpu_s: f64,
     /// CPU seconds of its compute thread, which decodes, executes and encodes the tasks
     /// handed to it (tasks too short for a hand-off run on the communication thread).

@@ -136,14 +136,25 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
     Ok(())
 }
 
-/// The CPU time a worker uses while it serves, from the first task it receives to its `Bye`:
-/// its process's and its compute thread's. The clocks are read then only: a thread that reads
-/// its own CPU clock has its CPU quota's accounting brought up to date, so reading it around
-/// each execution moved the throttling it causes out of the timed executions (a calibration
-/// on the testbed then read hosts of a 0.2-core quota up to 40 % faster).
+/// The CPU time a worker uses while it serves, from the first task it receives to its last
+/// result: its process's and its compute thread's. The clocks are read then only, and when
+/// the worker falls idle after a result: a thread that reads its own CPU clock has its CPU
+/// quota's accounting brought up to date, so reading it around each execution moved the
+/// throttling it causes out of the timed executions (a calibration on the testbed then read
+/// hosts of a 0.2-core quota up to 40 % faster).
+///
+/// The count ends when the worker falls idle after its last result, not at its `Bye`: a
+/// worker done before the others polls for work until the run ends, at about 2 % of a core,
+/// which is a fifth of a 0.1-core quota. Counted over its working time (`active_s`), those
+/// seconds read as cores it got while it worked: on the testbed, the workers of a cluster
+/// that waited 4 s for its slowest read 6-8 % over their quotas (2026-11-28).
 struct Usage {
     compute: Option<ThreadClock>,
+    /// The clocks (process, compute thread) when the first task arrived.
     start: Option<(f64, f64)>,
+    /// The clocks and the waiting counted when the worker last fell idle, and the result
+    /// it had sent last then.
+    idle: Option<(Clocks, Instant)>,
     /// When the first task arrived, and when the last result left so far.
     first_task: Option<Instant>,
     last_result: Option<Instant>,
@@ -159,6 +170,7 @@ impl Usage {
         Usage {
             compute,
             start: None,
+            idle: None,
             first_task: None,
             last_result: None,
             tasks_wait,
@@ -178,6 +190,25 @@ impl Usage {
         Some((process_cpu_s(), self.compute.as_ref()?.seconds()?))
     }
 
+    /// The worker fell idle (nothing computing, nothing in hand, waiting for the master):
+    /// the count so far is its work's, if a result left since it last fell idle.
+    fn fell_idle(&mut self) {
+        let Some(last_result) = self.last_result else {
+            return;
+        };
+        if self.idle.is_some_and(|(_, result)| result == last_result) {
+            return;
+        }
+        self.idle = self.now().map(|(process, compute)| {
+            let clocks = Clocks {
+                process,
+                compute,
+                waiting: self.waiting_cpu_s,
+            };
+            (clocks, last_result)
+        });
+    }
+
     /// A task arrived: the first starts the count.
     fn task_received(&mut self) {
         if self.start.is_none() {
@@ -192,21 +223,40 @@ impl Usage {
         self.last_result = Some(at);
     }
 
-    /// What was used since the first task, when any came.
+    /// What was used from the first task to the last result, when any came: up to when the
+    /// worker fell idle after it, or now if it has not.
     fn measured(&self) -> Option<WorkerUsage> {
         let (process, compute) = self.start?;
-        let (process_now, compute_now) = self.now()?;
+        let end = match self.idle {
+            Some((clocks, result)) if Some(result) == self.last_result => clocks,
+            _ => {
+                let (process, compute) = self.now()?;
+                Clocks {
+                    process,
+                    compute,
+                    waiting: self.waiting_cpu_s,
+                }
+            }
+        };
         Some(WorkerUsage {
-            cpu_s: process_now - process,
-            compute_cpu_s: compute_now - compute,
+            cpu_s: end.process - process,
+            compute_cpu_s: end.compute - compute,
             tasks_wait: self.tasks_wait.load(Ordering::Relaxed),
-            waiting_cpu_s: self.waiting_cpu_s,
+            waiting_cpu_s: end.waiting,
             active_s: match (self.first_task, self.last_result) {
                 (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
                 _ => 0.0,
             },
         })
     }
+}
+
+/// A worker's CPU clocks at one instant, and the waiting counted by then.
+#[derive(Debug, Clone, Copy)]
+struct Clocks {
+    process: f64,
+    compute: f64,
+    waiting: f64,
 }
 
 /// Pass a computed task (encoded at `encoded_at`) to the core and send what it says, noting
@@ -305,6 +355,9 @@ fn serve<T: Task>(
         }
         if pause == FULL_PAUSE {
             full_pause_from = Some(thread_cpu_s());
+        } else if !core.computing() {
+            // Past the quick polling, with nothing in hand: idle until the master answers.
+            usage.fell_idle();
         }
         // Sleep on the result channel: a finished task wakes us at once; the master's
         // messages are polled at the end of each pause.
@@ -508,5 +561,34 @@ mod tests {
             .collect();
         assert_eq!(sampled, vec![0, CodingSample::EVERY as usize]);
         assert_eq!(timed[0], CodingTimed::Sample);
+    }
+
+    /// Spins this thread for `seconds` of its CPU time.
+    fn spin(seconds: f64) {
+        let start = thread_cpu_s();
+        while thread_cpu_s() - start < seconds {}
+    }
+
+    #[test]
+    fn the_count_ends_when_the_worker_falls_idle_after_its_last_result() {
+        // SAFETY: pthread_self has no preconditions.
+        let this_thread = ThreadClock::of(unsafe { libc::pthread_self() });
+        let mut usage = Usage::new(this_thread, Arc::new(AtomicBool::new(false)));
+        usage.task_received();
+        spin(0.02);
+        usage.result_sent(Instant::now());
+        usage.fell_idle();
+        // Polling for work that never comes, then a second idle spell with no result.
+        spin(0.05);
+        usage.fell_idle();
+        let worked = usage.measured().unwrap();
+        assert!((0.02..0.04).contains(&worked.cpu_s), "{worked:?}");
+        assert!((0.02..0.04).contains(&worked.compute_cpu_s), "{worked:?}");
+
+        // Another result: the count goes on to it.
+        spin(0.02);
+        usage.result_sent(Instant::now());
+        let worked = usage.measured().unwrap();
+        assert!(worked.cpu_s >= 0.09, "{worked:?}");
     }
 }
