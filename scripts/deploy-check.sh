@@ -13,14 +13,21 @@
 #              prediction redone; spain behind the gateway: verified=true, every rank on its
 #              host, no job left
 #   calibrate  hmw calibrate configs/testbed/calibrate-three-clusters.toml through the same
-#              launchers (the same hosts): each worker's perf within 10 % of its CPU quota's
-#              share, each WAN's round trip within 10 % (or 2 ms) of twice its one-way delay,
-#              each WAN's goodput (both ways) within 15 % of its rate, no run folder and no
-#              Slurm job left after it. (The probe's warm-up is 30 round trips at least: after
-#              1 s, brazil's results direction, 100 ms round trip and 0.5 % loss, measured
-#              0.54-0.88 of its rate, after 3 s 0.91-0.99; 2026-11-25, quiet machine.)
-#              No LAN runs (--lan-runs 0: nothing here checks them, and they took half of the
-#              step's 98 s); the local LAN calibration is tested by cargo test.
+#              launchers (the same hosts), with every worker's perf at 2/3 of the plan's:
+#              each worker's perf within 10 % of its CPU quota's share, each WAN's round trip
+#              within 10 % (or 2 ms) of twice its one-way delay, each WAN's goodput (both
+#              ways) within 15 % of its rate, no run folder and no Slurm job left after it.
+#              (The probe's warm-up is 30 round trips at least: after 1 s, brazil's results
+#              direction, 100 ms round trip and 0.5 % loss, measured 0.54-0.88 of its rate,
+#              after 3 s 0.91-0.99; 2026-11-25, quiet machine.) No LAN runs (--lan-runs 0:
+#              nothing here checks them, and they took half of the step's 98 s); the local
+#              LAN calibration is tested by cargo test.
+#              Why 2/3: at the plan's perfs the workers' quotas add up to 1.35 of this
+#              machine's 2 cores; beside the other clusters' start-up and the WAN probes the
+#              machine had no idle time for seconds at once, and the least served host got
+#              0.87-0.97 of its quota while it worked (seven calibrations, 2026-11-28, by the
+#              calibration's own count of its cores); at 2/3 (0.9 cores), 0.97-0.99 in seven
+#              calibrations of eight, 0.89 in the eighth.
 #   matmul     configs/testbed/matmul-three-clusters.toml over ssh (release build), WANs set to
 #              the plan's 50 MB/s: verified=true, every rank on its host
 #   misplaced  mpirun without --map-by seq puts a rank elsewhere: the rank's own check stops
@@ -186,19 +193,29 @@ fi
 
 # --- hmw calibrate through the launchers, against the testbed's quotas and WANs ---
 calibrate_ok=fail cal_perf_err=nan cal_rate_err=nan cal_rtt_err=nan cal_s=nan
+# Every worker's perf at 2/3 of the plan's while it runs (see the header), then back.
+cal_scale=0.6667
+workers_perf=$(jq -r '.hosts[] | select(.perf != null) | "\(.host) \(.perf)"' "$work/state.json")
+set_workers_perf() {
+    echo "$workers_perf" | while read -r host perf; do
+        tb set-perf "$host" "$(echo "$perf * $1" | bc -l)" >/dev/null
+    done
+}
+set_workers_perf "$cal_scale"
 t_cal=$(date +%s)
 # The release build (as the matmul run's): the WAN probe's QUIC keeps up with the WANs there.
 if tb exec launch -- "$(realpath "$CARGO_TARGET_DIR")/release/hmw" calibrate "$calibrate_plan" --out "$work/system.toml" \
-    --work-dir "$work/calibrate" --tasks 6 --lan-runs 0 --wan-seconds 5 \
+    --work-dir "$work/calibrate" --tasks 6 --lan-runs 0 \
     >"$work/calibrate.log" 2>&1; then
     cal_s=$(($(date +%s) - t_cal))
     # Worst errors: perf against quota x oper / task_seconds, goodput against the plan's rates,
     # round trip against twice the one-way delay (within 2 ms passes too).
-    read -r cal_perf_err cal_rate_err cal_rtt_err cal_pass < <(python3 - "$work/system.toml" "$calibrate_plan" "$work/state.json" <<'PY'
+    read -r cal_perf_err cal_rate_err cal_rtt_err cal_pass < <(python3 - "$work/system.toml" "$calibrate_plan" "$work/state.json" "$cal_scale" <<'PY'
 import json, sys, tomllib
 system = tomllib.load(open(sys.argv[1], "rb"))
 plan = tomllib.load(open(sys.argv[2], "rb"))
 state = json.load(open(sys.argv[3]))
+scale = float(sys.argv[4])
 cpp = state["layout"]["cores_per_perf"]
 perf = {h["host"]: h.get("perf") for h in state["hosts"]}
 per_core = plan["application"]["oper"] / plan["launch"]["application"]["task_seconds"]
@@ -207,7 +224,7 @@ err = {"perf": 0.0, "rate": 0.0, "rtt": 0.0}
 ok = True
 for c in system["clusters"]:
     for w in c.get("workers", []):
-        want = max(cpp * perf[w["host"]], 0.05) * per_core
+        want = max(cpp * perf[w["host"]] * scale, 0.05) * per_core
         e = abs(w["perf"] / want - 1)
         print(f"deploy-check: calibrate {w['host']}: {w['perf']:.3f} ops/s, quota's share {want:.3f}, error {e:.3f}", file=sys.stderr)
         err["perf"] = max(err["perf"], e)
@@ -234,6 +251,7 @@ PY
 else
     note "calibrate: $(tail -8 "$work/calibrate.log")"
 fi
+set_workers_perf 1
 
 # --- matmul over ssh, release build, the plan's WAN rates ---
 matmul_ok=fail
