@@ -581,14 +581,16 @@ mod tests {
         // Polling for work that never comes, then a second idle spell with no result.
         spin(0.05);
         usage.fell_idle();
+        // This thread stands for the compute thread. The process's clock counts the other
+        // tests' threads too (`cargo test` runs them in this process): bounded below only.
         let worked = usage.measured().unwrap();
-        assert!((0.02..0.04).contains(&worked.cpu_s), "{worked:?}");
         assert!((0.02..0.04).contains(&worked.compute_cpu_s), "{worked:?}");
+        assert!(worked.cpu_s >= worked.compute_cpu_s * 0.99, "{worked:?}");
 
         // Another result: the count goes on to it.
         spin(0.02);
         usage.result_sent(Instant::now());
         let worked = usage.measured().unwrap();
-        assert!(worked.cpu_s >= 0.09, "{worked:?}");
+        assert!(worked.compute_cpu_s >= 0.09, "{worked:?}");
     }
 }
