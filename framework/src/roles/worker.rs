@@ -150,10 +150,9 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
 /// that waited 4 s for its slowest read 6-8 % over their quotas (2026-11-28).
 struct Usage {
     compute: Option<ThreadClock>,
-    /// The clocks (process, compute thread) when the first task arrived.
-    start: Option<(f64, f64)>,
-    /// The clocks and the waiting counted when the worker last fell idle, and the result
-    /// it had sent last then.
+    /// The clocks when the first task arrived.
+    start: Option<Clocks>,
+    /// The clocks when the worker last fell idle, and the result it had sent last then.
     idle: Option<(Clocks, Instant)>,
     /// When the first task arrived, and when the last result left so far.
     first_task: Option<Instant>,
@@ -185,9 +184,13 @@ impl Usage {
         }
     }
 
-    /// Both clocks now, when the compute thread's can be read.
-    fn now(&self) -> Option<(f64, f64)> {
-        Some((process_cpu_s(), self.compute.as_ref()?.seconds()?))
+    /// Both clocks now, when the compute thread's can be read, and the waiting counted.
+    fn now(&self) -> Option<Clocks> {
+        Some(Clocks {
+            process: process_cpu_s(),
+            compute: self.compute.as_ref()?.seconds()?,
+            waiting: self.waiting_cpu_s,
+        })
     }
 
     /// The worker fell idle (nothing computing, nothing in hand, waiting for the master):
@@ -199,14 +202,7 @@ impl Usage {
         if self.idle.is_some_and(|(_, result)| result == last_result) {
             return;
         }
-        self.idle = self.now().map(|(process, compute)| {
-            let clocks = Clocks {
-                process,
-                compute,
-                waiting: self.waiting_cpu_s,
-            };
-            (clocks, last_result)
-        });
+        self.idle = self.now().map(|clocks| (clocks, last_result));
     }
 
     /// A task arrived: the first starts the count.
@@ -226,21 +222,14 @@ impl Usage {
     /// What was used from the first task to the last result, when any came: up to when the
     /// worker fell idle after it, or now if it has not.
     fn measured(&self) -> Option<WorkerUsage> {
-        let (process, compute) = self.start?;
+        let start = self.start?;
         let end = match self.idle {
             Some((clocks, result)) if Some(result) == self.last_result => clocks,
-            _ => {
-                let (process, compute) = self.now()?;
-                Clocks {
-                    process,
-                    compute,
-                    waiting: self.waiting_cpu_s,
-                }
-            }
+            _ => self.now()?,
         };
         Some(WorkerUsage {
-            cpu_s: end.process - process,
-            compute_cpu_s: end.compute - compute,
+            cpu_s: end.process - start.process,
+            compute_cpu_s: end.compute - start.compute,
             tasks_wait: self.tasks_wait.load(Ordering::Relaxed),
             waiting_cpu_s: end.waiting,
             active_s: match (self.first_task, self.last_result) {
@@ -251,7 +240,8 @@ impl Usage {
     }
 }
 
-/// A worker's CPU clocks at one instant, and the waiting counted by then.
+/// A worker's CPU clocks at one instant (its process's, its compute thread's), and the
+/// waiting counted by then.
 #[derive(Debug, Clone, Copy)]
 struct Clocks {
     process: f64,
