@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::names::without_trailing_dot;
-use crate::proto::frame::MAX_BLOCK_SIZE;
-use crate::proto::sender::MESSAGE_PREFIX_LEN;
-use crate::proto::CoreConfig;
+use hmw_cm_proto::frame::MAX_BLOCK_SIZE;
+use hmw_cm_proto::sender::MESSAGE_PREFIX_LEN;
+use hmw_cm_proto::CoreConfig;
 
 pub use hmw_wan::Congestion;
 
@@ -160,7 +160,7 @@ mod defaults {
         2
     }
     pub(super) fn inactivity_timeout_ms() -> u64 {
-        5_000
+        hmw_cm_proto::DEFAULT_INACTIVITY_TIMEOUT_MS
     }
     pub(super) fn reconnect_initial_ms() -> u64 {
         100

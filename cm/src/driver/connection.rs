@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
 use super::shared::{close_code, printable, wait_for, Shared};
-use crate::proto::{
+use hmw_cm_proto::{
     decode, encode_data_header, BlockOutcome, ConnId, Frame, FrameEffect, ProtocolError,
 };
 
@@ -61,8 +61,8 @@ impl From<ProtocolError> for Failure {
     }
 }
 
-impl From<crate::proto::FrameError> for Failure {
-    fn from(e: crate::proto::FrameError) -> Self {
+impl From<hmw_cm_proto::FrameError> for Failure {
+    fn from(e: hmw_cm_proto::FrameError) -> Self {
         Failure::Protocol(e.into())
     }
 }

@@ -15,10 +15,10 @@ use super::error::{LinkError, TrySendError};
 use super::shared::{close_code, printable, shared_arc, wait_for, Shared};
 use super::tuner::{tune, TICK};
 use crate::config::{ConfigError, LinkConfig, Role};
-use crate::proto::PushError;
 use crate::stats::{BufferUsage, ConnectionCount, LinkStats, MAX_COUNT_CHANGES_KEPT};
 use crate::tls::{check_server_name, TlsMaterial};
 use crate::tuning::{stripe_epoch, StripePolicy, StripeSample, StripeState};
+use hmw_cm_proto::PushError;
 
 /// A reliable, ordered, buffered message link to one peer, striped over several QUIC
 /// connections and streams, surviving disconnections of any length.
@@ -158,7 +158,7 @@ impl Link {
 
     fn try_push(
         &self,
-        push: impl FnOnce(&mut crate::proto::Core) -> Result<(), PushError>,
+        push: impl FnOnce(&mut hmw_cm_proto::Core) -> Result<(), PushError>,
     ) -> Result<(), TrySendError> {
         if self.shared.is_closing() {
             return Err(LinkError::Closed.into());

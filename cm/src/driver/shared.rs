@@ -9,8 +9,8 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 use crate::config::LinkConfig;
-use crate::proto::{ConnId, Core};
 use crate::stats::{ConnectionCount, ConnectionTimeline, WindowStats};
+use hmw_cm_proto::{ConnId, Core};
 
 /// QUIC application close codes used by the link.
 pub(crate) mod close_code {

@@ -10,8 +10,8 @@ use quinn::VarInt;
 use tracing::{debug, trace};
 
 use super::shared::Shared;
-use crate::proto::ConnId;
 use crate::tuning::{next_memory, per_round_trip, WindowPolicy};
+use hmw_cm_proto::ConnId;
 
 /// Period of the window and memory decisions.
 pub(crate) const TICK: Duration = Duration::from_millis(100);

@@ -1,4 +1,5 @@
-//! The long-distance protocol as a state machine with no I/O.
+//! `hmw-cm-proto`: the long-distance link's protocol as a state machine with no I/O (no tokio,
+//! no quinn, no TLS); the crate `hmw-cm` drives it over QUIC.
 //!
 //! The driver feeds it events (a connection opened or was lost, a frame arrived, the application
 //! pushed or wants a message) and asks it what to do (which block to write on which connection,
@@ -19,3 +20,8 @@ pub use frame::{decode, encode_data_header, Ack, Block, ConnId, Frame, FrameErro
 pub use receiver::{BlockOutcome, ReceiveBuffer};
 pub use sender::{PushError, SendBuffer, UnknownBlockAck};
 pub use state::{Core, CoreConfig, CoreCounters, FrameEffect, Handshake, PREVIOUS_SESSIONS};
+
+/// Milliseconds without a packet after which a link's connection counts as dead, unless the
+/// link's configuration says otherwise: the CMs see the link down that much after its last
+/// packet.
+pub const DEFAULT_INACTIVITY_TIMEOUT_MS: u64 = 5_000;
