@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: the layout checks (no import cycle between files, the `hmw` command
-# built without MPI predicting as the MPI build does), unit tests, in-process cluster tests,
-# multi-process runs under mpirun, and the model's gate (scripts/validate.sh --quick: four
-# short scenarios, three runs each, about two minutes once its release build is done). This
-# is what CI runs.
+# The whole test suite: the layout checks (no import cycle between files, no I/O stack under
+# the crates that decide, the `hmw` command built without MPI predicting as the MPI build
+# does), unit tests, in-process cluster tests, multi-process runs under mpirun, and the
+# model's gate (scripts/validate.sh --quick: four short scenarios, three runs each, about two
+# minutes once its release build is done). This is what CI runs.
 #
 # Fails when a test fails or when the gate fails (a run that fails, or a scenario whose median
 # makespan of three runs is outside [0.90 best, 1.10 worst] of its prediction). Last two
@@ -33,6 +33,8 @@ took "the setup"
 checks_ok=true
 echo "test: scripts/check-imports.py"
 python3 scripts/check-imports.py || checks_ok=false
+echo "test: scripts/check-layers.sh"
+scripts/check-layers.sh || checks_ok=false
 
 # Binaries first: the multi-process tests start them.
 build_debug

@@ -55,12 +55,12 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use hmw::{
+use hmw_cm::{wanem::Wanem, BlockingLink, Role};
+use hmw_core::{
     config::{CmConfig, ConfigFile},
     machinefile::MachineFile,
     stats::{RunStats, WorkerStats},
 };
-use hmw_cm::{wanem::Wanem, BlockingLink, Role};
 use hmw_model::{
     params::{ApplicationParams, MeasuredCluster, MeasuredLanRuns, MeasuredSystem, MeasuredWorker},
     plan::{load_measured_system, load_plan, Plan},
@@ -732,7 +732,7 @@ fn system_file(measured: &MeasuredSystem) -> Result<String> {
 }
 
 /// A rank line of a machine file written back, annotations included.
-fn rank_line(line: &hmw::machinefile::RankLine) -> String {
+fn rank_line(line: &hmw_core::machinefile::RankLine) -> String {
     let annotations = line.annotations.to_string();
     if annotations.is_empty() {
         line.host.clone()
@@ -1118,7 +1118,7 @@ struct OwnCommunication {
 /// the busy-second rate scaled from the compute thread's share to the capacity, and
 /// `tput_own` moves `comm_bytes` per `own_cpu / capacity` seconds. Nothing is counted (`perf`
 /// per busy second, no `tput_own`) when its tasks wait rather than compute
-/// ([`hmw::Task::waits`]: its CPU is free for its messages meanwhile), when the run measured
+/// ([`hmw_core::Task::waits`]: its CPU is free for its messages meanwhile), when the run measured
 /// no CPU time, when nothing was spent on messages, or when the compute thread used under 5 %
 /// of a core (its tasks ran on the communication thread).
 fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> WorkerFigures {

@@ -2,12 +2,12 @@
 //! at them, from a run's statistics. `hmw calibrate` records both for each worker; `hmw report`
 //! takes a run's the same way to set it against the calibration.
 
-use hmw::stats::WorkerStats;
+use hmw_core::stats::WorkerStats;
 
 /// A worker's busy-second rate scaled from its compute thread's share of a core to its
 /// capacity (106), and that capacity, as the calibration takes them from a run's statistics;
 /// `None` when its CPU time tells nothing: none measured, tasks that wait rather than compute
-/// ([`hmw::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
+/// ([`hmw_core::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
 /// communication thread).
 pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
     let (working_s, share) = working_share(worker);

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use hmw::{
+use hmw_core::{
     config::ConfigFile,
     machinefile::{MachineFile, Role},
 };

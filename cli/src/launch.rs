@@ -23,8 +23,8 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use hmw::stats::RunStats;
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
+use hmw_core::stats::RunStats;
 use hmw_model::{
     methodology::{predict, Prediction},
     plan::{load_plan, model_input_with_measured, Plan},

@@ -81,7 +81,7 @@ pub(crate) fn positive_seconds(text: &str) -> Result<Duration, String> {
 }
 
 fn main() -> std::process::ExitCode {
-    hmw::runner::init_logging();
+    hmw_core::logging::init_logging();
     let cli = Cli::parse();
     let result = match cli.command {
         #[cfg(feature = "mpi")]

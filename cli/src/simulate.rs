@@ -14,7 +14,7 @@ use std::{
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use hmw::{config::ConfigFile, machinefile::MachineFile, stats::RunStats};
+use hmw_core::{config::ConfigFile, machinefile::MachineFile, stats::RunStats};
 use hmw_model::{
     methodology::predict,
     plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
@@ -457,7 +457,7 @@ mod tests {
             assert_eq!(outcome.stats.iterations.len(), 30);
             outcome.stats
         };
-        use hmw::config::TuneWorkers;
+        use hmw_core::config::TuneWorkers;
         let all = run(TuneWorkers::Off, None);
         let tuned = run(TuneWorkers::Time, None);
         let best = (1..=8)

@@ -16,11 +16,11 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use hmw::{
+use hmw_cm::{BlockingLink, LinkConfig, Role, TrySendError};
+use hmw_core::{
     config::{CmConfig, ConfigFile},
     machinefile::MachineFile,
 };
-use hmw_cm::{BlockingLink, LinkConfig, Role, TrySendError};
 use serde::{Deserialize, Serialize};
 
 use crate::processes::interrupted;
@@ -133,7 +133,7 @@ pub(crate) fn cm_config(machines: &MachineFile, name: &str, cm: &CmConfig) -> Re
                 && machines.ranks[r].annotations.name.as_deref() == Some(name)
         })
         .with_context(|| format!("{}: no CM named {name}", machines.path.display()))?;
-    hmw::roles::cm::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
+    hmw_cm::cm_line::link_config(machines, rank, cm).map_err(|e| anyhow!("{e}"))
 }
 
 /// Wait until the link is up, at most `timeout` (or until interrupted).

@@ -4,6 +4,7 @@
 //! the QUIC driver ([`driver`], tokio + quinn) of the protocol core with no I/O (the crate
 //! `hmw-cm-proto`, re-exported as [`proto`]); plus the user-space WAN emulator ([`wanem`]).
 
+pub mod cm_line;
 pub mod config;
 pub mod congestion;
 pub mod driver;

@@ -2,7 +2,7 @@
 //!
 //! ```no_run
 //! # use hmw::{Problem, Task, TaskResult, WorkerContext};
-//! # use hmw::scheduler::{Demand, Scheduler};
+//! # use hmw::{Demand, Scheduler};
 //! # #[derive(serde::Serialize, serde::Deserialize)] struct Sq(u64);
 //! # #[derive(serde::Serialize, serde::Deserialize)] struct Sum(u64);
 //! # impl Task for Sq { type Output = Sum; fn execute(self, _: &WorkerContext) -> Sum { Sum(self.0 * self.0) } }
@@ -30,10 +30,10 @@ use std::{process::ExitCode, sync::Arc};
 
 use serde::de::DeserializeOwned;
 
-use crate::{
+use crate::runner::{run_app, MakeScheduler, SplitterOf};
+use hmw_core::{
     app::{Problem, Splitter},
     config::RunConfig,
-    runner::{run_app, MakeScheduler, SplitterOf},
     scheduler::Scheduler,
     stats::RunStats,
 };

@@ -1,58 +1,39 @@
-//! The framework's error type.
+//! The runtime's error type.
 
-use crate::{
-    config::ConfigError, machinefile::MachineFileError, protocol::DecodeError,
-    transport::TransportError,
-};
+use hmw_core::{config::ConfigError, machinefile::MachineFileError, CoreError};
+
+use hmw_transport::TransportError;
 
 /// Why a run could not start or did not finish.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// A bad run configuration.
+    /// A bad configuration or machine file, a message that broke the protocol, a rank that
+    /// failed, a run that could not be set up: what a role's core or the setup found.
     #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// A bad machine file.
-    #[error(transparent)]
-    MachineFile(#[from] MachineFileError),
-    /// Sending or receiving failed.
+    Core(#[from] CoreError),
+    /// Sending or receiving inside a cluster failed.
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
-    /// A message from `rank` did not decode.
-    #[error("rank {rank}: {source}")]
-    Decode {
-        /// The sender.
-        rank: usize,
-        /// Why.
-        #[source]
-        source: DecodeError,
-    },
-    /// A message from `rank` that has no place where it came.
-    #[error("rank {rank}: protocol violation: {message}")]
-    Protocol {
-        /// The sender.
-        rank: usize,
-        /// What was wrong with it.
-        message: String,
-    },
-    /// A rank reported that it cannot go on (a task panicked there, say).
-    #[error("rank {rank} ({host}) failed: {message}")]
-    Failed {
-        /// The rank.
-        rank: usize,
-        /// Its host.
-        host: String,
-        /// What it said.
-        message: String,
-    },
-    /// The run could not be set up (what is missing, where).
-    #[error("{0}")]
-    Setup(String),
+    /// The long-distance link of a communication manager failed.
+    #[error("WAN link: {0}")]
+    Link(String),
 }
 
 impl RunError {
-    /// The error for a message from `rank` that did not decode: `decode(..).map_err(
-    /// RunError::decoding(rank))`.
-    pub fn decoding(rank: usize) -> impl FnOnce(DecodeError) -> RunError {
-        move |source| RunError::Decode { rank, source }
+    /// The run could not be set up (what is missing, where).
+    pub(crate) fn setup(message: impl Into<String>) -> Self {
+        RunError::Core(CoreError::Setup(message.into()))
+    }
+}
+
+impl From<ConfigError> for RunError {
+    fn from(error: ConfigError) -> Self {
+        RunError::Core(error.into())
+    }
+}
+
+impl From<MachineFileError> for RunError {
+    fn from(error: MachineFileError) -> Self {
+        RunError::Core(error.into())
     }
 }

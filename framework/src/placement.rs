@@ -8,42 +8,20 @@
 
 use std::net::{IpAddr, ToSocketAddrs, UdpSocket};
 
-use serde::{Deserialize, Serialize};
-
-/// One rank's place: the host its machine-file line names and the one it ran on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RankPlacement {
-    /// The rank.
-    pub rank: usize,
-    /// The host of its machine-file line.
-    pub line_host: String,
-    /// The host name it observed (`gethostname`).
-    pub observed_host: String,
-}
-
-impl RankPlacement {
-    /// Whether it ran on its line's host, by name (the short names agree).
-    pub fn matches(&self) -> bool {
-        short(&self.line_host) == short(&self.observed_host)
-    }
-}
+use hmw_core::stats::RankPlacement;
 
 /// This host's name, as the kernel has it (`gethostname`, per UTS namespace).
-pub fn observed_host() -> String {
+pub(crate) fn observed_host() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_owned())
         .unwrap_or_default()
 }
 
-fn short(host: &str) -> &str {
-    host.split('.').next().unwrap_or(host)
-}
-
 /// Whether `line_host` names this host: its host name (or the short form of either), or a name
 /// or address that resolves to an address of this host other than loopback (one a socket can
 /// be bound to here; every host can bind loopback addresses).
-pub fn is_this_host(line_host: &str, observed: &str) -> bool {
-    if short(line_host) == short(observed) {
+pub(crate) fn is_this_host(line_host: &str, observed: &str) -> bool {
+    if RankPlacement::same_host(line_host, observed) {
         return true;
     }
     let Ok(addresses) = (line_host, 0).to_socket_addrs() else {
@@ -56,7 +34,7 @@ pub fn is_this_host(line_host: &str, observed: &str) -> bool {
 }
 
 /// The error of a rank that runs on another host than its line's.
-pub fn misplaced(rank: usize, line_no: usize, line_host: &str, observed: &str) -> String {
+pub(crate) fn misplaced(rank: usize, line_no: usize, line_host: &str, observed: &str) -> String {
     format!(
         "rank {rank} runs on host `{observed}` but line {line_no} of the machine file names \
          `{line_host}`: MPI placed it elsewhere (start it with `mpirun --map-by seq` and a \

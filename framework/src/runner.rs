@@ -30,22 +30,25 @@ use clap::Parser;
 use serde::de::DeserializeOwned;
 
 use crate::{
-    app::{Problem, Splitter, WorkerContext},
-    config::{ConfigFile, RunConfig},
-    core::SplitSource,
-    error::RunError,
-    machinefile::{Facing, MachineFile, Role, MASTER},
-    protocol::{decode, encode},
-    roles::{
+    drivers::{
         cm,
         master::{Master, ProblemSource},
         submaster,
         worker::Worker,
     },
+    error::RunError,
+};
+use hmw_core::{
+    app::{Problem, Splitter, WorkerContext},
+    config::{ConfigFile, RunConfig},
+    machinefile::{Facing, MachineFile, Role, MASTER},
+    protocol::{decode, encode},
+    roles::SplitSource,
     scheduler::Scheduler,
     stats::RunStats,
-    transport::{local::LocalTransport, Transport, TransportError},
+    CoreError,
 };
+use hmw_transport::{local::LocalTransport, Transport, TransportError};
 
 /// The command line every application binary accepts.
 #[derive(Debug, Clone, Parser)]
@@ -54,7 +57,7 @@ use crate::{
     about = "An hmw master-worker application: start it under mpirun, one rank \
     per machine-file line, or with --threads to run every rank in this process"
 )]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Enhanced machine file: one rank per line, the first is the master.
     #[arg(long, short = 'm')]
     pub machinefile: PathBuf,
@@ -229,7 +232,7 @@ where
     P: Problem,
     S: DeserializeOwned,
 {
-    init_logging();
+    hmw_core::logging::init_logging();
     let args = RunArgs::parse();
     if args.threads {
         return report(run_threads(
@@ -274,7 +277,7 @@ where
     P: Problem,
     S: DeserializeOwned,
 {
-    use crate::transport::mpi::MpiTransport;
+    use hmw_transport::mpi::MpiTransport;
 
     let Some(mut transport) = MpiTransport::init() else {
         eprintln!("error: MPI was already initialised in this process");
@@ -350,7 +353,9 @@ where
 }
 
 #[cfg(feature = "mpi")]
-use crate::placement::{self, RankPlacement};
+use hmw_core::stats::RankPlacement;
+
+use crate::placement;
 
 /// The outcome of a cluster's rank 0 with where each of its ranks ran.
 #[cfg(feature = "mpi")]
@@ -369,7 +374,7 @@ fn with_placement<P>(outcome: Outcome<P>, placement: Vec<RankPlacement>) -> Outc
 }
 
 /// What playing a rank's role gave.
-pub enum Outcome<P> {
+pub(crate) enum Outcome<P> {
     /// The main master: the problem with every result gathered, and the statistics.
     Master {
         /// The problem with every result gathered.
@@ -386,31 +391,15 @@ pub enum Outcome<P> {
     Done,
 }
 
+/// Makes the scheduler of a master or sub-master, from the run's configuration.
+pub(crate) type MakeScheduler = Arc<dyn Fn(&RunConfig) -> Box<dyn Scheduler> + Send + Sync>;
+
 /// Play this rank's role in one cluster: `problem` is given to the main master only (rank 0
 /// of a cluster without upstream communication manager), `splitter` to the ranks that use
 /// the application's splitter (a sub-master, a CM facing a master). Masters and sub-masters
-/// schedule by the configuration's `[run] scheduler`.
-pub fn play<P: Problem>(
-    transport: &mut dyn Transport,
-    machines: &MachineFile,
-    config: &ConfigFile,
-    problem: Option<P>,
-    splitter: Option<SplitterOf<P>>,
-) -> Result<Outcome<P>, RunError> {
-    play_with(transport, machines, config, problem, splitter, None)
-}
-
-/// Makes the scheduler of a master or sub-master, from the run's configuration.
-pub type MakeScheduler = Arc<dyn Fn(&RunConfig) -> Box<dyn Scheduler> + Send + Sync>;
-
-/// The scheduler of the configuration's `[run] scheduler` policy.
-pub fn configured_scheduler(config: &RunConfig) -> Box<dyn Scheduler> {
-    config.scheduler.scheduler(config.chunk_settings())
-}
-
-/// [`play`], masters and sub-masters scheduling with `make_scheduler`'s schedulers (the
-/// configured policy when `None`).
-pub fn play_with<P: Problem>(
+/// schedule with `make_scheduler`'s schedulers, or by the configuration's `[run] scheduler`
+/// when `None`.
+pub(crate) fn play_with<P: Problem>(
     transport: &mut dyn Transport,
     machines: &MachineFile,
     config: &ConfigFile,
@@ -421,7 +410,7 @@ pub fn play_with<P: Problem>(
     let rank = transport.rank();
     let scheduler = match make_scheduler {
         Some(make) => make(&config.run),
-        None => configured_scheduler(&config.run),
+        None => config.run.configured_scheduler(),
     };
     match (machines.role(rank), problem) {
         (Role::Master, Some(problem)) if config.run.split_tasks && splitter.is_some() => {
@@ -459,7 +448,8 @@ pub fn play_with<P: Problem>(
         (Role::CommunicationManager, _) => {
             let outbound = splitter.map(|mut splitter| -> cm::Outbound {
                 Box::new(move |body: &[u8]| {
-                    let task: P::Task = decode(body, "task").map_err(RunError::decoding(MASTER))?;
+                    let task: P::Task =
+                        decode(body, "task").map_err(CoreError::decoding(MASTER))?;
                     Ok(encode(&splitter.outbound(task)))
                 })
             });
@@ -471,9 +461,10 @@ pub fn play_with<P: Problem>(
 
 /// Play a whole cluster in this process: rank 0 on this thread, every other rank on a thread
 /// of its own, over the in-process transport. `make_splitter` gives a splitter to each rank
-/// that uses one (see [`play`]). When a rank fails, the whole cluster stops, and the error
+/// that uses one (see [`play_with`]). When a rank fails, the whole cluster stops, and the error
 /// returned is the one that stopped it.
-pub fn play_in_threads<P: Problem>(
+#[cfg(test)]
+pub(crate) fn play_in_threads<P: Problem>(
     machines: &MachineFile,
     config: &ConfigFile,
     problem: Option<P>,
@@ -484,7 +475,7 @@ pub fn play_in_threads<P: Problem>(
 
 /// [`play_in_threads`], masters and sub-masters scheduling with `make_scheduler`'s
 /// schedulers (the configured policy when `None`).
-pub fn play_in_threads_with<P: Problem>(
+pub(crate) fn play_in_threads_with<P: Problem>(
     machines: &MachineFile,
     config: &ConfigFile,
     problem: Option<P>,
@@ -496,7 +487,7 @@ pub fn play_in_threads_with<P: Problem>(
         splitters.push(match make_splitter {
             Some(make) if uses_splitter(machines, config, rank) => Some(
                 make()
-                    .map_err(|e| RunError::Setup(format!("cannot set the splitter up: {e:#}")))?,
+                    .map_err(|e| RunError::setup(format!("cannot set the splitter up: {e:#}")))?,
             ),
             _ => None,
         });
@@ -526,7 +517,7 @@ pub fn play_in_threads_with<P: Problem>(
                     }
                     played.map(|_| ())
                 })
-                .map_err(|e| RunError::Setup(format!("cannot start a rank thread: {e}")))
+                .map_err(|e| RunError::setup(format!("cannot start a rank thread: {e}")))
         })
         .collect::<Result<_, _>>()?;
     let outcome = play_with(
@@ -544,9 +535,9 @@ pub fn play_in_threads_with<P: Problem>(
     let mut failure = None;
     for rank in others {
         let ended = rank.join().unwrap_or_else(|payload| {
-            Err(RunError::Setup(format!(
+            Err(RunError::setup(format!(
                 "a rank thread panicked: {}",
-                crate::roles::worker::panic_text(&*payload)
+                crate::drivers::worker::panic_text(&*payload)
             )))
         });
         if let Err(e) = ended {
@@ -634,15 +625,4 @@ fn report(result: anyhow::Result<()>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// Logs go to stderr through `tracing`; `HMW_LOG` sets the filter (default `warn`).
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HMW_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
 }

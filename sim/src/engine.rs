@@ -9,7 +9,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hmw::{runner::configured_scheduler, stats::RunStats};
+use hmw_core::{config::RunConfig, stats::RunStats};
 
 use crate::{
     network::{secs, Serial, WanDirection},
@@ -125,7 +125,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
         &spec.config,
         problem,
         spec.sizes,
-        &configured_scheduler,
+        &RunConfig::configured_scheduler,
     )?;
     if options.measure_master {
         world.measure_master_handle();
@@ -327,7 +327,7 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 mod tests {
     use std::path::Path;
 
-    use hmw::{config::ConfigFile, machinefile::MachineFile};
+    use hmw_core::{config::ConfigFile, machinefile::MachineFile};
 
     use super::*;
     use crate::{
@@ -573,7 +573,7 @@ mod tests {
     /// workers, making iterations faster than with all 8.
     #[test]
     fn the_tuner_sets_the_active_workers_of_an_iterative_run() {
-        let run = |tune: hmw::config::TuneWorkers| {
+        let run = |tune: hmw_core::config::TuneWorkers| {
             let mut c = cluster("main", "m\nw\nw\nw\nw\nw\nw\nw\nw\n", None, 10.0);
             c.lan_bytes_per_s = 1e5;
             let mut s = spec(vec![c], 240, 0.0);
@@ -585,8 +585,8 @@ mod tests {
             s.config.run.tune_workers = tune;
             simulate(&s, 1, Options::default()).unwrap()
         };
-        let fixed = run(hmw::config::TuneWorkers::Off);
-        let tuned = run(hmw::config::TuneWorkers::Time);
+        let fixed = run(hmw_core::config::TuneWorkers::Off);
+        let tuned = run(hmw_core::config::TuneWorkers::Time);
         assert!(fixed.each_gathered_once && tuned.each_gathered_once);
         assert_eq!(fixed.stats.iterations.len(), 60);
         assert!(fixed.stats.iterations.iter().all(|i| i.workers == 8));

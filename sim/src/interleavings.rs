@@ -13,12 +13,12 @@ use std::{
     time::Duration,
 };
 
-use hmw::{
+use hmw_core::{
     adapt::{Action, Decision},
     config::{ConfigFile, RunConfig},
-    core::{MasterCore, Output, ProblemSource},
     machinefile::MachineFile,
     protocol::{decode, encode, ToMaster, ToWorker, WireResult},
+    roles::{MasterCore, Output, ProblemSource},
     scheduler::{Demand, OnDemand, Policy, Scheduler, Waiting},
     stats::RunStats,
 };

@@ -1,8 +1,9 @@
 //! `hmw-sim`: the roles' cores of `hmw` in virtual time.
 //!
-//! The cores of `hmw::core` (the master's, the sub-master's, the communication managers',
-//! the workers') are state machines with no clock and no I/O; the MPI drivers of
-//! `hmw::roles` run them over MPI. This crate runs the same types in a simulated world:
+//! The cores of `hmw_core::roles` (the master's, the sub-master's, the communication
+//! managers', the workers') are state machines with no clock and no I/O; the drivers of the
+//! crate `hmw` run them over MPI and threads. This crate runs the same types in a simulated
+//! world, and depends on `hmw-core` alone (no MPI, tokio or QUIC in its tree):
 //! - [`World`]: the cores of a tree of clusters, laid out by their machine files, wired as
 //!   the drivers wire them; it takes a message for a node and returns what that node sends;
 //! - [`simulate`]: a discrete-event loop in virtual time around a world, with workers that

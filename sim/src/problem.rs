@@ -3,9 +3,9 @@
 //! a problem that counts how often it gathers each task (exactly once, in a correct run).
 //! An iterative problem runs its tasks in iterations with a barrier between them, each
 //! divided among the workers the master has active then (its tuner's count), as
-//! `hmw::iterative::Iterations` does.
+//! `hmw_core::iterative::Iterations` does.
 
-use hmw::{Handout, Problem, Recipient, Task, TaskId, TaskResult, WorkerContext};
+use hmw_core::{Handout, Problem, Recipient, Task, TaskId, TaskResult, WorkerContext};
 use serde::{Deserialize, Serialize};
 
 use crate::rng::Rng;

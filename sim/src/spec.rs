@@ -2,7 +2,7 @@
 //! worker's performance, each LAN's and WAN's figures, the application's tasks and sizes, and
 //! the run's configuration. `hmw simulate` builds one from a plan; tests build their own.
 
-use hmw::{config::ConfigFile, machinefile::MachineFile};
+use hmw_core::{config::ConfigFile, machinefile::MachineFile};
 
 use crate::problem::TaskCost;
 

@@ -8,23 +8,22 @@
 //! master (the main cluster) or the sub-master, a `# M` line a CM leading to a child cluster
 //! ([`CmMasterSide`]), a `# S` line the CM facing the cluster's parent ([`CmSubMasterSide`]),
 //! other lines workers ([`WorkerCore`]). The cores are the types the drivers of
-//! `hmw::roles` run: [`MasterCore`] over the application's problem, the sub-master core
-//! [`hmw::roles::submaster::core`] builds.
+//! `hmw` run: [`MasterCore`] over the application's problem, the sub-master core
+//! [`SubMasterCore::for_cluster`] builds.
 
 use std::{collections::VecDeque, time::Duration};
 
-use hmw::{
+use hmw_core::{
     config::{ConfigFile, RunConfig},
-    core::{
+    machinefile::{Facing, MachineFile},
+    protocol::{decode, encode, TaskIds, ToMaster, ToWorker, WireResult},
+    roles::{
         CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkView, MasterCore, Output,
         ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
     },
-    machinefile::{Facing, MachineFile},
-    protocol::{decode, encode, TaskIds, ToMaster, ToWorker, WireResult},
-    roles::submaster,
     scheduler::Scheduler,
     stats::{ClusterReport, LinkSummary, RunStats},
-    RunError, Task, WorkerContext,
+    CoreError, Task, WorkerContext,
 };
 
 use crate::{
@@ -48,7 +47,7 @@ pub enum SimError {
         /// Its rank there.
         rank: usize,
         /// What the core said.
-        error: RunError,
+        error: CoreError,
     },
     /// Nothing more can happen and the master is not done.
     #[error("the simulated run stalled at t = {at_s:.3} s with {gathered} tasks gathered")]
@@ -396,7 +395,7 @@ impl World {
 
     /// Apply a re-planning decision to the main master at `now`, as its own re-planning
     /// does (for tests that choose decisions themselves). Returns what it sends.
-    pub fn adapt(&mut self, now: Duration, decision: &hmw::adapt::Decision) -> Vec<Transfer> {
+    pub fn adapt(&mut self, now: Duration, decision: &hmw_core::adapt::Decision) -> Vec<Transfer> {
         self.now = self.now.max(now);
         if let Slot::Master(core) = &mut self.slots[0] {
             core.adapt(now, decision, &mut self.out);
@@ -468,7 +467,7 @@ impl World {
         let body = match decode::<SimTask>(&task.body, "task") {
             Ok(job) => encode(&job.execute(&self.context)),
             Err(e) => {
-                let r = Err(RunError::decoding(0)(e));
+                let r = Err(CoreError::decoding(0)(e));
                 return self.check(node, r).map(|()| Vec::new());
             }
         };
@@ -569,7 +568,7 @@ impl World {
         Ok(std::mem::take(&mut self.sent))
     }
 
-    fn check(&self, node: usize, result: Result<(), RunError>) -> Result<(), SimError> {
+    fn check(&self, node: usize, result: Result<(), CoreError>) -> Result<(), SimError> {
         result.map_err(|error| {
             let (cluster, rank) = self.locate(node);
             SimError::Core {
@@ -751,8 +750,7 @@ impl World {
     }
 }
 
-/// The main master's core, as the driver runs it (`hmw::roles::master::Master`, which
-/// `hmw::runner::play` builds with the same constructor).
+/// The main master's core, as the master's driver builds it (with the same constructor).
 pub fn master_core(
     machines: &MachineFile,
     config: &ConfigFile,
@@ -768,68 +766,17 @@ pub fn master_core(
 }
 
 /// A sub-master's core, built by the function its driver uses
-/// ([`hmw::roles::submaster::core`]).
+/// ([`SubMasterCore::for_cluster`]).
 pub fn sub_master_core(
     machines: &MachineFile,
     config: &ConfigFile,
     make_scheduler: MakeScheduler<'_>,
 ) -> SubMasterCore<SimTask> {
-    submaster::core::<SimTask>(
+    SubMasterCore::for_cluster(
         machines,
         config,
         machines.upstream().unwrap_or(1),
         make_scheduler(&config.run),
         None,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use hmw::{
-        roles::{master::Master, worker::Worker},
-        runner::configured_scheduler,
-        transport::local::LocalTransport,
-    };
-
-    use super::*;
-    use crate::problem::TaskCost;
-
-    /// The core the simulator builds for a main master is the type the master's driver runs:
-    /// handed to the driver, over the in-process transport, with worker drivers on threads,
-    /// it runs a real run to the end.
-    #[test]
-    fn the_drivers_run_the_cores_the_simulator_builds() {
-        let machines = MachineFile::parse(Path::new("t.hosts"), "m\nw\nw\n").unwrap();
-        let mut config = ConfigFile::defaults();
-        config.run.statistics_interval = 0.0;
-        let problem = SimProblem::new(40, TaskCost::fixed(1.0), 0);
-        let core = master_core(&machines, &config, problem, &configured_scheduler);
-        let mut transports = LocalTransport::cluster(3).into_iter();
-        let mut master_transport = transports.next().unwrap();
-        let workers: Vec<_> = transports
-            .enumerate()
-            .map(|(i, mut transport)| {
-                let context = WorkerContext::of(&machines, i + 1);
-                std::thread::spawn(move || Worker::<SimTask>::new(&mut transport, context, 1).run())
-            })
-            .collect();
-        let (stats, source) = Master::with_core(&mut master_transport, core)
-            .run()
-            .unwrap();
-        for worker in workers {
-            worker.join().unwrap().unwrap();
-        }
-        assert_eq!(stats.tasks, 40);
-        assert!(source.into_problem().each_gathered_once());
-        // The sub-master's core is what its driver's own constructor builds.
-        let far = MachineFile::parse(
-            Path::new("f.hosts"),
-            "s\nc # S 0 7000 h name=b peer=a nr=2\nw\n",
-        )
-        .unwrap();
-        let sub: SubMasterCore<SimTask> = sub_master_core(&far, &config, &configured_scheduler);
-        assert!(!sub.is_done());
-    }
 }

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use hmw::{config::ConfigFile, machinefile::MachineFile};
+use hmw_core::{config::ConfigFile, machinefile::MachineFile};
 use hmw_sim::{
     simulate, ClusterSetup, ClusterSpec, Options, Outcome, Sizes, Spec, SpeedChange, TaskCost,
     WanSpec,
@@ -198,7 +198,7 @@ fn brazil_s_wan_at_a_fifth_still_carries_its_results() {
         fifth.wall_s,
         full.wall_s
     );
-    let brazil = |stats: &hmw::stats::RunStats| {
+    let brazil = |stats: &hmw_core::stats::RunStats| {
         stats
             .clusters
             .iter()

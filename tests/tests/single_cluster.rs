@@ -284,7 +284,7 @@ fn a_task_that_panics_ends_the_run_with_its_message() {
 
 /// The MPI transport delivers two ranks' messages whole and in order across its size classes
 /// (a receive posted in advance for small ones, a notice and a body for larger ones), both
-/// ranks sending at once (`framework/examples/mpi_transport_order.rs`, built by `cargo test`).
+/// ranks sending at once (`transport/examples/mpi_transport_order.rs`, built by `cargo test`).
 #[test]
 fn the_mpi_transport_keeps_each_ranks_order_across_message_sizes() {
     let _serial = one_at_a_time();

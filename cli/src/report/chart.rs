@@ -1018,7 +1018,7 @@ mod tests {
         stats.adaptations = ["credit 12", "drop", "readmit"]
             .iter()
             .enumerate()
-            .map(|(i, action)| hmw::stats::Adaptation {
+            .map(|(i, action)| hmw_core::stats::Adaptation {
                 t_s: 1.0 + i as f64,
                 cluster: "spain".into(),
                 action: (*action).into(),
@@ -1067,7 +1067,7 @@ mod tests {
     fn recorded_outages_are_drawn_on_their_clusters_row() {
         let mut stats = two_cluster_stats();
         stats.started_unix_s = Some(1.7e9);
-        stats.clusters[0].link.as_mut().unwrap().outages = vec![hmw::stats::Outage {
+        stats.clusters[0].link.as_mut().unwrap().outages = vec![hmw_core::stats::Outage {
             start_unix_s: 1.7e9 + 2.5,
             end_unix_s: Some(1.7e9 + 4.5),
         }];

@@ -6,7 +6,7 @@
 use std::{fs, path::PathBuf};
 
 use anyhow::{anyhow, Context as _, Result};
-use hmw::stats::RunStats;
+use hmw_core::stats::RunStats;
 use hmw_model::{
     plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
     predict,

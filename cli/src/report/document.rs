@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use hmw::stats::RunStats;
+use hmw_core::stats::RunStats;
 use hmw_model::Prediction;
 
 use super::{comparison::Comparison, observed::Observed, predicted::Predicted};

@@ -3,7 +3,7 @@
 //! was down (recorded by its communication manager), and — for statistics without those
 //! records — the stretches where a cluster delivered nothing while others did.
 
-use hmw::stats::{LinkSummary, Outage, RunStats};
+use hmw_core::stats::{LinkSummary, Outage, RunStats};
 
 /// The completion rate of a cluster over one interval between two progress samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,7 +128,7 @@ pub struct Observed {
     /// Tasks done by the whole run at each sample, same times as the clusters'.
     pub total: Vec<(f64, u64)>,
     /// The re-planning decisions (`[run] adapt`), in order.
-    pub adaptations: Vec<hmw::stats::Adaptation>,
+    pub adaptations: Vec<hmw_core::stats::Adaptation>,
 }
 
 impl ObservedCluster {
@@ -399,7 +399,7 @@ pub fn rate_steps(done: &[(f64, u64)]) -> Vec<RateStep> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use hmw::stats::{ClusterEstimate, ClusterReport, ClusterStats, ProgressSample};
+    use hmw_core::stats::{ClusterEstimate, ClusterReport, ClusterStats, ProgressSample};
 
     fn sample(t_s: f64, clusters: &[(&str, u64)]) -> ProgressSample {
         ProgressSample {

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use hmw::stats::{RunStats, WorkerStats};
+use hmw_core::stats::{RunStats, WorkerStats};
 use hmw_model::params::MeasuredSystem;
 
 use crate::capacity::perf_at_capacity;

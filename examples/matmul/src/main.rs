@@ -315,8 +315,8 @@ impl MatMul {
             c: Matrix::zeros(self.block),
         }]);
         (
-            hmw::protocol::encode(&MatTask::Pair(pair)).len(),
-            hmw::protocol::encode(&result).len(),
+            hmw::wire_size(&MatTask::Pair(pair)),
+            hmw::wire_size(&result),
         )
     }
 

@@ -496,7 +496,7 @@ impl Problem for Ensemble {
                 model: self.settings.model(),
             };
             self.task_bytes
-                .get_or_insert_with(|| hmw::protocol::encode(&member).len());
+                .get_or_insert_with(|| hmw::wire_size(&member));
             self.next += 1;
             member
         })
@@ -586,7 +586,7 @@ fn finish(ensemble: Ensemble, stats: &hmw::RunStats) -> anyhow::Result<()> {
         "srmsd sizes: task_bytes={} result_bytes={} oper={} windows_on={} windows_off={} \
          makespan_s={:.3}",
         task_bytes.unwrap_or(0),
-        hmw::protocol::encode(&Spectra::empty(model.window / 2 + 1)).len(),
+        hmw::wire_size(&Spectra::empty(model.window / 2 + 1)),
         model.n * model.steps,
         sum.windows_on,
         sum.windows_off,

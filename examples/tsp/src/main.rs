@@ -479,8 +479,7 @@ impl Problem for Tsp {
             },
             distances: self.distances.clone(),
         };
-        self.task_bytes
-            .get_or_insert_with(|| hmw::protocol::encode(&task).len());
+        self.task_bytes.get_or_insert_with(|| hmw::wire_size(&task));
         Some(task)
     }
 
@@ -577,7 +576,7 @@ fn finish(tsp: Tsp, stats: &hmw::RunStats) -> anyhow::Result<()> {
     println!(
         "tsp sizes: task_bytes={} result_bytes={} oper={} tasks={} makespan_s={:.3} tour={tour:?}",
         tsp.task_bytes.unwrap_or(0),
-        hmw::protocol::encode(best).len(),
+        hmw::wire_size(best),
         subtree_nodes(n, tsp.level),
         tsp.tasks,
         stats.wall_s

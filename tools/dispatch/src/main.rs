@@ -1,7 +1,8 @@
 //! The dispatch benchmark application: tiny tasks (64-byte task and result, no compute), so
 //! the run measures the framework's per-task overhead alone.
 
-use hmw::{cpu_clock::process_cpu_s, Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw_core::cpu_clock::process_cpu_s;
 use serde::{Deserialize, Serialize};
 use serde_bytes::ByteArray;
 

@@ -16,7 +16,8 @@
 
 use std::time::{Duration, Instant};
 
-use hmw::{cpu_clock::thread_cpu_s, Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
+use hmw_core::cpu_clock::thread_cpu_s;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Deserialize)]

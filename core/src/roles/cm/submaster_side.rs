@@ -1,0 +1,137 @@
+//! The core of a CM facing a sub-master (`# S ...`): the sub-master's input and output.
+//! Tasks from the link go to the sub-master as it offers room (its room goes back over the
+//! link as credit); its results and final report go back over the link. If the link stays
+//! down past `give_up_after` it stops its cluster (the driver gives it the master side's
+//! `lost_after` plus the time a lost cluster waits to rejoin: until then the cluster goes on
+//! with the tasks it holds and takes new ones when the link returns); if the sub-master
+//! reports it cannot go on, it passes `Lost` over the link before the cluster ends.
+
+use std::{collections::VecDeque, time::Duration};
+
+use super::{
+    master_side::STOP_PATIENCE,
+    output::{CmOutput, LinkView},
+};
+use crate::{
+    error::CoreError,
+    machinefile::MASTER,
+    protocol::{decode, encode, ToMaster, ToWorker},
+};
+
+/// What a message queued for the sub-master is: a batch waits for room, the others do not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    Tasks,
+    Stop,
+    Join,
+}
+
+/// A CM in an external cluster, in front of its sub-master, as a state machine.
+pub struct CmSubMasterSide {
+    rank: usize,
+    give_up_after: Duration,
+    /// Room the sub-master offered and that no batch used yet.
+    room: u32,
+    /// Messages from the link for the sub-master, as encoded, and what each is.
+    queue: VecDeque<(Vec<u8>, Relay)>,
+    stop_sent: bool,
+    down_since: Option<Duration>,
+    done: bool,
+}
+
+impl CmSubMasterSide {
+    /// CM `rank`, stopping its cluster after `give_up_after` without a connection.
+    pub fn new(rank: usize, give_up_after: Duration) -> Self {
+        CmSubMasterSide {
+            rank,
+            give_up_after,
+            room: 0,
+            queue: VecDeque::new(),
+            stop_sent: false,
+            down_since: None,
+            done: false,
+        }
+    }
+
+    /// A message from the sub-master.
+    pub fn on_cluster(&mut self, bytes: &[u8], out: &mut Vec<CmOutput>) -> Result<(), CoreError> {
+        let message: ToMaster =
+            decode(bytes, "message to a CM").map_err(CoreError::decoding(MASTER))?;
+        match message {
+            ToMaster::Ready { room } => {
+                // Credit for the master's side, which sends no more than asked for.
+                self.room += room;
+                out.push(CmOutput::ToLink(encode(&ToMaster::Ready { room })));
+            }
+            ToMaster::Bye { report } => {
+                out.push(CmOutput::ToLink(encode(&ToMaster::Bye { report })));
+                // The far side needs the results and the report: wait (bounded).
+                out.push(CmOutput::CloseLink(self.give_up_after));
+                self.done = true;
+            }
+            ToMaster::Lost => {
+                // The sub-master cannot go on: tell the far side, then let it know that the
+                // message is on its way (it is waiting to end its cluster).
+                out.push(CmOutput::ToLink(encode(&ToMaster::Lost)));
+                out.push(CmOutput::CloseLink(STOP_PATIENCE));
+                out.push(CmOutput::ToCluster(encode(&ToWorker::Stop)));
+                self.done = true;
+            }
+            other => out.push(CmOutput::ToLink(encode(&other))),
+        }
+        Ok(())
+    }
+
+    /// A message from the master's cluster.
+    pub fn on_link(&mut self, bytes: Vec<u8>) -> Result<(), CoreError> {
+        let message: ToWorker = decode(&bytes, "message from the master's cluster")
+            .map_err(CoreError::decoding(self.rank))?;
+        match message {
+            ToWorker::Stop => {
+                // Tasks still queued are not needed any more.
+                self.queue.clear();
+                self.queue.push_back((bytes, Relay::Stop));
+            }
+            ToWorker::Join(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Join)),
+            ToWorker::Join(_) => {}
+            // Once this cluster is stopping, tasks that still come are not for it.
+            ToWorker::Tasks(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Tasks)),
+            ToWorker::Tasks(_) => {}
+        }
+        Ok(())
+    }
+
+    /// After each turn at time `now`, with the link as `link`: the lost-after deadline, and
+    /// batches handed to the sub-master as its room allows (`Stop` at once).
+    pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
+        let down_for = if link.connected {
+            self.down_since = None;
+            Duration::ZERO
+        } else {
+            now.saturating_sub(*self.down_since.get_or_insert(now))
+        };
+        if !self.stop_sent && down_for > self.give_up_after {
+            tracing::warn!("WAN link down past the deadline: stopping this cluster");
+            self.queue.clear();
+            self.queue.push_back((encode(&ToWorker::Stop), Relay::Stop));
+        }
+        while let Some(&(_, relay)) = self.queue.front() {
+            if relay == Relay::Tasks && self.room == 0 {
+                break;
+            }
+            let (bytes, _) = self.queue.pop_front().expect("front exists");
+            match relay {
+                Relay::Stop if self.stop_sent => continue,
+                Relay::Stop => self.stop_sent = true,
+                Relay::Tasks => self.room -= 1,
+                Relay::Join => {}
+            }
+            out.push(CmOutput::ToCluster(bytes));
+        }
+    }
+
+    /// The sub-master said `Bye` or `Lost`: the CM ends once the outputs are performed.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+}

@@ -1,0 +1,620 @@
+//! The sub-master's core: a [`MasterCore`] whose task source ([`SubMasterSource`]) brings
+//! inter-cluster tasks from its communication manager.
+//!
+//! Towards its communication manager (the *upstream* rank) a sub-master behaves like a worker
+//! with a deep buffer: it offers room for batches of inter-cluster tasks, receives them, and
+//! returns results. Towards its own workers it is a master ([`MasterCore`] with this source:
+//! [`SubMasterCore`]).
+//!
+//! Each inter-cluster task becomes local tasks: itself, or, when the application gives a
+//! [`Splitter`], the parts the splitter divides it into (of a finer grain, say); the parts'
+//! results are combined back into the task's result. Complete results are then joined, up to
+//! `nr` into one, with [`TaskResult::join`] (two partial products of different matrix blocks
+//! do not join) before they cross the WAN:
+//! - when `nr` is at most the batch size (`nt`), only results of one batch join, and a batch's
+//!   results go up as soon as the batch is complete;
+//! - when `nr` is larger, results of several batches join: a group goes up once it stands for
+//!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
+//!   is left to compute here.
+
+use std::collections::{HashMap, VecDeque};
+
+use smallvec::smallvec;
+
+use super::{
+    join_time::JoinTime,
+    master::MasterCore,
+    task_source::{Next, TaskSource},
+};
+use crate::{
+    app::{Split, Splitter, Task, TaskId, TaskResult},
+    config::ConfigFile,
+    error::CoreError,
+    machinefile::MachineFile,
+    protocol::{decode, encode, ResultRef, TaskIds, ToMaster, ToWorker, WireResult, WireTask},
+    scheduler::Scheduler,
+};
+
+/// The core of a sub-master: the master's core, its tasks from its communication manager.
+pub type SubMasterCore<T> = MasterCore<SubMasterSource<T>>;
+
+impl<T: Task> SubMasterCore<T> {
+    /// The core of the sub-master of `machines` (whose upstream CM is `upstream`), as its
+    /// drivers and a simulator build it: joining `nr` results (the upstream CM's `nr=`),
+    /// keeping queued what its CMs to further clusters send ahead.
+    pub fn for_cluster(
+        machines: &MachineFile,
+        config: &ConfigFile,
+        upstream: usize,
+        scheduler: Box<dyn Scheduler>,
+        splitter: Option<Box<dyn Splitter<T>>>,
+    ) -> Self {
+        let nr = machines.ranks[upstream].annotations.nr.unwrap_or(1);
+        // Tasks to keep queued: what each CM to a further cluster sends ahead (its window of
+        // batches of nt tasks). The workers' own buffers are not queued again here: they fill
+        // from the batches the upstream CM's window keeps on their way, and every task queued
+        // beyond them is one more this cluster still holds when the run's last task is handed
+        // out, computed while the other clusters wait.
+        let depth = machines
+            .master_facing_cms()
+            .into_iter()
+            .map(|rank| {
+                let cm = &machines.ranks[rank].annotations;
+                cm.window.map_or(config.cm.tasks_window, |w| w as usize) * cm.nt.unwrap_or(1)
+            })
+            .sum::<usize>();
+        let source = SubMasterSource::<T>::new(upstream, nr, depth, splitter);
+        MasterCore::new(machines, config.run.clone(), scheduler, source)
+    }
+}
+
+/// An inter-cluster task whose local tasks are not all done.
+struct Parent<R> {
+    batch: u64,
+    /// Its local tasks whose results have not come back.
+    pending: usize,
+    /// With a splitter: the result its parts combine into.
+    whole: Option<R>,
+    cost: Cost,
+}
+
+/// What computing some tasks cost, summed over the workers that computed them.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cost {
+    operations: f64,
+    busy_s: f64,
+    decode_s: f64,
+    encode_s: f64,
+}
+
+impl Cost {
+    fn of(result: &ResultRef) -> Self {
+        Cost {
+            operations: result.operations,
+            busy_s: result.busy_s,
+            decode_s: result.decode_s,
+            encode_s: result.encode_s,
+        }
+    }
+
+    fn add(&mut self, other: Cost) {
+        self.operations += other.operations;
+        self.busy_s += other.busy_s;
+        self.decode_s += other.decode_s;
+        self.encode_s += other.encode_s;
+    }
+}
+
+/// A result held to be joined with others before it goes up.
+struct Group<R> {
+    /// SubMasterSource ids of the inter-cluster tasks it stands for.
+    ids: TaskIds,
+    /// The batch of its first task (only results of one batch join when `nr` is at most
+    /// the largest batch).
+    batch: u64,
+    cost: Cost,
+    result: R,
+}
+
+/// Inter-cluster tasks from the upstream communication manager, as a sub-master's source.
+pub struct SubMasterSource<T: Task> {
+    rank: usize,
+    /// Results joined into one inter-cluster result.
+    nr: usize,
+    /// Local tasks the sub-master wants queued or on their way (at least one).
+    depth: usize,
+    /// Room (batches) offered upstream and not used yet.
+    offered: usize,
+    /// Size of the largest batch received (the `nt` of the link): converts room into
+    /// inter-cluster tasks; 0 before the first.
+    batch_size: usize,
+    /// Local tasks per inter-cluster task so far (parts of a split): converts them into
+    /// local tasks.
+    inter_tasks: u64,
+    local_tasks: u64,
+    splitter: Option<Box<dyn Splitter<T>>>,
+    /// Local tasks not handed out yet: basic operations, body, and the inter-cluster task.
+    queue: VecDeque<(f64, Vec<u8>, TaskId)>,
+    next_batch: u64,
+    /// Per batch, its inter-cluster tasks not complete yet.
+    batches: HashMap<u64, usize>,
+    parents: HashMap<TaskId, Parent<T::Output>>,
+    /// Local id -> the inter-cluster task it belongs to.
+    local: HashMap<TaskId, TaskId>,
+    held: Vec<Group<T::Output>>,
+    outbox: VecDeque<Vec<u8>>,
+    stopped: bool,
+    /// The time spent on results here, each step sampled over its own calls: decoding them,
+    /// combining parts into their whole, joining groups, encoding what goes up.
+    decoding: JoinTime,
+    combining: JoinTime,
+    joining: JoinTime,
+    encoding: JoinTime,
+}
+
+impl<T: Task> SubMasterSource<T> {
+    /// A source fed by upstream rank `rank`, joining `nr` results, keeping about `depth` local
+    /// tasks queued or requested, re-splitting tasks with `splitter` when given.
+    pub fn new(
+        rank: usize,
+        nr: usize,
+        depth: usize,
+        splitter: Option<Box<dyn Splitter<T>>>,
+    ) -> Self {
+        let mut upstream = SubMasterSource {
+            rank,
+            nr: nr.max(1),
+            depth: depth.max(1),
+            offered: 0,
+            batch_size: 0,
+            inter_tasks: 0,
+            local_tasks: 0,
+            splitter,
+            queue: VecDeque::new(),
+            next_batch: 0,
+            batches: HashMap::new(),
+            parents: HashMap::new(),
+            local: HashMap::new(),
+            held: Vec::new(),
+            outbox: VecDeque::new(),
+            stopped: false,
+            decoding: JoinTime::default(),
+            combining: JoinTime::default(),
+            joining: JoinTime::default(),
+            encoding: JoinTime::default(),
+        };
+        upstream.top_up();
+        upstream
+    }
+
+    fn protocol(&self, message: impl Into<String>) -> CoreError {
+        CoreError::Protocol {
+            rank: self.rank,
+            message: message.into(),
+        }
+    }
+
+    /// Offer upstream enough room to keep `depth` local tasks queued or on their way; until a
+    /// first batch shows how many tasks a batch carries, room for one.
+    fn top_up(&mut self) {
+        if self.stopped {
+            return;
+        }
+        let wanted = if self.batch_size == 0 {
+            1
+        } else {
+            // Local tasks a batch brings: its tasks, each split into this many parts so far.
+            let parts = self.local_tasks as f64 / self.inter_tasks.max(1) as f64;
+            let per_batch = (self.batch_size as f64 * parts).max(1.0);
+            let missing = self.depth.saturating_sub(self.queue.len()) as f64;
+            (missing / per_batch).ceil() as usize
+        };
+        let room = wanted.saturating_sub(self.offered).min(u32::MAX as usize) as u32;
+        if room > 0 {
+            self.offered += room as usize;
+            self.outbox.push_back(encode(&ToMaster::Ready { room }));
+        }
+    }
+
+    /// Queue the local tasks of inter-cluster task `task` of batch `batch` (a split into no
+    /// parts leaves a task complete at once: see `on_upstream`).
+    fn accept_task(&mut self, task: WireTask, batch: u64) -> Result<(), CoreError> {
+        if self.parents.contains_key(&task.id) {
+            return Err(self.protocol(format!("inter-cluster task {} arrived twice", task.id)));
+        }
+        let (parts, whole) = match &mut self.splitter {
+            None => (vec![(task.operations, task.body)], None),
+            Some(splitter) => {
+                let decoded: T = decode(&task.body, "inter-cluster task")
+                    .map_err(CoreError::decoding(self.rank))?;
+                let Split { parts, whole } = splitter.split(decoded).map_err(|e| {
+                    CoreError::Setup(format!(
+                        "cannot split inter-cluster task {}: {e:#}",
+                        task.id
+                    ))
+                })?;
+                let parts = parts.iter().map(|p| (p.operations(), encode(p))).collect();
+                (parts, Some(whole))
+            }
+        };
+        self.inter_tasks += 1;
+        self.local_tasks += parts.len() as u64;
+        let parent = Parent {
+            batch,
+            pending: parts.len(),
+            whole,
+            cost: Cost::default(),
+        };
+        self.parents.insert(task.id, parent);
+        self.queue.extend(
+            parts
+                .into_iter()
+                .map(|(operations, body)| (operations, body, task.id)),
+        );
+        Ok(())
+    }
+
+    /// Inter-cluster task `id` has all its results: hold its result to join with others.
+    fn complete(&mut self, id: TaskId) -> Result<(), CoreError> {
+        let parent = self
+            .parents
+            .remove(&id)
+            .ok_or_else(|| self.protocol(format!("no inter-cluster task {id}")))?;
+        let result = parent
+            .whole
+            .ok_or_else(|| self.protocol(format!("inter-cluster task {id} has no result")))?;
+        self.batch_done(parent.batch)?;
+        self.hold(Group {
+            ids: smallvec![id],
+            batch: parent.batch,
+            cost: parent.cost,
+            result,
+        });
+        Ok(())
+    }
+
+    /// One more inter-cluster task of `batch` is complete.
+    fn batch_done(&mut self, batch: u64) -> Result<(), CoreError> {
+        match self.batches.get_mut(&batch) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                Ok(())
+            }
+            _ => Err(self.protocol(format!("batch {batch} completed more than once"))),
+        }
+    }
+
+    /// Results of several batches may join (see the module's doc).
+    fn joins_across_batches(&self) -> bool {
+        self.nr > self.batch_size
+    }
+
+    /// Join `group` into a held group that accepts it, or hold it alone; then send what is
+    /// due.
+    fn hold(&mut self, group: Group<T::Output>) {
+        let across = self.joins_across_batches();
+        let candidate = self.joining.measure(|| {
+            let mut candidate = Some(group);
+            for held in &mut self.held {
+                let group = candidate.take().expect("still unjoined inside the loop");
+                if held.ids.len() + group.ids.len() > self.nr
+                    || !(across || held.batch == group.batch)
+                {
+                    candidate = Some(group);
+                    continue;
+                }
+                match held.result.join(group.result) {
+                    Ok(()) => {
+                        held.ids.extend(group.ids);
+                        held.cost.add(group.cost);
+                        break;
+                    }
+                    Err(back) => {
+                        candidate = Some(Group {
+                            result: back,
+                            ..group
+                        })
+                    }
+                }
+            }
+            candidate
+        });
+        if let Some(group) = candidate {
+            self.held.push(group);
+        }
+        self.send_due();
+    }
+
+    /// Send the groups that are full, and those that have nothing more to wait for.
+    fn send_due(&mut self) {
+        let nr = self.nr;
+        let across = self.joins_across_batches();
+        let idle = self.queue.is_empty() && self.local.is_empty();
+        let mut keep = Vec::with_capacity(self.held.len());
+        let mut due = Vec::new();
+        for group in std::mem::take(&mut self.held) {
+            let batch_complete = self.batches.get(&group.batch).is_none_or(|&left| left == 0);
+            if group.ids.len() >= nr || idle || (!across && batch_complete) {
+                due.push(group);
+            } else {
+                keep.push(group);
+            }
+        }
+        // Across batches, at most `nr` groups wait: the oldest goes first.
+        while across && keep.len() > nr {
+            due.push(keep.remove(0));
+        }
+        self.held = keep;
+        self.batches.retain(|_, left| *left > 0);
+        for group in due {
+            self.send(group);
+        }
+    }
+
+    fn send(&mut self, group: Group<T::Output>) {
+        if self.stopped {
+            return; // upstream has every result it needs
+        }
+        let body = self.encoding.measure(|| encode(&group.result));
+        let result = WireResult {
+            ids: group.ids,
+            operations: group.cost.operations,
+            busy_s: group.cost.busy_s,
+            decode_s: group.cost.decode_s,
+            encode_s: group.cost.encode_s,
+            body,
+        };
+        self.outbox
+            .push_back(encode(&ToMaster::Result { result, room: 0 }));
+    }
+}
+
+impl<T: Task> TaskSource for SubMasterSource<T> {
+    fn next_task(&mut self, id: TaskId) -> Next {
+        match self.queue.pop_front() {
+            Some((operations, body, parent)) => {
+                self.local.insert(id, parent);
+                self.top_up();
+                Next::Task { operations, body }
+            }
+            None if self.stopped => Next::Finished,
+            None => Next::Later,
+        }
+    }
+
+    fn gather(&mut self, result: ResultRef<'_>) -> Result<(), CoreError> {
+        let mut parents: Vec<TaskId> = Vec::new();
+        for id in &result.ids {
+            let parent = self
+                .local
+                .remove(id)
+                .ok_or_else(|| self.protocol(format!("a result for unknown local task {id}")))?;
+            if !parents.contains(&parent) {
+                parents.push(parent);
+            }
+        }
+        let decoded: T::Output = self
+            .decoding
+            .measure(|| decode(result.body, "result"))
+            .map_err(CoreError::decoding(self.rank))?;
+        let cost = Cost::of(&result);
+        match parents.as_slice() {
+            &[id] => {
+                let parent = self
+                    .parents
+                    .get_mut(&id)
+                    .ok_or_else(|| CoreError::Protocol {
+                        rank: self.rank,
+                        message: format!("a result for finished inter-cluster task {id}"),
+                    })?;
+                parent.cost.add(cost);
+                match &mut self.splitter {
+                    // One part (or several joined below) of a split task: into its whole.
+                    Some(splitter) => {
+                        self.combining.measure(|| {
+                            splitter.combine(
+                                parent.whole.as_mut().expect("split tasks have a whole"),
+                                decoded,
+                            )
+                        });
+                        parent.pending = parent.pending.checked_sub(result.ids.len()).ok_or(
+                            CoreError::Protocol {
+                                rank: self.rank,
+                                message: format!(
+                                    "more results than parts for inter-cluster task {id}"
+                                ),
+                            },
+                        )?;
+                    }
+                    None => {
+                        parent.whole = Some(decoded);
+                        parent.pending = 0;
+                    }
+                }
+                if parent.pending == 0 {
+                    self.complete(id)?;
+                }
+            }
+            _ if self.splitter.is_some() => {
+                return Err(self.protocol(format!(
+                    "a result joined below stands for parts of {} different split tasks; \
+                     use nr=1 in the clusters behind a sub-master whose application splits \
+                     tasks",
+                    parents.len()
+                )))
+            }
+            ids => {
+                // Joined further down across several of these tasks: it stands for them all.
+                let mut batch = None;
+                for id in ids {
+                    let parent = self.parents.remove(id).ok_or_else(|| {
+                        self.protocol(format!("a result for finished inter-cluster task {id}"))
+                    })?;
+                    batch.get_or_insert(parent.batch);
+                    self.batch_done(parent.batch)?;
+                }
+                self.hold(Group {
+                    ids: TaskIds::from_slice(ids),
+                    batch: batch.expect("a result stands for one task or more"),
+                    cost,
+                    result: decoded,
+                });
+            }
+        }
+        // The last local task done may leave groups with nothing more to wait for.
+        self.send_due();
+        Ok(())
+    }
+
+    fn task_count(&self) -> Option<u64> {
+        None
+    }
+
+    fn upstream(&self) -> Option<usize> {
+        Some(self.rank)
+    }
+
+    fn on_upstream(&mut self, message: ToWorker) -> Result<(), CoreError> {
+        match message {
+            ToWorker::Tasks(tasks) => {
+                let batch = self.next_batch;
+                self.next_batch += 1;
+                self.offered = self.offered.saturating_sub(1);
+                self.batch_size = self.batch_size.max(tasks.len());
+                self.batches.insert(batch, tasks.len());
+                let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
+                for task in tasks {
+                    self.accept_task(task, batch)?;
+                }
+                // Tasks split into nothing are complete already, once the whole batch is in.
+                for id in ids {
+                    if self.parents.get(&id).is_some_and(|p| p.pending == 0) {
+                        self.complete(id)?;
+                    }
+                }
+                self.top_up();
+            }
+            ToWorker::Join(nr) => {
+                tracing::info!(nr, "re-planning: joining up to nr results from now on");
+                self.nr = (nr as usize).max(1);
+            }
+            ToWorker::Stop => {
+                // SubMasterSource has every result it needs: what is queued or held is not.
+                self.stopped = true;
+                self.queue.clear();
+                self.held.clear();
+            }
+        }
+        Ok(())
+    }
+
+    fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.outbox.pop_front()
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    fn join_s(&self) -> f64 {
+        [
+            &self.decoding,
+            &self.combining,
+            &self.joining,
+            &self.encoding,
+        ]
+        .iter()
+        .map(|time| time.total_s())
+        .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{path::Path, time::Duration};
+
+    use super::*;
+    use crate::{
+        config::ConfigFile, machinefile::MachineFile, protocol::WireTask, roles::Output, TaskResult,
+    };
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct One;
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Done;
+    impl Task for One {
+        type Output = Done;
+        fn execute(self, _: &crate::WorkerContext) -> Done {
+            Done
+        }
+    }
+    impl TaskResult for Done {
+        fn join(&mut self, _: Self) -> Result<(), Self> {
+            Ok(())
+        }
+    }
+
+    /// Room for batches that `out` offers rank `to`.
+    fn room_to(out: &[Output], to: usize) -> u32 {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Send { to: t, bytes } if *t == to => match decode(bytes, "") {
+                    Ok(ToMaster::Ready { room }) => Some(room),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .sum()
+    }
+
+    /// Two workers of two buffers, no further cluster: the sub-master asks upstream for its
+    /// workers' four tasks and one to queue, not for another four queued behind them (each
+    /// of those would be a task this cluster still holds at the end of the run).
+    #[test]
+    fn a_sub_master_queues_one_task_beyond_its_workers_buffers() {
+        let machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=1\nw\nw\n",
+        )
+        .unwrap();
+        let mut config = ConfigFile::defaults();
+        config.run.worker_buffers = 2;
+        config.run.wait_for_links = false;
+        let upstream = 1;
+        let mut core = SubMasterCore::<One>::for_cluster(
+            &machines,
+            &config,
+            upstream,
+            config.run.configured_scheduler(),
+            None,
+        );
+        let now = Duration::ZERO;
+        let mut out = Vec::new();
+        core.start(now, &mut out).unwrap();
+        for worker in [2, 3] {
+            core.handle(now, worker, &encode(&ToMaster::Ready { room: 2 }), &mut out)
+                .unwrap();
+        }
+        // Upstream answers every room offered, one task per batch, until no more is asked.
+        let mut offered = room_to(&out, upstream);
+        let mut sent = 0;
+        while sent < offered && sent < 100 {
+            out.clear();
+            let task = WireTask {
+                id: sent as u64,
+                operations: 1.0,
+                body: encode(&One),
+            };
+            core.handle(
+                now,
+                upstream,
+                &encode(&ToWorker::Tasks(vec![task])),
+                &mut out,
+            )
+            .unwrap();
+            sent += 1;
+            offered += room_to(&out, upstream);
+        }
+        assert_eq!(sent, 5, "4 in the workers' buffers and 1 queued");
+    }
+}

@@ -1,0 +1,301 @@
+//! The communication manager's driver: the bridge between MPI inside a cluster and the WAN
+//! link (crate `hmw-cm`) to the peer CM of another cluster, around a CM core
+//! ([`CmMasterSide`] facing a master, [`CmSubMasterSide`] facing a sub-master).
+//!
+//! The loop polls MPI and the link, passes what arrives to the core, tells it how the link is
+//! doing ([`LinkView`]) and performs its outputs; it sleeps in between on the link's receive,
+//! so a WAN message wakes it at once.
+
+use std::{
+    collections::VecDeque,
+    time::{Duration, Instant},
+};
+
+use hmw_cm::{cm_line::link_config, BlockingLink, LinkError, LinkStats, TrySendError};
+
+use crate::error::RunError;
+pub(crate) use hmw_core::roles::Outbound;
+use hmw_core::{
+    config::CmConfig,
+    machinefile::{Facing, MachineFile, MASTER},
+    roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView},
+    stats::{LinkSummary, Outage},
+};
+use hmw_transport::{idle::Idle, Transport};
+
+/// Messages a CM takes from its link before it looks at MPI again.
+const MESSAGES_PER_TURN: usize = 64;
+
+fn link_error(error: impl std::fmt::Display) -> RunError {
+    RunError::Link(error.to_string())
+}
+
+/// Summary of a link's statistics for the run report.
+pub(crate) fn summarize(stats: &LinkStats) -> LinkSummary {
+    LinkSummary {
+        bytes_sent: stats.bytes_sent,
+        bytes_received: stats.bytes_received,
+        send_bytes_per_s: stats.send_rate_average,
+        recv_bytes_per_s: stats.recv_rate_average,
+        disconnections: stats.disconnections,
+        disconnected_s: stats.time_disconnected_s,
+        blocks_retransmitted: stats.blocks_retransmitted,
+        max_reconnect_s: stats.max_reconnect_latency_s,
+        refused: stats.connections_refused,
+        connections_established: stats.connections_established,
+        packets_lost: stats.packets_lost,
+        outages: stats
+            .outages
+            .iter()
+            .map(|o| Outage {
+                start_unix_s: o.start_unix_s,
+                end_unix_s: o.end_unix_s,
+            })
+            .collect(),
+    }
+}
+
+/// The link side of a CM: messages that wait for send-buffer space go out in order.
+struct Wan {
+    link: BlockingLink,
+    backlog: VecDeque<Vec<u8>>,
+}
+
+impl Wan {
+    fn send(&mut self, bytes: Vec<u8>) -> Result<(), RunError> {
+        self.backlog.push_back(bytes);
+        self.push()
+    }
+
+    /// Move what fits from the backlog into the link's send buffer.
+    fn push(&mut self) -> Result<(), RunError> {
+        while let Some(bytes) = self.backlog.front() {
+            match self.link.try_send(bytes) {
+                Ok(()) => {
+                    self.backlog.pop_front();
+                }
+                Err(TrySendError::Full { .. }) => break,
+                Err(TrySendError::Link(e)) => return Err(link_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next message from the peer, waiting at most `timeout`.
+    fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
+        let received = if timeout.is_zero() {
+            self.link.try_recv()
+        } else {
+            self.link.recv_timeout(timeout)
+        };
+        match received {
+            Ok(message) => Ok(message.map(|b| b.to_vec())),
+            // The peer closed after sending everything: nothing more will come.
+            Err(LinkError::PeerClosed) => Ok(None),
+            Err(e) => Err(link_error(e)),
+        }
+    }
+
+    /// The link as the core sees it.
+    fn view(&self) -> LinkView {
+        let stats = self.link.stats();
+        LinkView {
+            connected: self.link.is_connected(),
+            ever_connected: stats.connections_established > 0,
+            backlog: !self.backlog.is_empty(),
+            send_fill: self.link.send_buffer().fill(),
+            send_bytes_per_s: stats.send_rate_current,
+            recv_bytes_per_s: stats.recv_rate_current,
+            rtt_s: stats.windows.rtt_ms / 1e3,
+        }
+    }
+
+    /// Let the peer receive what is buffered, then close. Gives up after `timeout`, or as
+    /// soon as the peer has closed (it needs nothing more).
+    fn close(self, timeout: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            match self.link.flush(Duration::from_millis(100)) {
+                Err(LinkError::Timeout) => {
+                    if matches!(self.link.try_recv(), Err(LinkError::PeerClosed)) {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.link.close();
+    }
+}
+
+/// Run CM `rank` until its master (or the far side) ends the run. `outbound` shapes the
+/// tasks a CM facing a master forwards.
+pub(crate) fn run(
+    transport: &mut dyn Transport,
+    machines: &MachineFile,
+    cm: &CmConfig,
+    outbound: Option<Outbound>,
+) -> Result<(), RunError> {
+    let rank = transport.rank();
+    let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
+    let link = BlockingLink::start(config).map_err(link_error)?;
+    let wan = Wan {
+        link,
+        backlog: VecDeque::new(),
+    };
+    let lost_after = Duration::from_secs_f64(cm.lost_after_s);
+    let line = &machines.ranks[rank];
+    let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
+    match line.cm.as_ref().map(|c| c.facing) {
+        Some(Facing::Master) => {
+            let core = CmMasterSide::new(rank, window, lost_after, outbound);
+            run_master_side(transport, wan, core)
+        }
+        _ => run_submaster_side(
+            transport,
+            wan,
+            CmSubMasterSide::new(rank, cm.give_up_after()),
+        ),
+    }
+}
+
+/// The sleep before the next poll of the link: none after activity.
+fn pause(active: bool, idle: &mut Idle) -> Duration {
+    if active {
+        Duration::ZERO
+    } else {
+        idle.next_pause()
+    }
+}
+
+/// A CM in the master's cluster.
+fn run_master_side(
+    transport: &mut dyn Transport,
+    mut wan: Wan,
+    mut core: CmMasterSide,
+) -> Result<(), RunError> {
+    let clock = Instant::now();
+    let mut idle = Idle::default();
+    let mut out = Vec::new();
+    loop {
+        let mut active = false;
+        while let Some(envelope) = transport.try_recv()? {
+            active = true;
+            core.on_cluster(&envelope.bytes, &mut out)?;
+            perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+        }
+        let mut wait = pause(active, &mut idle);
+        for _ in 0..MESSAGES_PER_TURN {
+            let Some(bytes) = wan.recv(wait)? else {
+                break;
+            };
+            wait = Duration::ZERO;
+            active = true;
+            core.on_link(&bytes, &mut out)?;
+            perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+            if core.far_bye() {
+                break;
+            }
+        }
+        wan.push()?;
+        core.on_tick(clock.elapsed(), &wan.view(), &mut out);
+        perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+        if core.is_done() {
+            break;
+        }
+        if active {
+            idle.reset();
+        }
+    }
+    let bye = core.bye(summarize(&wan.link.stats()));
+    transport.send(MASTER, bye)?;
+    transport.flush()?;
+    wan.close(Duration::from_secs(2));
+    Ok(())
+}
+
+fn perform_master_side(
+    transport: &mut dyn Transport,
+    wan: &mut Wan,
+    core: &mut CmMasterSide,
+    out: &mut Vec<CmOutput>,
+) -> Result<(), RunError> {
+    for output in out.drain(..) {
+        match output {
+            CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
+            CmOutput::ToLink(bytes) => wan.send(bytes)?,
+            CmOutput::SnapshotLink => core.set_far_link(summarize(&wan.link.stats())),
+            // A CM facing a master closes its link after its `Bye` (see the end of the loop).
+            CmOutput::CloseLink(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A CM in an external cluster, in front of its sub-master.
+fn run_submaster_side(
+    transport: &mut dyn Transport,
+    wan: Wan,
+    mut core: CmSubMasterSide,
+) -> Result<(), RunError> {
+    let clock = Instant::now();
+    let mut idle = Idle::default();
+    let mut out = Vec::new();
+    let mut wan = Some(wan);
+    loop {
+        let mut active = false;
+        while let Some(envelope) = transport.try_recv()? {
+            active = true;
+            core.on_cluster(&envelope.bytes, &mut out)?;
+            perform_submaster_side(transport, &mut wan, &mut out)?;
+            if core.is_done() {
+                transport.flush()?;
+                return Ok(());
+            }
+        }
+        let Some(link) = wan.as_mut() else {
+            return Ok(());
+        };
+        let mut wait = pause(active, &mut idle);
+        for _ in 0..MESSAGES_PER_TURN {
+            let Some(bytes) = link.recv(wait)? else {
+                break;
+            };
+            wait = Duration::ZERO;
+            active = true;
+            core.on_link(bytes)?;
+        }
+        link.push()?;
+        let view = link.view();
+        core.on_tick(clock.elapsed(), &view, &mut out);
+        perform_submaster_side(transport, &mut wan, &mut out)?;
+        if active {
+            idle.reset();
+        }
+    }
+}
+
+fn perform_submaster_side(
+    transport: &mut dyn Transport,
+    wan: &mut Option<Wan>,
+    out: &mut Vec<CmOutput>,
+) -> Result<(), RunError> {
+    for output in out.drain(..) {
+        match output {
+            CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
+            CmOutput::ToLink(bytes) => {
+                if let Some(wan) = wan.as_mut() {
+                    wan.send(bytes)?;
+                }
+            }
+            CmOutput::CloseLink(patience) => {
+                if let Some(mut wan) = wan.take() {
+                    wan.push()?;
+                    wan.close(patience);
+                }
+            }
+            CmOutput::SnapshotLink => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! `hmw-transport`: how the ranks of one cluster exchange messages.
+//!
+//! Two implementations: [`mpi::MpiTransport`] over MPI for real runs, and
+//! [`local::LocalTransport`] (threads and channels) so a whole cluster can run inside one
+//! process, for tests and for trying an application without `mpirun`.
+//!
+//! Sends never block on the receiver, so two ranks sending to each other at once cannot
+//! deadlock. Waiting never spins: an idle rank sleeps (see [`idle`]).
+
+pub mod idle;
+pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+
+use std::time::Duration;
+
+/// A message and the rank that sent it.
+#[derive(Debug)]
+pub struct Envelope {
+    /// The sender's rank.
+    pub from: usize,
+    /// The message.
+    pub bytes: Vec<u8>,
+}
+
+/// A transport failure.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// A send to a rank outside the job.
+    #[error("rank {to} does not exist (the job has {size} ranks)")]
+    NoSuchRank {
+        /// The rank addressed.
+        to: usize,
+        /// Ranks in the job.
+        size: usize,
+    },
+    /// The rank's end of the transport is gone.
+    #[error("rank {0} has gone away")]
+    Disconnected(usize),
+    /// Another rank failed and stopped the whole cluster.
+    #[error("stopped: another rank of the cluster failed")]
+    Aborted,
+}
+
+/// Point-to-point messages between the ranks of one cluster.
+pub trait Transport {
+    /// This rank.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Send `bytes` to rank `to`. Returns once the message is queued; never waits for the
+    /// receiver. Messages between two ranks arrive in the order they were sent.
+    fn send(&mut self, to: usize, bytes: Vec<u8>) -> Result<(), TransportError>;
+    /// A message that has already arrived, if any.
+    fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError>;
+    /// Wait up to `timeout` for a message, without burning the CPU. The wait may last the
+    /// whole `timeout` even when a message arrives earlier: callers pass short timeouts
+    /// (see [`idle`]). A zero timeout polls once (and may yield the CPU).
+    fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError>;
+    /// Wait until every message this rank sent has left its buffers.
+    fn flush(&mut self) -> Result<(), TransportError>;
+    /// A received message's buffer, no longer needed: the transport may receive the next
+    /// message into it rather than allocate one. Default: dropped.
+    fn recycle(&mut self, bytes: Vec<u8>) {
+        drop(bytes);
+    }
+    /// The buffer of a message sent that the transport no longer reads, if it has one: the
+    /// caller may encode another message into it rather than allocate one. Default: none.
+    fn reclaim(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+}
