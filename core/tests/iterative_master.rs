@@ -142,7 +142,7 @@ fn run(
         step += 1;
         master.handle(now, from, &bytes, &mut out).unwrap();
     }
-    let (stats, source) = master.finish(None);
+    let (stats, source) = master.finish();
     let counts = stats.iterations.iter().map(|it| it.workers).collect();
     (source.into_problem().into_inner(), counts, handed)
 }

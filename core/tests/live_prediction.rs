@@ -128,7 +128,7 @@ fn sample_at_6(
         second += 1;
         assert!(second < 60, "the run does not end");
     }
-    let (stats, _) = master.finish(None);
+    let (stats, _) = master.finish();
     stats
         .progress
         .into_iter()

@@ -22,7 +22,7 @@ use hmw_core::{
         ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
     },
     scheduler::Scheduler,
-    stats::{ClusterReport, LinkSummary, RunStats},
+    stats::{LinkSummary, RunStats},
     CoreError, Task, WorkerContext,
 };
 
@@ -107,8 +107,8 @@ struct SimWorker {
 /// The role of a node.
 enum Slot {
     Master(Box<MasterCore<ProblemSource<SimProblem>>>),
-    /// A sub-master; `None` once it has said `Bye`.
-    Sub(Option<Box<SubMasterCore<SimTask>>>),
+    /// A sub-master.
+    Sub(Box<SubMasterCore<SimTask>>),
     /// A CM in the parent cluster, leading to child cluster `link`.
     CmUp {
         core: Box<CmMasterSide>,
@@ -223,11 +223,11 @@ impl World {
                         let core = master_core(&c.machines, config, problem, make_scheduler);
                         Slot::Master(Box::new(core))
                     }
-                    (_, 0) => Slot::Sub(Some(Box::new(sub_master_core(
+                    (_, 0) => Slot::Sub(Box::new(sub_master_core(
                         &c.machines,
                         config,
                         make_scheduler,
-                    )))),
+                    ))),
                     (Some(cm), _) if cm.facing == Facing::Master => {
                         let link = links
                             .iter()
@@ -324,7 +324,7 @@ impl World {
                     self.check(node, r)?;
                     self.flush_head(node);
                 }
-                Slot::Sub(Some(core)) => {
+                Slot::Sub(core) => {
                     let r = core.start(now, &mut self.out);
                     self.check(node, r)?;
                     self.flush_head(node);
@@ -372,7 +372,7 @@ impl World {
                     core.on_timer(now, &mut self.out);
                     self.flush_head(node);
                 }
-                Slot::Sub(Some(core)) => {
+                Slot::Sub(core) => {
                     core.on_timer(now, &mut self.out);
                     self.flush_head(node);
                 }
@@ -422,7 +422,7 @@ impl World {
         let mut slots = self.slots;
         match slots.swap_remove(0) {
             Slot::Master(core) => {
-                let (stats, source) = core.finish(None);
+                let (stats, source) = core.finish();
                 Some((stats, source.into_problem()))
             }
             _ => None,
@@ -519,14 +519,13 @@ impl World {
                 self.check(to, r)?;
                 self.flush_head(to);
             }
-            Slot::Sub(Some(core)) => {
+            Slot::Sub(core) => {
                 if !core.is_done() {
                     let r = core.handle(now, from_rank, &bytes, &mut self.out);
                     self.check(to, r)?;
                 }
                 self.flush_head(to);
             }
-            Slot::Sub(None) => {}
             Slot::CmUp { core, .. } => {
                 if !core.is_done() {
                     let r = if self.cluster_of[from] == self.cluster_of[to] {
@@ -601,37 +600,19 @@ impl World {
         self.flush_cm(node);
     }
 
-    /// Route what a master or sub-master core at `node` sent; a sub-master that is done
-    /// reports to its CM, as its driver does.
+    /// Route what a master or sub-master core at `node` sent.
     fn flush_head(&mut self, node: usize) {
         let cluster = self.cluster_of[node];
+        // Towards its upstream CM a sub-master speaks as a worker (ToMaster).
+        let upstream = match &self.slots[node] {
+            Slot::Sub(core) => core.source().upstream(),
+            _ => None,
+        };
         for output in std::mem::take(&mut self.out) {
             if let Output::Send { to, bytes } = output {
-                // Towards its upstream CM a sub-master speaks as a worker (ToMaster).
-                let upstream = match &self.slots[node] {
-                    Slot::Sub(Some(core)) => core.source().upstream(),
-                    _ => None,
-                };
                 let to_worker = upstream != Some(to);
                 let to = self.base[cluster] + to;
                 self.lan(node, to, bytes, to_worker);
-            }
-        }
-        if let Slot::Sub(sub) = &mut self.slots[node] {
-            if sub.as_ref().is_some_and(|s| s.is_done()) {
-                let core = sub.take().expect("checked");
-                let upstream = core.source().upstream().unwrap_or(1);
-                let (stats, _) = core.finish(None);
-                let report = ClusterReport {
-                    name: stats.name.clone(),
-                    stats: Some(Box::new(stats)),
-                    ..Default::default()
-                };
-                let bye = encode(&ToMaster::Bye {
-                    report: Some(Box::new(report)),
-                });
-                let to = self.base[cluster] + upstream;
-                self.lan(node, to, bye, false);
             }
         }
     }

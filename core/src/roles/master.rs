@@ -184,9 +184,16 @@ enum Phase {
     Running,
     /// Every fed rank was told to stop; waiting for each `Bye`.
     Stopping,
-    /// Every fed rank said `Bye`.
+    /// The run cannot go on: a sub-master has told its parent cluster it is lost and waits,
+    /// until this time at most, for its CM's word that the message left.
+    Failing(Duration),
+    /// Every fed rank said `Bye` (a sub-master then reported to its parent), or the run
+    /// failed.
     Done,
 }
+
+/// How long a failing sub-master waits for its CM to have passed its `Lost` on.
+const LOST_PATIENCE: Duration = Duration::from_secs(10);
 
 /// What a take of a task gave.
 enum Take {
@@ -272,6 +279,10 @@ pub struct MasterCore<S> {
     /// Re-planning between clusters (`[run] adapt`) and the decisions made.
     adapter: Option<Adapter>,
     adaptations: Vec<Adaptation>,
+    /// The wall-clock time the run started, as the driver read it at [`Output::Started`].
+    started_unix_s: Option<f64>,
+    /// A sub-master's statistics, made when it reported them to its parent cluster.
+    reported: Option<RunStats>,
 }
 
 impl<S: TaskSource> MasterCore<S> {
@@ -399,6 +410,8 @@ impl<S: TaskSource> MasterCore<S> {
             iterations,
             adapter,
             adaptations: Vec::new(),
+            started_unix_s: None,
+            reported: None,
         }
     }
 
@@ -422,6 +435,15 @@ impl<S: TaskSource> MasterCore<S> {
         out: &mut Vec<Output>,
     ) -> Result<(), CoreError> {
         self.now = now;
+        if let Phase::Failing(_) = self.phase {
+            // Only the CM's word that the `Lost` left matters now.
+            if Some(from) == self.source.upstream()
+                && matches!(ToWorker::decode(bytes, ""), Ok(ToWorker::Stop))
+            {
+                self.phase = Phase::Done;
+            }
+            return Ok(());
+        }
         if Some(from) == self.source.upstream() {
             // Once stopping, upstream has nothing more to say that matters.
             if matches!(self.phase, Phase::Gathering | Phase::Running) {
@@ -442,6 +464,12 @@ impl<S: TaskSource> MasterCore<S> {
 
     /// Time `now` has come: a progress line when one is due.
     pub fn on_timer(&mut self, now: Duration, out: &mut Vec<Output>) {
+        if let Phase::Failing(until) = self.phase {
+            if now >= until {
+                self.phase = Phase::Done;
+            }
+            return;
+        }
         if self.phase != Phase::Running || self.config.statistics_interval <= 0.0 {
             return;
         }
@@ -462,20 +490,51 @@ impl<S: TaskSource> MasterCore<S> {
 
     /// When [`on_timer`](Self::on_timer) next has something to do, if ever.
     pub fn poll_timeout(&self) -> Option<Duration> {
-        (self.phase == Phase::Running && self.config.statistics_interval > 0.0)
-            .then_some(self.next_report)
+        match self.phase {
+            Phase::Failing(until) => Some(until),
+            Phase::Running if self.config.statistics_interval > 0.0 => Some(self.next_report),
+            _ => None,
+        }
     }
 
-    /// Every fed rank has said `Bye`: the run is over.
+    /// Every fed rank has said `Bye` (a sub-master has then sent its statistics to its
+    /// parent cluster), or the run failed ([`fail`](Self::fail)): the run is over.
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Done
     }
 
+    /// The run's clock started at this wall-clock time (seconds since the Unix epoch), as
+    /// the driver read it when it performed [`Output::Started`]: the statistics record it.
+    pub fn started_at_unix_s(&mut self, unix_s: f64) {
+        self.started_unix_s = Some(unix_s);
+    }
+
+    /// The run cannot go on (a message broke the protocol, a rank failed, the driver cannot
+    /// send). A sub-master tells its parent cluster at once, through its CM, that it is lost,
+    /// so that the parent takes its tasks back now rather than after the link's deadline; it
+    /// is done once its CM answers that the message left (its `Stop`), or at the deadline
+    /// [`poll_timeout`](Self::poll_timeout) gives. A main master is done at once.
+    pub fn fail(&mut self, now: Duration, out: &mut Vec<Output>) {
+        self.now = now;
+        match self.source.upstream() {
+            Some(upstream) if !matches!(self.phase, Phase::Done | Phase::Failing(_)) => {
+                out.push(Output::Send {
+                    to: upstream,
+                    bytes: encode(&ToMaster::Lost),
+                });
+                self.phase = Phase::Failing(now.saturating_add(LOST_PATIENCE));
+            }
+            _ => self.phase = Phase::Done,
+        }
+    }
+
     /// The run's statistics and the task source (which holds the gathered results), once
-    /// [`is_done`](Self::is_done); `started_unix_s` is the wall-clock time of
-    /// [`Output::Started`].
-    pub fn finish(mut self, started_unix_s: Option<f64>) -> (RunStats, S) {
-        let stats = self.statistics(started_unix_s);
+    /// [`is_done`](Self::is_done).
+    pub fn finish(mut self) -> (RunStats, S) {
+        let stats = match self.reported.take() {
+            Some(stats) => stats,
+            None => self.statistics(),
+        };
         (stats, self.source)
     }
 
@@ -506,7 +565,7 @@ impl<S: TaskSource> MasterCore<S> {
             }
         }
         match self.phase {
-            Phase::Gathering | Phase::Done => {}
+            Phase::Gathering | Phase::Failing(_) | Phase::Done => {}
             Phase::Running => {
                 if self.feeds_clusters
                     && self.links_up.is_none()
@@ -539,8 +598,30 @@ impl<S: TaskSource> MasterCore<S> {
         }
         if self.phase == Phase::Stopping && self.stopping.is_empty() {
             self.phase = Phase::Done;
+            self.report_upstream(out);
         }
         Ok(())
+    }
+
+    /// A sub-master whose run is over sends its cluster's statistics to its parent cluster,
+    /// after its last results.
+    fn report_upstream(&mut self, out: &mut Vec<Output>) {
+        let Some(upstream) = self.source.upstream() else {
+            return;
+        };
+        let stats = self.statistics();
+        let report = ClusterReport {
+            name: stats.name.clone(),
+            stats: Some(Box::new(stats.clone())),
+            ..Default::default()
+        };
+        out.push(Output::Send {
+            to: upstream,
+            bytes: encode(&ToMaster::Bye {
+                report: Some(Box::new(report)),
+            }),
+        });
+        self.reported = Some(stats);
     }
 
     /// An iterative problem passed a barrier: record the iteration; when the tuner changed
@@ -1351,7 +1432,7 @@ impl<S: TaskSource> MasterCore<S> {
         Some(id)
     }
 
-    fn statistics(&mut self, started_unix_s: Option<f64>) -> RunStats {
+    fn statistics(&mut self) -> RunStats {
         let wall = self.wall;
         let total = self.gathered.max(1) as f64;
         let mut workers = Vec::new();
@@ -1391,7 +1472,7 @@ impl<S: TaskSource> MasterCore<S> {
             .unwrap_or_default();
         RunStats {
             name: self.name.clone(),
-            started_unix_s,
+            started_unix_s: self.started_unix_s,
             wall_s: wall.as_secs_f64(),
             tasks: self.gathered,
             cluster: ClusterStats::from_workers(&workers, wall, self.local_operations),

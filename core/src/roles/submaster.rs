@@ -617,4 +617,131 @@ mod tests {
         }
         assert_eq!(sent, 5, "4 in the workers' buffers and 1 queued");
     }
+
+    /// What `out` sends to rank `to`, decoded as a message to a master.
+    fn sent_up(out: &[Output], to: usize) -> Vec<ToMaster> {
+        out.iter()
+            .filter_map(|o| match o {
+                Output::Send { to: t, bytes } if *t == to => decode(bytes, "").ok(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn one_worker_sub_master() -> (SubMasterCore<One>, usize) {
+        let machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=1\nw\n",
+        )
+        .unwrap();
+        let mut config = ConfigFile::defaults();
+        config.run.statistics_interval = 0.0;
+        let scheduler = config.run.configured_scheduler();
+        (
+            SubMasterCore::<One>::for_cluster(&machines, &config, 1, scheduler, None),
+            1,
+        )
+    }
+
+    /// The end of a sub-master's run is its core's: once its workers said `Bye` it sends its
+    /// last result, then its statistics, up to its CM.
+    #[test]
+    fn a_sub_master_reports_its_cluster_up_when_its_run_ends() {
+        let (mut core, upstream) = one_worker_sub_master();
+        let now = Duration::ZERO;
+        let mut out = Vec::new();
+        core.start(now, &mut out).unwrap();
+        core.handle(now, 2, &encode(&ToMaster::Ready { room: 1 }), &mut out)
+            .unwrap();
+        let task = WireTask {
+            id: 7,
+            operations: 1.0,
+            body: encode(&One),
+        };
+        out.clear();
+        core.handle(
+            now,
+            upstream,
+            &encode(&ToWorker::Tasks(vec![task])),
+            &mut out,
+        )
+        .unwrap();
+        // The worker computes the local task it was handed.
+        let local = out
+            .iter()
+            .find_map(|o| match o {
+                Output::Send { to: 2, bytes } => match decode(bytes, "") {
+                    Ok(ToWorker::Tasks(tasks)) => Some(tasks[0].id),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .expect("a task for the worker");
+        let result = WireResult {
+            ids: TaskIds::from_slice(&[local]),
+            operations: 1.0,
+            busy_s: 0.5,
+            decode_s: 0.0,
+            encode_s: 0.0,
+            body: encode(&Done),
+        };
+        out.clear();
+        let message = ToMaster::Result { result, room: 1 };
+        core.handle(now, 2, &encode(&message), &mut out).unwrap();
+        core.handle(now, upstream, &encode(&ToWorker::Stop), &mut out)
+            .unwrap();
+        assert!(!core.is_done(), "its worker has not said Bye");
+        core.handle(now, 2, &encode(&ToMaster::Bye { report: None }), &mut out)
+            .unwrap();
+        assert!(core.is_done());
+        let up = sent_up(&out, upstream);
+        assert!(
+            matches!(up.first(), Some(ToMaster::Result { .. })),
+            "{up:?}"
+        );
+        let Some(ToMaster::Bye {
+            report: Some(report),
+        }) = up.last()
+        else {
+            panic!("no report up: {up:?}");
+        };
+        let stats = report.stats.as_ref().expect("the cluster's statistics");
+        assert_eq!(stats.tasks, 1);
+        assert_eq!(
+            core.finish().0.tasks,
+            1,
+            "the statistics reported are the run's"
+        );
+    }
+
+    /// A sub-master that fails tells its parent cluster through its CM, and is done when the
+    /// CM answers that the word left, or at its deadline if the CM never does.
+    #[test]
+    fn a_failing_sub_master_reports_itself_lost_and_waits_for_its_cm() {
+        for answered in [true, false] {
+            let (mut core, upstream) = one_worker_sub_master();
+            let mut out = Vec::new();
+            core.start(Duration::ZERO, &mut out).unwrap();
+            out.clear();
+            let at = Duration::from_secs(3);
+            core.fail(at, &mut out);
+            assert!(matches!(sent_up(&out, upstream)[..], [ToMaster::Lost]));
+            assert!(!core.is_done());
+            let deadline = core.poll_timeout().expect("a deadline");
+            assert!(deadline > at);
+            // Its workers' messages no longer matter.
+            core.handle(at, 2, &encode(&ToMaster::Ready { room: 1 }), &mut out)
+                .unwrap();
+            assert!(!core.is_done());
+            if answered {
+                core.handle(at, upstream, &encode(&ToWorker::Stop), &mut out)
+                    .unwrap();
+            } else {
+                core.on_timer(deadline - Duration::from_millis(1), &mut out);
+                assert!(!core.is_done());
+                core.on_timer(deadline, &mut out);
+            }
+            assert!(core.is_done());
+        }
+    }
 }

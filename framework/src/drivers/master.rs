@@ -49,20 +49,31 @@ impl<'a, S: TaskSource> Master<'a, S> {
     }
 
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
-    /// Returns the statistics and the task source (which now holds the gathered results).
+    /// Returns the statistics and the task source (which now holds the gathered results). On
+    /// an error the core is told the run failed and given the time it asks for (a
+    /// sub-master's `Lost` to its parent cluster) before the error is returned.
     pub(crate) fn run(mut self) -> Result<(RunStats, S), RunError> {
         let clock = Instant::now();
-        let mut started_unix_s = None;
         let mut out = Vec::new();
+        if let Err(error) = self.serve(clock, &mut out) {
+            self.fail(clock, &mut out);
+            return Err(error);
+        }
+        self.transport.flush()?;
+        Ok(self.core.finish())
+    }
+
+    /// The loop: messages and timers to the core until it is done.
+    fn serve(&mut self, clock: Instant, out: &mut Vec<Output>) -> Result<(), RunError> {
         let mut idle = Idle::default();
-        self.core.start(clock.elapsed(), &mut out)?;
-        self.perform(&mut out, &mut started_unix_s)?;
+        self.core.start(clock.elapsed(), out)?;
+        self.perform(out)?;
         while !self.core.is_done() {
             let mut instant = Instant::now();
             let mut now = instant - clock;
             if self.core.poll_timeout().is_some_and(|at| now >= at) {
-                self.core.on_timer(now, &mut out);
-                self.perform(&mut out, &mut started_unix_s)?;
+                self.core.on_timer(now, out);
+                self.perform(out)?;
                 instant = Instant::now();
                 now = instant - clock;
             }
@@ -75,7 +86,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
                 if !pause.is_zero() {
                     now = clock.elapsed();
                 }
-                self.deliver(now, envelope, &mut out, &mut started_unix_s)?;
+                self.deliver(now, envelope, out)?;
                 for _ in 1..BURST {
                     if self.core.is_done() {
                         break;
@@ -83,12 +94,35 @@ impl<'a, S: TaskSource> Master<'a, S> {
                     let Some(envelope) = self.transport.try_recv()? else {
                         break;
                     };
-                    self.deliver(now, envelope, &mut out, &mut started_unix_s)?;
+                    self.deliver(now, envelope, out)?;
                 }
             }
         }
-        self.transport.flush()?;
-        Ok(self.core.finish(started_unix_s))
+        Ok(())
+    }
+
+    /// The run failed: the core says so where it must, and is given messages and timers
+    /// until it is done (what else arrives is ignored), as long as the transport works.
+    fn fail(&mut self, clock: Instant, out: &mut Vec<Output>) {
+        out.clear();
+        self.core.fail(clock.elapsed(), out);
+        let mut idle = Idle::default();
+        while self.perform(out).is_ok() && !self.core.is_done() {
+            let now = clock.elapsed();
+            if self.core.poll_timeout().is_some_and(|at| now >= at) {
+                self.core.on_timer(now, out);
+                continue;
+            }
+            match self.transport.wait(idle.next_pause()) {
+                Ok(Some(envelope)) => {
+                    let _ = self
+                        .core
+                        .handle(clock.elapsed(), envelope.from, &envelope.bytes, out);
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+        }
     }
 
     /// Hand `envelope` to the core at `now`, and perform what it asks for.
@@ -97,26 +131,20 @@ impl<'a, S: TaskSource> Master<'a, S> {
         now: Duration,
         envelope: Envelope,
         out: &mut Vec<Output>,
-        started_unix_s: &mut Option<f64>,
     ) -> Result<(), RunError> {
         self.core.handle(now, envelope.from, &envelope.bytes, out)?;
         self.transport.recycle(envelope.bytes);
-        self.perform(out, started_unix_s)
+        self.perform(out)
     }
 
-    fn perform(
-        &mut self,
-        out: &mut Vec<Output>,
-        started_unix_s: &mut Option<f64>,
-    ) -> Result<(), RunError> {
+    fn perform(&mut self, out: &mut Vec<Output>) -> Result<(), RunError> {
         for output in out.drain(..) {
             match output {
                 Output::Send { to, bytes } => self.transport.send(to, bytes)?,
                 Output::Started => {
-                    *started_unix_s = SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .ok()
-                        .map(|d| d.as_secs_f64());
+                    if let Ok(since_epoch) = SystemTime::now().duration_since(UNIX_EPOCH) {
+                        self.core.started_at_unix_s(since_epoch.as_secs_f64());
+                    }
                 }
                 Output::Progress(line) => println!("{line}"),
             }
