@@ -145,7 +145,7 @@ mod defaults {
         64 * 1024
     }
     pub(super) fn memory() -> usize {
-        32 * 1024 * 1024
+        hmw_cm_proto::DEFAULT_LINK_MEMORY
     }
     pub(super) fn max_memory() -> usize {
         256 * 1024 * 1024

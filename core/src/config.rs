@@ -380,6 +380,13 @@ impl CmConfig {
             .unwrap_or(std::time::Duration::MAX)
     }
 
+    /// Bytes a CM's link buffers for sending (messages sent and not yet acknowledged by the
+    /// peer): `send_memory`, or the link's default.
+    pub fn send_buffer_bytes(&self) -> usize {
+        self.send_memory
+            .unwrap_or(hmw_cm_proto::DEFAULT_LINK_MEMORY)
+    }
+
     /// How long the link goes without a packet before its connection is dead, and the CMs
     /// see it down: `inactivity_timeout_ms`, or the link's default.
     pub fn inactivity_timeout(&self) -> std::time::Duration {

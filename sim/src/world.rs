@@ -18,8 +18,8 @@ use hmw_core::{
     machinefile::{Facing, MachineFile},
     protocol::{decode, encode, TaskIds, ToMaster, ToWorker, WireResult},
     roles::{
-        CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkView, MasterCore, Output,
-        ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
+        CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkOutbox, LinkView, MasterCore,
+        Output, ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
     },
     scheduler::Scheduler,
     stats::{LinkSummary, RunStats},
@@ -135,6 +135,16 @@ struct Link {
     rtt_s: f64,
     bytes_down: f64,
     bytes_up: f64,
+    /// Bytes in each direction's send buffer (down, up), as the plan counts them: messages
+    /// sent over the link and not yet arrived (their acknowledgement is taken as instant).
+    buffered: [f64; 2],
+}
+
+impl Link {
+    /// The index of a direction in `buffered`.
+    fn way(down: bool) -> usize {
+        usize::from(!down)
+    }
 }
 
 /// The cores of a tree of clusters.
@@ -147,6 +157,8 @@ pub struct World {
     /// Indexed by the child cluster; `None` for the main cluster.
     links: Vec<Option<Link>>,
     sizes: Sizes,
+    /// Bytes a link's send buffer holds each way (`[cm] send_memory`).
+    send_buffer: f64,
     out: Vec<Output>,
     cm_out: Vec<CmOutput>,
     sent: Vec<Transfer>,
@@ -209,6 +221,7 @@ impl World {
                 rtt_s: 0.0,
                 bytes_down: 0.0,
                 bytes_up: 0.0,
+                buffered: [0.0; 2],
             });
         }
         let mut problem = Some(problem);
@@ -270,6 +283,7 @@ impl World {
             cluster_of,
             links,
             sizes,
+            send_buffer: config.cm.send_buffer_bytes() as f64,
             out: Vec::new(),
             cm_out: Vec::new(),
             sent: Vec::new(),
@@ -502,9 +516,20 @@ impl World {
     ) -> Result<Vec<Transfer>, SimError> {
         self.now = self.now.max(now);
         let Transfer {
-            from, to, bytes, ..
+            from,
+            to,
+            bytes,
+            size,
+            via,
         } = transfer;
         let (_, from_rank) = self.locate(from);
+        if let Via::Link { link, down } = via {
+            // Arrived: out of the sender's buffer, which may take more now.
+            if let Some(l) = &mut self.links[link] {
+                let way = Link::way(down);
+                l.buffered[way] = (l.buffered[way] - size).max(0.0);
+            }
+        }
         match &mut self.slots[to] {
             Slot::Master(core) => {
                 let r = match &mut self.master_handle {
@@ -529,7 +554,7 @@ impl World {
             Slot::CmUp { core, .. } => {
                 if !core.is_done() {
                     let r = if self.cluster_of[from] == self.cluster_of[to] {
-                        core.on_cluster(&bytes, &mut self.cm_out)
+                        core.on_cluster(&bytes)
                     } else {
                         core.on_link(&bytes, &mut self.cm_out)
                     };
@@ -564,6 +589,10 @@ impl World {
                 }
             }
         }
+        if matches!(via, Via::Link { .. }) {
+            // The sender's buffer has room again: its CM takes its turn.
+            self.tick_cm(from, now);
+        }
         Ok(std::mem::take(&mut self.sent))
     }
 
@@ -580,22 +609,25 @@ impl World {
     }
 
     fn tick_cm(&mut self, node: usize, now: Duration) {
-        let view = |link: Option<&Link>| LinkView {
+        let capacity = self.send_buffer;
+        let view = |link: Option<&Link>, down: bool| LinkView {
             connected: link.is_some_and(|l| l.up),
             ever_connected: true,
             rtt_s: link.map_or(0.0, |l| l.rtt_s),
+            send_fill: link.map_or(0.0, |l| l.buffered[Link::way(down)] / capacity),
             ..LinkView::default()
         };
         match &mut self.slots[node] {
             Slot::CmUp { core, link, .. } if !core.is_done() => {
                 let up = self.links[*link].as_ref();
-                core.on_tick(now, &view(up), &mut self.cm_out);
+                core.on_tick(now, &view(up, true), &mut self.cm_out);
             }
             Slot::CmDown { core, link } if !core.is_done() => {
                 let up = self.links[*link].as_ref();
-                core.on_tick(now, &view(up), &mut self.cm_out);
+                core.on_tick(now, &view(up, false), &mut self.cm_out);
             }
-            _ => return,
+            // A CM that is done still moves what its outbox holds.
+            _ => {}
         }
         self.flush_cm(node);
     }
@@ -642,22 +674,6 @@ impl World {
             match output {
                 // To the master a CM is a fed rank; to its sub-master, the upstream.
                 CmOutput::ToCluster(bytes) => self.lan(node, head, bytes, !down),
-                CmOutput::ToLink(bytes) => {
-                    let size = self.size_of(&bytes, down, true, link);
-                    let l = self.links[link].as_mut().expect("exists");
-                    if down {
-                        l.bytes_down += size;
-                    } else {
-                        l.bytes_up += size;
-                    }
-                    self.sent.push(Transfer {
-                        from: node,
-                        to: peer,
-                        bytes,
-                        size,
-                        via: Via::Link { link, down },
-                    });
-                }
                 CmOutput::SnapshotLink => {
                     let summary = self.link_summary(link);
                     if let Slot::CmUp { core, .. } = &mut self.slots[node] {
@@ -667,6 +683,7 @@ impl World {
                 CmOutput::CloseLink(_) => {}
             }
         }
+        self.fill_send_buffer(node, link, down, peer);
         let summary = self.link_summary(link);
         if let Slot::CmUp { core, bye_sent, .. } = &mut self.slots[node] {
             if core.is_done() && !*bye_sent {
@@ -674,6 +691,48 @@ impl World {
                 let bye = core.bye(summary);
                 self.lan(node, head, bye, false);
             }
+        }
+    }
+
+    /// Move what link `link`'s send buffer (`down` or up) has room for from the outbox of its
+    /// CM at `node` onto the link, oldest first, as the CM's driver does: a message waits in
+    /// the outbox while the buffer would overflow (one larger than the buffer goes alone).
+    fn fill_send_buffer(&mut self, node: usize, link: usize, down: bool, peer: usize) {
+        let way = Link::way(down);
+        loop {
+            let outbox: &dyn LinkOutbox = match &self.slots[node] {
+                Slot::CmUp { core, .. } => &**core,
+                Slot::CmDown { core, .. } => &**core,
+                _ => return,
+            };
+            let Some(next) = outbox.next_for_link() else {
+                return;
+            };
+            let size = self.size_of(next, down, true, link);
+            let buffered = self.links[link].as_ref().map_or(0.0, |l| l.buffered[way]);
+            if buffered > 0.0 && buffered + size > self.send_buffer {
+                return;
+            }
+            let bytes = match &mut self.slots[node] {
+                Slot::CmUp { core, .. } => core.pop_for_link(),
+                Slot::CmDown { core, .. } => core.pop_for_link(),
+                _ => None,
+            }
+            .expect("the message just looked at");
+            let l = self.links[link].as_mut().expect("a CM's link exists");
+            l.buffered[way] += size;
+            if down {
+                l.bytes_down += size;
+            } else {
+                l.bytes_up += size;
+            }
+            self.sent.push(Transfer {
+                from: node,
+                to: peer,
+                bytes,
+                size,
+                via: Via::Link { link, down },
+            });
         }
     }
 
@@ -760,4 +819,84 @@ pub fn sub_master_core(
         make_scheduler(&config.run),
         None,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::problem::TaskCost;
+
+    /// The batches on their way down link `link` among `transfers`.
+    fn batches_down(transfers: &[Transfer]) -> usize {
+        transfers
+            .iter()
+            .filter(|t| matches!(t.via, Via::Link { down: true, .. }))
+            .filter(|t| matches!(decode(&t.bytes, ""), Ok(ToWorker::Tasks(_))))
+            .count()
+    }
+
+    /// A link's send buffer bounds what a CM puts on the link, in virtual time: with room for
+    /// one batch, the CM facing the master keeps its next batches in its outbox while the
+    /// first crosses, and sends the next as soon as the first has arrived.
+    #[test]
+    fn a_full_send_buffer_holds_a_batch_back_until_the_first_arrives() {
+        let parse = |text: &str| MachineFile::parse(Path::new("t.hosts"), text).unwrap();
+        let clusters = [
+            ClusterSetup {
+                name: "main".into(),
+                machines: parse(
+                    "m # cluster=main\nw\nc # M 1 7000 name=main-a peer=a-main cluster=a nt=1\n",
+                ),
+                parent: None,
+            },
+            ClusterSetup {
+                name: "a".into(),
+                machines: parse(
+                    "s # cluster=a\nc # S 0 7000 h name=a-main peer=main-a nr=1\nw\nw\n",
+                ),
+                parent: Some(0),
+            },
+        ];
+        let mut config = ConfigFile::defaults();
+        config.run.wait_for_links = false;
+        config.cm.send_memory = Some(1500);
+        let sizes = Sizes {
+            task_bytes: 1000.0,
+            result_bytes: 10.0,
+            ..Sizes::default()
+        };
+        let problem = SimProblem::new(20, TaskCost::fixed(1.0), 0);
+        let make: MakeScheduler<'_> = &|run| run.configured_scheduler();
+        let mut world = World::new(&clusters, &config, problem, sizes, make).unwrap();
+        let now = Duration::ZERO;
+        // Everything inside the clusters is delivered; what goes on the link is held.
+        let mut pending = world.start(now).unwrap();
+        let mut on_link = Vec::new();
+        while let Some(transfer) = pending.pop() {
+            if matches!(transfer.via, Via::Link { .. }) {
+                on_link.push(transfer);
+            } else {
+                pending.extend(world.deliver(now, transfer).unwrap());
+            }
+        }
+        let cm = 2;
+        let held = |world: &World| match &world.slots[cm] {
+            Slot::CmUp { core, .. } => core.next_for_link().is_some(),
+            _ => false,
+        };
+        assert_eq!(batches_down(&on_link), 1, "one batch fits the buffer");
+        assert!(held(&world), "the next batches wait in the CM's outbox");
+        // The first batch arrives: the buffer frees, and the next batch leaves at once.
+        let first = on_link
+            .iter()
+            .position(|t| matches!(t.via, Via::Link { down: true, .. }))
+            .unwrap();
+        let arrived = on_link.remove(first);
+        let later = Duration::from_millis(300);
+        let sent = world.deliver(later, arrived).unwrap();
+        assert_eq!(batches_down(&sent), 1, "released when the first arrived");
+        assert!(held(&world), "and the rest still wait");
+    }
 }

@@ -25,3 +25,7 @@ pub use state::{Core, CoreConfig, CoreCounters, FrameEffect, Handshake, PREVIOUS
 /// link's configuration says otherwise: the CMs see the link down that much after its last
 /// packet.
 pub const DEFAULT_INACTIVITY_TIMEOUT_MS: u64 = 5_000;
+
+/// Bytes a side of a link buffers, each way, unless the link's configuration says otherwise:
+/// messages sent and not yet acknowledged by the peer, and messages received and not yet read.
+pub const DEFAULT_LINK_MEMORY: usize = 32 * 1024 * 1024;

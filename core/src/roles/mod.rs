@@ -31,7 +31,7 @@ mod task_source;
 mod under_way;
 mod worker;
 
-pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView, Outbound};
+pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView, Outbound};
 pub use master::MasterCore;
 pub use output::Output;
 pub use split_source::SplitSource;

@@ -6,10 +6,7 @@
 //! doing ([`LinkView`]) and performs its outputs; it sleeps in between on the link's receive,
 //! so a WAN message wakes it at once.
 
-use std::{
-    collections::VecDeque,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use hmw_cm::{cm_line::link_config, BlockingLink, LinkError, LinkStats, TrySendError};
 
@@ -18,7 +15,7 @@ pub(crate) use hmw_core::roles::Outbound;
 use hmw_core::{
     config::CmConfig,
     machinefile::{Facing, MachineFile, MASTER},
-    roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkView},
+    roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView},
     stats::{LinkSummary, Outage},
 };
 use hmw_transport::{idle::Idle, Transport};
@@ -55,24 +52,19 @@ pub(crate) fn summarize(stats: &LinkStats) -> LinkSummary {
     }
 }
 
-/// The link side of a CM: messages that wait for send-buffer space go out in order.
+/// The link side of a CM.
 struct Wan {
     link: BlockingLink,
-    backlog: VecDeque<Vec<u8>>,
 }
 
 impl Wan {
-    fn send(&mut self, bytes: Vec<u8>) -> Result<(), RunError> {
-        self.backlog.push_back(bytes);
-        self.push()
-    }
-
-    /// Move what fits from the backlog into the link's send buffer.
-    fn push(&mut self) -> Result<(), RunError> {
-        while let Some(bytes) = self.backlog.front() {
+    /// Move what the link has room for from the core's outbox into the link's send buffer,
+    /// oldest first.
+    fn push(&mut self, core: &mut impl LinkOutbox) -> Result<(), RunError> {
+        while let Some(bytes) = core.next_for_link() {
             match self.link.try_send(bytes) {
                 Ok(()) => {
-                    self.backlog.pop_front();
+                    core.pop_for_link();
                 }
                 Err(TrySendError::Full { .. }) => break,
                 Err(TrySendError::Link(e)) => return Err(link_error(e)),
@@ -102,7 +94,6 @@ impl Wan {
         LinkView {
             connected: self.link.is_connected(),
             ever_connected: stats.connections_established > 0,
-            backlog: !self.backlog.is_empty(),
             send_fill: self.link.send_buffer().fill(),
             send_bytes_per_s: stats.send_rate_current,
             recv_bytes_per_s: stats.recv_rate_current,
@@ -110,11 +101,20 @@ impl Wan {
         }
     }
 
-    /// Let the peer receive what is buffered, then close. Gives up after `timeout`, or as
-    /// soon as the peer has closed (it needs nothing more).
-    fn close(self, timeout: Duration) {
+    /// Move the core's outbox into the link as room frees, let the peer receive what is
+    /// buffered, then close. Gives up after `timeout` in all, or as soon as the peer has closed
+    /// (it needs nothing more).
+    fn close(mut self, core: &mut impl LinkOutbox, timeout: Duration) {
         let start = Instant::now();
         while start.elapsed() < timeout {
+            if self.push(core).is_err() {
+                break;
+            }
+            if core.next_for_link().is_some() {
+                // The link's buffer is full: wait for it to drain a little.
+                let _ = self.link.flush(Duration::from_millis(10));
+                continue;
+            }
             match self.link.flush(Duration::from_millis(100)) {
                 Err(LinkError::Timeout) => {
                     if matches!(self.link.try_recv(), Err(LinkError::PeerClosed)) {
@@ -139,10 +139,7 @@ pub(crate) fn run(
     let rank = transport.rank();
     let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
     let link = BlockingLink::start(config).map_err(link_error)?;
-    let wan = Wan {
-        link,
-        backlog: VecDeque::new(),
-    };
+    let wan = Wan { link };
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
     let line = &machines.ranks[rank];
     let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
@@ -181,8 +178,8 @@ fn run_master_side(
         let mut active = false;
         while let Some(envelope) = transport.try_recv()? {
             active = true;
-            core.on_cluster(&envelope.bytes, &mut out)?;
-            perform_master_side(transport, &mut wan, &mut core, &mut out)?;
+            core.on_cluster(&envelope.bytes)?;
+            wan.push(&mut core)?;
         }
         let mut wait = pause(active, &mut idle);
         for _ in 0..MESSAGES_PER_TURN {
@@ -197,7 +194,7 @@ fn run_master_side(
                 break;
             }
         }
-        wan.push()?;
+        wan.push(&mut core)?;
         core.on_tick(clock.elapsed(), &wan.view(), &mut out);
         perform_master_side(transport, &mut wan, &mut core, &mut out)?;
         if core.is_done() {
@@ -210,7 +207,7 @@ fn run_master_side(
     let bye = core.bye(summarize(&wan.link.stats()));
     transport.send(MASTER, bye)?;
     transport.flush()?;
-    wan.close(Duration::from_secs(2));
+    wan.close(&mut core, Duration::from_secs(2));
     Ok(())
 }
 
@@ -223,13 +220,12 @@ fn perform_master_side(
     for output in out.drain(..) {
         match output {
             CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
-            CmOutput::ToLink(bytes) => wan.send(bytes)?,
             CmOutput::SnapshotLink => core.set_far_link(summarize(&wan.link.stats())),
             // A CM facing a master closes its link after its `Bye` (see the end of the loop).
             CmOutput::CloseLink(_) => {}
         }
     }
-    Ok(())
+    wan.push(core)
 }
 
 /// A CM in an external cluster, in front of its sub-master.
@@ -247,7 +243,7 @@ fn run_submaster_side(
         while let Some(envelope) = transport.try_recv()? {
             active = true;
             core.on_cluster(&envelope.bytes, &mut out)?;
-            perform_submaster_side(transport, &mut wan, &mut out)?;
+            perform_submaster_side(transport, &mut wan, &mut core, &mut out)?;
             if core.is_done() {
                 transport.flush()?;
                 return Ok(());
@@ -265,10 +261,10 @@ fn run_submaster_side(
             active = true;
             core.on_link(bytes)?;
         }
-        link.push()?;
+        link.push(&mut core)?;
         let view = link.view();
         core.on_tick(clock.elapsed(), &view, &mut out);
-        perform_submaster_side(transport, &mut wan, &mut out)?;
+        perform_submaster_side(transport, &mut wan, &mut core, &mut out)?;
         if active {
             idle.reset();
         }
@@ -278,24 +274,22 @@ fn run_submaster_side(
 fn perform_submaster_side(
     transport: &mut dyn Transport,
     wan: &mut Option<Wan>,
+    core: &mut CmSubMasterSide,
     out: &mut Vec<CmOutput>,
 ) -> Result<(), RunError> {
     for output in out.drain(..) {
         match output {
             CmOutput::ToCluster(bytes) => transport.send(MASTER, bytes)?,
-            CmOutput::ToLink(bytes) => {
-                if let Some(wan) = wan.as_mut() {
-                    wan.send(bytes)?;
-                }
-            }
             CmOutput::CloseLink(patience) => {
-                if let Some(mut wan) = wan.take() {
-                    wan.push()?;
-                    wan.close(patience);
+                if let Some(wan) = wan.take() {
+                    wan.close(core, patience);
                 }
             }
             CmOutput::SnapshotLink => {}
         }
     }
-    Ok(())
+    match wan {
+        Some(wan) => wan.push(core),
+        None => Ok(()),
+    }
 }

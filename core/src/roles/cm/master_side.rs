@@ -11,9 +11,9 @@
 //! same far CM, whose sub-master waits for it): the CM tells the master, which hands it new
 //! tasks again.
 
-use std::time::Duration;
+use std::{collections::VecDeque, time::Duration};
 
-use super::output::{CmOutput, LinkView};
+use super::output::{CmOutput, LinkOutbox, LinkView};
 use crate::{
     error::CoreError,
     machinefile::MASTER,
@@ -62,6 +62,8 @@ pub struct CmMasterSide {
     down_since: Option<Duration>,
     last_report: Duration,
     done: bool,
+    /// Messages for the link, waiting for room in it ([`LinkOutbox`]).
+    to_link: VecDeque<Vec<u8>>,
 }
 
 impl CmMasterSide {
@@ -86,11 +88,12 @@ impl CmMasterSide {
             down_since: None,
             last_report: Duration::ZERO,
             done: false,
+            to_link: VecDeque::new(),
         }
     }
 
     /// A message from the master.
-    pub fn on_cluster(&mut self, bytes: &[u8], out: &mut Vec<CmOutput>) -> Result<(), CoreError> {
+    pub fn on_cluster(&mut self, bytes: &[u8]) -> Result<(), CoreError> {
         let message: ToWorker =
             decode(bytes, "message to a CM").map_err(CoreError::decoding(MASTER))?;
         match message {
@@ -104,13 +107,13 @@ impl CmMasterSide {
                     }
                     self.task_bytes_sent += task.body.len() as u64;
                 }
-                out.push(CmOutput::ToLink(encode(&ToWorker::Tasks(batch))));
+                self.to_link.push_back(encode(&ToWorker::Tasks(batch)));
             }
             ToWorker::Stop => {
                 self.stopping = true;
-                out.push(CmOutput::ToLink(encode(&ToWorker::Stop)));
+                self.to_link.push_back(encode(&ToWorker::Stop));
             }
-            ToWorker::Join(nr) => out.push(CmOutput::ToLink(encode(&ToWorker::Join(nr)))),
+            ToWorker::Join(nr) => self.to_link.push_back(encode(&ToWorker::Join(nr))),
         }
         Ok(())
     }
@@ -204,7 +207,7 @@ impl CmMasterSide {
             self.last_report = now;
             let state = LinkState {
                 connected: link.connected,
-                tasks_waiting: link.backlog || link.send_fill >= 0.5,
+                tasks_waiting: !self.to_link.is_empty() || link.send_fill >= 0.5,
                 send_bytes_per_s: link.send_bytes_per_s,
                 recv_bytes_per_s: link.recv_bytes_per_s,
                 rtt_s: link.rtt_s,
@@ -217,7 +220,7 @@ impl CmMasterSide {
     /// Ask the master for more while the window and the send buffer allow.
     fn offer_room(&mut self, link: &LinkView, out: &mut Vec<CmOutput>) {
         // Tasks handed over while the link is down would only wait here.
-        if self.lost || self.stopping || link.backlog || !link.connected {
+        if self.lost || self.stopping || !self.to_link.is_empty() || !link.connected {
             return;
         }
         if link.send_fill >= 0.5 {
@@ -250,5 +253,15 @@ impl CmMasterSide {
         encode(&ToMaster::Bye {
             report: Some(report),
         })
+    }
+}
+
+impl LinkOutbox for CmMasterSide {
+    fn next_for_link(&self) -> Option<&[u8]> {
+        self.to_link.front().map(Vec::as_slice)
+    }
+
+    fn pop_for_link(&mut self) -> Option<Vec<u8>> {
+        self.to_link.pop_front()
     }
 }

@@ -9,8 +9,6 @@ pub struct LinkView {
     pub connected: bool,
     /// A connection was ever established.
     pub ever_connected: bool,
-    /// Messages wait in the driver for room in the link's send buffer.
-    pub backlog: bool,
     /// How full the link's send buffer is, from 0 to 1.
     pub send_fill: f64,
     /// Current throughput out, bytes per second.
@@ -26,13 +24,24 @@ pub struct LinkView {
 pub enum CmOutput {
     /// Send these bytes to the rank the CM serves in its cluster (its master or sub-master).
     ToCluster(Vec<u8>),
-    /// Send these bytes over the link to the peer CM.
-    ToLink(Vec<u8>),
     /// Note the link's figures now (the far cluster's report just came, and the far side
     /// closes once it is acknowledged): give them to
     /// [`CmMasterSide::set_far_link`](super::CmMasterSide::set_far_link).
     SnapshotLink,
-    /// Let the peer receive what is buffered, waiting at most this long, then close the link.
-    /// Nothing more goes over the link afterwards.
+    /// Move every message of the core's outbox into the link, let the peer receive what the
+    /// link buffers, waiting at most this long in all, then close the link. Nothing more goes
+    /// over the link afterwards.
     CloseLink(Duration),
+}
+
+/// The messages a CM's core has for its link, oldest first, kept by the core until the link
+/// has room for them (as `quinn-proto` keeps what a connection has to send until its driver
+/// polls it): the driver offers the oldest to the link's send buffer and takes it out once the
+/// buffer accepted it. While messages wait here, a CM facing a master asks its master for no
+/// more work, so a slow link holds tasks back on the master's side, not in a CM.
+pub trait LinkOutbox {
+    /// The oldest message for the link, if any.
+    fn next_for_link(&self) -> Option<&[u8]>;
+    /// Take the oldest message out: the link has taken (or is taking) it.
+    fn pop_for_link(&mut self) -> Option<Vec<u8>>;
 }

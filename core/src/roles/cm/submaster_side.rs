@@ -10,7 +10,7 @@ use std::{collections::VecDeque, time::Duration};
 
 use super::{
     master_side::STOP_PATIENCE,
-    output::{CmOutput, LinkView},
+    output::{CmOutput, LinkOutbox, LinkView},
 };
 use crate::{
     error::CoreError,
@@ -37,6 +37,8 @@ pub struct CmSubMasterSide {
     stop_sent: bool,
     down_since: Option<Duration>,
     done: bool,
+    /// Messages for the link, waiting for room in it ([`LinkOutbox`]).
+    to_link: VecDeque<Vec<u8>>,
 }
 
 impl CmSubMasterSide {
@@ -50,6 +52,7 @@ impl CmSubMasterSide {
             stop_sent: false,
             down_since: None,
             done: false,
+            to_link: VecDeque::new(),
         }
     }
 
@@ -61,10 +64,10 @@ impl CmSubMasterSide {
             ToMaster::Ready { room } => {
                 // Credit for the master's side, which sends no more than asked for.
                 self.room += room;
-                out.push(CmOutput::ToLink(encode(&ToMaster::Ready { room })));
+                self.to_link.push_back(encode(&ToMaster::Ready { room }));
             }
             ToMaster::Bye { report } => {
-                out.push(CmOutput::ToLink(encode(&ToMaster::Bye { report })));
+                self.to_link.push_back(encode(&ToMaster::Bye { report }));
                 // The far side needs the results and the report: wait (bounded).
                 out.push(CmOutput::CloseLink(self.give_up_after));
                 self.done = true;
@@ -72,12 +75,12 @@ impl CmSubMasterSide {
             ToMaster::Lost => {
                 // The sub-master cannot go on: tell the far side, then let it know that the
                 // message is on its way (it is waiting to end its cluster).
-                out.push(CmOutput::ToLink(encode(&ToMaster::Lost)));
+                self.to_link.push_back(encode(&ToMaster::Lost));
                 out.push(CmOutput::CloseLink(STOP_PATIENCE));
                 out.push(CmOutput::ToCluster(encode(&ToWorker::Stop)));
                 self.done = true;
             }
-            other => out.push(CmOutput::ToLink(encode(&other))),
+            other => self.to_link.push_back(encode(&other)),
         }
         Ok(())
     }
@@ -133,5 +136,15 @@ impl CmSubMasterSide {
     /// The sub-master said `Bye` or `Lost`: the CM ends once the outputs are performed.
     pub fn is_done(&self) -> bool {
         self.done
+    }
+}
+
+impl LinkOutbox for CmSubMasterSide {
+    fn next_for_link(&self) -> Option<&[u8]> {
+        self.to_link.front().map(Vec::as_slice)
+    }
+
+    fn pop_for_link(&mut self) -> Option<Vec<u8>> {
+        self.to_link.pop_front()
     }
 }
