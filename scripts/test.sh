@@ -59,6 +59,17 @@ else
 fi
 took "the tests"
 
+# The examples that teach, as a reader runs them: in one process and under mpirun.
+for example in hello custom_scheduler; do
+    for mode in "" --mpi; do
+        echo "test: examples/$example/run.sh${mode:+ $mode}"
+        line=$(examples/$example/run.sh ${mode:+"$mode"} 2>&1 | tail -1) || true
+        echo "$line"
+        grep -q 'verified=true' <<<"$line" || tests_ok=false
+    done
+done
+took "the examples"
+
 # Runs a check script (its output kept in $steps_dir/NAME.log), says how long it took, and on
 # failure shows the end of its output and fails the suite. Usage: step NAME WHAT COMMAND...
 steps_ok=true
