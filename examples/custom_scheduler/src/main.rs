@@ -60,7 +60,7 @@ impl Problem for Primes {
     fn next_task(&mut self) -> Option<Span> {
         let from = self.next;
         self.next = (from + self.span.max(1)).min(self.n);
-        (from < self.n).then(|| Span(from, self.next))
+        (from < self.n).then_some(Span(from, self.next))
     }
     fn gather(&mut self, _id: TaskId, result: Count) {
         self.count += result.0;
