@@ -64,6 +64,15 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
+/// The Rust blocks of the README and the guide, compiled as documentation tests.
+#[cfg(doctest)]
+mod documents {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+    #[doc = include_str!("../../docs/guide/writing-an-application.md")]
+    struct WritingAnApplication;
+}
+
 pub use builder::App;
 pub use error::RunError;
 pub use hmw_core::{
