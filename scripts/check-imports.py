@@ -134,7 +134,13 @@ def dependencies(path, here, files, reexports):
             target = resolve(segments, here, files, in_test(m.start()), reexports)
             if target is not None and target != here:
                 deps.add(target)
+    # Paths inline (outside `use` statements, read whole above: `crate::a::{b::X}` in one
+    # would otherwise read as a path into `a` itself).
+    uses = [(m.start(), m.end()) for m in re.finditer(r"\buse\s+[^;]+;", text)]
+    in_use = lambda pos: any(a <= pos < b for a, b in uses)
     for m in re.finditer(r"\b((?:crate|super|self)(?:::\w+)+)", text):
+        if in_use(m.start()):
+            continue
         target = resolve(m.group(1).split("::"), here, files, in_test(m.start()), reexports)
         if target is not None and target != here:
             deps.add(target)
