@@ -1,8 +1,8 @@
-# Shell functions for the scripts that run plans on the testbed (scripts/validate.sh,
-# scripts/apps.sh): one testbed at a time, brought up for a plan and taken down before the
-# next one's (and on every way out: the caller traps `testbed_down` on EXIT). The caller sets
-# `testbed_name` (unique to its process), `testbed_bin` (hmw-testbed) and `work` (its logs)
-# before sourcing this file.
+# Shell functions for the scripts that run plans on the testbed (scripts/apps.sh): one testbed
+# at a time, brought up for a plan and taken down before the next one's (and on every way out:
+# the caller traps `testbed_down` on EXIT). The caller sets `testbed_name` (unique to its
+# process), `testbed_bin` (hmw-testbed) and `work` (its logs) before sourcing this file.
+# scripts/validate.sh's suite does the same in Rust (xtask/src/validate/testbed.rs).
 testbed_plan=""
 tb() { "$testbed_bin" --name "$testbed_name" "$@"; }
 testbed_down() {
