@@ -49,7 +49,9 @@ bin=$(realpath "$CARGO_TARGET_DIR")/$profile
 T=$bin/hmw-testbed
 name=ad$(($$ % 100000))
 work=$(mktemp -d /tmp/bench-adapt.XXXXXX)
-tb() { "$T" --name "$name" "$@"; }
+testbed_bin=$T testbed_name=$name
+. scripts/lib/testbed.sh
+. scripts/lib/common.sh
 note() { echo "bench-adapt: $*" >&2; }
 cleanup() {
     if [ -e "/var/lib/hmw-testbed/$name/state.json" ]; then
@@ -146,7 +148,6 @@ run() {
     note "$label: makespan $(jq .wall_s "$dir/lyon.stats.json") s$when, $decisions decisions"
     jq .wall_s "$dir/lyon.stats.json"
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 failed=0
 if [ -n "${BASE_S:-}" ]; then

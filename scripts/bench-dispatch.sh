@@ -24,6 +24,7 @@ else
     scripts/setup.sh python3-venv
 fi
 . scripts/env.sh
+. scripts/lib/common.sh
 TASKS=${TASKS:-20000}
 RUNS=${RUNS:-7}
 RANKS=5
@@ -59,7 +60,6 @@ value_of() {
     shift
     timeout 600 "$@" 2>/dev/null | values_of "$key" | tail -1
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'; }
 # Prints the median of KEY= over RUNS runs of the given command.
 median_of() {
     local key=$1

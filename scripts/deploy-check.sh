@@ -64,7 +64,8 @@ calibrate_plan=$PWD/configs/testbed/calibrate-three-clusters.toml
 matmul=$PWD/configs/testbed/matmul-three-clusters.toml
 name=dep$(($$ % 100000))
 work=$(mktemp -d /tmp/hmw-deploy-check.XXXXXX)
-tb() { "$T" --name "$name" "$@"; }
+testbed_bin=$T testbed_name=$name
+. scripts/lib/testbed.sh
 note() { echo "deploy-check: $*"; }
 failed=()
 

@@ -33,7 +33,8 @@ T=$(realpath "$CARGO_TARGET_DIR")/debug/hmw-testbed
 plan=configs/testbed/check.toml
 name=chk$(($$ % 100000))
 work=$(mktemp -d)
-tb() { "$T" --name "$name" "$@"; }
+testbed_bin=$T testbed_name=$name
+. scripts/lib/testbed.sh
 x() { local host=$1; shift; timeout 120 "$T" --name "$name" exec "$host" -- "$@"; }
 
 cleanup() {

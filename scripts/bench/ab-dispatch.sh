@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/env.sh
+. scripts/lib/common.sh
 a=$1
 b=$2
 RUNS=${RUNS:-7}
@@ -20,7 +21,6 @@ rate() {
     timeout 600 mpirun --oversubscribe -np $((WORKERS + 1)) "$1" -m "$work/hosts" -c "$work/run.toml" \
         2>/dev/null | sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print v[int((NR + 1) / 2)] }'; }
 : >"$work/a"
 : >"$work/b"
 for i in $(seq "$RUNS"); do

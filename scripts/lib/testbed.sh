@@ -1,8 +1,10 @@
-# Shell functions for the scripts that run plans on the testbed (scripts/validate.sh,
-# scripts/apps.sh): one testbed at a time, brought up for a plan and taken down before the
-# next one's (and on every way out: the caller traps `testbed_down` on EXIT). The caller sets
-# `testbed_name` (unique to its process), `testbed_bin` (hmw-testbed) and `work` (its logs)
-# before sourcing this file.
+# Shell functions for the scripts that use the testbed: `tb`, hmw-testbed on the caller's
+# instance (scripts/bench-adapt.sh, testbed-check.sh and deploy-check.sh use it alone), and for
+# the scripts that run plans on it (scripts/apps.sh) one testbed at a time, brought up for a
+# plan and taken down before the next one's (and on every way out: the caller traps
+# `testbed_down` on EXIT). The caller sets `testbed_name` (unique to its process),
+# `testbed_bin` (hmw-testbed) and `work` (its logs) before calling them. scripts/validate.sh's
+# suite does the same in Rust (xtask/src/validate/testbed.rs).
 testbed_plan=""
 tb() { "$testbed_bin" --name "$testbed_name" "$@"; }
 testbed_down() {
