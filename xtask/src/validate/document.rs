@@ -312,6 +312,16 @@ fn words(total: &str) -> String {
     plain_percent(Figure::parse(total).map_or(f64::NAN, |f| f.value()))
 }
 
+/// The heading of the part of `docs/validation.md` written by hand (runs recorded elsewhere
+/// and moved there): a rewrite of the document keeps it, at its end.
+const KEPT_HEADING: &str = "\n## Runs recorded by hand\n";
+
+/// What a rewrite of the document `old` keeps: from [`KEPT_HEADING`] to its end (empty when
+/// it has none).
+pub(super) fn kept_by_hand(old: &str) -> &str {
+    old.find(KEPT_HEADING).map_or("", |at| &old[at..])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,5 +522,12 @@ validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0
         assert!(text.ends_with("band_width_median=nan\n```\n"));
         doc.mode = Mode::Quick;
         assert!(doc.render().contains("(quick mode)"));
+    }
+
+    #[test]
+    fn a_rewrite_keeps_what_was_written_by_hand() {
+        let old = "# Validation\ngenerated\n\n## Runs recorded by hand\n\nkept\n";
+        assert_eq!(kept_by_hand(old), "\n## Runs recorded by hand\n\nkept\n");
+        assert_eq!(kept_by_hand("# Validation\ngenerated\n"), "");
     }
 }

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, Context, Result};
 
 use super::calendar::utc_minute;
-use super::document::{Document, Generated, LanNotes, Section};
+use super::document::{kept_by_hand, Document, Generated, LanNotes, Section};
 use super::judge::judge;
 use super::machine::{cores, load_average, settle};
 use super::numbers::{exponent, fixed, Figure};
@@ -539,7 +539,11 @@ impl Suite {
         }
         .render();
         let doc = &self.paths.doc;
-        std::fs::write(doc, text).with_context(|| format!("cannot write {}", doc.display()))?;
+        let kept = std::fs::read_to_string(doc)
+            .map(|old| kept_by_hand(&old).to_owned())
+            .unwrap_or_default();
+        std::fs::write(doc, text + &kept)
+            .with_context(|| format!("cannot write {}", doc.display()))?;
         println!("validate: wrote {}", doc.display());
         println!("{}", totals.simulation_line());
         let code = if self.failures.is_empty() {
