@@ -136,7 +136,7 @@ else
     # global-pruning on 17 (3,360 tasks). The prediction made at 10 % of a run extrapolates
     # the work of the tasks gathered by then: at 16 cities and level 3 (210 tasks, 20 s on the
     # testbed) those were 15-20 tasks, and the task-pruning prediction moved by -11 % to +24 %
-    # from one progress sample to the next (the apps runs of 2026-11-27); at level 4 about ten
+    # from one progress sample to the next (the apps runs in `docs/validation.md`); at level 4 about ten
     # times as many are in by then (tasks that start deeper prune less: 15 cities at level 4
     # visit 4.1 times the nodes of level 3, for about as long a run). A global bound prunes
     # so much more that 15 cities take about a second on the testbed, less than four progress

@@ -78,7 +78,7 @@ median_rate() { median_of tasks_per_s "$@"; }
 # before and after each round by scripts/bench/core_latency.c), and adjacent runs share it
 # more often. Each ratio is the median of the rounds' own ratios: within a round the
 # machine's speed mostly holds, across rounds it does not (the polite C loop ran 0.94 M
-# tasks/s in one run of this script and 2.39 M in the next, 2026-11-27), and a ratio of
+# tasks/s in one run of this script and 2.39 M in the next), and a ratio of
 # medians taken over rounds of different speeds compares runs made at different speeds.
 # Every round is printed.
 : >"$work/rounds"

@@ -19,14 +19,14 @@
 #              ways) within 15 % of its rate, no run folder and no Slurm job left after it.
 #              (The probe's warm-up is 30 round trips at least: after 1 s, brazil's results
 #              direction, 100 ms round trip and 0.5 % loss, measured 0.54-0.88 of its rate,
-#              after 3 s 0.91-0.99; 2026-11-25, quiet machine.) No LAN runs (--lan-runs 0:
+#              after 3 s 0.91-0.99, quiet machine: `docs/benchmarks.md`.) No LAN runs (--lan-runs 0:
 #              nothing here checks them, and they took half of the step's 98 s); the local
 #              LAN calibration is tested by cargo test.
 #              Why 2/3: at the plan's perfs the workers' quotas add up to 1.35 of this
 #              machine's 2 cores; beside the other clusters' start-up and the WAN probes the
 #              machine had no idle time for seconds at once, and the least served host got
-#              0.87-0.97 of its quota while it worked (seven calibrations, 2026-11-28, by the
-#              calibration's own count of its cores); at 2/3 (0.9 cores), 0.97-0.99 in seven
+#              0.87-0.97 of its quota while it worked (seven calibrations, by the calibration's
+#              own count of its cores; `docs/validation.md`); at 2/3 (0.9 cores), 0.97-0.99 in seven
 #              calibrations of eight, 0.89 in the eighth.
 #   matmul     configs/testbed/matmul-three-clusters.toml over ssh (release build), WANs set to
 #              the plan's 50 MB/s: verified=true, every rank on its host

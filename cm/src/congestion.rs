@@ -8,7 +8,7 @@
 //! per connection against 40-50 kB of bandwidth-delay product per connection: both queues
 //! stayed full (round trips of 235 and 330 ms instead of 40 and 100), the bottlenecks dropped
 //! 40-55 % of the packets and the goodput was 30-60 % below the rate (quinn's path statistics
-//! and the router's counters, 2026-11-23).
+//! and the router's counters; `docs/benchmarks.md`).
 //!
 //! [`DeliveryRate`] measures what the connection delivers over whole round trips (the bytes
 //! acknowledged between two acknowledgement batches at least a round trip apart, so bunched

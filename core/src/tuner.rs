@@ -570,7 +570,7 @@ mod tests {
     }
 
     /// Median step times (ms) of `hmw-nbody` at each fixed count on the testbed's shaped LAN
-    /// (scripts/bench/adapt-tuner.sh, 2026-11-23, loaded machine): a port sends its first
+    /// (scripts/bench/adapt-tuner.sh, a loaded machine; `docs/benchmarks.md`): a port sends its first
     /// bytes in a burst, so a few workers cost the master less than `m_o + lambda*v` each,
     /// and the fitted form puts the fastest count above the measured one.
     const SHAPED_MS: [f64; 8] = [136.4, 70.9, 49.8, 47.2, 51.6, 59.2, 67.5, 76.5];

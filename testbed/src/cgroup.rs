@@ -20,7 +20,7 @@ use anyhow::{bail, Context};
 /// compute part way through a period, with that period's quota unused, gets up to a period's
 /// quota more over a run. With the kernel's default 100 ms, a TSP run of 0.6 s on hosts of
 /// 0.20-0.45 of a core went 7 % faster than with 10 ms (five interleaved runs each,
-/// 2026-11-26), and faster than `hmw calibrate`'s 2 s measurement of the same hosts: no
+/// `docs/benchmarks.md`), and faster than `hmw calibrate`'s 2 s measurement of the same hosts: no
 /// slower processor does that.
 pub const PERIOD_US: u64 = 10_000;
 

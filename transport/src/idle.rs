@@ -6,7 +6,7 @@
 //! about to arrive while work flows), then sleeps doubling from 20 µs up to [`MAX_PAUSE`]. Any
 //! activity resets the pause. The quick polling is bounded in time, not in polls: a poll over
 //! TCP costs far more than over shared memory, and a hundred polls at every wake-up, spinning,
-//! took the testbed's shared cores from its workers (`docs/benchmarks.md`, 2026-11-26).
+//! took the testbed's shared cores from its workers (`docs/benchmarks.md`).
 
 use std::time::{Duration, Instant};
 

@@ -155,7 +155,7 @@ fn perform(transport: &mut dyn Transport, out: &mut Vec<Output>) -> Result<(), R
 /// worker done before the others polls for work until the run ends, at about 2 % of a core,
 /// which is a fifth of a 0.1-core quota. Counted over its working time (`active_s`), those
 /// seconds read as cores it got while it worked: on the testbed, the workers of a cluster
-/// that waited 4 s for its slowest read 6-8 % over their quotas (2026-11-28).
+/// that waited 4 s for its slowest read 6-8 % over their quotas (`docs/benchmarks.md`).
 struct Usage {
     compute: Option<ThreadClock>,
     /// The clocks when the first task arrived.

@@ -77,7 +77,7 @@ fn kernel(mut v: f64, rounds: u64) -> f64 {
 /// Kernel rounds between two reads of the CPU clock while the rate is counted: about 0.1 ms
 /// here, so that the reads (a system call each) weigh 0.3 % of the count. With 5,000 rounds
 /// they weighed 3 %, the rate counted was that much low, and a task computed at it took 0.0437 s
-/// of CPU for 0.045 (2026-11-27): a quota's host then read 3 % fast.
+/// of CPU for 0.045: a quota's host then read 3 % fast.
 const ROUNDS_PER_READ: u64 = 40_000;
 
 /// CPU time over which the kernel's rate is counted before it is fixed, seconds.

@@ -279,7 +279,7 @@ impl<S: TaskSource> MasterCore<S> {
     /// Newest first: a holder computes its tasks in the order it received them (a worker its
     /// buffers, a cluster its window's batches), so its newest is the one it reaches last and
     /// a copy of it saves the most. A copy of its oldest races the holder where it is furthest
-    /// ahead: in a run of task-pruning TSP on the testbed (2026-11-25) the main cluster's
+    /// ahead: in a run of task-pruning TSP on the testbed the main cluster's
     /// copies of brazil's oldest tasks beat each of brazil's 21 last results, all discharged,
     /// while the holder and the copies, working from both ends, would have met half way.
     pub(super) fn duplicate_for(&mut self, rank: usize) -> Option<TaskId> {
