@@ -19,7 +19,7 @@ use crate::cgroup::CpuCgroups;
 use crate::layout::HostKind;
 use crate::state::State;
 use crate::sys::{self, run};
-use crate::testbed::{exec_output, spawn_daemon};
+use crate::testbed::commands::{exec_output, spawn_daemon};
 
 fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;

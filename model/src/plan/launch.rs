@@ -50,7 +50,7 @@
 
 use serde::Deserialize;
 
-use super::{invalid_machine, ClusterPlan, Plan, PlanError, Role};
+use super::{error::invalid_machine, ClusterPlan, Plan, PlanError, Role};
 
 /// `[launch]`.
 #[derive(Debug, Clone, Default, Deserialize)]

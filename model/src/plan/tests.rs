@@ -1,10 +1,14 @@
 //! Plan parsing and validation: the shipped examples load, every kind of bad plan gets one error
 //! naming its key and cluster, and no input makes the parser panic.
 
+use std::path::Path;
+
 use proptest::prelude::*;
 
 use super::*;
-use crate::params::{MeasuredCluster, MeasuredWorker};
+use crate::params::{
+    MeasuredCluster, MeasuredSystem, MeasuredWorker, SelectionRequest, DEFAULT_EXHAUSTIVE_LIMIT,
+};
 
 const ALL: &str = include_str!("../../../configs/srmsd-three-clusters-all.toml");
 const PINNED: &str = include_str!("../../../configs/srmsd-three-clusters-pinned.toml");

@@ -1,0 +1,51 @@
+//! `hmw predict` itself: its arguments, the plan (and the measured system) read, the
+//! prediction printed as text or JSON.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context, Result};
+
+use hmw_model::plan::{load_plan, model_input_with_measured};
+use hmw_model::predict;
+
+use super::{json::to_json, source::MeasuredSource, text::to_text};
+
+/// Arguments of `hmw predict`.
+#[derive(clap::Args)]
+pub struct PredictArgs {
+    /// The run plan (TOML).
+    pub plan: PathBuf,
+    /// Print the prediction as one JSON object instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// System parameters measured by `hmw calibrate`: the TOML file it writes (with its date
+    /// and conditions; a name ending in .json is read as JSON with the same keys), used in
+    /// place of the plan's `perf` and throughput values.
+    #[arg(long, value_name = "FILE")]
+    pub measured: Option<PathBuf>,
+}
+
+/// Runs `hmw predict`.
+pub fn run(args: PredictArgs) -> Result<()> {
+    let plan = load_plan(&args.plan)?;
+    let (input, measured) = model_input_with_measured(&plan, &args.plan, args.measured.as_deref())?;
+    let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
+    let source = args
+        .measured
+        .as_deref()
+        .zip(measured.as_ref())
+        .map(|(path, system)| MeasuredSource { path, system });
+    let row_column = crate::row_column::predict(&plan, &input, &prediction)
+        .with_context(|| format!("{}", args.plan.display()))?;
+    if args.json {
+        let mut json = serde_json::to_value(to_json(&plan, &prediction, source))?;
+        if !row_column.is_empty() {
+            json["row_column"] = serde_json::to_value(&row_column)?;
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", to_text(&plan, &prediction, source));
+        print!("{}", crate::row_column::to_text(&row_column));
+    }
+    Ok(())
+}

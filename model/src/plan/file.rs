@@ -1,0 +1,128 @@
+//! The plan file as written (serde), before validation, with its defaults.
+
+use serde::Deserialize;
+
+use super::validated::{Role, SelectionMode};
+use crate::params::{DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S};
+
+/// Default `[model] efficiency_threshold`.
+pub const DEFAULT_EFFICIENCY_THRESHOLD: f64 = 0.8;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct PlanFile {
+    pub(super) application: ApplicationTable,
+    #[serde(default)]
+    pub(super) model: ModelTable,
+    #[serde(default)]
+    pub(super) cluster: Vec<ClusterTable>,
+    #[serde(default)]
+    pub(super) launch: Option<toml::Table>,
+    #[serde(default)]
+    pub(super) run: Option<toml::Table>,
+    #[serde(default)]
+    pub(super) testbed: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ApplicationTable {
+    pub(super) name: String,
+    pub(super) tasks: u64,
+    #[serde(default = "one")]
+    pub(super) oper: f64,
+    pub(super) task_bytes: f64,
+    pub(super) result_bytes: f64,
+    pub(super) task_bytes_inter: Option<f64>,
+    pub(super) result_bytes_inter: Option<f64>,
+    #[serde(default)]
+    pub(super) oper_cv: f64,
+    pub(super) iterations: Option<u64>,
+    #[serde(default)]
+    pub(super) grain: Vec<GrainTable>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct GrainTable {
+    pub(super) grain: u64,
+    pub(super) tasks: u64,
+    #[serde(default = "one")]
+    pub(super) oper: f64,
+    pub(super) task_bytes: f64,
+    pub(super) result_bytes: f64,
+    pub(super) task_bytes_inter: Option<f64>,
+    pub(super) result_bytes_inter: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ModelTable {
+    #[serde(default = "default_threshold")]
+    pub(super) efficiency_threshold: f64,
+    #[serde(default = "default_true")]
+    pub(super) reassign_last_task: bool,
+    #[serde(default = "default_selection")]
+    pub(super) selection: SelectionMode,
+    #[serde(default = "default_exhaustive_limit")]
+    pub(super) exhaustive_limit: u64,
+    #[serde(default = "default_selection_budget_s")]
+    pub(super) selection_budget_s: f64,
+}
+
+impl Default for ModelTable {
+    fn default() -> Self {
+        ModelTable {
+            efficiency_threshold: default_threshold(),
+            reassign_last_task: true,
+            selection: default_selection(),
+            exhaustive_limit: default_exhaustive_limit(),
+            selection_budget_s: default_selection_budget_s(),
+        }
+    }
+}
+
+fn default_threshold() -> f64 {
+    DEFAULT_EFFICIENCY_THRESHOLD
+}
+fn default_true() -> bool {
+    true
+}
+fn default_selection() -> SelectionMode {
+    SelectionMode::All
+}
+fn default_exhaustive_limit() -> u64 {
+    DEFAULT_EXHAUSTIVE_LIMIT
+}
+fn default_selection_budget_s() -> f64 {
+    DEFAULT_SELECTION_BUDGET_S
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ClusterTable {
+    pub(super) name: String,
+    #[serde(default)]
+    pub(super) main: bool,
+    pub(super) lan_bytes_per_s: Option<f64>,
+    pub(super) wan_in_bytes_per_s: Option<f64>,
+    pub(super) wan_out_bytes_per_s: Option<f64>,
+    pub(super) wan_rtt_s: Option<f64>,
+    pub(super) tasks_per_inter_task: Option<u64>,
+    pub(super) results_per_inter_result: Option<u64>,
+    pub(super) use_workers: Option<Vec<String>>,
+    pub(super) machines: Vec<MachineTable>,
+    pub(super) launch: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct MachineTable {
+    pub(super) host: String,
+    pub(super) role: Role,
+    pub(super) perf: Option<f64>,
+}
