@@ -32,7 +32,7 @@ def module_files(src):
 
 def strip_comments(text):
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)  # strings may hold `crate::`
+    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text, flags=re.S)  # strings may hold `crate::`
     return re.sub(r"//[^\n]*", "", text)
 
 
@@ -120,7 +120,7 @@ def dependencies(path, here, files, reexports):
     deps = set()
     # Where inline test modules start (top level only), to read `super::` there as the file.
     test_spans = []
-    for m in re.finditer(r"^mod\s+\w+\s*\{", text, flags=re.M):
+    for m in re.finditer(r"^(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{", text, flags=re.M):
         level, i = 1, m.end()
         while i < len(text) and level:
             level += {"{": 1, "}": -1}.get(text[i], 0)

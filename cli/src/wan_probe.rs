@@ -4,7 +4,7 @@
 //! in turn, the server's end sending first: each end measures what it receives while the
 //! other sends. One direction at a time, because with both at once each direction's
 //! acknowledgements queue behind the other's data (in the emulator's queue as in a real
-//! router's): on 2026-11-24 that read wan-out's 1 MB/s link at 0.61 MB/s, where the run's
+//! router's): that read wan-out's 1 MB/s link at 0.61 MB/s, where the run's
 //! results, with little against them, carried 0.95 MB/s. On one machine both ends run in
 //! `hmw calibrate` itself; on real hosts each end is `hmw wan-probe` (a command hidden from
 //! the help) on its CM's host, started by the cluster's launcher, which prints one

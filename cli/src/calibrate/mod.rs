@@ -31,7 +31,7 @@
 //!   workers' figures come from that first run, the probes beside it. Their saturating
 //!   traffic is no run's, and on the testbed, where every host shares this machine's cores,
 //!   it costs the workers CPU: there they read 5-10 % slower than a compute-only run
-//!   computes. Measured alone first instead (2026-11-26, `fb5c4d2`, reverted), they matched
+//!   computes. Measured alone first instead (tried and reverted: `docs/validation.md`), they matched
 //!   those runs, but a full `scripts/validate.sh` then missed `tb-matmul-two-clusters` by
 //!   +29 % and `tb-tsp-three-clusters` by +15 % (+2 % and +4 % the run before, under the
 //!   probes), `tb-srmsd-one-to-many` going from -4.9 % to +1.1 %: a run's own inter-cluster
