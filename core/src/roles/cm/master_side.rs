@@ -11,9 +11,12 @@
 //! same far CM, whose sub-master waits for it): the CM tells the master, which hands it new
 //! tasks again.
 
-use std::{collections::VecDeque, time::Duration};
+use std::time::Duration;
 
-use super::output::{CmOutput, LinkOutbox, LinkView};
+use super::{
+    link_side::LinkSide,
+    output::{CmOutput, LinkOutbox, LinkView},
+};
 use crate::{
     error::CoreError,
     machinefile::MASTER,
@@ -59,11 +62,10 @@ pub struct CmMasterSide {
     task_bytes: u64,
     task_bytes_sent: u64,
     /// Since when no connection is up (the link starts down).
-    down_since: Option<Duration>,
     last_report: Duration,
     done: bool,
-    /// Messages for the link, waiting for room in it ([`LinkOutbox`]).
-    to_link: VecDeque<Vec<u8>>,
+    /// How long the link has been down, and the messages waiting for room in it.
+    link: LinkSide,
 }
 
 impl CmMasterSide {
@@ -85,10 +87,9 @@ impl CmMasterSide {
             outbound,
             task_bytes: 0,
             task_bytes_sent: 0,
-            down_since: None,
             last_report: Duration::ZERO,
             done: false,
-            to_link: VecDeque::new(),
+            link: LinkSide::default(),
         }
     }
 
@@ -107,13 +108,13 @@ impl CmMasterSide {
                     }
                     self.task_bytes_sent += task.body.len() as u64;
                 }
-                self.to_link.push_back(encode(&ToWorker::Tasks(batch)));
+                self.link.send(encode(&ToWorker::Tasks(batch)));
             }
             ToWorker::Stop => {
                 self.stopping = true;
-                self.to_link.push_back(encode(&ToWorker::Stop));
+                self.link.send(encode(&ToWorker::Stop));
             }
-            ToWorker::Join(nr) => self.to_link.push_back(encode(&ToWorker::Join(nr))),
+            ToWorker::Join(nr) => self.link.send(encode(&ToWorker::Join(nr))),
         }
         Ok(())
     }
@@ -167,12 +168,7 @@ impl CmMasterSide {
     /// After each turn at time `now`, with the link as `link`: the lost-after deadline, the
     /// link report to the master, and room asked for.
     pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
-        let down_for = if link.connected {
-            self.down_since = None;
-            Duration::ZERO
-        } else {
-            now.saturating_sub(*self.down_since.get_or_insert(now))
-        };
+        let down_for = self.link.down_for(now, link);
         // Once stopping, the master has every result it needs: only the far cluster's
         // statistics are awaited, and not for long over a link that is down.
         let deadline = if self.stopping {
@@ -207,7 +203,7 @@ impl CmMasterSide {
             self.last_report = now;
             let state = LinkState {
                 connected: link.connected,
-                tasks_waiting: !self.to_link.is_empty() || link.send_fill >= 0.5,
+                tasks_waiting: self.link.waiting() || link.send_fill >= 0.5,
                 send_bytes_per_s: link.send_bytes_per_s,
                 recv_bytes_per_s: link.recv_bytes_per_s,
                 rtt_s: link.rtt_s,
@@ -220,7 +216,7 @@ impl CmMasterSide {
     /// Ask the master for more while the window and the send buffer allow.
     fn offer_room(&mut self, link: &LinkView, out: &mut Vec<CmOutput>) {
         // Tasks handed over while the link is down would only wait here.
-        if self.lost || self.stopping || !self.to_link.is_empty() || !link.connected {
+        if self.lost || self.stopping || self.link.waiting() || !link.connected {
             return;
         }
         if link.send_fill >= 0.5 {
@@ -258,10 +254,10 @@ impl CmMasterSide {
 
 impl LinkOutbox for CmMasterSide {
     fn next_for_link(&self) -> Option<&[u8]> {
-        self.to_link.front().map(Vec::as_slice)
+        self.link.next()
     }
 
     fn pop_for_link(&mut self) -> Option<Vec<u8>> {
-        self.to_link.pop_front()
+        self.link.pop()
     }
 }

@@ -4,6 +4,7 @@
 //! (`hmw::drivers::cm`) owns the MPI transport and the QUIC link, tells the core how the
 //! link is doing ([`LinkView`]) and performs its [`CmOutput`]s.
 
+mod link_side;
 mod master_side;
 mod output;
 mod submaster_side;

@@ -9,6 +9,7 @@
 use std::{collections::VecDeque, time::Duration};
 
 use super::{
+    link_side::LinkSide,
     master_side::STOP_PATIENCE,
     output::{CmOutput, LinkOutbox, LinkView},
 };
@@ -35,10 +36,9 @@ pub struct CmSubMasterSide {
     /// Messages from the link for the sub-master, as encoded, and what each is.
     queue: VecDeque<(Vec<u8>, Relay)>,
     stop_sent: bool,
-    down_since: Option<Duration>,
     done: bool,
-    /// Messages for the link, waiting for room in it ([`LinkOutbox`]).
-    to_link: VecDeque<Vec<u8>>,
+    /// How long the link has been down, and the messages waiting for room in it.
+    link: LinkSide,
 }
 
 impl CmSubMasterSide {
@@ -50,9 +50,8 @@ impl CmSubMasterSide {
             room: 0,
             queue: VecDeque::new(),
             stop_sent: false,
-            down_since: None,
             done: false,
-            to_link: VecDeque::new(),
+            link: LinkSide::default(),
         }
     }
 
@@ -64,10 +63,10 @@ impl CmSubMasterSide {
             ToMaster::Ready { room } => {
                 // Credit for the master's side, which sends no more than asked for.
                 self.room += room;
-                self.to_link.push_back(encode(&ToMaster::Ready { room }));
+                self.link.send(encode(&ToMaster::Ready { room }));
             }
             ToMaster::Bye { report } => {
-                self.to_link.push_back(encode(&ToMaster::Bye { report }));
+                self.link.send(encode(&ToMaster::Bye { report }));
                 // The far side needs the results and the report: wait (bounded).
                 out.push(CmOutput::CloseLink(self.give_up_after));
                 self.done = true;
@@ -75,12 +74,12 @@ impl CmSubMasterSide {
             ToMaster::Lost => {
                 // The sub-master cannot go on: tell the far side, then let it know that the
                 // message is on its way (it is waiting to end its cluster).
-                self.to_link.push_back(encode(&ToMaster::Lost));
+                self.link.send(encode(&ToMaster::Lost));
                 out.push(CmOutput::CloseLink(STOP_PATIENCE));
                 out.push(CmOutput::ToCluster(encode(&ToWorker::Stop)));
                 self.done = true;
             }
-            other => self.to_link.push_back(encode(&other)),
+            other => self.link.send(encode(&other)),
         }
         Ok(())
     }
@@ -107,12 +106,7 @@ impl CmSubMasterSide {
     /// After each turn at time `now`, with the link as `link`: the lost-after deadline, and
     /// batches handed to the sub-master as its room allows (`Stop` at once).
     pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
-        let down_for = if link.connected {
-            self.down_since = None;
-            Duration::ZERO
-        } else {
-            now.saturating_sub(*self.down_since.get_or_insert(now))
-        };
+        let down_for = self.link.down_for(now, link);
         if !self.stop_sent && down_for > self.give_up_after {
             tracing::warn!("WAN link down past the deadline: stopping this cluster");
             self.queue.clear();
@@ -141,10 +135,10 @@ impl CmSubMasterSide {
 
 impl LinkOutbox for CmSubMasterSide {
     fn next_for_link(&self) -> Option<&[u8]> {
-        self.to_link.front().map(Vec::as_slice)
+        self.link.next()
     }
 
     fn pop_for_link(&mut self) -> Option<Vec<u8>> {
-        self.to_link.pop_front()
+        self.link.pop()
     }
 }
