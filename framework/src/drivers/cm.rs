@@ -110,18 +110,17 @@ impl Wan {
             if self.push(core).is_err() {
                 break;
             }
-            if core.next_for_link().is_some() {
-                // The link's buffer is full: wait for it to drain a little.
-                let _ = self.link.flush(Duration::from_millis(10));
-                continue;
-            }
-            match self.link.flush(Duration::from_millis(100)) {
+            // Everything in the link: wait for the peer to have it; else for room in the link.
+            let all_in = core.next_for_link().is_none();
+            let wait = Duration::from_millis(if all_in { 100 } else { 10 });
+            match self.link.flush(wait) {
                 Err(LinkError::Timeout) => {
                     if matches!(self.link.try_recv(), Err(LinkError::PeerClosed)) {
                         break;
                     }
                 }
-                _ => break,
+                _ if all_in => break,
+                _ => {}
             }
         }
         self.link.close();
