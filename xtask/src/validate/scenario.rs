@@ -12,8 +12,9 @@ use super::options::Mode;
 /// Every scenario, in the order of issue 6 then issue 16's additions (latency-200ms,
 /// lossy-wan, wan-in-nt4, depth2-tree, wan-outage, wan-outage-rejoin), then the testbed's
 /// scenarios of real computation (tb-*: the applications computing on emulated hosts whose
-/// CPU quotas differ from the plans' perf, each calibrated just before), and the demo's plan
-/// (configs/demo-three-clusters.toml).
+/// CPU quotas differ from the plans' perf, each calibrated just before), the demo's plan
+/// (configs/demo-three-clusters.toml), and issue 45's short runs over links of a high
+/// bandwidth-delay product (tb-cold-*).
 pub(crate) const FULL: &[&str] = &[
     "local-compute",
     "local-comm",
@@ -37,6 +38,9 @@ pub(crate) const FULL: &[&str] = &[
     "tb-srmsd-one-to-many",
     "tb-tsp-three-clusters",
     "demo-three-clusters",
+    "tb-cold-wan-in",
+    "tb-cold-wan-out",
+    "tb-cold-far",
 ];
 
 /// Scenarios run with a model-derived cap (`load_balance = true`): listed after the others in
