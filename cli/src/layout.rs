@@ -473,10 +473,11 @@ pub fn layout(
             let name = cm_name(&c.name, &parent_cluster.name);
             let _ = writeln!(
                 text,
-                "{cm_host} # S 0 {} {server_host} name={name} peer={} nr={}",
+                "{cm_host} # S 0 {} {server_host} name={name} peer={} nr={}{}",
                 link.client_port,
                 cm_name(&parent_cluster.name, &c.name),
-                c.results_per_inter_result
+                c.results_per_inter_result,
+                path_hint(c, false)
             );
             cms.push(CmLayout {
                 name,
@@ -504,11 +505,12 @@ pub fn layout(
             let _ = writeln!(
                 text,
                 "{cm_host} # M 1 {}{bind} name={name} peer={} cluster={} nt={} \
-                 workers={workers}{window}{bound}",
+                 workers={workers}{window}{bound}{}",
                 link.server_port,
                 cm_name(&k.name, &c.name),
                 k.name,
-                k.tasks_per_inter_task
+                k.tasks_per_inter_task,
+                path_hint(k, true)
             );
             cms.push(CmLayout {
                 name,
@@ -596,6 +598,30 @@ fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
 /// cluster computes during one round trip (its requests take that long to come back), plus
 /// two, the model's (98). `None` without a prediction or a round trip (`wan_rtt_s` or an
 /// emulated delay).
+/// The annotations that start a CM's link warm (`path_send= path_recv= path_rtt_ms=`): the
+/// plan's WAN rates of external cluster `cluster` and its round trip, for the CM in its parent
+/// cluster (`parent_side`: it sends the tasks) or the one in the cluster itself (it sends the
+/// results); none when the plan lacks a rate or a round trip.
+fn path_hint(cluster: &ClusterPlan, parent_side: bool) -> String {
+    let (Some(tasks), Some(results)) = (cluster.wan_in_bytes_per_s, cluster.wan_out_bytes_per_s)
+    else {
+        return String::new();
+    };
+    let rtt_s = cluster.wan_rtt_s(None);
+    if rtt_s <= 0.0 {
+        return String::new();
+    }
+    let (send, recv) = if parent_side {
+        (tasks, results)
+    } else {
+        (results, tasks)
+    };
+    format!(
+        " path_send={send} path_recv={recv} path_rtt_ms={:.3}",
+        rtt_s * 1e3
+    )
+}
+
 fn window_for(
     plan: &Plan,
     prediction: Option<&Prediction>,
@@ -656,6 +682,40 @@ mod tests {
 
     fn run_table(layout: &Layout) -> &toml::Table {
         layout.config["run"].as_table().unwrap()
+    }
+
+    /// With a round trip in the plan, each CM's line carries the path it sends and receives
+    /// over (tasks down, results up), so that its link starts warm; without one, no hint.
+    #[test]
+    fn cm_lines_carry_the_path_they_send_over() {
+        let app = "tasks = 100\ntask_bytes = 1024\nresult_bytes = 20000";
+        let plan_text = |rtt: &str| {
+            let mut p = plan(app, "reassign_last_task = false");
+            p.clusters[1].wan_out_bytes_per_s = Some(2e6);
+            p.clusters[1].wan_rtt_s = rtt.parse().ok();
+            p
+        };
+        let layout = lay(&plan_text("0.12")).unwrap();
+        let line = |cluster: usize, mark: &str| {
+            layout.clusters[cluster]
+                .machine_file
+                .lines()
+                .find(|l| l.contains(mark))
+                .unwrap()
+                .to_owned()
+        };
+        assert!(
+            line(0, "# M").ends_with(" path_send=1000000 path_recv=2000000 path_rtt_ms=120.000"),
+            "{}",
+            line(0, "# M")
+        );
+        assert!(
+            line(1, "# S").ends_with(" path_send=2000000 path_recv=1000000 path_rtt_ms=120.000"),
+            "{}",
+            line(1, "# S")
+        );
+        let layout = lay(&plan_text("none")).unwrap();
+        assert!(!layout.clusters[0].machine_file.contains("path_"));
     }
 
     #[test]

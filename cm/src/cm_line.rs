@@ -10,7 +10,7 @@ use hmw_core::{
     machinefile::{Endpoint, MachineFile},
 };
 
-use crate::{LinkConfig, Role, TlsConfig};
+use crate::{LinkConfig, PathHint, Role, TlsConfig};
 
 /// A CM's line or `[cm]` table that cannot configure its link: the message names the
 /// machine file and the line.
@@ -62,6 +62,15 @@ pub fn link_config(
             config
         }
     };
+    // The path the plan or the calibration expects: the link starts warm.
+    let a = &line.annotations;
+    if let (Some(send), Some(recv), Some(rtt_ms)) = (a.path_send, a.path_recv, a.path_rtt_ms) {
+        config.path = Some(PathHint {
+            send_bytes_per_s: send,
+            recv_bytes_per_s: recv,
+            rtt_ms,
+        });
+    }
     // Each `[cm]` key given overrides the link's default.
     macro_rules! overrides {
         ($($key:ident),*) => {$(

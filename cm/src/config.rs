@@ -20,6 +20,39 @@ pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
 /// Largest accepted `max_connections`.
 pub const MAX_CONNECTIONS_LIMIT: usize = 4096;
 
+/// What a link's path is expected to carry, from the plan or the calibration: the rates this
+/// side sends and receives at and the round trip. A link that knows it starts warm: each new
+/// connection (at the start and after every reconnection) begins with the congestion window
+/// the path's bandwidth-delay product needs (`hmw_cm::congestion`) and flow-control windows
+/// of twice it ([`LinkConfig::warmed`]), instead of ten packets and the default windows, from
+/// which a far, fast path takes many round trips to reach its rate. It still follows what it
+/// measures: after its first round trip under load, on a path slower than expected, its
+/// window falls to what that path delivers; after a reconnection it starts from the rate it
+/// last measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathHint {
+    /// Bytes per second this side is expected to send at.
+    pub send_bytes_per_s: f64,
+    /// Bytes per second this side is expected to receive at.
+    pub recv_bytes_per_s: f64,
+    /// The path's round trip, milliseconds.
+    pub rtt_ms: f64,
+}
+
+impl PathHint {
+    /// The round trip.
+    pub fn rtt(&self) -> Duration {
+        Duration::from_secs_f64(self.rtt_ms.max(0.0) / 1e3)
+    }
+
+    /// Bytes in flight on the path at the larger of its two rates: the larger direction's
+    /// bandwidth-delay product.
+    pub fn bdp_bytes(&self) -> f64 {
+        self.send_bytes_per_s.max(self.recv_bytes_per_s) * self.rtt_ms / 1e3
+    }
+}
+
 /// Which end of the link this side is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -47,7 +80,7 @@ pub struct TlsConfig {
 }
 
 /// Everything a link end needs. Sizes accept integers (bytes) or strings such as `"64MiB"`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkConfig {
     /// Server or client.
@@ -133,6 +166,10 @@ pub struct LinkConfig {
     /// Congestion controller.
     #[serde(default)]
     pub congestion: Congestion,
+    /// What the path is expected to carry, from the plan or the calibration: given, the link
+    /// starts warm (see [`PathHint`]).
+    #[serde(default)]
+    pub path: Option<PathHint>,
     /// Runtime threads of the blocking facade.
     #[serde(default = "defaults::threads")]
     pub threads: usize,
@@ -364,9 +401,28 @@ impl LinkConfig {
             window: defaults::window(),
             max_window: defaults::max_window(),
             congestion: Congestion::default(),
+            path: None,
             threads: defaults::threads(),
             tls,
         }
+    }
+
+    /// This configuration with its flow-control windows started at what the expected path
+    /// needs (see [`PathHint`]): each connection's `window` at least its share of twice the
+    /// bandwidth-delay product, the larger direction's, within `max_window` (and within
+    /// `max_memory` when it is set). Without a hint, or on a path the default windows already
+    /// cover, unchanged.
+    pub fn warmed(mut self) -> Self {
+        if let Some(path) = &self.path {
+            let share = 2.0 * path.bdp_bytes() / self.connections.max(1) as f64;
+            let mut most = self.max_window;
+            if let Some(max) = self.max_memory {
+                let buffers = self.send_memory.saturating_add(self.recv_memory);
+                most = most.min(max.saturating_sub(buffers) / self.connections_max());
+            }
+            self.window = (share.min(most as f64) as usize).max(self.window);
+        }
+        self
     }
 
     /// Reads and validates a TOML file; relative certificate paths are taken relative to the
@@ -549,6 +605,21 @@ impl LinkConfig {
                     self.max_window, self.window
                 ),
             );
+        }
+        if let Some(path) = &self.path {
+            let rates = [path.send_bytes_per_s, path.recv_bytes_per_s];
+            if !rates.iter().all(|r| r.is_finite() && *r > 0.0) {
+                return invalid(
+                    "path",
+                    format!("rates must be bytes per second above 0, got {rates:?}"),
+                );
+            }
+            if !(path.rtt_ms.is_finite() && path.rtt_ms >= 0.0) {
+                return invalid(
+                    "path.rtt_ms",
+                    format!("must be milliseconds, 0 or more, got {}", path.rtt_ms),
+                );
+            }
         }
         if let Some(max) = self.max_memory {
             let start = self.starting_memory();

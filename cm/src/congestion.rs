@@ -18,9 +18,22 @@
 //! own bandwidth-delay product (a queue at the bottleneck, acknowledgements waiting behind the
 //! other direction's data) stays within half a minimum round trip of traffic, and the rate can
 //! still grow by half each round trip while the path delivers more.
+//!
+//! A new connection knows nothing of its path, so by default it starts from ten packets and
+//! grows by about half each round trip: on a far, fast path that takes seconds (8 MB/s and a
+//! 120 ms round trip: about ten round trips to the 1 MB the path holds). With a [`Seed`] (the
+//! rate the plan or the calibration expects of the path, [`crate::PathHint`], or the rate a
+//! connection of the same link measured last) its window is that rate's bandwidth-delay
+//! product ([`start_window`]) until it has measured two round trips under load; from then on
+//! quinn's BBR within the bound of what it measured, so a path slower than expected costs two
+//! round trips of excess at most. Without a seed quinn's BBR does worse than slow: a link that
+//! connects and idles before its run (the handshake, then pings) has its start-up ended by
+//! rounds that carried nothing, and grows its window by its probing gain of a quarter every
+//! few round trips instead of doubling it each one.
 
 use std::any::Any;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -62,6 +75,8 @@ pub struct DeliveryRate {
     app_limited: bool,
     /// Rates of the last rounds, bytes per second, the newest last.
     rates: VecDeque<f64>,
+    /// Rounds measured with the sender never short of data (counted up to two).
+    loaded_rounds: u8,
 }
 
 impl DeliveryRate {
@@ -79,7 +94,16 @@ impl DeliveryRate {
             return;
         };
         let elapsed = now.saturating_duration_since(start);
-        if elapsed < round.max(MIN_ROUND) {
+        let round = round.max(MIN_ROUND);
+        if elapsed < round {
+            return;
+        }
+        // A round that lasted more than two round trips held a silence (the sender had
+        // nothing to send and no acknowledgement came, as before a run's start): its bytes over
+        // its time would read as a slow path. It measures nothing; the next starts now.
+        if elapsed > 2 * round {
+            self.round_start = Some((now, self.acked));
+            self.app_limited = false;
             return;
         }
         let rate = (self.acked - acked) as f64 / elapsed.as_secs_f64();
@@ -91,6 +115,9 @@ impl DeliveryRate {
             }
             self.rates.push_back(rate);
         }
+        if !self.app_limited {
+            self.loaded_rounds = self.loaded_rounds.saturating_add(1).min(2);
+        }
         self.round_start = Some((now, self.acked));
         self.app_limited = false;
     }
@@ -99,6 +126,38 @@ impl DeliveryRate {
     /// the first round ended).
     pub fn max(&self) -> Option<f64> {
         self.rates.iter().copied().reduce(f64::max)
+    }
+
+    /// Whether two rounds were measured with the sender never short of data: the rates are
+    /// the path's (before that, they say only that the path carries at least as much; the
+    /// first round under load may have begun before the data did, while acknowledgements of
+    /// the sender's pings still came).
+    pub fn loaded(&self) -> bool {
+        self.loaded_rounds >= 2
+    }
+}
+
+/// Where a connection of a link starts: the rate expected of its path per connection and its
+/// round trip, and the rate the link's connections last measured under load, shared by them
+/// (a connection opened after a reconnection starts from it).
+#[derive(Debug, Clone)]
+pub struct Seed {
+    /// Bytes per second one connection is expected to carry.
+    pub rate: f64,
+    /// The path's round trip.
+    pub rtt: Duration,
+    /// The last rate a connection of the link measured under load, per connection (bytes per
+    /// second, as `f64` bits; 0 before any).
+    pub measured: Arc<AtomicU64>,
+}
+
+impl Seed {
+    /// The rate a new connection starts from: the one measured last, else the expected one.
+    fn rate(&self) -> f64 {
+        match f64::from_bits(self.measured.load(Ordering::Relaxed)) {
+            measured if measured > 0.0 => measured,
+            _ => self.rate,
+        }
     }
 }
 
@@ -110,6 +169,15 @@ pub fn window_bound(rate: f64, min_rtt: Duration, floor: u64) -> u64 {
     ((rate * time).min(u64::MAX as f64) as u64).max(floor)
 }
 
+/// The window a seeded connection starts with, before it has measured its path under load:
+/// the seed's bandwidth-delay product and [`ACK_DELAY`] of traffic (not the bound's gain: a
+/// whole round of excess at once would overflow a shallow-buffered bottleneck), never below
+/// `floor`.
+pub fn start_window(rate: f64, rtt: Duration, floor: u64) -> u64 {
+    let time = rtt.max(MIN_ROUND).as_secs_f64() + ACK_DELAY.as_secs_f64();
+    ((rate * time).min(u64::MAX as f64) as u64).max(floor)
+}
+
 /// quinn's BBR, its window bounded by [`window_bound`] of the [`DeliveryRate`] it measured.
 #[derive(Debug, Clone)]
 pub struct BoundedBbr {
@@ -117,18 +185,33 @@ pub struct BoundedBbr {
     rate: DeliveryRate,
     min_rtt: Duration,
     mtu: u64,
+    /// The rate and round trip it started from, kept until a round under load is measured.
+    seed: Option<(f64, Duration)>,
+    /// Where the rates it measures under load go, for the link's next connections.
+    measured: Option<Arc<AtomicU64>>,
 }
 
 impl BoundedBbr {
-    /// The bound on the window now: [`window_bound`] of the rate measured, and before a
-    /// round trip was measured the smallest bound (RFC 9002's initial window rather than
-    /// quinn's BBR's 200 packets, which a connection opened on a loaded shallow-buffered path
-    /// would send into a full queue).
+    /// The bound on the window now: [`window_bound`] of the rate measured. Before a round
+    /// under load was measured, with a seed, the bound of the seed's rate (or of the rate
+    /// measured, if more); without one, the bound of the rate measured, and before any round
+    /// trip the smallest bound (RFC 9002's initial window rather than quinn's BBR's 200
+    /// packets, which a connection opened on a loaded shallow-buffered path would send into a
+    /// full queue).
     fn bound(&self) -> u64 {
         let floor = MIN_WINDOW_PACKETS * self.mtu;
-        self.rate
-            .max()
-            .map_or(floor, |rate| window_bound(rate, self.min_rtt, floor))
+        let measured = self.rate.max();
+        match self.seed {
+            Some((rate, rtt)) if !self.rate.loaded() => {
+                let rtt = if self.min_rtt.is_zero() {
+                    rtt
+                } else {
+                    self.min_rtt
+                };
+                window_bound(measured.map_or(rate, |m| m.max(rate)), rtt, floor)
+            }
+            _ => measured.map_or(floor, |rate| window_bound(rate, self.min_rtt, floor)),
+        }
     }
 }
 
@@ -158,6 +241,11 @@ impl Controller for BoundedBbr {
         largest_packet_num_acked: Option<u64>,
     ) {
         self.rate.on_end_acks(now, self.min_rtt);
+        if let (Some(shared), true, Some(rate)) =
+            (&self.measured, self.rate.loaded(), self.rate.max())
+        {
+            shared.store(rate.to_bits(), Ordering::Relaxed);
+        }
         self.bbr
             .on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
     }
@@ -179,7 +267,20 @@ impl Controller for BoundedBbr {
     }
 
     fn window(&self) -> u64 {
-        self.bbr.window().min(self.bound())
+        match self.seed {
+            // quinn's BBR takes a link idle before its run for a path that carries nothing:
+            // it leaves its start-up on the rounds of the handshake and the pings, at their
+            // rate. Until it has measured the path under load, the seed decides.
+            Some((rate, rtt)) if !self.rate.loaded() => {
+                let rtt = if self.min_rtt.is_zero() {
+                    rtt
+                } else {
+                    self.min_rtt
+                };
+                start_window(rate, rtt, MIN_WINDOW_PACKETS * self.mtu)
+            }
+            _ => self.bbr.window().min(self.bound()),
+        }
     }
 
     fn metrics(&self) -> ControllerMetrics {
@@ -201,19 +302,44 @@ impl Controller for BoundedBbr {
     }
 }
 
-/// Builds a [`BoundedBbr`] for each connection.
+/// Builds a [`BoundedBbr`] for each connection, from a [`Seed`] when the link has one.
 #[derive(Debug, Clone, Default)]
 pub struct BoundedBbrConfig {
     bbr: Arc<BbrConfig>,
+    seed: Option<Seed>,
+}
+
+impl BoundedBbrConfig {
+    /// Connections that start from `seed` (see the module's documentation).
+    pub fn seeded(seed: Seed) -> Self {
+        BoundedBbrConfig {
+            bbr: Arc::default(),
+            seed: Some(seed),
+        }
+    }
 }
 
 impl ControllerFactory for BoundedBbrConfig {
     fn build(self: Arc<Self>, _now: Instant, current_mtu: u16) -> Box<dyn Controller> {
+        let mtu = u64::from(current_mtu);
+        let seed = self.seed.as_ref().map(|seed| (seed.rate(), seed.rtt));
+        let bbr = match seed {
+            // quinn's BBR starts from the seed's window too (it decides once the seed is
+            // left).
+            Some((rate, rtt)) => {
+                let mut config = BbrConfig::default();
+                config.initial_window(start_window(rate, rtt, MIN_WINDOW_PACKETS * mtu));
+                Arc::new(config)
+            }
+            None => self.bbr.clone(),
+        };
         Box::new(BoundedBbr {
-            bbr: Bbr::new(self.bbr.clone(), current_mtu),
+            bbr: Bbr::new(bbr, current_mtu),
             rate: DeliveryRate::default(),
             min_rtt: Duration::ZERO,
-            mtu: u64::from(current_mtu),
+            mtu,
+            seed,
+            measured: self.seed.as_ref().map(|seed| seed.measured.clone()),
         })
     }
 }
@@ -350,6 +476,8 @@ mod tests {
             rate: DeliveryRate::default(),
             min_rtt: Duration::from_millis(100),
             mtu: u64::from(mtu),
+            seed: None,
+            measured: None,
         };
         assert_eq!(bounded.window(), 12_000);
         bounded.on_sent(now, 12_000, 10);
@@ -363,5 +491,64 @@ mod tests {
             "{}",
             bounded.window()
         );
+    }
+
+    /// A seeded connection starts at the bound of the expected rate (quinn's BBR as wide),
+    /// keeps it through rounds it was short of data in (a link idle before its run starts)
+    /// and through a silence, falls to what it measured after one round under load on a
+    /// slower path, and leaves that rate to the link's next connection.
+    #[test]
+    fn a_seeded_connection_starts_at_the_expected_rate_and_follows_what_it_measures() {
+        let now = Instant::now();
+        let rtt = Duration::from_millis(120);
+        let seed = Seed {
+            rate: 8e6,
+            rtt,
+            measured: Arc::new(AtomicU64::new(0)),
+        };
+        let factory = Arc::new(BoundedBbrConfig::seeded(seed.clone()));
+        let build = |factory: &Arc<BoundedBbrConfig>| -> BoundedBbr {
+            *factory
+                .clone()
+                .build(now, 1200)
+                .into_any()
+                .downcast()
+                .expect("a BoundedBbr")
+        };
+        let expected = window_bound(8e6, rtt, 12_000);
+        assert_eq!(expected, 1_640_000);
+        let mut first = build(&factory);
+        // It starts at the bandwidth-delay product and 25 ms of traffic, within the bound.
+        let start = start_window(8e6, rtt, 12_000);
+        assert_eq!(start, 1_160_000);
+        assert_eq!(first.window(), start);
+        assert_eq!(first.bound(), expected);
+        first.min_rtt = rtt;
+        let mut at = Duration::ZERO;
+        let mut round = |c: &mut BoundedBbr, after: Duration, bytes: u64, app_limited: bool| {
+            at += after;
+            c.rate.on_ack(bytes, app_limited);
+            c.on_end_acks(now + at, 0, app_limited, None);
+        };
+        // Idle rounds, pings only, then a silence before the data starts: still the expected
+        // rate's bound.
+        for _ in 0..5 {
+            round(&mut first, rtt, 100, true);
+        }
+        round(&mut first, 5 * rtt, 50_000, false);
+        assert_eq!((first.window(), first.bound()), (start, expected));
+        // Two rounds under load on a path of 2 MB/s (the first began before the data did, as
+        // it may): the bound of 2 MB/s.
+        round(&mut first, rtt, 120_000, false);
+        assert_eq!(first.bound(), expected);
+        round(&mut first, rtt, 240_000, false);
+        let slower = window_bound(2e6, rtt, 12_000);
+        assert_eq!(first.bound(), slower);
+        assert!(first.window() <= slower);
+        assert_eq!(f64::from_bits(seed.measured.load(Ordering::Relaxed)), 2e6);
+        // The link's next connection (after a reconnection) starts from what was measured:
+        // its bandwidth-delay product in flight, within its bound.
+        let next = build(&factory);
+        assert_eq!(next.window(), start_window(2e6, rtt, 12_000));
     }
 }

@@ -68,6 +68,8 @@ pub struct WindowStats {
     pub send_window_total: u64,
     /// Largest round trip among the connections, milliseconds (smoothed; 0 before any).
     pub rtt_ms: f64,
+    /// Congestion windows of the connections open now, summed (bytes).
+    pub congestion_window_total: u64,
     /// The most this side carried in one round trip over a tuning period (bytes, both
     /// directions apart, the larger): the bandwidth-delay product it measured.
     pub bdp_peak_bytes: u64,

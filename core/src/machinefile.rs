@@ -114,6 +114,14 @@ pub struct Annotations {
     pub max_tasks: Option<u64>,
     /// `workers=`: workers behind a CM facing a master, for the live prediction (>= 1).
     pub workers: Option<usize>,
+    /// `path_send=`, `path_recv=`: bytes per second a CM's link is expected to send and to
+    /// receive at, and `path_rtt_ms=` its round trip (from the plan or the calibration): the
+    /// three given, the link starts warm (`hmw_cm::PathHint`).
+    pub path_send: Option<f64>,
+    /// See `path_send`.
+    pub path_recv: Option<f64>,
+    /// See `path_send`.
+    pub path_rtt_ms: Option<f64>,
 }
 
 /// Which lines an annotation may appear on.
@@ -156,6 +164,9 @@ const KNOWN: &[(&str, &[Place])] = &[
     ("window", &[Place::MasterCm]),
     ("max_tasks", &[Place::MasterCm]),
     ("workers", &[Place::MasterCm]),
+    ("path_send", &[Place::AnyCm]),
+    ("path_recv", &[Place::AnyCm]),
+    ("path_rtt_ms", &[Place::AnyCm]),
 ];
 
 impl Annotations {
@@ -200,6 +211,26 @@ impl Annotations {
             "window" => self.window = Some(at_least(key, value, 1)?),
             "max_tasks" => self.max_tasks = Some(at_least(key, value, 0)?),
             "workers" => self.workers = Some(at_least(key, value, 1)?),
+            "path_send" | "path_recv" | "path_rtt_ms" => {
+                let number = match value.parse::<f64>() {
+                    Ok(n) if n.is_finite() && (n > 0.0 || key == "path_rtt_ms" && n == 0.0) => n,
+                    _ => {
+                        return Err(format!(
+                            "{key}={value}: expected a number {}",
+                            if key == "path_rtt_ms" {
+                                "of milliseconds, 0 or more"
+                            } else {
+                                "of bytes per second above 0"
+                            }
+                        ))
+                    }
+                };
+                match key {
+                    "path_send" => self.path_send = Some(number),
+                    "path_recv" => self.path_recv = Some(number),
+                    _ => self.path_rtt_ms = Some(number),
+                }
+            }
             _ => {
                 let known: Vec<&str> = KNOWN.iter().map(|(k, _)| *k).collect();
                 return Err(format!(
@@ -229,6 +260,9 @@ impl Annotations {
         push("window", self.window.map(|v| v.to_string()));
         push("max_tasks", self.max_tasks.map(|v| v.to_string()));
         push("workers", self.workers.map(|v| v.to_string()));
+        push("path_send", self.path_send.map(|v| v.to_string()));
+        push("path_recv", self.path_recv.map(|v| v.to_string()));
+        push("path_rtt_ms", self.path_rtt_ms.map(|v| v.to_string()));
         pairs
     }
 }
@@ -555,6 +589,22 @@ mod tests {
         assert_eq!(file.worker_ranks(), vec![1]);
     }
 
+    /// A CM's path annotations round-trip through their text.
+    #[test]
+    fn a_cms_path_reads_and_writes_back() {
+        let file =
+            parse("a\nb # M 1 7000 name=c path_send=8e6 path_recv=1000000 path_rtt_ms=120\n")
+                .unwrap();
+        let a = &file.ranks[1].annotations;
+        assert_eq!(
+            (a.path_send, a.path_recv, a.path_rtt_ms),
+            (Some(8e6), Some(1e6), Some(120.0))
+        );
+        assert!(a
+            .to_string()
+            .ends_with("path_send=8000000 path_recv=1000000 path_rtt_ms=120"));
+    }
+
     #[test]
     fn errors_name_file_and_line() {
         let cases = [
@@ -573,6 +623,17 @@ mod tests {
             ("a\nb # M 1 7000 name=c max_tasks=-3\n", 2, "max_tasks=-3"),
             ("a\nb # M 1 7000 name=c workers=x\n", 2, "workers=x"),
             ("a\nb # S 0 7000 h name=c nr=0\n", 2, "nr=0"),
+            (
+                "a\nb # M 1 7000 name=c path_send=0\n",
+                2,
+                "path_send=0: expected a number of bytes per second above 0",
+            ),
+            (
+                "a\nb # S 0 7000 h name=c path_rtt_ms=-5\n",
+                2,
+                "path_rtt_ms=-5: expected a number of milliseconds, 0 or more",
+            ),
+            ("a\nb # path_recv=1e6\n", 2, "path_recv= does not apply"),
             (
                 "a\nb # M 1 7000 name=c nr=2\n",
                 2,

@@ -432,16 +432,25 @@ async fn data_writer(
 /// and task scheduling on both sides).
 const ACK_ALLOWANCE: Duration = Duration::from_millis(5);
 
-/// How many unacknowledged bytes connection `conn` may hold: twice what its congestion
-/// window lets it send during one link-level acknowledgement round trip (the path's round
-/// trip plus [`ACK_ALLOWANCE`]). Blocks then go to the connections that can send them now,
-/// instead of queueing behind a slow connection and holding up in-order delivery; on a short
-/// path the allowance dominates and keeps the pipe full despite a small window.
+/// The share beyond its congestion window a connection may hold unacknowledged at the link's
+/// level: room for the link's acknowledgements to lag QUIC's a little. It was 2: a link that
+/// starts warm (its windows at the path's bandwidth-delay product from the first byte) then
+/// handed a connection twice its window at once, so the first 1 MiB message of a two-connection
+/// link over 8 MB/s and 120 ms rode one connection at half the rate and arrived after
+/// 0.36-0.42 s; at 1.25 its blocks spread over both, 0.30-0.32 s, with the same steady
+/// goodput (`docs/benchmarks.md`).
+const IN_FLIGHT_WINDOWS: f64 = 1.25;
+
+/// How many unacknowledged bytes connection `conn` may hold: [`IN_FLIGHT_WINDOWS`] times what
+/// its congestion window lets it send during one link-level acknowledgement round trip (the
+/// path's round trip plus [`ACK_ALLOWANCE`]). Blocks then go to the connections that can send
+/// them now, instead of queueing behind a slow connection and holding up in-order delivery;
+/// on a short path the allowance dominates and keeps the pipe full despite a small window.
 fn in_flight_limit(conn: &quinn::Connection) -> usize {
     let path = conn.stats().path;
     let rtt = path.rtt.max(Duration::from_micros(50)).as_secs_f64();
     let scale = (rtt + ACK_ALLOWANCE.as_secs_f64()) / rtt;
-    (2.0 * path.cwnd as f64 * scale).min(usize::MAX as f64 / 2.0) as usize
+    (IN_FLIGHT_WINDOWS * path.cwnd as f64 * scale).min(usize::MAX as f64 / 2.0) as usize
 }
 
 async fn data_readers(

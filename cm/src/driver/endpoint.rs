@@ -10,7 +10,7 @@ use tracing::debug;
 
 use super::error::LinkError;
 use crate::config::{Congestion, LinkConfig};
-use crate::congestion::BoundedBbrConfig;
+use crate::congestion::{BoundedBbrConfig, Seed};
 use crate::tls::TlsMaterial;
 
 /// The round trip a connection assumes before it has measured one. QUIC's default, 333 ms,
@@ -25,7 +25,10 @@ const INITIAL_RTT: Duration = Duration::from_millis(100);
 /// raises them while they limit the connection, up to `max_window`; quinn's defaults would cap
 /// a connection at about 1.25 MB per round trip), each stream's window is `max_window` (the
 /// connection's bounds them all), QUIC idle timeout = the inactivity timeout, keep-alives,
-/// the initial round trip (`INITIAL_RTT`) and the congestion controller.
+/// the initial round trip (`INITIAL_RTT`) and the congestion controller (with the link's path
+/// hint, BBR's connections start warm: `crate::congestion`). One transport configuration
+/// serves every connection of an endpoint, so its controller factory is the link's: a
+/// connection after a reconnection starts from what the link's connections measured.
 pub fn transport_config(config: &LinkConfig) -> TransportConfig {
     let mut transport = TransportConfig::default();
     let window = VarInt::from_u32(config.window as u32);
@@ -46,7 +49,16 @@ pub fn transport_config(config: &LinkConfig) -> TransportConfig {
                 .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()));
         }
         Congestion::Bbr => {
-            transport.congestion_controller_factory(Arc::new(BoundedBbrConfig::default()));
+            // With a path hint, each connection starts at its share of the expected rate.
+            let bbr = match &config.path {
+                Some(path) => BoundedBbrConfig::seeded(Seed {
+                    rate: path.send_bytes_per_s / config.connections.max(1) as f64,
+                    rtt: path.rtt(),
+                    measured: Arc::default(),
+                }),
+                None => BoundedBbrConfig::default(),
+            };
+            transport.congestion_controller_factory(Arc::new(bbr));
         }
         Congestion::NewReno => {
             transport.congestion_controller_factory(Arc::new(

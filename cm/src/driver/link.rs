@@ -50,6 +50,7 @@ impl Link {
     /// before the peer is reached wait in the send buffer.
     pub async fn start(config: LinkConfig) -> Result<Self, LinkError> {
         config.validate()?;
+        let config = config.warmed();
         for warning in config.warnings() {
             warn!("link configuration: {warning}");
         }

@@ -78,11 +78,13 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
         // opening them keeps within the bound.
         let reserve = most.saturating_sub(connections.len() as u64) * policy.initial;
         let mut send_windows = 0;
+        let mut congestion_windows = 0;
         let (mut rx_total, mut tx_total) = (0u64, 0u64);
         let mut rtt_max = Duration::ZERO;
         for (id, conn) in &connections {
             let stats = conn.stats();
             let rtt = stats.path.rtt;
+            congestion_windows += stats.path.cwnd;
             trace!(
                 connection = id,
                 cwnd = stats.path.cwnd,
@@ -158,6 +160,7 @@ pub(crate) async fn tune(shared: Arc<Shared>) {
         w.receive_window_total = windows;
         w.receive_window_peak_total = w.receive_window_peak_total.max(windows);
         w.send_window_total = send_windows;
+        w.congestion_window_total = congestion_windows;
         w.rtt_ms = rtt_max.as_secs_f64() * 1e3;
         w.bdp_peak_bytes = w.bdp_peak_bytes.max(
             per_round_trip(rx_total, interval, rtt_max)

@@ -16,6 +16,7 @@
 //! reports and the summary line).
 
 mod ceiling;
+mod cold;
 mod configs;
 mod emulator;
 mod loopback;
@@ -34,11 +35,12 @@ use hmw_cm::keygen;
 use hmw_cm::wanem::Outage;
 
 use ceiling::ceiling;
+use cold::cold_start;
 use configs::WanArgs;
 use emulator::EMULATOR;
 use loopback::loopback;
 use outage::outage_run;
-use report::{best_connections, read_json, summary, write_report};
+use report::{best_connections, read_json, summary, write_report, ColdReports};
 use wan::wan_sweep;
 
 #[derive(Parser)]
@@ -124,6 +126,22 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// The first seconds of a link just connected (its default settings, `--defaults`): from
+    /// the start signal, when the first message arrives, the goodput and the link's windows
+    /// every 50 ms, and when it reaches 90 % of its rate.
+    Cold {
+        #[command(flatten)]
+        wan: WanArgs,
+        /// Seconds measured from the start signal.
+        #[arg(long, default_value_t = 6.0)]
+        seconds: f64,
+        /// Give the link the path's rate and round trip, as `hmw launch` does from a plan.
+        #[arg(long)]
+        warm: bool,
+        /// Write the JSON report here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Prints the connection count of the best run (highest fraction of the link) of a `wan`
     /// report.
     Best {
@@ -147,6 +165,12 @@ enum Command {
         /// Report of `ceiling`.
         #[arg(long)]
         ceiling: Option<PathBuf>,
+        /// A `cold` report: 1 MB messages over 8 MB/s and a 120 ms round trip.
+        #[arg(long, requires = "cold1g")]
+        cold: Option<PathBuf>,
+        /// A `cold` report: over 1 Gbit/s and a 100 ms round trip.
+        #[arg(long, requires = "cold")]
+        cold1g: Option<PathBuf>,
     },
 }
 
@@ -165,8 +189,14 @@ fn main() -> Result<()> {
         wan1g,
         lossy200,
         ceiling,
+        cold,
+        cold1g,
     } = &cli.command
     {
+        let cold = cold
+            .as_deref()
+            .zip(cold1g.as_deref())
+            .map(|(cold, cold1g)| ColdReports { cold, cold1g });
         return summary(
             loopback,
             wan,
@@ -174,6 +204,7 @@ fn main() -> Result<()> {
             wan1g.as_deref(),
             lossy200.as_deref(),
             ceiling.as_deref(),
+            cold,
         );
     }
     if let Command::Best { wan } = &cli.command {
@@ -243,6 +274,12 @@ fn main() -> Result<()> {
                 seconds,
                 json,
             } => write_report(ceiling(offered_mbit, seconds).await?, json),
+            Command::Cold {
+                wan,
+                seconds,
+                warm,
+                json,
+            } => write_report(cold_start(&certs, &wan, seconds, warm).await?, json),
             Command::Summary { .. } | Command::Best { .. } => unreachable!("handled above"),
         }
     });

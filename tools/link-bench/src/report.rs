@@ -33,6 +33,14 @@ pub(crate) fn best_connections(wan: &Value) -> Result<u64> {
         .context("the `wan` report has no run with a connection count")
 }
 
+/// The reports of the `cold` runs the summary line reads: 1 MB messages over 8 MB/s and a
+/// 120 ms round trip, and over 1 Gbit/s and 100 ms; each a report of the link as a run starts
+/// it (with the plan's path hint).
+pub(crate) struct ColdReports<'a> {
+    pub(crate) cold: &'a Path,
+    pub(crate) cold1g: &'a Path,
+}
+
 pub(crate) fn summary(
     loopback: &Path,
     wan: &Path,
@@ -40,6 +48,7 @@ pub(crate) fn summary(
     wan1g: Option<&Path>,
     lossy200: Option<&Path>,
     ceiling: Option<&Path>,
+    cold: Option<ColdReports<'_>>,
 ) -> Result<()> {
     let (l, w, o) = (read_json(loopback)?, read_json(wan)?, read_json(outage)?);
     let num = |v: &Value| v.as_f64().map_or("NaN".to_string(), |x| format!("{x:.2}"));
@@ -62,6 +71,19 @@ pub(crate) fn summary(
             num(&e["wan_best_fraction"]),
             f["emulator_ceiling_mbit"].as_f64().unwrap_or(f64::NAN),
             d["window_grew"].as_bool().unwrap_or(false),
+        );
+    }
+    if let Some(cold) = cold {
+        let (a, c) = (read_json(cold.cold)?, read_json(cold.cold1g)?);
+        let seconds = |v: &Value| {
+            v.as_f64()
+                .map_or("never".to_string(), |x| format!("{x:.3}"))
+        };
+        line += &format!(
+            " cold_first_task_s={} cold_to_90pct_s={} cold1g_to_90pct_s={}",
+            seconds(&a["first_message_s"]),
+            seconds(&a["to_90pct_s"]),
+            seconds(&c["to_90pct_s"]),
         );
     }
     // The line `scripts/bench-lds.sh` ends with; its format is read by other scripts.
