@@ -156,6 +156,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
                 loss: link.loss,
                 outages: link.outages.iter().map(|o| (o.start_s, o.end_s)).collect(),
                 rate_changes,
+                ramp_s: (external.wan_in_ramp_s, external.wan_out_ramp_s),
             }),
             _ if !rate_changes.is_empty() => bail!(
                 "{}: cluster {}: launch.changes: wan_rate_factor, but the cluster has no WAN \

@@ -43,6 +43,20 @@ pub(crate) struct ProbeResult {
     pub(crate) rtt_s: Option<f64>,
     /// Message bytes per second received while the other end sent.
     pub(crate) received_bytes_per_s: f64,
+    /// Seconds the link, idle before the other end began to send, lost to its ramp against
+    /// that rate (170); absent from older probes.
+    #[serde(default)]
+    pub(crate) received_ramp_s: Option<f64>,
+}
+
+/// What one end of a link received in its turn.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Received {
+    /// Message bytes per second, over the timed window.
+    pub(crate) bytes_per_s: f64,
+    /// Seconds lost to the link's ramp (170): from the first bytes received to the window's
+    /// opening, less what the bytes received by then would have taken at `bytes_per_s`.
+    pub(crate) ramp_s: f64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -100,12 +114,13 @@ pub fn run(args: WanProbeArgs) -> Result<()> {
             }
             Role::Server => (None, echo(&link)?),
         };
-        let received_bytes_per_s = exchange(&link, role, bytes, warmup, args.seconds)?;
+        let received = exchange(&link, role, bytes, warmup, args.seconds)?;
         Ok(ProbeResult {
             cm: name.to_owned(),
             host: host.clone(),
             rtt_s,
-            received_bytes_per_s,
+            received_bytes_per_s: received.bytes_per_s,
+            received_ramp_s: Some(received.ramp_s),
         })
     })()
     .with_context(context);
@@ -212,17 +227,18 @@ fn warmup_for(warmup: Duration, rtt_s: f64) -> Duration {
 /// sender's turn.
 const TURN_MARGIN: Duration = Duration::from_secs(1);
 
-/// The goodput this end receives, bytes per second, in a two-turn exchange: the server's end
-/// sends `size`-byte messages for a turn while the client's end receives, then the other way
-/// round. A turn lasts `warmup + window + TURN_MARGIN`; the receiving end counts the message
-/// bytes that reached it during `window`, after `warmup`.
+/// What this end receives in a two-turn exchange: the server's end sends `size`-byte
+/// messages for a turn while the client's end receives, then the other way round. A turn
+/// lasts `warmup + window + TURN_MARGIN`; the receiving end counts the message bytes that
+/// reached it during `window`, after `warmup`, and what the link, idle before the turn, lost
+/// to its ramp during the warm-up.
 pub(crate) fn exchange(
     link: &BlockingLink,
     role: Role,
     size: usize,
     warmup: Duration,
     window: Duration,
-) -> Result<f64> {
+) -> Result<Received> {
     let message = vec![0x5A; size.clamp(1, link.max_message())];
     let turn = warmup + window + TURN_MARGIN;
     match role {
@@ -254,6 +270,13 @@ const SEND_BACKLOG_FLOOR: usize = 512 << 10;
 /// for the half second of skew between the ends); then let the backlog drain until `turn`
 /// has passed. Whatever arrives meanwhile is taken and dropped.
 fn send_for(link: &BlockingLink, message: &[u8], queueing: Duration, turn: Duration) -> Result<()> {
+    // At least what the path is expected to hold twice (its hint, as a CM's link has it), so
+    // that the backlog leaves the link's ramp its own, as a CM with its window of tasks does.
+    let path_floor = link
+        .inner()
+        .config()
+        .path
+        .map_or(0, |path| (2.0 * path.bdp_bytes()) as usize);
     let start = Instant::now();
     let until = start + turn;
     while Instant::now() < until && !interrupted() {
@@ -264,6 +287,7 @@ fn send_for(link: &BlockingLink, message: &[u8], queueing: Duration, turn: Durat
         }
         let backlog = SEND_BACKLOG_FLOOR
             .max(2 * message.len())
+            .max(path_floor)
             .max((SEND_BACKLOG_S * link.stats().send_rate_current) as usize);
         if link.send_buffer().used + message.len() > backlog {
             std::thread::sleep(Duration::from_millis(1));
@@ -284,8 +308,15 @@ fn send_for(link: &BlockingLink, message: &[u8], queueing: Duration, turn: Durat
 /// `warmup`, per second. Deliveries come in bursts (a lost packet holds back what follows it
 /// until it is repaired), so the window should span several: a ratio from the first to the
 /// last message, or a slope, would swing with where the bursts fall.
-fn receive(link: &BlockingLink, warmup: Duration, window: Duration, turn: Duration) -> Result<f64> {
+fn receive(
+    link: &BlockingLink,
+    warmup: Duration,
+    window: Duration,
+    turn: Duration,
+) -> Result<Received> {
     let start = Instant::now();
+    let base = link.stats().bytes_received;
+    let mut first_arrival = None;
     let (opens, closes, ends) = (start + warmup, start + warmup + window, start + turn);
     // Message bytes that reached the link, at a window's edge: first take every message
     // already delivered, so that this thread's own pace does not count (a reader that fell
@@ -301,6 +332,12 @@ fn receive(link: &BlockingLink, warmup: Duration, window: Duration, turn: Durati
             bail!("interrupted");
         }
         let now = Instant::now();
+        if first_arrival.is_none() {
+            let (at, bytes) = arrived()?;
+            if bytes > base {
+                first_arrival = Some(at);
+            }
+        }
         if window_open.is_none() && now >= opens {
             window_open = Some(arrived()?);
         }
@@ -314,7 +351,29 @@ fn receive(link: &BlockingLink, warmup: Duration, window: Duration, turn: Durati
     if after <= before {
         bail!("no message crossed the WAN in the {window:?} timed");
     }
-    Ok((after - before) as f64 / (closed_at - opened_at).as_secs_f64())
+    let bytes_per_s = (after - before) as f64 / (closed_at - opened_at).as_secs_f64();
+    let first = first_arrival.context("nothing arrived before the timed window")?;
+    let ramp_s = ramp_lag(
+        opened_at.saturating_duration_since(first).as_secs_f64(),
+        (before - base) as f64,
+        bytes_per_s,
+    );
+    Ok(Received {
+        bytes_per_s,
+        ramp_s,
+    })
+}
+
+/// Equation (170), what a link lost to its ramp: `L = t - D / R`, with `t` the seconds from
+/// its first bytes received to a time past its ramp, `D` the bytes received by then and `R`
+/// its steady rate. A link at its rate from its first byte loses nothing; the one-way delay
+/// before the first byte is not counted here ((96) counts it).
+pub(crate) fn ramp_lag(elapsed_s: f64, received_bytes: f64, bytes_per_s: f64) -> f64 {
+    if bytes_per_s > 0.0 {
+        (elapsed_s - received_bytes / bytes_per_s).max(0.0)
+    } else {
+        0.0
+    }
 }
 
 /// Take what arrives for `time` (or until the peer closed the link).
@@ -342,6 +401,16 @@ pub(crate) fn results_in(output: &str) -> Result<Vec<ProbeResult>> {
 mod tests {
     use super::*;
 
+    /// A link at 1 MB/s from its first byte loses nothing; one that delivered 0.5 MB in its
+    /// first second lost half a second.
+    #[test]
+    fn the_ramp_lag_is_the_time_not_delivered_at_the_rate() {
+        assert_eq!(ramp_lag(1.0, 1e6, 1e6), 0.0);
+        assert!((ramp_lag(1.0, 5e5, 1e6) - 0.5).abs() < 1e-12);
+        assert_eq!(ramp_lag(1.0, 2e6, 1e6), 0.0);
+        assert_eq!(ramp_lag(1.0, 5e5, 0.0), 0.0);
+    }
+
     #[test]
     fn warmup_is_thirty_round_trips_at_least() {
         let one = Duration::from_secs(1);
@@ -360,6 +429,7 @@ mod tests {
             host: "spain-cm".into(),
             rtt_s: Some(0.04),
             received_bytes_per_s: 1.9e6,
+            received_ramp_s: Some(0.05),
         };
         let output = format!(
             "some mpirun line\n{RESULT_PREFIX}{}\nother\n",

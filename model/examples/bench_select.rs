@@ -76,6 +76,8 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                     tasks_per_inter_task: 1,
                     results_per_inter_result: nr,
                     wan_rtt_s: 0.0,
+                    wan_in_ramp_s: 0.0,
+                    wan_out_ramp_s: 0.0,
                 }
             });
             ClusterParams {

@@ -125,7 +125,7 @@ impl ClusterModel {
     }
 
     /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56), with the
-    /// WAN's round trip (96)(97). Its worst end is the form without reassignment, (49)/(54),
+    /// WAN's round trip (96)(97) and what its links lose to their ramp (171)(172). Its worst end is the form without reassignment, (49)/(54),
     /// whatever `reassign_last_task` says: a sub-master hands out no tail copies (it cannot
     /// know its master has no task left for it), so its slowest worker's last task is waited
     /// for as (49) assumes, with the workers' buffers (99).
@@ -163,19 +163,29 @@ impl ClusterModel {
         let tc_task_sc =
             external::sub_cluster_transfer_time(application.task_bytes, lan_bytes_per_s);
         let rtt = link.wan_rtt_s;
-        let t_up = external::startup_time_with_latency(
-            external::startup_time(workers, nt, tc_task_msm, tc_task_sc),
-            rtt,
+        // The share of the WAN in the steady state draws: its inter-cluster tasks per second.
+        let steady = limits.steady_performance();
+        let tasks_need = steady * inter_task_bytes / (oper * nt.max(1) as f64);
+        let t_up = external::startup_time_with_ramp(
+            external::startup_time_with_latency(
+                external::startup_time(workers, nt, tc_task_msm, tc_task_sc),
+                rtt,
+            ),
+            external::link_share(tasks_need, link.wan_in_bytes_per_s),
+            link.wan_in_ramp_s,
         );
+        let results_bound = limits.bottleneck() == Bottleneck::WanOut;
+        let ramp_end =
+            |end: f64| external::end_time_with_ramp(end, results_bound, link.wan_out_ramp_s);
         let tc_result_sc =
             external::sub_cluster_transfer_time(application.result_bytes, lan_bytes_per_s);
         let tc_result_smm =
             external::inter_result_transfer_time(inter_result_bytes, link.wan_out_bytes_per_s);
-        let t_end_best = external::end_time_with_latency(
+        let t_end_best = ramp_end(external::end_time_with_latency(
             external::best_end_time(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
-        );
-        let computation_bound_end = external::end_time_with_latency(
+        ));
+        let computation_bound_end = ramp_end(external::end_time_with_latency(
             external::worst_end_time_computation_bound(
                 oper,
                 perfs,
@@ -184,11 +194,11 @@ impl ClusterModel {
                 tc_result_smm,
             ),
             rtt,
-        );
-        let communication_bound_end = external::end_time_with_latency(
+        ));
+        let communication_bound_end = ramp_end(external::end_time_with_latency(
             external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
-        );
+        ));
         Some(Self::assemble(
             workers,
             cperf,
@@ -293,6 +303,8 @@ mod tests {
                 tasks_per_inter_task: 1,
                 results_per_inter_result: 1,
                 wan_rtt_s: 0.0,
+                wan_in_ramp_s: 0.0,
+                wan_out_ramp_s: 0.0,
             }),
         }
     }

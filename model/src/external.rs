@@ -207,6 +207,39 @@ pub fn end_time_with_latency(end_time: f64, round_trip_s: f64) -> f64 {
     end_time + round_trip_s / 2.0
 }
 
+/// Equation (171): startup behind a link that warms up, `T_up_ramp = T_up_rtt + phi_in *
+/// L_in`. `L_in` (170) is what the link, just connected, loses carrying tasks against its
+/// steady rate; `phi_in = min(1, perf_ste * s_task_inter / (oper * nt * tput_in))` the share
+/// of that rate the cluster's steady state draws ([`link_share`]). With the link's rate rising
+/// linearly to its steady value, a cluster that needs a share `phi` of it waits `phi` times
+/// the lag before its workers are fed as in the steady state.
+pub fn startup_time_with_ramp(startup_time: f64, share_in: f64, ramp_in_s: f64) -> f64 {
+    startup_time + share_in.clamp(0.0, 1.0) * ramp_in_s.max(0.0)
+}
+
+/// Equation (172): end behind a link that warms up, `T_end_ramp = T_end_rtt + L_out` for a
+/// cluster whose results the WAN out holds back (bottleneck `wan_out`), `T_end_rtt` otherwise.
+/// The results' link warms when the first results leave; a link with room beyond what the
+/// cluster sends catches up on what its ramp held back, one that is the bottleneck never
+/// does, and its last result arrives `L_out` (170) later.
+pub fn end_time_with_ramp(end_time: f64, results_bound: bool, ramp_out_s: f64) -> f64 {
+    if results_bound {
+        end_time + ramp_out_s.max(0.0)
+    } else {
+        end_time
+    }
+}
+
+/// The share of a link's rate a cluster's steady state draws, `min(1, need / rate)` (171):
+/// `need` bytes per second of the link's `rate`; 0 for a link without a rate.
+pub fn link_share(need_bytes_per_s: f64, rate_bytes_per_s: f64) -> f64 {
+    if rate_bytes_per_s > 0.0 && need_bytes_per_s.is_finite() {
+        (need_bytes_per_s / rate_bytes_per_s).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
 /// Equation (98): the request window that keeps a WAN with latency busy,
 /// `window = ceil(perf_ste * rtt / (oper * nt)) + 2` inter-cluster tasks sent ahead of the
 /// sub-master's requests. A CM that sends `w` inter-cluster tasks per round trip delivers at
@@ -384,6 +417,20 @@ mod tests {
         assert_eq!(end_time_with_latency(0.1, 0.2), 0.2);
         assert_eq!(startup_time_with_latency(1.5, 0.0), 1.5);
         assert_eq!(end_time_with_latency(1.5, 0.0), 1.5);
+    }
+
+    #[test]
+    fn a_ramp_delays_the_start_by_the_share_needed_and_a_bound_end_eq171_eq172() {
+        // Half the link needed, 0.4 s lost to its ramp: 0.2 s more startup.
+        assert!(close(startup_time_with_ramp(1.0, 0.5, 0.4), 1.2));
+        assert!(close(startup_time_with_ramp(1.0, 1.5, 0.4), 1.4));
+        assert_eq!(startup_time_with_ramp(1.0, 0.5, 0.0), 1.0);
+        // The results' ramp counts at the end of a cluster they hold back only.
+        assert!(close(end_time_with_ramp(0.3, true, 0.2), 0.5));
+        assert_eq!(end_time_with_ramp(0.3, false, 0.2), 0.3);
+        assert_eq!(link_share(4e6, 8e6), 0.5);
+        assert_eq!(link_share(16e6, 8e6), 1.0);
+        assert_eq!(link_share(1.0, 0.0), 0.0);
     }
 
     #[test]

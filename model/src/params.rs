@@ -106,6 +106,13 @@ pub struct ExternalLink {
     /// (96) and (97).
     #[serde(default)]
     pub wan_rtt_s: f64,
+    /// `L_in`: the seconds the link loses to its ramp carrying tasks to this cluster, just
+    /// connected, against its steady rate (170); 0 when not measured. Read by (171).
+    #[serde(default)]
+    pub wan_in_ramp_s: f64,
+    /// `L_out`: the same for the results it carries back (170). Read by (172).
+    #[serde(default)]
+    pub wan_out_ramp_s: f64,
 }
 
 /// System parameters of one cluster.
@@ -277,6 +284,13 @@ pub struct MeasuredCluster {
     /// Measured round-trip time of the WAN to the parent cluster, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wan_rtt_s: Option<f64>,
+    /// `L_in` (170): seconds the link to this cluster, just connected as a run connects it,
+    /// lost against its steady rate carrying tasks (external clusters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wan_in_ramp_s: Option<f64>,
+    /// `L_out` (170): the same carrying results back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wan_out_ramp_s: Option<f64>,
     /// Measured worker performance, matched to the plan's workers by host.
     #[serde(default)]
     pub workers: Vec<MeasuredWorker>,

@@ -408,6 +408,8 @@ mod tests {
                             tasks_per_inter_task: 1,
                             results_per_inter_result: 1,
                             wan_rtt_s: 0.0,
+                            wan_in_ramp_s: 0.0,
+                            wan_out_ramp_s: 0.0,
                         }),
                     },
                 ],

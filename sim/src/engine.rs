@@ -173,7 +173,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             .map(|c| {
                 c.wan
                     .as_ref()
-                    .map(|w| WanDirection::new(w, w.down_bytes_per_s))
+                    .map(|w| WanDirection::new(w, w.down_bytes_per_s, w.ramp_s.0))
             })
             .collect(),
         wan_up: spec
@@ -182,7 +182,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             .map(|c| {
                 c.wan
                     .as_ref()
-                    .map(|w| WanDirection::new(w, w.up_bytes_per_s))
+                    .map(|w| WanDirection::new(w, w.up_bytes_per_s, w.ramp_s.1))
             })
             .collect(),
     };

@@ -8,7 +8,9 @@
 //!   to retransmissions), then half the round-trip time. Its rate changes during the run as
 //!   the spec's `rate_changes` say (a message in transmission moves at each rate in turn).
 //!   During an outage nothing moves: a message in transmission resumes when it ends, one in
-//!   flight arrives half a round trip after it ends.
+//!   flight arrives half a round trip after it ends. A link just connected at the start loses
+//!   `L` seconds to its ramp (170): its rate rises from nothing to its value over `2 L`, in
+//!   [`RAMP_STEPS`] steps that lose as much.
 
 use std::time::Duration;
 
@@ -39,11 +41,36 @@ pub struct WanDirection {
     outages: Vec<(Duration, Duration)>,
     /// From each time on, the rate is `bytes_per_s` times the factor; sorted.
     rate_changes: Vec<(Duration, f64)>,
+    /// The ramp from the start: from each time on, the rate is also times the factor, until
+    /// its end (sorted; empty without a ramp).
+    ramp: Vec<(Duration, f64)>,
+}
+
+/// Steps of a direction's ramp (170): step `k` of `n` moves at `(k + 1/2) / n` of the rate,
+/// so that the steps lose what the linear ramp loses, half its length.
+pub const RAMP_STEPS: u32 = 8;
+
+/// The steps of a ramp that loses `lag_s` seconds: `(from, factor)`, the last back to 1.
+fn ramp_steps(lag_s: f64) -> Vec<(Duration, f64)> {
+    if !(lag_s.is_finite() && lag_s > 0.0) {
+        return Vec::new();
+    }
+    let step = 2.0 * lag_s / f64::from(RAMP_STEPS);
+    (0..=RAMP_STEPS)
+        .map(|k| {
+            let factor = if k == RAMP_STEPS {
+                1.0
+            } else {
+                (f64::from(k) + 0.5) / f64::from(RAMP_STEPS)
+            };
+            (secs(f64::from(k) * step), factor)
+        })
+        .collect()
 }
 
 impl WanDirection {
-    /// A direction of `wan` at `bytes_per_s`.
-    pub fn new(wan: &WanSpec, bytes_per_s: Option<f64>) -> Self {
+    /// A direction of `wan` at `bytes_per_s`, losing `ramp_lag_s` to its ramp at the start.
+    pub fn new(wan: &WanSpec, bytes_per_s: Option<f64>, ramp_lag_s: f64) -> Self {
         let mut outages: Vec<(Duration, Duration)> = wan
             .outages
             .iter()
@@ -71,17 +98,20 @@ impl WanDirection {
             half_rtt: secs(wan.rtt_s / 2.0),
             outages: merged,
             rate_changes,
+            ramp: ramp_steps(ramp_lag_s),
         }
     }
 
     /// The rate at `t`, bytes per second (`None`: no limit).
     fn rate_at(&self, t: Duration) -> Option<f64> {
-        let factor = self
-            .rate_changes
-            .iter()
-            .rev()
-            .find(|&&(at, _)| at <= t)
-            .map_or(1.0, |&(_, f)| f);
+        let factor_at = |changes: &[(Duration, f64)]| {
+            changes
+                .iter()
+                .rev()
+                .find(|&&(at, _)| at <= t)
+                .map_or(1.0, |&(_, f)| f)
+        };
+        let factor = factor_at(&self.rate_changes) * factor_at(&self.ramp);
         self.bytes_per_s.map(|r| r * factor)
     }
 
@@ -104,6 +134,7 @@ impl WanDirection {
                 .iter()
                 .map(|&(a, _)| a)
                 .chain(self.rate_changes.iter().map(|&(at, _)| at))
+                .chain(self.ramp.iter().map(|&(at, _)| at))
                 .filter(|&a| a > t)
                 .min();
             match next {
@@ -184,20 +215,20 @@ mod tests {
             outages: vec![(1.0, 2.0)],
             ..WanSpec::default()
         };
-        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s);
+        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s, 0.0);
         // 100 bytes at 500 B/s effective: 0.2 s, then 50 ms.
         assert!((ms(d.arrival(Duration::ZERO, 100.0)) - 250.0).abs() < 1e-6);
         // Sent during the outage: starts when it ends.
         assert!((ms(d.arrival(secs(1.5), 100.0)) - 2250.0).abs() < 1e-6);
         // Transmission from 2.9 s is not paused (no outage after), in flight neither.
         assert!((ms(d.arrival(secs(2.9), 0.0)) - 2950.0).abs() < 1e-6);
-        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s);
+        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s, 0.0);
         // Started at 0.9 s, 0.2 s of transmission paused by the 1 s outage.
         assert!((ms(e.arrival(secs(0.9), 100.0)) - 2150.0).abs() < 1e-6);
         assert!(e.is_down(secs(1.0)) && !e.is_down(secs(2.0)));
         assert!(e.is_down_for(secs(1.5), secs(0.5)) && !e.is_down_for(secs(1.4), secs(0.5)));
         // In flight when the outage starts: arrives half a round trip after it.
-        let mut f = WanDirection::new(&wan, None);
+        let mut f = WanDirection::new(&wan, None, 0.0);
         assert!((ms(f.arrival(secs(0.99), 0.0)) - 2050.0).abs() < 1e-6);
     }
 
@@ -211,14 +242,14 @@ mod tests {
             outages: vec![(0.3, 0.5)],
             ..WanSpec::default()
         };
-        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s);
+        let mut d = WanDirection::new(&wan, wan.down_bytes_per_s, 0.0);
         // 100 bytes from 0: 100 in 0.1 s at 1000 B/s, then nothing left.
         assert!((ms(d.arrival(Duration::ZERO, 100.0)) - 100.0).abs() < 1e-6);
         // 200 bytes from 0.1 s at 200 B/s: 40 bytes by 0.3 s, paused to 0.5 s, 0.8 s more.
         assert!((ms(d.arrival(secs(0.1), 200.0)) - 1300.0).abs() < 1e-6);
         // Starting before the drop: 50 bytes by 0.1 s, 40 more at 200 B/s by the outage at
         // 0.3 s, the last 10 after it ends at 0.5 s.
-        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s);
+        let mut e = WanDirection::new(&wan, wan.down_bytes_per_s, 0.0);
         assert!((ms(e.arrival(secs(0.05), 100.0)) - 550.0).abs() < 1e-6);
         // Changes written later win over earlier ones at the same time; a rise restores.
         let back = WanSpec {
@@ -226,8 +257,23 @@ mod tests {
             rate_changes: vec![(1.0, 0.5), (1.0, 0.25), (2.0, 1.0)],
             ..WanSpec::default()
         };
-        let mut g = WanDirection::new(&back, back.down_bytes_per_s);
+        let mut g = WanDirection::new(&back, back.down_bytes_per_s, 0.0);
         assert!((ms(g.arrival(secs(1.0), 250.0)) - 2000.0).abs() < 1e-6);
         assert!((ms(g.arrival(secs(3.0), 1000.0)) - 4000.0).abs() < 1e-6);
+    }
+
+    /// A link that loses 0.5 s to its ramp (over 1 s) delivers 1,000 bytes at 1,000 B/s
+    /// half a second later than one at its rate from the start; a message sent after the
+    /// ramp moves at the rate.
+    #[test]
+    fn a_ramp_delays_what_crosses_at_the_start_by_what_it_loses() {
+        let wan = WanSpec {
+            down_bytes_per_s: Some(1000.0),
+            ..WanSpec::default()
+        };
+        let mut ramped = WanDirection::new(&wan, wan.down_bytes_per_s, 0.5);
+        assert!((ms(ramped.arrival(Duration::ZERO, 1000.0)) - 1500.0).abs() < 1e-6);
+        let mut later = WanDirection::new(&wan, wan.down_bytes_per_s, 0.5);
+        assert!((ms(later.arrival(secs(2.0), 100.0)) - 2100.0).abs() < 1e-6);
     }
 }

@@ -46,6 +46,9 @@ pub struct WanSpec {
     /// Changes of its rates during the run: from `at_s` seconds on, both ways move `factor`
     /// times the rates above (as `hmw-testbed set-rate` changes an emulated WAN's rate).
     pub rate_changes: Vec<(f64, f64)>,
+    /// What each direction (down, up), just connected at the start, loses to its ramp,
+    /// seconds (170): its rate rises linearly from nothing to its value over twice that.
+    pub ramp_s: (f64, f64),
 }
 
 /// A change of workers' speed during the run, as `hmw-testbed set-perf` makes one: from

@@ -63,6 +63,7 @@ fn demo(adapt: bool, brazil_bytes_per_s: f64) -> Spec {
         loss,
         outages: Vec::new(),
         rate_changes: Vec::new(),
+        ramp_s: (0.0, 0.0),
     };
     let clusters = vec![
         cluster(

@@ -22,7 +22,7 @@ use super::{
     lan::{lan_application, lan_worker_counts, LanCalibration, LanRuns},
     run_config::{app_config, application_binary, rank_line, workers_config},
     system_file::{load_average, now},
-    tables::{lan_table, print_tables, workers_header},
+    tables::{lan_table, print_tables, wan_line, workers_header},
     under_load::{measured_or_alone, timed, under_load},
     wan::measure_wans,
     workers::{measured_workers_of, shortest_busy_s, WorkerRuns, WorkersRun},
@@ -167,6 +167,8 @@ pub(super) fn calibrate(
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,
+            wan_in_ramp_s: None,
+            wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
         });
@@ -178,17 +180,18 @@ pub(super) fn calibrate(
     if links {
         let (measured, time) = measured_or_alone(wans, &bar, measure_links);
         wan_time = time;
-        for (name, wan_in, wan_out, rtt) in measured? {
+        for wan in measured? {
             let _ = writeln!(
                 wan_table,
-                "{name:<12} WAN in (tasks) {wan_in:>12.4e} B/s, out (results) {wan_out:>12.4e} \
-                 B/s, round trip {:.1} ms",
-                rtt * 1e3
+                "{}",
+                wan_line(&wan.cluster, &wan.tasks, &wan.results, wan.rtt_s)
             );
-            if let Some(entry) = system.clusters.iter_mut().find(|c| c.name == name) {
-                entry.wan_in_bytes_per_s = Some(wan_in);
-                entry.wan_out_bytes_per_s = Some(wan_out);
-                entry.wan_rtt_s = Some(rtt);
+            if let Some(entry) = system.clusters.iter_mut().find(|c| c.name == wan.cluster) {
+                entry.wan_in_bytes_per_s = Some(wan.tasks.bytes_per_s);
+                entry.wan_out_bytes_per_s = Some(wan.results.bytes_per_s);
+                entry.wan_rtt_s = Some(wan.rtt_s);
+                entry.wan_in_ramp_s = Some(wan.tasks.ramp_s);
+                entry.wan_out_ramp_s = Some(wan.results.ramp_s);
             }
         }
         bar.inc(1);

@@ -20,7 +20,7 @@ use super::{
     lan::{lan_application, lan_worker_counts, LanCalibration, LanRuns, LAN_TASKS_MAX},
     run_config::{app_config, application_binary, rank_line, workers_config},
     system_file::{load_average, now},
-    tables::{lan_table, print_tables, workers_header},
+    tables::{lan_table, print_tables, wan_line, workers_header},
     under_load::{measured_or_alone, timed, under_load},
     wan::link_message_sizes,
     workers::{measured_workers_of, shortest_busy_s, WorkerRuns, WorkersRun},
@@ -30,7 +30,7 @@ use crate::{
     launch::find_binary,
     layout::{cm_name, ClusterLayout, Layout, Target},
     remote::{Program, RemoteCalibration, RunFiles, RunOutput},
-    wan_probe,
+    wan_probe::{self, ProbeResult, Received},
 };
 
 /// `hmw calibrate` of a plan whose clusters run on their own hosts, through each cluster's
@@ -375,6 +375,8 @@ fn measure_remote(
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,
+            wan_in_ramp_s: None,
+            wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
         };
@@ -390,20 +392,23 @@ fn measure_remote(
             let rtt = client
                 .rtt_s
                 .context("the client end measured no round trip")?;
+            let received = |p: &ProbeResult| Received {
+                bytes_per_s: p.received_bytes_per_s,
+                ramp_s: p.received_ramp_s.unwrap_or(0.0),
+            };
+            let (tasks, results) = (received(client), received(server));
             let _ = writeln!(
                 wan_table,
-                "{:<12} WAN in (tasks) {:>12.4e} B/s, out (results) {:>12.4e} B/s, round trip \
-                 {:.1} ms ({} - {})",
-                cluster.name,
-                client.received_bytes_per_s,
-                server.received_bytes_per_s,
-                rtt * 1e3,
+                "{} ({} - {})",
+                wan_line(&cluster.name, &tasks, &results, rtt),
                 server.host,
                 client.host
             );
-            entry.wan_in_bytes_per_s = Some(client.received_bytes_per_s);
-            entry.wan_out_bytes_per_s = Some(server.received_bytes_per_s);
+            entry.wan_in_bytes_per_s = Some(tasks.bytes_per_s);
+            entry.wan_out_bytes_per_s = Some(results.bytes_per_s);
             entry.wan_rtt_s = Some(rtt);
+            entry.wan_in_ramp_s = client.received_ramp_s;
+            entry.wan_out_ramp_s = server.received_ramp_s;
         }
         system.clusters.push(entry);
     }

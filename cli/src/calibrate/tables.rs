@@ -7,6 +7,7 @@ use hmw_core::stats::WorkerStats;
 use hmw_model::params::ApplicationParams;
 
 use super::{lan::LanRuns, worker_figures::WorkerFigures};
+use crate::wan_probe::Received;
 
 /// A worker's row of the workers' table: the `perf` the model takes; per execution of a task
 /// (each task executed `repeats` times) but for writing its result and joining it; its own
@@ -123,4 +124,18 @@ pub(super) fn print_tables(
         lans.as_secs_f64(),
         wans.as_secs_f64()
     );
+}
+
+/// A WAN's line of the calibration's table: its goodput each way, its round trip, and what
+/// each direction lost to its ramp just connected (170).
+pub(super) fn wan_line(cluster: &str, tasks: &Received, results: &Received, rtt_s: f64) -> String {
+    format!(
+        "{cluster:<12} WAN in (tasks) {:>12.4e} B/s, out (results) {:>12.4e} B/s, round trip \
+         {:.1} ms, lost to the ramp {:.3} s in, {:.3} s out",
+        tasks.bytes_per_s,
+        results.bytes_per_s,
+        rtt_s * 1e3,
+        tasks.ramp_s,
+        results.ramp_s
+    )
 }

@@ -16,17 +16,30 @@ use crate::{
     keygen::write_certificates,
     launch::relay_config,
     layout::{cm_name, Layout, Target},
-    wan_probe::{cm_config, echo, exchange, ping, wait_connected},
+    wan_probe::{cm_config, echo, exchange, ping, wait_connected, Received},
 };
 
-/// Each WAN link of the layout: `(cluster, tasks' goodput parent -> cluster, results'
-/// goodput cluster -> parent)`, bytes per second.
+/// What was measured of the WAN link of a cluster to its parent.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct WanMeasured {
+    /// The cluster.
+    pub(super) cluster: String,
+    /// Tasks, parent -> cluster: goodput (bytes per second) and what the link lost to its
+    /// ramp (170).
+    pub(super) tasks: Received,
+    /// Results, cluster -> parent.
+    pub(super) results: Received,
+    /// The round trip, seconds.
+    pub(super) rtt_s: f64,
+}
+
+/// Each WAN link of the layout, measured.
 pub(super) fn measure_wans(
     args: &CalibrateArgs,
     plan: &Plan,
     layout: &Layout,
     work: &Path,
-) -> Result<Vec<(String, f64, f64, f64)>> {
+) -> Result<Vec<WanMeasured>> {
     // Certificates and [cm] settings as hmw launch gives them to the CMs.
     let certs = work.join("certs");
     write_certificates(layout, &certs, Target::Local)?;
@@ -113,7 +126,7 @@ pub(super) fn measure_wans(
         round_trips.push(rtt.with_context(|| format!("WAN of {}, round trip", p.cluster))?);
     }
     let window = args.wan_seconds;
-    let measured: Vec<(Result<f64>, Result<f64>)> = std::thread::scope(|scope| {
+    let measured: Vec<(Result<Received>, Result<Received>)> = std::thread::scope(|scope| {
         let threads: Vec<_> = probes
             .iter()
             .zip(&round_trips)
@@ -131,7 +144,7 @@ pub(super) fn measure_wans(
         threads
             .into_iter()
             .map(|(tasks, results)| {
-                let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<f64>>| {
+                let joined = |handle: std::thread::ScopedJoinHandle<'_, Result<Received>>| {
                     handle
                         .join()
                         .unwrap_or_else(|_| Err(anyhow!("the measuring thread panicked")))
@@ -149,7 +162,12 @@ pub(super) fn measure_wans(
             wan_in.with_context(|| format!("WAN of {}, tasks from {}", p.cluster, p.parent))?;
         let wan_out =
             wan_out.with_context(|| format!("WAN of {}, results to {}", p.cluster, p.parent))?;
-        out.push((p.cluster.to_owned(), wan_in, wan_out, rtt));
+        out.push(WanMeasured {
+            cluster: p.cluster.to_owned(),
+            tasks: wan_in,
+            results: wan_out,
+            rtt_s: rtt,
+        });
     }
     Ok(out)
 }

@@ -212,6 +212,8 @@ mod tests {
                 wan_in_bytes_per_s: None,
                 wan_out_bytes_per_s: None,
                 wan_rtt_s: None,
+                wan_in_ramp_s: None,
+                wan_out_ramp_s: None,
                 workers: vec![MeasuredWorker {
                     host: "lyon-1".into(),
                     perf,

@@ -119,7 +119,7 @@ impl Link {
         self.shared.core().peer_session()
     }
 
-    /// The configuration in use.
+    /// The configuration in use (its windows as warmed from its path hint).
     pub fn config(&self) -> &LinkConfig {
         &self.shared.config
     }

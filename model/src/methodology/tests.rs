@@ -33,6 +33,8 @@ fn link(wan_in: f64, wan_out: f64) -> Option<ExternalLink> {
         tasks_per_inter_task: 1,
         results_per_inter_result: 1,
         wan_rtt_s: 0.0,
+        wan_in_ramp_s: 0.0,
+        wan_out_ramp_s: 0.0,
     })
 }
 
@@ -722,6 +724,8 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                             tasks_per_inter_task: nt,
                             results_per_inter_result: nr,
                             wan_rtt_s: 0.0,
+                            wan_in_ramp_s: 0.0,
+                            wan_out_ramp_s: 0.0,
                         }),
                     });
                 }
@@ -825,6 +829,8 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                             tasks_per_inter_task: nt,
                             results_per_inter_result: nr,
                             wan_rtt_s: 0.0,
+                            wan_in_ramp_s: 0.0,
+                            wan_out_ramp_s: 0.0,
                         }),
                     });
                 }
@@ -1068,6 +1074,8 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                         tasks_per_inter_task: *nt,
                                         results_per_inter_result: *nr,
                                         wan_rtt_s: rtt * c as f64,
+                                        wan_in_ramp_s: 0.0,
+                                        wan_out_ramp_s: 0.0,
                                     }),
                                 }
                             })

@@ -72,6 +72,8 @@ pub(super) struct ModelTable {
     pub(super) exhaustive_limit: u64,
     #[serde(default = "default_selection_budget_s")]
     pub(super) selection_budget_s: f64,
+    #[serde(default = "default_true")]
+    pub(super) link_ramp: bool,
 }
 
 impl Default for ModelTable {
@@ -82,6 +84,7 @@ impl Default for ModelTable {
             selection: default_selection(),
             exhaustive_limit: default_exhaustive_limit(),
             selection_budget_s: default_selection_budget_s(),
+            link_ramp: true,
         }
     }
 }

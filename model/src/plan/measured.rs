@@ -64,6 +64,23 @@ pub(super) fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(
                 ));
             }
         }
+        for (key, lag) in [
+            ("wan_in_ramp_s", m.wan_in_ramp_s),
+            ("wan_out_ramp_s", m.wan_out_ramp_s),
+        ] {
+            if let Some(lag) = lag {
+                if !(lag.is_finite() && lag >= 0.0) || cluster.main {
+                    return Err(invalid(
+                        Some(name),
+                        key,
+                        format!(
+                            "the measured time a link loses to its ramp must be 0 or more \
+                             seconds, for an external cluster; got {lag}"
+                        ),
+                    ));
+                }
+            }
+        }
         for w in &m.workers {
             if !cluster.workers().any(|p| p.host == w.host) {
                 return Err(invalid_machine(

@@ -123,6 +123,7 @@ impl Plan {
             selection: m.selection,
             exhaustive_limit: m.exhaustive_limit,
             selection_budget_s: m.selection_budget_s,
+            link_ramp: m.link_ramp,
             clusters,
             launch: file.launch,
             testbed: file.testbed,

@@ -356,6 +356,8 @@ fn a_measured_system_replaces_the_hand_written_values() {
             wan_in_bytes_per_s: Some(150.0),
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,
+            wan_in_ramp_s: None,
+            wan_out_ramp_s: None,
             workers: vec![
                 MeasuredWorker {
                     host: "x2".into(),
@@ -522,6 +524,8 @@ fn calibrated() -> MeasuredSystem {
                 wan_in_bytes_per_s: None,
                 wan_out_bytes_per_s: None,
                 wan_rtt_s: None,
+                wan_in_ramp_s: None,
+                wan_out_ramp_s: None,
                 workers: vec![MeasuredWorker {
                     host: "w1".into(),
                     perf: 1.25,
@@ -536,6 +540,8 @@ fn calibrated() -> MeasuredSystem {
                 wan_in_bytes_per_s: Some(80.0),
                 wan_out_bytes_per_s: Some(70.0),
                 wan_rtt_s: None,
+                wan_in_ramp_s: None,
+                wan_out_ramp_s: None,
                 workers: vec![MeasuredWorker {
                     host: "x1".into(),
                     perf: 2.5,
@@ -732,6 +738,8 @@ fn the_wan_round_trip_comes_from_the_measurement_the_plan_or_the_emulator() {
         wan_in_bytes_per_s: None,
         wan_out_bytes_per_s: None,
         wan_rtt_s: Some(0.07),
+        wan_in_ramp_s: None,
+        wan_out_ramp_s: None,
         workers: Vec::new(),
         lan_runs: Vec::new(),
     });

@@ -83,6 +83,10 @@ pub struct Plan {
     pub exhaustive_limit: u64,
     /// `[model] selection_budget_s`: seconds the branch-and-bound selection may take.
     pub selection_budget_s: f64,
+    /// `[model] link_ramp`: whether an external cluster's startup and end count what its
+    /// links lose to their ramp (171)(172), from a measured system's `wan_in_ramp_s` and
+    /// `wan_out_ramp_s` (default true; false gives the model without the term).
+    pub link_ramp: bool,
     /// The clusters, the main one first, then the others in plan order.
     pub clusters: Vec<ClusterPlan>,
     /// `[launch]`, reserved for the command that runs a plan ([`launch`](super::launch)).
