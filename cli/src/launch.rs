@@ -32,6 +32,7 @@ use hmw_model::{
 
 use crate::{
     keygen::{host_files, write_certificates},
+    launch_record::{LaunchRecord, JOURNAL},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,
@@ -42,8 +43,20 @@ use crate::{
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
     /// The plan (TOML): clusters, machines, `[launch]` and `[run]` tables.
-    #[arg(required_unless_present = "cleanup")]
+    #[arg(required_unless_present_any = ["cleanup", "resume"])]
     plan: Option<PathBuf>,
+    /// Start the run of WORK_DIR again where its journal ends: every cluster started anew,
+    /// the main master gathering what the journal holds and handing out only the tasks it
+    /// lacks. Refused when the plan, the binary or the measured file changed since.
+    #[arg(
+        long,
+        value_name = "WORK_DIR",
+        conflicts_with_all = ["plan", "cleanup", "measured", "binary", "work_dir", "print"]
+    )]
+    resume: Option<PathBuf>,
+    /// Keep no journal of the main master's results (a run that fails cannot be resumed).
+    #[arg(long, conflicts_with = "resume")]
+    no_journal: bool,
     /// Stop every process and remove every run folder that a launcher (killed, or cut from a
     /// host) left on the hosts its state file names (WORK/launch-state.json), then exit.
     #[arg(long, value_name = "STATE", conflicts_with = "plan")]
@@ -129,10 +142,27 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(name))
 }
 
-pub fn run(args: LaunchArgs) -> Result<()> {
+pub fn run(mut args: LaunchArgs) -> Result<()> {
     if let Some(state) = &args.cleanup {
         return crate::remote::cleanup(state);
     }
+    let resumed = match &args.resume {
+        Some(work) => {
+            let record = LaunchRecord::to_resume(work)?;
+            println!(
+                "== resuming the run of {} (run {} of it), from its journal {}",
+                work.display(),
+                record.runs_unix_s.len(),
+                work.join(JOURNAL).display()
+            );
+            args.plan = Some(record.plan.clone());
+            args.measured = record.measured.as_ref().map(|(path, _)| path.clone());
+            args.binary = Some(record.binary.to_string_lossy().into_owned());
+            args.work_dir = Some(work.clone());
+            Some(record)
+        }
+        None => None,
+    };
     let plan_path = args.plan.clone().context("no plan")?;
     let plan = load_plan(&plan_path)?;
     let remote =
@@ -206,6 +236,34 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .as_deref()
         .context("no application binary: set [launch] binary in the plan or --binary")?;
     let binary = find_binary(binary_name, &plan_dir)?;
+    let resuming = resumed.is_some();
+    let record = match resumed {
+        Some(record) => record,
+        None => {
+            let journal = work.join(JOURNAL);
+            if journal.exists() && !args.print {
+                let old = work.join(format!("{JOURNAL}.old"));
+                fs::rename(&journal, &old)
+                    .with_context(|| format!("cannot move {} aside", journal.display()))?;
+                println!(
+                    "== note: the journal of an earlier run in {} is now {} (a new run starts)",
+                    work.display(),
+                    old.display()
+                );
+            }
+            LaunchRecord::new(
+                &plan_path,
+                &binary,
+                args.measured.as_deref(),
+                !args.no_journal,
+            )?
+        }
+    };
+    if !args.print {
+        record.write(&work)?;
+    }
+    let main_name = layout.clusters[0].name.clone();
+    let journal_args = |path: &str| record.journal_args(path, resuming);
     let commands: Vec<(String, Command, PathBuf)> = layout
         .clusters
         .iter()
@@ -229,6 +287,9 @@ pub fn run(args: LaunchArgs) -> Result<()> {
                 .arg(&config_path)
                 .arg("--stats-json")
                 .arg(&stats);
+            if cluster.name == main_name {
+                command.args(journal_args(&work.join(JOURNAL).to_string_lossy()));
+            }
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;
@@ -238,6 +299,12 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
+        let journal = work.join(JOURNAL);
+        let staged = if resuming {
+            Some(cut_torn_tail(&journal)?)
+        } else {
+            None
+        };
         let (deployment, commands) = Deployment::prepare(
             &plan,
             &layout,
@@ -247,6 +314,8 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             args.keep,
             args.print,
             &allocations.list,
+            &|dir| journal_args(&format!("{dir}/{JOURNAL}")),
+            staged.map(|_| journal.as_path()),
         )?;
         allocations.handed_over();
         if args.print {
@@ -257,6 +326,12 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             );
             return Ok(());
         }
+        // The journal comes back as the master writes it: it outlives the main cluster's
+        // hosts. Stopped with every process below the launcher at the end.
+        let _follower = match (record.journal, deployment.main_cluster()) {
+            (true, Some(main)) => Some(main.follow_journal(&journal, staged.unwrap_or(0))?),
+            _ => None,
+        };
         return run_clusters(
             &layout,
             commands,
@@ -283,6 +358,27 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         return Ok(());
     }
     run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
+}
+
+/// Cuts the torn tail of the journal at `path` (records a crash left incomplete), so that
+/// the copy a remote master resumes from is the copy here: its length.
+fn cut_torn_tail(path: &Path) -> Result<u64> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let scan = hmw_core::journal::scan(&bytes)
+        .with_context(|| format!("cannot resume from {}", path.display()))?;
+    if let Some(torn) = &scan.torn {
+        println!(
+            "== journal {}: {} bytes torn at its end (a crash before their sync): cut",
+            path.display(),
+            torn.bytes
+        );
+        fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|file| file.set_len(scan.good_len as u64))
+            .with_context(|| format!("cannot cut {}", path.display()))?;
+    }
+    Ok(scan.good_len as u64)
 }
 
 /// The model's prediction for `plan` (with the measured values of `measured`, when given),
@@ -553,6 +649,14 @@ fn run_clusters(
     let main_stats = &stats_files[stats_files.len() - 1];
     if let Ok(text) = fs::read_to_string(main_stats) {
         if let Ok(stats) = serde_json::from_str::<RunStats>(&text) {
+            let resumed = stats.journal.as_ref().map_or(0, |j| j.resumed_tasks);
+            if resumed > 0 {
+                println!(
+                    "== resumed: {resumed} tasks gathered from the journal, {} in this run \
+                     (the prediction below is the whole run's)",
+                    stats.tasks
+                );
+            }
             if let Some((best, worst)) = predicted {
                 println!(
                     "== makespan: predicted {best:.3} s (best) to {worst:.3} s (worst), measured \

@@ -7,6 +7,8 @@ mod check;
 mod keygen;
 #[cfg(feature = "mpi")]
 mod launch;
+#[cfg(feature = "mpi")]
+mod launch_record;
 mod layout;
 mod ports;
 mod predict;

@@ -19,6 +19,7 @@ pub mod cpu_clock;
 pub mod error;
 pub mod estimator;
 pub mod iterative;
+pub mod journal;
 pub mod live;
 pub mod logging;
 pub mod machinefile;

@@ -82,6 +82,9 @@ impl Deployment {
     ///
     /// A cluster in `allocations` (Slurm chose its nodes) keeps its run folder and head, and
     /// its run script gives the waiting job its go instead of an sbatch.
+    ///
+    /// The main cluster's command gets `main_args(DIR)` (its journal in its run folder `DIR`),
+    /// and its head a copy of `journal` when the run resumes from one.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare(
         plan: &Plan,
@@ -92,6 +95,8 @@ impl Deployment {
         keep: bool,
         print: bool,
         allocations: &[Allocation],
+        main_args: &dyn Fn(&str) -> Vec<String>,
+        journal: Option<&Path>,
     ) -> Result<(Deployment, Vec<ClusterCommand>)> {
         let run_name = run_name(plan);
         let state_file = work.join("launch-state.json");
@@ -201,6 +206,10 @@ impl Deployment {
                 at("stats.json"),
                 "--check-placement".into(),
             ]);
+            let main = cluster.name == layout.clusters[0].name;
+            if main {
+                mpirun.extend(main_args(&remote.dir));
+            }
             for host in &remote.hosts {
                 let dir = stage_root.join(&cluster.name).join(host);
                 fs::create_dir_all(dir.join("certs"))
@@ -240,6 +249,10 @@ impl Deployment {
                     };
                     fs::write(dir.join("run.sh"), run)?;
                 }
+                if let (true, true, Some(journal)) = (main, *host == remote.head_host, journal) {
+                    fs::copy(journal, dir.join(crate::launch_record::JOURNAL))
+                        .with_context(|| format!("cannot copy {}", journal.display()))?;
+                }
                 if launch.stage_binary && launch.remote_binary.is_none() {
                     fs::create_dir_all(dir.join("bin"))?;
                     fs::copy(binary, dir.join("bin").join(&binary_name))
@@ -276,6 +289,11 @@ impl Deployment {
             );
         }
         Ok((deployment, commands))
+    }
+
+    /// The main cluster (the first laid out).
+    pub(crate) fn main_cluster(&self) -> Option<&RemoteCluster> {
+        self.clusters.first()
     }
 
     /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote

@@ -238,6 +238,24 @@ pub struct RunStats {
     /// average (the figures of `workers` are per part).
     #[serde(default)]
     pub parts_per_task: Option<f64>,
+    /// The main master's journal of results, when it kept one (`--journal`).
+    #[serde(default)]
+    pub journal: Option<JournalStats>,
+}
+
+/// What the main master's journal holds at the end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JournalStats {
+    /// The journal's file.
+    pub path: String,
+    /// Tasks gathered before this run, replayed from the journal (0 for a run not resumed).
+    pub resumed_tasks: u64,
+    /// Runs of this job before this one (0 for a run not resumed), with when each resumed.
+    pub resumed_at_unix_s: Vec<f64>,
+    /// Results journaled and synced by this run.
+    pub records: u64,
+    /// Why the journal stopped, when a write failed (the run went on without it).
+    pub failed: Option<String>,
 }
 
 /// One iteration of an iterative application, as its master measured it.

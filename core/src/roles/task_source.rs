@@ -25,6 +25,9 @@ pub enum Next {
     Withheld,
     /// No task will come any more.
     Finished,
+    /// The task of this id was gathered before the run resumed ([`super::ResumedSource`]):
+    /// the master counts the id and asks again.
+    Skip,
 }
 
 /// Where a master's serialised tasks come from and where their results go.
@@ -111,6 +114,11 @@ impl<P> ProblemSource<P> {
             join_time: JoinTime::default(),
             spare: SpareBuffers::default(),
         }
+    }
+
+    /// The problem.
+    pub fn problem(&self) -> &P {
+        &self.problem
     }
 
     /// The problem, with what was gathered into it.

@@ -123,6 +123,7 @@ impl<S: TaskSource> MasterCore<S> {
             tail: None,
             retry: VecDeque::new(),
             next_id: 0,
+            skipped: 0,
             exhausted: false,
             waiting,
             tallies,
