@@ -37,7 +37,8 @@ use crate::{
     ports::free_port,
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
-    remote::{place, Allocations, Deployment},
+    remote::{place, Allocations, Deployment, RemoteCluster},
+    restart::{without_hosts, ClusterStarter, LocalStarter},
 };
 
 #[derive(Debug, clap::Args)]
@@ -92,6 +93,8 @@ pub struct LaunchArgs {
 /// A started cluster: its `mpirun`, leader of a process group of its own.
 struct Running {
     name: String,
+    /// Its place in the layout (the main cluster is 0).
+    index: usize,
     group: Group,
     /// Said that it ended before the main cluster.
     reported: bool,
@@ -262,43 +265,25 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
     if !args.print {
         record.write(&work)?;
     }
-    let main_name = layout.clusters[0].name.clone();
     let journal_args = |path: &str| record.journal_args(path, resuming);
-    let commands: Vec<(String, Command, PathBuf)> = layout
-        .clusters
-        .iter()
-        .map(|cluster| {
-            let hosts = work.join(format!("{}.hosts", cluster.name));
-            fs::write(&hosts, &cluster.machine_file)
-                .with_context(|| format!("cannot write {}", hosts.display()))?;
-            let stats = work.join(format!("{}.stats.json", cluster.name));
-            let mut command = Command::new("mpirun");
-            if args.print {
-                command.arg("--hostfile").arg(&hosts);
-            } else {
-                command.arg("--oversubscribe");
-            }
-            command
-                .args(["-np", &cluster.ranks.to_string()])
-                .arg(&binary)
-                .arg("-m")
-                .arg(&hosts)
-                .arg("-c")
-                .arg(&config_path)
-                .arg("--stats-json")
-                .arg(&stats);
-            if cluster.name == main_name {
-                command.args(journal_args(&work.join(JOURNAL).to_string_lossy()));
-            }
-            Ok((cluster.name.clone(), command, stats))
-        })
-        .collect::<Result<_>>()?;
+    let restarts = plan
+        .launch_table()
+        .with_context(|| format!("{}: [launch]", plan_path.display()))?
+        .restarts;
+    let mut local = LocalStarter {
+        names: layout.clusters.iter().map(|c| c.name.clone()).collect(),
+        work: &work,
+        binary: &binary,
+        config: &config_path,
+        record: &record,
+        print: args.print,
+    };
     let predicted = prediction
         .as_ref()
         .ok()
         .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
     if remote {
-        let binary = binary.canonicalize().unwrap_or(binary);
+        let binary = binary.canonicalize().unwrap_or_else(|_| binary.clone());
         let journal = work.join(JOURNAL);
         let staged = if resuming {
             Some(cut_torn_tail(&journal)?)
@@ -332,19 +317,38 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
             (true, Some(main)) => Some(main.follow_journal(&journal, staged.unwrap_or(0))?),
             _ => None,
         };
+        let mut prepared = Prepared(commands.into_iter().map(|(_, c, _)| Some(c)).collect());
+        let clusters = Clusters {
+            starter: &mut prepared,
+            names: local.names.clone(),
+            machine_files: layout
+                .clusters
+                .iter()
+                .map(|c| c.machine_file.clone())
+                .collect(),
+            resume: resuming,
+            restarts_left: restarts,
+            journal: record.journal,
+        };
         return run_clusters(
             &layout,
-            commands,
+            clusters,
             &work,
             args.grace_s,
             predicted,
             Some(&deployment),
         );
     }
+    let machine_files: Vec<String> = layout
+        .clusters
+        .iter()
+        .map(|c| c.machine_file.clone())
+        .collect();
     if args.print {
-        for (name, command, _) in &commands {
-            println!("# cluster {name}: on its head node");
-            println!("{}", shell_line(command));
+        for (index, machine_file) in machine_files.iter().enumerate() {
+            let command = local.command(index, machine_file, false)?;
+            println!("# cluster {}: on its head node", local.names[index]);
+            println!("{}", shell_line(&command));
         }
         println!(
             "# certificates in {}: copy each host's files to it, into {} (run.toml's [cm] \
@@ -357,7 +361,32 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
+    let names = local.names.clone();
+    let clusters = Clusters {
+        starter: &mut local,
+        names,
+        machine_files,
+        resume: resuming,
+        restarts_left: restarts,
+        journal: record.journal,
+    };
+    run_clusters(&layout, clusters, &work, args.grace_s, predicted, None)
+}
+
+/// The commands of a deployment prepared before the run: each started once.
+struct Prepared(Vec<Option<Command>>);
+
+impl ClusterStarter for Prepared {
+    fn command(&mut self, index: usize, _machine_file: &str, _resume: bool) -> Result<Command> {
+        self.0[index].take().context(
+            "starting a cluster again on its own hosts is not supported: resume the run with \
+             hmw launch --resume",
+        )
+    }
+
+    fn unreachable(&self, _index: usize, _hosts: &[String]) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Cuts the torn tail of the journal at `path` (records a crash left incomplete), so that
@@ -483,9 +512,131 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
+/// The clusters of a run as `run_clusters` starts them, and starts them again.
+struct Clusters<'a> {
+    /// What starts each cluster's job.
+    starter: &'a mut dyn ClusterStarter,
+    /// Each cluster's name and current machine file, the main cluster first.
+    names: Vec<String>,
+    machine_files: Vec<String>,
+    /// The main master resumes from its journal from its first start (`--resume`).
+    resume: bool,
+    /// Restarts of clusters left in this run (`[launch] restarts`).
+    restarts_left: u32,
+    /// Whether the main master keeps a journal to restart from.
+    journal: bool,
+}
+
+impl Clusters<'_> {
+    /// Starts cluster `index`'s job (resuming the main master when `resume`), its output to
+    /// its log (the main cluster's to this terminal), its `mpirun`'s id in `WORK/NAME.pid`.
+    fn start(&mut self, index: usize, resume: bool, work: &Path, remote: bool) -> Result<Running> {
+        let name = self.names[index].clone();
+        let mut command = self
+            .starter
+            .command(index, &self.machine_files[index], resume)
+            .with_context(|| format!("cannot start cluster {name}"))?;
+        if remote {
+            // The cluster's processes end when this connection does: its input stays open
+            // as long as the launcher lives.
+            command.stdin(Stdio::piped());
+        } else {
+            command.stdin(Stdio::null());
+            local_mpi_environment(&mut command);
+        }
+        if index != 0 {
+            let path = work.join(format!("{name}.log"));
+            let log = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            command.stdout(log.try_clone()?).stderr(log);
+        }
+        let group =
+            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
+        let pid = group.id();
+        println!("== cluster {name}: started (pid {pid})");
+        // mpirun's process id, also its process group's. Signalling either stops mpirun
+        // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
+        // after SIGKILL they come back to the launcher, which kills them when it ends.
+        let pid_file = work.join(format!("{name}.pid"));
+        fs::write(&pid_file, pid.to_string())
+            .with_context(|| format!("cannot write {}", pid_file.display()))?;
+        Ok(Running {
+            name,
+            index,
+            group,
+            reported: false,
+        })
+    }
+
+    /// Cluster `index`'s job died (`status`): started again without the hosts that do not
+    /// answer, while restarts are left; the main master resumes from its journal. Whether it
+    /// was.
+    fn restart(
+        &mut self,
+        running: &mut Running,
+        status: std::process::ExitStatus,
+        work: &Path,
+        remote: bool,
+    ) -> bool {
+        let (index, name) = (running.index, running.name.clone());
+        let why = if self.restarts_left == 0 {
+            Some("no restart left ([launch] restarts)".to_string())
+        } else if index == 0 && !self.journal {
+            Some("the main master kept no journal to resume from".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            println!("== cluster {name}: failed ({status}); not started again: {why}");
+            return false;
+        }
+        let hosts = RemoteCluster::hosts_of(&self.machine_files[index]);
+        let lost = self.starter.unreachable(index, &hosts);
+        let machine_file = match without_hosts(&self.machine_files[index], &lost) {
+            Ok(file) => file,
+            Err(e) => {
+                println!(
+                    "== cluster {name}: failed ({status}); hosts {lost:?} do not answer and it \
+                     cannot go on without them: {e:#}"
+                );
+                return false;
+            }
+        };
+        self.restarts_left -= 1;
+        println!(
+            "== cluster {name}: failed ({status}); started again{}{} ({} restarts left)",
+            if lost.is_empty() {
+                String::new()
+            } else {
+                format!(" without {}", lost.join(", "))
+            },
+            if index == 0 {
+                ", its master from the journal"
+            } else {
+                ""
+            },
+            self.restarts_left
+        );
+        self.machine_files[index] = machine_file;
+        match self.start(index, index == 0, work, remote) {
+            Ok(started) => {
+                *running = started;
+                true
+            }
+            Err(e) => {
+                println!("== cluster {name}: {e:#}");
+                false
+            }
+        }
+    }
+}
+
 fn run_clusters(
     layout: &Layout,
-    commands: Vec<(String, Command, PathBuf)>,
+    mut clusters: Clusters<'_>,
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
@@ -515,46 +666,15 @@ fn run_clusters(
     let mut started = Started::default();
     let start = Instant::now();
     let main_name = layout.clusters[0].name.clone();
-    let mut stats_files = Vec::new();
-    for (name, mut command, stats) in commands.into_iter().rev() {
+    let remote = deployment.is_some();
+    for index in (0..clusters.names.len()).rev() {
         if interrupted() {
             break;
         }
-        let is_main = name == main_name;
-        match deployment {
-            // The cluster's processes end when this connection does: its input stays open
-            // as long as the launcher lives.
-            Some(_) => {
-                command.stdin(Stdio::piped());
-            }
-            None => {
-                command.stdin(Stdio::null());
-                local_mpi_environment(&mut command);
-            }
-        }
-        if !is_main {
-            let path = work.join(format!("{name}.log"));
-            let log = fs::File::create(&path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            command.stdout(log.try_clone()?).stderr(log);
-        }
-        let group =
-            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
-        let pid = group.id();
-        println!("== cluster {name}: started (pid {pid})");
-        started.0.push(Running {
-            name: name.clone(),
-            group,
-            reported: false,
-        });
-        // mpirun's process id, also its process group's. Signalling either stops mpirun
-        // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
-        // after SIGKILL they come back to the launcher, which kills them when it ends.
-        let pid_file = work.join(format!("{name}.pid"));
-        fs::write(&pid_file, pid.to_string())
-            .with_context(|| format!("cannot write {}", pid_file.display()))?;
-        stats_files.push(stats);
+        let resume = index == 0 && clusters.resume;
+        started.0.push(clusters.start(index, resume, work, remote)?);
     }
+    let main_stats = work.join(format!("{main_name}.stats.json"));
     let running = &mut started.0;
     let main = running
         .len()
@@ -577,15 +697,17 @@ fn run_clusters(
         }
         beat(running);
         let Some(main) = main else { break None };
-        // A cluster that fails before the main one ends: the master carries on without it (it
-        // declares it lost after `lost_after_s`); say so at once. (One that ends well was
-        // told to stop: the run is ending.)
+        // A cluster that fails before the main one ends is started again, without the hosts
+        // that stopped answering, while restarts are left; the master takes its tasks back
+        // as soon as it is back (or after `lost_after_s`). (One that ends well was told to
+        // stop: the run is ending.)
         for r in running[..main].iter_mut() {
             if let (Some(status), false) = (r.group.poll(), r.reported) {
-                r.reported = true;
-                if status.success() {
+                if status.success() || clusters.restart(r, status, work, remote) {
+                    r.reported = status.success();
                     continue;
                 }
+                r.reported = true;
                 println!(
                     "== cluster {}: failed while the main cluster runs ({status}); its log: {}",
                     r.name,
@@ -593,8 +715,12 @@ fn run_clusters(
                 );
             }
         }
+        // The main cluster that fails starts again, its master from the journal, while the
+        // other clusters keep their work and wait for it.
         if let Some(status) = running[main].group.poll() {
-            break Some(status);
+            if status.success() || !clusters.restart(&mut running[main], status, work, remote) {
+                break Some(status);
+            }
         }
         thread::sleep(Duration::from_millis(50));
     };
@@ -646,8 +772,7 @@ fn run_clusters(
             work.display()
         );
     };
-    let main_stats = &stats_files[stats_files.len() - 1];
-    if let Ok(text) = fs::read_to_string(main_stats) {
+    if let Ok(text) = fs::read_to_string(&main_stats) {
         if let Ok(stats) = serde_json::from_str::<RunStats>(&text) {
             let resumed = stats.journal.as_ref().map_or(0, |j| j.resumed_tasks);
             if resumed > 0 {

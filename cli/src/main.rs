@@ -17,6 +17,8 @@ mod processes;
 #[cfg(feature = "mpi")]
 mod remote;
 mod report;
+#[cfg(feature = "mpi")]
+mod restart;
 mod row_column;
 mod simulate;
 #[cfg(feature = "mpi")]

@@ -366,9 +366,6 @@ impl RemoteCluster {
         )
     }
 
-    /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the
-    /// same connection: a connection costs seconds on a loaded head). Returns whether there
-    /// were statistics; an error names the cluster and its head.
     /// Copies the main master's journal (`DIR/journal.hmwj`, written on rank 0's host) into
     /// `to` as it grows, from its byte `from` on (what `to` already holds, cut there): a
     /// `tail -F` over ssh that lives until the launcher ends it, so that the journal outlives
@@ -400,6 +397,9 @@ impl RemoteCluster {
         })
     }
 
+    /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the
+    /// same connection: a connection costs seconds on a loaded head). Returns whether there
+    /// were statistics; an error names the cluster and its head.
     pub(crate) fn clean(&self, keep: bool, stats_to: Option<&Path>) -> Result<bool> {
         let mut script = String::new();
         if stats_to.is_some() {

@@ -9,4 +9,5 @@ mod ssh;
 
 pub(crate) use allocation::{allocate, place, Allocations};
 pub(crate) use calibration::{Program, RemoteCalibration, RunFiles, RunOutput};
+pub(crate) use cluster::RemoteCluster;
 pub(crate) use deployment::{cleanup, is_remote, Deployment};

@@ -59,7 +59,10 @@ impl IdSet {
 /// the tasks they stand for are not handed out again.
 pub struct ResumedSource<S> {
     inner: S,
+    /// Tasks gathered: before the run, and those adopted since.
     gathered: IdSet,
+    /// Tasks gathered before the run.
+    before: u64,
 }
 
 impl<S: TaskSource> ResumedSource<S> {
@@ -105,12 +108,17 @@ impl<S: TaskSource> ResumedSource<S> {
                 Record::Resumed { .. } => {}
             }
         }
-        Ok(ResumedSource { inner, gathered })
+        let before = gathered.len();
+        Ok(ResumedSource {
+            inner,
+            gathered,
+            before,
+        })
     }
 
     /// The tasks gathered before this run.
     pub fn gathered_before(&self) -> u64 {
-        self.gathered.len()
+        self.before
     }
 
     /// The source, with everything gathered into it.
@@ -123,6 +131,7 @@ impl<S: TaskSource> ResumedSource<S> {
         ResumedSource {
             inner,
             gathered: IdSet::default(),
+            before: 0,
         }
     }
 }
@@ -150,11 +159,23 @@ impl<S: TaskSource> TaskSource for ResumedSource<S> {
         self.inner.redivide(id, body)
     }
 
+    /// Taken unless one of `ids` was gathered before: they will be skipped when their turn
+    /// comes.
+    fn adopt(&mut self, ids: &[TaskId]) -> bool {
+        if ids.iter().any(|&id| self.gathered.contains(id)) {
+            return false;
+        }
+        for &id in ids {
+            self.gathered.insert(id);
+        }
+        true
+    }
+
     /// The tasks of this run: the problem's less those gathered before.
     fn task_count(&self) -> Option<u64> {
         self.inner
             .task_count()
-            .map(|total| total.saturating_sub(self.gathered.len()))
+            .map(|total| total.saturating_sub(self.before))
     }
 
     fn later_tasks_may_do_less(&self) -> bool {

@@ -48,6 +48,14 @@ pub trait TaskSource {
         let _ = (id, body);
         None
     }
+    /// A result for tasks `ids` this master has not handed out (their ids are past the last
+    /// it produced): whether the source takes them as gathered, so that it will not hand them
+    /// out (a master resumed from its journal, fed the results a far cluster computed for
+    /// the master before it). Default: `false`, such a result is discharged.
+    fn adopt(&mut self, ids: &[TaskId]) -> bool {
+        let _ = ids;
+        false
+    }
     /// Total number of tasks, when known.
     fn task_count(&self) -> Option<u64>;
     /// [`Problem::later_tasks_may_do_less`].

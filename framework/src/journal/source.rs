@@ -62,6 +62,10 @@ impl<S: TaskSource> TaskSource for JournaledSource<S> {
         Some(parts)
     }
 
+    fn adopt(&mut self, ids: &[TaskId]) -> bool {
+        self.inner.adopt(ids)
+    }
+
     fn task_count(&self) -> Option<u64> {
         self.inner.task_count()
     }

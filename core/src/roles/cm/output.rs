@@ -17,6 +17,9 @@ pub struct LinkView {
     pub recv_bytes_per_s: f64,
     /// Round trip, seconds (0 before any was measured).
     pub rtt_s: f64,
+    /// Times the peer CM restarted (a new process, with a new session), as the link counts
+    /// them: what the link buffered for its previous incarnation was dropped.
+    pub peer_restarts: u64,
 }
 
 /// An output of a CM's core.
