@@ -36,9 +36,11 @@ use crate::{
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,
-    processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
+    processes::{
+        become_subreaper, catch_signals, interrupted, kill_every_descendant, Group, Heartbeats,
+    },
     remote::{place, Allocations, Deployment, RemoteCluster},
-    restart::{without_hosts, ClusterStarter, LocalStarter},
+    restart::{without_hosts, ClusterStarter, HostWatch, LocalStarter},
 };
 
 #[derive(Debug, clap::Args)]
@@ -96,6 +98,10 @@ struct Running {
     /// Its place in the layout (the main cluster is 0).
     index: usize,
     group: Group,
+    /// The watch over its hosts (clusters on their own hosts).
+    watch: Option<HostWatch>,
+    /// Its hosts the watch found silent, for which its job was stopped.
+    silent: Vec<String>,
     /// Said that it ended before the main cluster.
     reported: bool,
 }
@@ -265,11 +271,20 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
     if !args.print {
         record.write(&work)?;
     }
-    let journal_args = |path: &str| record.journal_args(path, resuming);
-    let restarts = plan
+    let launch_table = plan
         .launch_table()
-        .with_context(|| format!("{}: [launch]", plan_path.display()))?
-        .restarts;
+        .with_context(|| format!("{}: [launch]", plan_path.display()))?;
+    let restarts = launch_table.restarts;
+    let host_timeout = Duration::try_from_secs_f64(launch_table.host_timeout_s)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "{}: [launch] host_timeout_s = {}: expected seconds > 0",
+                plan_path.display(),
+                launch_table.host_timeout_s
+            )
+        })?;
     let mut local = LocalStarter {
         names: layout.clusters.iter().map(|c| c.name.clone()).collect(),
         work: &work,
@@ -290,7 +305,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         } else {
             None
         };
-        let (deployment, commands) = Deployment::prepare(
+        let mut deployment = Deployment::prepare(
             &plan,
             &layout,
             &work,
@@ -299,7 +314,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
             args.keep,
             args.print,
             &allocations.list,
-            &|dir| journal_args(&format!("{dir}/{JOURNAL}")),
+            &|path, resume| record.journal_args(path, resume),
             staged.map(|_| journal.as_path()),
         )?;
         allocations.handed_over();
@@ -313,31 +328,24 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         }
         // The journal comes back as the master writes it: it outlives the main cluster's
         // hosts. Stopped with every process below the launcher at the end.
-        let _follower = match (record.journal, deployment.main_cluster()) {
-            (true, Some(main)) => Some(main.follow_journal(&journal, staged.unwrap_or(0))?),
-            _ => None,
-        };
-        let mut prepared = Prepared(commands.into_iter().map(|(_, c, _)| Some(c)).collect());
+        if record.journal {
+            deployment.follow_journal(&journal, staged.unwrap_or(0))?;
+        }
         let clusters = Clusters {
-            starter: &mut prepared,
             names: local.names.clone(),
             machine_files: layout
                 .clusters
                 .iter()
                 .map(|c| c.machine_file.clone())
                 .collect(),
+            starter: &mut deployment,
             resume: resuming,
             restarts_left: restarts,
             journal: record.journal,
+            heartbeats: Heartbeats::start(),
+            host_timeout,
         };
-        return run_clusters(
-            &layout,
-            clusters,
-            &work,
-            args.grace_s,
-            predicted,
-            Some(&deployment),
-        );
+        return run_clusters(&layout, clusters, &work, args.grace_s, predicted);
     }
     let machine_files: Vec<String> = layout
         .clusters
@@ -369,29 +377,15 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         resume: resuming,
         restarts_left: restarts,
         journal: record.journal,
+        heartbeats: Heartbeats::start(),
+        host_timeout,
     };
-    run_clusters(&layout, clusters, &work, args.grace_s, predicted, None)
-}
-
-/// The commands of a deployment prepared before the run: each started once.
-struct Prepared(Vec<Option<Command>>);
-
-impl ClusterStarter for Prepared {
-    fn command(&mut self, index: usize, _machine_file: &str, _resume: bool) -> Result<Command> {
-        self.0[index].take().context(
-            "starting a cluster again on its own hosts is not supported: resume the run with \
-             hmw launch --resume",
-        )
-    }
-
-    fn unreachable(&self, _index: usize, _hosts: &[String]) -> Vec<String> {
-        Vec::new()
-    }
+    run_clusters(&layout, clusters, &work, args.grace_s, predicted)
 }
 
 /// Cuts the torn tail of the journal at `path` (records a crash left incomplete), so that
 /// the copy a remote master resumes from is the copy here: its length.
-fn cut_torn_tail(path: &Path) -> Result<u64> {
+pub(crate) fn cut_torn_tail(path: &Path) -> Result<u64> {
     let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let scan = hmw_core::journal::scan(&bytes)
         .with_context(|| format!("cannot resume from {}", path.display()))?;
@@ -525,6 +519,10 @@ struct Clusters<'a> {
     restarts_left: u32,
     /// Whether the main master keeps a journal to restart from.
     journal: bool,
+    /// Keeps each remote cluster's watchdog fed, also while the launcher starts one again.
+    heartbeats: Heartbeats,
+    /// A host silent this long is taken for lost (`[launch] host_timeout_s`).
+    host_timeout: Duration,
 }
 
 impl Clusters<'_> {
@@ -555,6 +553,7 @@ impl Clusters<'_> {
         }
         let group =
             Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
+        self.heartbeats.add(group.heart());
         let pid = group.id();
         println!("== cluster {name}: started (pid {pid})");
         // mpirun's process id, also its process group's. Signalling either stops mpirun
@@ -563,11 +562,17 @@ impl Clusters<'_> {
         let pid_file = work.join(format!("{name}.pid"));
         fs::write(&pid_file, pid.to_string())
             .with_context(|| format!("cannot write {}", pid_file.display()))?;
+        let watch = self.starter.prober(index).map(|prober| {
+            let hosts = RemoteCluster::hosts_of(&self.machine_files[index]);
+            HostWatch::new(prober, &hosts, self.host_timeout)
+        });
         Ok(Running {
             name,
             index,
             group,
             reported: false,
+            watch,
+            silent: Vec::new(),
         })
     }
 
@@ -594,7 +599,12 @@ impl Clusters<'_> {
             return false;
         }
         let hosts = RemoteCluster::hosts_of(&self.machine_files[index]);
-        let lost = self.starter.unreachable(index, &hosts);
+        let mut lost = self.starter.unreachable(index, &hosts);
+        for host in std::mem::take(&mut running.silent) {
+            if !lost.contains(&host) {
+                lost.push(host);
+            }
+        }
         let machine_file = match without_hosts(&self.machine_files[index], &lost) {
             Ok(file) => file,
             Err(e) => {
@@ -640,9 +650,9 @@ fn run_clusters(
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
-    deployment: Option<&Deployment>,
 ) -> Result<()> {
     catch_signals()?;
+    let remote = clusters.starter.remote();
     become_subreaper()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -652,7 +662,7 @@ fn run_clusters(
     let relays: Vec<(String, Wanem)> = layout
         .clusters
         .iter()
-        .filter(|_| deployment.is_none())
+        .filter(|_| !remote)
         .filter_map(|c: &ClusterLayout| c.link.as_ref().map(|l| (c, l)))
         .map(|(cluster, link)| {
             let relay = runtime
@@ -666,7 +676,6 @@ fn run_clusters(
     let mut started = Started::default();
     let start = Instant::now();
     let main_name = layout.clusters[0].name.clone();
-    let remote = deployment.is_some();
     for index in (0..clusters.names.len()).rev() {
         if interrupted() {
             break;
@@ -680,27 +689,28 @@ fn run_clusters(
         .len()
         .checked_sub(1)
         .filter(|&m| running[m].name == main_name);
-    // A remote cluster's watchdog hears from the launcher every second (none listens
-    // locally: their input is /dev/null).
-    let mut last_beat = Instant::now();
-    let mut beat = |running: &mut [Running]| {
-        if last_beat.elapsed() >= Duration::from_secs(1) {
-            last_beat = Instant::now();
-            for r in running.iter_mut() {
-                r.group.heartbeat();
-            }
-        }
-    };
     let outcome = loop {
         if interrupted() {
             break None;
         }
-        beat(running);
         let Some(main) = main else { break None };
         // A cluster that fails before the main one ends is started again, without the hosts
         // that stopped answering, while restarts are left; the master takes its tasks back
         // as soon as it is back (or after `lost_after_s`). (One that ends well was told to
         // stop: the run is ending.)
+        for r in running.iter_mut().filter(|r| !r.reported) {
+            let silent = r.watch.as_mut().map(HostWatch::lost).unwrap_or_default();
+            if !silent.is_empty() && r.group.poll().is_none() {
+                println!(
+                    "== cluster {}: {} silent for {:.0} s: its job is stopped",
+                    r.name,
+                    silent.join(", "),
+                    clusters.host_timeout.as_secs_f64()
+                );
+                r.group.kill();
+                r.silent = silent;
+            }
+        }
         for r in running[..main].iter_mut() {
             if let (Some(status), false) = (r.group.poll(), r.reported) {
                 if status.success() || clusters.restart(r, status, work, remote) {
@@ -732,7 +742,6 @@ fn run_clusters(
                 && Instant::now() < deadline
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
-                beat(running);
                 thread::sleep(Duration::from_millis(50));
             }
         }
@@ -748,7 +757,7 @@ fn run_clusters(
     // Every group not reaped yet, then whatever is left below the launcher (ranks whose
     // mpirun died included).
     started.stop();
-    let cleaned = deployment.map(|d| d.finish(work));
+    let cleaned = clusters.starter.finish(work);
     let running = &started.0;
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());

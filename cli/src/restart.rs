@@ -12,6 +12,9 @@ use std::{
     fs,
     path::{Path, PathBuf},
     process::Command,
+    sync::Arc,
+    thread,
+    time::{Duration, Instant},
 };
 
 use anyhow::{bail, Context as _, Result};
@@ -30,6 +33,83 @@ pub(crate) trait ClusterStarter {
     /// The hosts among `hosts` that do not answer now (none, on this machine, where hosts are
     /// names only).
     fn unreachable(&self, index: usize, hosts: &[String]) -> Vec<String>;
+
+    /// A probe of cluster `index`'s hosts that another thread may run: the hosts among those
+    /// given that do not answer. `None` where hosts cannot be lost (on this machine).
+    fn prober(&self, index: usize) -> Option<Prober> {
+        let _ = index;
+        None
+    }
+
+    /// Whether the clusters run on their own hosts (each command an ssh to its head).
+    fn remote(&self) -> bool {
+        false
+    }
+
+    /// After the run: what is left on the hosts cleaned (for clusters on their own hosts).
+    fn finish(&mut self, work: &Path) -> Option<Result<()>> {
+        let _ = work;
+        None
+    }
+}
+
+/// A probe of a cluster's hosts: those among the given ones that do not answer.
+pub(crate) type Prober = Box<dyn Fn(&[String]) -> Vec<String> + Send + Sync>;
+
+/// The launcher's watch over one cluster's hosts: a probe every `timeout / 3` in a thread of
+/// its own; a host that has not answered for `timeout` is taken for lost (its cluster's job is
+/// then stopped and started again without it). A host hung, or cut from its LAN, is found so,
+/// where its dead job would not say it.
+pub(crate) struct HostWatch {
+    prober: Arc<Prober>,
+    timeout: Duration,
+    /// When each host last answered.
+    answered: Vec<(String, Instant)>,
+    probing: Option<thread::JoinHandle<Vec<String>>>,
+    next: Instant,
+}
+
+impl HostWatch {
+    /// A watch over `hosts` with `prober`, a host lost after `timeout` without an answer.
+    pub(crate) fn new(prober: Prober, hosts: &[String], timeout: Duration) -> Self {
+        let now = Instant::now();
+        HostWatch {
+            prober: Arc::new(prober),
+            timeout,
+            answered: hosts.iter().map(|h| (h.clone(), now)).collect(),
+            probing: None,
+            next: now + timeout / 3,
+        }
+    }
+
+    /// Called often: starts a probe when one is due, takes in one that finished; the hosts
+    /// silent for the timeout, if any.
+    pub(crate) fn lost(&mut self) -> Vec<String> {
+        let now = Instant::now();
+        if self.probing.as_ref().is_some_and(|p| p.is_finished()) {
+            let silent = self
+                .probing
+                .take()
+                .and_then(|p| p.join().ok())
+                .unwrap_or_default();
+            for (host, answered) in &mut self.answered {
+                if !silent.contains(host) {
+                    *answered = now;
+                }
+            }
+        }
+        if self.probing.is_none() && now >= self.next {
+            self.next = now + self.timeout / 3;
+            let hosts: Vec<String> = self.answered.iter().map(|(h, _)| h.clone()).collect();
+            let prober = self.prober.clone();
+            self.probing = Some(thread::spawn(move || prober(&hosts)));
+        }
+        self.answered
+            .iter()
+            .filter(|(_, answered)| now.duration_since(*answered) >= self.timeout)
+            .map(|(host, _)| host.clone())
+            .collect()
+    }
 }
 
 /// Every cluster on this machine, each its own `mpirun`: its files in the work folder.

@@ -10,7 +10,8 @@
 //! - one [`Record::Gathered`] per result the master gathered, in the order it gathered them:
 //!   the tasks it stands for, its basic operations and its body as the master received it;
 //! - [`Record::Redivided`] when the problem replaced a task taken back from a lost cluster;
-//! - [`Record::Resumed`] each time a run resumed from the journal.
+//! - [`Record::Resumed`] each time a run resumed from the journal, and [`Record::Started`]
+//!   when each run's clock started (its tasks began to go out).
 //!
 //! The file is only ever appended to and synced in order, so a crash can only leave its tail
 //! torn: a record cut short, or bytes the disk never got (zeros). [`scan`] reads records up to
@@ -44,6 +45,8 @@ pub enum Kind {
     Redivided = 3,
     /// [`Record::Resumed`].
     Resumed = 4,
+    /// [`Record::Started`].
+    Started = 5,
 }
 
 /// What a restart must find unchanged, written first in every journal.
@@ -129,6 +132,11 @@ pub enum Record<'a> {
         /// How many replaced it.
         parts: u64,
     },
+    /// A run's clock started here (every worker and link ready: its tasks began to go out).
+    Started {
+        /// When (seconds since the Unix epoch).
+        unix_s: f64,
+    },
     /// A run resumed from the journal here, having replayed `replayed` results.
     Resumed {
         /// When (seconds since the Unix epoch).
@@ -183,6 +191,13 @@ pub fn append_resumed(out: &mut Vec<u8>, unix_s: f64, replayed: u64) {
     append_record(out, Kind::Resumed, |out| {
         out.extend_from_slice(&unix_s.to_le_bytes());
         out.extend_from_slice(&replayed.to_le_bytes());
+    });
+}
+
+/// Appends the mark of a run's clock started at `unix_s`.
+pub fn append_started(out: &mut Vec<u8>, unix_s: f64) {
+    append_record(out, Kind::Started, |out| {
+        out.extend_from_slice(&unix_s.to_le_bytes())
     });
 }
 
@@ -328,6 +343,9 @@ fn decode_record(kind: u8, rest: &[u8]) -> Result<Record<'_>, String> {
             id: reader.u64()?,
             parts: reader.u64()?,
         },
+        k if k == Kind::Started as u8 => Record::Started {
+            unix_s: reader.f64()?,
+        },
         k if k == Kind::Resumed as u8 => Record::Resumed {
             unix_s: reader.f64()?,
             replayed: reader.u64()?,
@@ -398,6 +416,7 @@ mod tests {
         let mut journal = journal_of(&[(vec![3], vec![1, 2, 3]), (vec![0, 1], vec![])]);
         append_redivided(&mut journal, 7, 4);
         append_resumed(&mut journal, 12.5, 2);
+        append_started(&mut journal, 13.5);
         let scan = scan(&journal).unwrap();
         assert_eq!(scan.header, header());
         assert_eq!(scan.good_len, journal.len());
@@ -420,6 +439,7 @@ mod tests {
                     unix_s: 12.5,
                     replayed: 2
                 },
+                Record::Started { unix_s: 13.5 },
             ]
         );
     }

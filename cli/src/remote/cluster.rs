@@ -98,6 +98,12 @@ impl RemoteCluster {
         hosts
     }
 
+    /// `ssh HEAD sh DIR/run.sh`: the command the launcher starts and watches.
+    pub(crate) fn run_command(&self) -> std::process::Command {
+        self.head
+            .command(&format!("sh {}", sh_quote(&format!("{}/run.sh", self.dir))))
+    }
+
     /// The hostfile given to `mpirun --map-by seq`: line i is rank i's host, nothing else.
     pub(crate) fn hostfile(machine_file: &str) -> String {
         machine_file

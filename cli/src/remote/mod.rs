@@ -5,6 +5,7 @@ mod allocation;
 mod calibration;
 mod cluster;
 mod deployment;
+mod restarts;
 mod ssh;
 
 pub(crate) use allocation::{allocate, place, Allocations};

@@ -250,8 +250,9 @@ pub struct JournalStats {
     pub path: String,
     /// Tasks gathered before this run, replayed from the journal (0 for a run not resumed).
     pub resumed_tasks: u64,
-    /// Runs of this job before this one (0 for a run not resumed), with when each resumed.
-    pub resumed_at_unix_s: Vec<f64>,
+    /// When each run of this job started its clock, from the journal (the first run's
+    /// first: a resumed job's makespan runs from it), this run's last.
+    pub started_unix_s: Vec<f64>,
     /// Results journaled and synced by this run.
     pub records: u64,
     /// Why the journal stopped, when a write failed (the run went on without it).

@@ -105,7 +105,7 @@ impl<S: TaskSource> ResumedSource<S> {
                          the cluster was lost (Problem::redivide); start the run again"
                     )));
                 }
-                Record::Resumed { .. } => {}
+                Record::Resumed { .. } | Record::Started { .. } => {}
             }
         }
         let before = gathered.len();
@@ -192,6 +192,10 @@ impl<S: TaskSource> TaskSource for ResumedSource<S> {
 
     fn set_active_workers(&mut self, workers: usize) {
         self.inner.set_active_workers(workers);
+    }
+
+    fn run_started(&mut self, unix_s: f64) {
+        self.inner.run_started(unix_s);
     }
 
     fn recycle(&mut self, buffer: Vec<u8>) {

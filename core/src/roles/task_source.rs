@@ -98,6 +98,11 @@ pub trait TaskSource {
     fn set_active_workers(&mut self, workers: usize) {
         let _ = workers;
     }
+    /// The run's clock started at `unix_s` (seconds since the Unix epoch, as the driver read
+    /// it): a journal notes it. Default: nothing.
+    fn run_started(&mut self, unix_s: f64) {
+        let _ = unix_s;
+    }
     /// A buffer done with (a message sent), to encode a task into rather than allocate one.
     /// Default: dropped.
     fn recycle(&mut self, buffer: Vec<u8>) {

@@ -51,7 +51,6 @@ pub(crate) fn open<P: Problem>(
         fingerprints: args.fingerprints.clone(),
         started_unix_s: unix_now(),
     };
-    let policy = policy(&config.run);
     let path = &args.path;
     let failed = |what: &str, e: std::io::Error| {
         RunError::setup(format!("journal {}: cannot {what}: {e}", path.display()))
@@ -64,6 +63,7 @@ pub(crate) fn open<P: Problem>(
             .and_then(|()| file.sync_all())
             .map_err(|e| failed("write its header", e))?;
         sync_folder(path);
+        let policy = policy(&config.run, path, bytes.len() as u64);
         let writer = JournalWriter::start(file, policy).map_err(|e| failed("start", e))?;
         let stats = stats_of(path, 0, Vec::new());
         return Ok(JournaledSource::new(
@@ -107,14 +107,13 @@ pub(crate) fn open<P: Problem>(
             "the journal's tail was torn (a crash before its last sync): cut there"
         );
     }
-    let resumed_at: Vec<f64> = scan
+    let started: Vec<f64> = scan
         .records
         .iter()
         .filter_map(|record| match record {
-            Record::Resumed { unix_s, .. } => Some(*unix_s),
+            Record::Started { unix_s } => Some(*unix_s),
             _ => None,
         })
-        .chain(std::iter::once(now.started_unix_s))
         .collect();
     let source = ResumedSource::replay(inner, &scan.records)?;
     let replayed = source.gathered_before();
@@ -136,23 +135,28 @@ pub(crate) fn open<P: Problem>(
         journal = %path.display(),
         "resumed: the journal's results are gathered, the run hands out the tasks it lacks"
     );
+    let policy = policy(&config.run, path, (scan.good_len + mark.len()) as u64);
     let writer = JournalWriter::start(file, policy).map_err(|e| failed("start", e))?;
-    let stats = stats_of(path, replayed, resumed_at);
+    let stats = stats_of(path, replayed, started);
     Ok(JournaledSource::new(source, writer, stats))
 }
 
-fn policy(run: &RunConfig) -> SyncPolicy {
+/// The writer's policy from `[run]`, its synced length noted in `PATH.synced` from `synced` on.
+fn policy(run: &RunConfig, path: &Path, synced: u64) -> SyncPolicy {
+    let mut mark = path.as_os_str().to_owned();
+    mark.push(".synced");
     SyncPolicy {
         interval: Duration::from_secs_f64(run.journal_sync_s),
         max_unsynced: usize::try_from(run.journal_sync_bytes).unwrap_or(usize::MAX),
+        synced_mark: Some((PathBuf::from(mark), synced)),
     }
 }
 
-fn stats_of(path: &Path, resumed_tasks: u64, resumed_at_unix_s: Vec<f64>) -> JournalStats {
+fn stats_of(path: &Path, resumed_tasks: u64, started_unix_s: Vec<f64>) -> JournalStats {
     JournalStats {
         path: path.display().to_string(),
         resumed_tasks,
-        resumed_at_unix_s,
+        started_unix_s,
         records: 0,
         failed: None,
     }

@@ -18,6 +18,8 @@ pub(crate) struct JournaledSource<S> {
     inner: S,
     writer: JournalWriter,
     stats: JournalStats,
+    /// Records appended that are not results (the clock's start, a task redivided).
+    marks: u64,
 }
 
 impl<S> JournaledSource<S> {
@@ -26,6 +28,7 @@ impl<S> JournaledSource<S> {
             inner,
             writer,
             stats,
+            marks: 0,
         }
     }
 
@@ -33,7 +36,7 @@ impl<S> JournaledSource<S> {
     pub(crate) fn close(self) -> (S, JournalStats) {
         let mut stats = self.stats;
         match self.writer.close() {
-            Ok(records) => stats.records = records,
+            Ok(records) => stats.records = records.saturating_sub(self.marks),
             Err(error) => stats.failed = Some(error),
         }
         (self.inner, stats)
@@ -59,6 +62,7 @@ impl<S: TaskSource> TaskSource for JournaledSource<S> {
         let parts = self.inner.redivide(id, body)?;
         self.writer
             .append(|buffer| journal::append_redivided(buffer, id, parts.len() as u64));
+        self.marks += 1;
         Some(parts)
     }
 
@@ -84,6 +88,14 @@ impl<S: TaskSource> TaskSource for JournaledSource<S> {
 
     fn set_active_workers(&mut self, workers: usize) {
         self.inner.set_active_workers(workers);
+    }
+
+    fn run_started(&mut self, unix_s: f64) {
+        self.writer
+            .append(|buffer| journal::append_started(buffer, unix_s));
+        self.marks += 1;
+        self.stats.started_unix_s.push(unix_s);
+        self.inner.run_started(unix_s);
     }
 
     fn recycle(&mut self, buffer: Vec<u8>) {

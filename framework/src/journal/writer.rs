@@ -13,18 +13,23 @@ use std::{
     fs::File,
     io::{self, Write as _},
     mem,
+    path::PathBuf,
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread::{self, JoinHandle},
     time::{Duration, Instant},
 };
 
 /// When records waiting in memory are written and synced.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct SyncPolicy {
     /// The oldest record waits at most this long.
     pub(crate) interval: Duration,
     /// At most this many bytes wait.
     pub(crate) max_unsynced: usize,
+    /// A file rewritten with the journal's synced length after each sync (what a crash of
+    /// the machine would leave: the fault suite cuts the journal there), and that length
+    /// when the writer starts.
+    pub(crate) synced_mark: Option<(PathBuf, u64)>,
 }
 
 /// What the master and the writer thread share.
@@ -62,16 +67,17 @@ impl Shared {
 /// end.
 pub(crate) struct JournalWriter {
     shared: Arc<Shared>,
-    policy: SyncPolicy,
+    max_unsynced: usize,
     thread: Option<JoinHandle<()>>,
 }
 
 impl JournalWriter {
     /// A writer appending to `file` (positioned at its end, everything before synced).
     pub(crate) fn start(file: File, policy: SyncPolicy) -> io::Result<Self> {
+        let max_unsynced = policy.max_unsynced;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                pending: Vec::with_capacity(policy.max_unsynced.min(1 << 20)),
+                pending: Vec::with_capacity(max_unsynced.min(1 << 20)),
                 pending_records: 0,
                 oldest: None,
                 writing: 0,
@@ -87,7 +93,7 @@ impl JournalWriter {
         })?;
         Ok(JournalWriter {
             shared,
-            policy,
+            max_unsynced,
             thread: Some(thread),
         })
     }
@@ -97,9 +103,7 @@ impl JournalWriter {
     /// it failed).
     pub(crate) fn append(&self, record: impl FnOnce(&mut Vec<u8>)) {
         let mut state = self.shared.lock();
-        while state.failed.is_none()
-            && state.pending.len() + state.writing >= self.policy.max_unsynced
-        {
+        while state.failed.is_none() && state.pending.len() + state.writing >= self.max_unsynced {
             state = self
                 .shared
                 .changed
@@ -112,7 +116,7 @@ impl JournalWriter {
         record(&mut state.pending);
         state.pending_records += 1;
         // The writer needs waking only to start the interval's clock or when enough waits.
-        let wake = state.oldest.is_none() || state.pending.len() >= self.policy.max_unsynced;
+        let wake = state.oldest.is_none() || state.pending.len() >= self.max_unsynced;
         if state.oldest.is_none() {
             state.oldest = Some(Instant::now());
         }
@@ -158,6 +162,8 @@ impl Drop for JournalWriter {
 /// then writes and syncs everything that waits.
 fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
     let mut spare = Vec::new();
+    let (mark, mut synced) = policy.synced_mark.clone().unzip();
+    let mut synced = synced.take().unwrap_or(0);
     let mut state = shared.lock();
     loop {
         if state.pending.is_empty() {
@@ -188,6 +194,12 @@ fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
         state.writing = batch.len();
         drop(state);
         let written = file.write_all(&batch).and_then(|()| file.sync_data());
+        if written.is_ok() {
+            synced += batch.len() as u64;
+            if let Some(mark) = &mark {
+                let _ = std::fs::write(mark, synced.to_string());
+            }
+        }
         batch.clear();
         spare = batch;
         state = shared.lock();
@@ -217,6 +229,7 @@ mod tests {
         let policy = SyncPolicy {
             interval: Duration::from_millis(interval_ms),
             max_unsynced: max,
+            synced_mark: Some((dir.join("synced"), 0)),
         };
         (JournalWriter::start(file, policy).unwrap(), path)
     }
@@ -251,6 +264,7 @@ mod tests {
         }
         assert!(appended.elapsed() >= Duration::from_millis(150));
         assert_eq!(std::fs::read(&path).unwrap(), b"firstsecond");
+        assert_eq!(std::fs::read_to_string(dir.join("synced")).unwrap(), "11");
         assert_eq!(writer.close(), Ok(2));
         std::fs::remove_dir_all(dir).unwrap();
     }
@@ -285,6 +299,7 @@ mod tests {
         let policy = SyncPolicy {
             interval: Duration::from_millis(1),
             max_unsynced: 10,
+            synced_mark: None,
         };
         let writer = JournalWriter::start(file, policy).unwrap();
         for _ in 0..5 {

@@ -11,6 +11,7 @@
 //! [launch.cm]                  # [cm] settings of the communication managers
 //! restarts = 3                 # a cluster whose job died is started again, this many times
 //!                              # in a run (its hosts that stop answering left out)
+//! host_timeout_s = 30          # a host of a remote cluster silent this long is taken for lost
 //!
 //! [[cluster]]
 //! # ...
@@ -72,6 +73,15 @@ pub struct LaunchTable {
     /// that stopped answering left out; the main cluster's master from its journal).
     #[serde(default = "default_restarts")]
     pub restarts: u32,
+    /// A host of a cluster on its own hosts that has not answered the launcher's probes (ssh
+    /// from its head, every third of this) for this many seconds is taken for lost: its
+    /// cluster's job is stopped and started again without it.
+    #[serde(default = "default_host_timeout_s")]
+    pub host_timeout_s: f64,
+}
+
+fn default_host_timeout_s() -> f64 {
+    30.0
 }
 
 fn default_restarts() -> u32 {
@@ -86,6 +96,7 @@ impl Default for LaunchTable {
             application: toml::Table::new(),
             cm: toml::Table::new(),
             restarts: default_restarts(),
+            host_timeout_s: default_host_timeout_s(),
         }
     }
 }
