@@ -10,7 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use super::{
     cluster::RemoteCluster,
     deployment::{stage_all, write_state, Deployment},
-    ssh::{on_host, sh_quote, SshTarget},
+    ssh::{sh_quote, SshTarget},
 };
 use crate::restart::{ClusterStarter, Prober};
 use hmw_model::plan::launch::ClusterLaunch;
@@ -19,15 +19,19 @@ use hmw_model::plan::launch::ClusterLaunch;
 const PROBE_S: u32 = 8;
 
 /// The hosts among `hosts` of cluster `remote` that do not answer: each probed from the head
-/// (`ssh HOST true` within [`PROBE_S`]); when the head does not answer, it is lost too and
-/// each other host is probed on its own (through the cluster's jump host, when it has one).
+/// by a TCP connection to its ssh port within [`PROBE_S`] (the kernel answers it: a host whose
+/// CPU is all taken by its work still does, where an ssh login there may not in time); when
+/// the head does not answer, it is lost too and each other host is tried on its own with ssh
+/// (through the cluster's jump host, when it has one).
 fn probe(remote: &RemoteCluster, launch: &ClusterLaunch, hosts: &[String]) -> Vec<String> {
     let others: Vec<&String> = hosts.iter().filter(|h| **h != remote.head_host).collect();
+    let port = launch.ssh_port.unwrap_or(22);
     let mut script = String::new();
     for host in &others {
+        let connect = format!(": </dev/tcp/{host}/{port}");
         script.push_str(&format!(
-            "( timeout {PROBE_S} {} >/dev/null 2>&1 || echo {} ) &\n",
-            on_host(&remote.head_host, host, "true"),
+            "( timeout {PROBE_S} bash -c {} >/dev/null 2>&1 || echo {} ) &\n",
+            sh_quote(&connect),
             sh_quote(host)
         ));
     }
