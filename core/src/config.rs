@@ -129,6 +129,11 @@ pub struct RunConfig {
     pub adapt_min_efficiency: f64,
     /// A cluster may hold what it computes in this many seconds.
     pub adapt_hold_s: f64,
+    /// Where the master appends its live feed, a line of JSON per progress line
+    /// ([`crate::live_feed`]). Not a key of the file: the binary's `--live-json` sets it
+    /// (`hmw launch` does, for its live state file).
+    #[serde(skip)]
+    pub live_json: Option<std::path::PathBuf>,
 }
 
 /// `[run] tune_workers`.
@@ -166,6 +171,7 @@ impl Default for RunConfig {
             adapt_rate_change: 0.3,
             adapt_min_efficiency: 0.1,
             adapt_hold_s: 10.0,
+            live_json: None,
         }
     }
 }

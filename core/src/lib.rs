@@ -20,6 +20,7 @@ pub mod error;
 pub mod estimator;
 pub mod iterative;
 pub mod live;
+pub mod live_feed;
 pub mod logging;
 pub mod machinefile;
 pub mod protocol;

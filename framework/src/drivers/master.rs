@@ -1,10 +1,15 @@
 //! The master's driver: a thin loop around a [`MasterCore`] over a [`Transport`].
 //!
 //! It waits for messages with the idle backoff, passes each to the core with the time since
-//! it started, performs the sends the core asks for, and prints its progress lines. The same
-//! core runs a sub-master ([`crate::drivers::submaster`]).
+//! it started, performs the sends the core asks for, prints its progress lines and, when asked,
+//! appends its live feed ([`hmw_core::live_feed`]). The same core runs a sub-master ([`crate::drivers::submaster`]).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::{
+    fs::File,
+    io::Write as _,
+    path::{Path, PathBuf},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
 
 use crate::error::RunError;
 pub(crate) use hmw_core::roles::{ProblemSource, TaskSource};
@@ -22,10 +27,57 @@ use hmw_transport::{idle::Idle, Envelope, Transport};
 /// machine's master (`docs/benchmarks.md`), and a timer due meanwhile waits as long.
 const BURST: usize = 8;
 
-/// The master of one cluster: its core, and the transport it talks over.
+/// The master of one cluster: its core, the transport it talks over, and its live feed.
 pub(crate) struct Master<'a, S> {
     transport: &'a mut dyn Transport,
     core: MasterCore<S>,
+    feed: Option<Feed>,
+}
+
+/// The live feed's file ([`hmw_core::live_feed`]): a line of JSON per progress line. A write
+/// that fails is logged and ends the feed; the run goes on.
+struct Feed {
+    path: PathBuf,
+    file: File,
+    /// Re-planning decisions already written.
+    adaptations: usize,
+}
+
+impl Feed {
+    /// The feed at `path`, emptied: a rerun's records start afresh.
+    fn create(path: &Path) -> Option<Feed> {
+        match File::create(path) {
+            Ok(file) => Some(Feed {
+                path: path.to_owned(),
+                file,
+                adaptations: 0,
+            }),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot create the live feed");
+                None
+            }
+        }
+    }
+
+    /// Append the record of the progress line `core` just made; false once the feed failed.
+    fn append<S: TaskSource>(&mut self, core: &MasterCore<S>) -> bool {
+        let Some(record) = core.live_record(self.adaptations) else {
+            return true;
+        };
+        self.adaptations = core.adaptations_made();
+        let written = serde_json::to_string(&record)
+            .map_err(std::io::Error::other)
+            .and_then(|mut line| {
+                line.push('\n');
+                // One write per line: a reader never sees two records' bytes interleaved.
+                self.file.write_all(line.as_bytes())
+            });
+        if let Err(e) = written {
+            tracing::warn!(path = %self.path.display(), error = %e, "live feed stopped");
+            return false;
+        }
+        true
+    }
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
@@ -37,15 +89,27 @@ impl<'a, S: TaskSource> Master<'a, S> {
         scheduler: Box<dyn Scheduler>,
         source: S,
     ) -> Result<Self, RunError> {
+        let feed = config.live_json.clone();
         Ok(Master::with_core(
             transport,
             MasterCore::new(machines, config, scheduler, source),
-        ))
+        )
+        .feeding(feed.as_deref()))
     }
 
     /// A master driving `core` (built as a simulator or a test would build it).
     pub(crate) fn with_core(transport: &'a mut dyn Transport, core: MasterCore<S>) -> Self {
-        Master { transport, core }
+        Master {
+            transport,
+            core,
+            feed: None,
+        }
+    }
+
+    /// Append the live feed to `path` at each progress line, when given.
+    pub(crate) fn feeding(mut self, path: Option<&Path>) -> Self {
+        self.feed = path.and_then(Feed::create);
+        self
     }
 
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
@@ -146,7 +210,16 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         self.core.started_at_unix_s(since_epoch.as_secs_f64());
                     }
                 }
-                Output::Progress(line) => println!("{line}"),
+                Output::Progress(line) => {
+                    println!("{line}");
+                    if self
+                        .feed
+                        .as_mut()
+                        .is_some_and(|feed| !feed.append(&self.core))
+                    {
+                        self.feed = None;
+                    }
+                }
             }
         }
         while let Some(buffer) = self.transport.reclaim() {

@@ -17,6 +17,12 @@ pub struct LinkView {
     pub recv_bytes_per_s: f64,
     /// Round trip, seconds (0 before any was measured).
     pub rtt_s: f64,
+    /// Connections that joined again after one was lost, since the start.
+    pub reconnections: u64,
+    /// Blocks sent again after the connection carrying them died, since the start.
+    pub blocks_resent: u64,
+    /// Packets QUIC declared lost (and sent again), since the start.
+    pub packets_lost: u64,
 }
 
 /// An output of a CM's core.
