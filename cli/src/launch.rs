@@ -37,6 +37,7 @@ use crate::{
     predict::MeasuredSource,
     processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
     remote::{place, Allocations, Deployment},
+    watch::{feed_path, Watch},
 };
 
 #[derive(Debug, clap::Args)]
@@ -229,6 +230,11 @@ pub fn run(args: LaunchArgs) -> Result<()> {
                 .arg(&config_path)
                 .arg("--stats-json")
                 .arg(&stats);
+            if !args.print {
+                command
+                    .arg("--live-json")
+                    .arg(feed_path(&work, &cluster.name));
+            }
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;
@@ -236,6 +242,11 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .as_ref()
         .ok()
         .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    // The live state file; the masters' feeds only where they run on this machine.
+    let watch = |live_figures: bool| {
+        let model = prediction.as_ref().ok().map(|p| (p, plan.application.oper));
+        Watch::start(&plan.name, &layout, model, &work, live_figures)
+    };
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
         let (deployment, commands) = Deployment::prepare(
@@ -264,6 +275,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             args.grace_s,
             predicted,
             Some(&deployment),
+            watch(false)?,
         );
     }
     if args.print {
@@ -282,7 +294,15 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
+    run_clusters(
+        &layout,
+        commands,
+        &work,
+        args.grace_s,
+        predicted,
+        None,
+        watch(true)?,
+    )
 }
 
 /// The model's prediction for `plan` (with the measured values of `measured`, when given),
@@ -394,6 +414,7 @@ fn run_clusters(
     grace: Duration,
     predicted: Option<(f64, f64)>,
     deployment: Option<&Deployment>,
+    mut watch: Watch,
 ) -> Result<()> {
     catch_signals()?;
     become_subreaper()?;
@@ -446,6 +467,7 @@ fn run_clusters(
             Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
         let pid = group.id();
         println!("== cluster {name}: started (pid {pid})");
+        watch.started(&name, pid);
         started.0.push(Running {
             name: name.clone(),
             group,
@@ -497,6 +519,11 @@ fn run_clusters(
                 );
             }
         }
+        watch.processes(
+            running
+                .iter_mut()
+                .map(|r| (r.name.as_str(), r.group.poll())),
+        );
         if let Some(status) = running[main].group.poll() {
             break Some(status);
         }
@@ -511,6 +538,11 @@ fn run_clusters(
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
                 beat(running);
+                watch.processes(
+                    running
+                        .iter_mut()
+                        .map(|r| (r.name.as_str(), r.group.poll())),
+                );
                 thread::sleep(Duration::from_millis(50));
             }
         }
@@ -543,6 +575,15 @@ fn run_clusters(
         println!("== cleanup: {e:#}");
     }
     let cleanup_failed = matches!(cleaned, Some(Err(_)));
+    watch.processes(running.iter().map(|r| (r.name.as_str(), r.group.status())));
+    watch.finish(
+        match outcome {
+            None => "interrupted",
+            Some(status) if status.success() => "completed",
+            Some(_) => "failed",
+        },
+        &work.join(format!("{main_name}.stats.json")),
+    );
     let Some(status) = outcome else {
         bail!(
             "interrupted after {:.1} s; every cluster stopped; logs in {}",

@@ -8,6 +8,8 @@ mod keygen;
 #[cfg(feature = "mpi")]
 mod launch;
 mod layout;
+#[cfg(feature = "mpi")]
+mod live_state;
 mod ports;
 mod predict;
 #[cfg(feature = "mpi")]
@@ -19,6 +21,8 @@ mod row_column;
 mod simulate;
 #[cfg(feature = "mpi")]
 mod wan_probe;
+#[cfg(feature = "mpi")]
+mod watch;
 
 #[cfg(feature = "mpi")]
 use std::time::Duration;
