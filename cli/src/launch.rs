@@ -63,6 +63,10 @@ pub struct LaunchArgs {
     /// Folder for the generated files, logs and statistics (default: target/launch/NAME).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Show the dashboard of `hmw top` in place of the progress lines (every cluster's output
+    /// then goes to its log, the launcher's to WORK/launch.log, printed when the run ends).
+    #[arg(long, conflicts_with = "print")]
+    top: bool,
     /// The application binary (overrides `[launch] binary`).
     #[arg(long)]
     binary: Option<String>,
@@ -245,7 +249,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
     // The live state file; the masters' feeds only where they run on this machine.
     let watch = |live_figures: bool| {
         let model = prediction.as_ref().ok().map(|p| (p, plan.application.oper));
-        Watch::start(&plan.name, &layout, model, &work, live_figures)
+        Watch::start(&plan.name, &layout, model, &work, live_figures, args.top)
     };
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
@@ -457,7 +461,7 @@ fn run_clusters(
                 local_mpi_environment(&mut command);
             }
         }
-        if !is_main {
+        if !is_main || watch.on_screen() {
             let path = work.join(format!("{name}.log"));
             let log = fs::File::create(&path)
                 .with_context(|| format!("cannot create {}", path.display()))?;

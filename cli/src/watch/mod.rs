@@ -1,15 +1,18 @@
 //! `hmw launch`'s watch over its run: a thread that follows the masters' live feeds and the
 //! clusters' processes and rewrites the live state file ([`crate::live_state`]) at most once
-//! a second.
+//! a second; with `--top`, the dashboard of `hmw top` in the launcher's terminal.
 //!
 //! - [`tracker`]: the state, built from what the launcher sees (pure);
 //! - [`tail`]: the records appended to a feed since the last look;
-//! - [`write`]: the file's atomic rewrite.
+//! - [`write`]: the file's atomic rewrite;
+//! - [`screen`]: the terminal handed to the dashboard while the launcher's own output goes to
+//!   a log.
 //!
 //! The launcher tells the watch when a cluster starts ([`Watch::started`]; a second start of
 //! the same cluster shows it `restarted`), how its processes are ([`Watch::processes`]) and
 //! how the run ended ([`Watch::finish`]).
 
+mod screen;
 mod tail;
 #[cfg(test)]
 mod tests;
@@ -34,6 +37,7 @@ use crate::{
     live_state::{BandPoint, RunPrediction, FILE_NAME},
     report::predicted::{sample_times, Predicted},
 };
+use screen::Screen;
 use tail::FeedTail;
 pub(crate) use tracker::{ClusterSetup, PredictedFigures, RunSetup, Tracker};
 
@@ -67,6 +71,7 @@ pub(crate) struct Watch {
     thread: Option<JoinHandle<()>>,
     /// The clusters whose end was told (each is told once).
     ended: Vec<String>,
+    screen: Option<Screen>,
 }
 
 /// The feed of cluster `name`'s master in the work folder `work`.
@@ -135,13 +140,16 @@ fn unix_now() -> f64 {
 
 impl Watch {
     /// Start watching the run `name` laid out as `layout` in the work folder `work`; with
-    /// `live_figures`, its masters write their feeds there ([`feed_path`]).
+    /// `live_figures`, its masters write their feeds there ([`feed_path`]). With `on_screen`,
+    /// the dashboard takes the terminal and the launcher's own output goes to
+    /// WORK/launch.log until the run ends.
     pub(crate) fn start(
         name: &str,
         layout: &Layout,
         prediction: Option<(&Prediction, f64)>,
         work: &Path,
         live_figures: bool,
+        on_screen: bool,
     ) -> Result<Watch> {
         let interval_s = layout
             .config
@@ -178,11 +186,23 @@ impl Watch {
             .name("watch".into())
             .spawn(move || follow(tracker, feeds, &inbox, &writer))
             .context("cannot start the watch's thread")?;
+        let screen = if on_screen {
+            Some(Screen::take(&state_file, &work.join("launch.log"))?)
+        } else {
+            None
+        };
         Ok(Watch {
             notes: Some(notes),
             thread: Some(thread),
             ended: Vec::new(),
+            screen,
         })
+    }
+
+    /// Whether the dashboard has the terminal (then each cluster's output, the main one's
+    /// too, must go to a log).
+    pub(crate) fn on_screen(&self) -> bool {
+        self.screen.is_some()
     }
 
     fn note(&self, note: Note) {
@@ -222,7 +242,8 @@ impl Watch {
 
     /// The run is over, as `outcome` says (`completed`, `failed`, `interrupted`); the main
     /// master's statistics, when it wrote them, are in `main_stats`. The state file is written
-    /// a last time.
+    /// a last time; the dashboard, if any, shows it, gives the terminal back and prints the
+    /// launcher's output meanwhile and the run's summary.
     pub(crate) fn finish(mut self, outcome: &str, main_stats: &Path) {
         self.note(Note::Finish {
             outcome: outcome.to_owned(),
@@ -237,12 +258,15 @@ impl Watch {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        if let Some(screen) = self.screen.take() {
+            screen.give_back();
+        }
     }
 }
 
 impl Drop for Watch {
     /// Left without [`Watch::finish`] (an error starting the clusters): the state says the run
-    /// failed.
+    /// failed, and the terminal is given back.
     fn drop(&mut self) {
         self.stop();
     }
