@@ -52,7 +52,8 @@ fn hold_seconds(text: &str) -> Result<Duration, String> {
 /// target/launch.
 fn state_file(work_dir: Option<&Path>) -> Result<PathBuf> {
     if let Some(given) = work_dir {
-        return Ok(if given.is_dir() {
+        // A folder, or what is not a file's name: the run's work folder.
+        return Ok(if given.is_dir() || given.extension().is_none() {
             given.join(FILE_NAME)
         } else {
             given.to_owned()

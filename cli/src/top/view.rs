@@ -8,7 +8,9 @@ use ratatui::{
     style::{Color, Modifier, Style, Stylize as _},
     symbols::Marker,
     text::{Line, Span},
-    widgets::{Axis, Block, Chart, Dataset, GraphType, Paragraph, Row, Table, TableState},
+    widgets::{
+        Axis, Block, Chart, Dataset, GraphType, LegendPosition, Paragraph, Row, Table, TableState,
+    },
     Frame,
 };
 
@@ -196,7 +198,11 @@ fn draw_clusters(frame: &mut Frame<'_>, area: Rect, state: &LiveState, choice: &
     let table = Table::new(rows, widths)
         .header(header)
         .block(Block::bordered().title(" clusters "))
-        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+        .row_highlight_style(
+            Style::new()
+                .bg(Color::DarkGray)
+                .add_modifier(Modifier::BOLD),
+        );
     let mut selected = TableState::default().with_selected(
         order
             .iter()
@@ -254,7 +260,8 @@ fn draw_chart(frame: &mut Frame<'_>, area: Rect, state: &LiveState) {
             .labels(["0".to_owned(), format!("{y_end:.0}")])
             .dark_gray(),
     )
-    .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)));
+    .legend_position(Some(LegendPosition::TopLeft))
+    .hidden_legend_constraints((Constraint::Ratio(1, 2), Constraint::Ratio(2, 3)));
     frame.render_widget(chart, area);
 }
 
