@@ -42,7 +42,7 @@ pub struct LiveState {
     /// The model's prediction made before the run (absent when the plan has none).
     pub prediction: Option<RunPrediction>,
     /// The run's progress at each of the main master's figures, oldest first; thinned to
-    /// every other point when it grows past [`HISTORY_POINTS`].
+    /// every other point when it grows past [`limits::HISTORY_POINTS`].
     pub history: Vec<HistoryPoint>,
     /// Each cluster, the main one first, then in plan order.
     pub clusters: Vec<ClusterState>,
@@ -50,25 +50,29 @@ pub struct LiveState {
     /// last reported it.
     pub links: Vec<LinkState>,
     /// The re-planning decisions (`[run] adapt`), oldest first (the last
-    /// [`ADAPTATIONS_KEPT`]).
+    /// [`limits::ADAPTATIONS_KEPT`]).
     pub adaptations: Vec<Adaptation>,
     /// What is wrong now, one sentence each.
     pub warnings: Vec<String>,
-    /// What happened, oldest first (the last [`EVENTS_KEPT`]).
+    /// What happened, oldest first (the last [`limits::EVENTS_KEPT`]).
     pub events: Vec<Event>,
     /// Present once the run is over.
     pub end: Option<RunEnd>,
 }
 
-/// History points kept before thinning.
-pub const HISTORY_POINTS: usize = 600;
-/// Events kept.
-pub const EVENTS_KEPT: usize = 200;
-/// Re-planning decisions kept.
-pub const ADAPTATIONS_KEPT: usize = 100;
-/// The file's largest size, bytes: a state that would be larger loses its oldest history,
-/// events and per-worker rows first.
-pub const MAX_BYTES: usize = 1_000_000;
+/// What the file keeps at most (the launcher's writer, behind the `mpi` feature, keeps it so).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub mod limits {
+    /// History points kept before thinning.
+    pub const HISTORY_POINTS: usize = 600;
+    /// Events kept.
+    pub const EVENTS_KEPT: usize = 200;
+    /// Re-planning decisions kept.
+    pub const ADAPTATIONS_KEPT: usize = 100;
+    /// The file's largest size, bytes: a state that would be larger loses its oldest history,
+    /// events and per-worker rows first.
+    pub const MAX_BYTES: usize = 1_000_000;
+}
 
 /// The whole run, from the main master's last figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -217,7 +221,7 @@ pub struct ClusterState {
     /// Each of its own workers (empty until its master's first figures, or when they are
     /// not known here).
     pub worker_list: Vec<WorkerState>,
-    /// Workers left out of `worker_list` to keep the file under [`MAX_BYTES`].
+    /// Workers left out of `worker_list` to keep the file under [`limits::MAX_BYTES`].
     pub workers_omitted: usize,
 }
 

@@ -42,6 +42,7 @@ pub(crate) enum CtrlC {
     Quit,
     /// Interrupt the run (`hmw launch --top`: the launcher stops every cluster, and the
     /// dashboard shows the run's end).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     Interrupt,
 }
 

@@ -8,7 +8,10 @@ use hmw_core::{
 };
 
 use super::tracker::{ClusterSetup, PredictedFigures, RunSetup, Tracker};
-use crate::live_state::{ClusterPhase, LiveState, EVENTS_KEPT, HISTORY_POINTS, MAX_BYTES};
+use crate::live_state::{
+    limits::{EVENTS_KEPT, HISTORY_POINTS, MAX_BYTES},
+    ClusterPhase, LiveState,
+};
 
 const T0: f64 = 1_000_000.0;
 

@@ -11,9 +11,9 @@ use std::collections::BTreeSet;
 use hmw_core::{live_feed::LiveRecord, stats::RunStats};
 
 use crate::live_state::{
+    limits::{ADAPTATIONS_KEPT, EVENTS_KEPT, HISTORY_POINTS, MAX_BYTES},
     Adaptation, ClusterPhase, ClusterState, Event, HistoryPoint, LinkState, LiveState, RunEnd,
-    RunPrediction, RunProgress, WorkerState, ADAPTATIONS_KEPT, EVENTS_KEPT, FORMAT, HISTORY_POINTS,
-    MAX_BYTES, VERSION,
+    RunPrediction, RunProgress, WorkerState, FORMAT, VERSION,
 };
 
 /// What the launcher knows of a run before it starts: its clusters, the main one first, and
