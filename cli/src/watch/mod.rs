@@ -21,6 +21,7 @@ mod write;
 
 use std::{
     fs,
+    io::{self, IsTerminal as _},
     path::{Path, PathBuf},
     process::ExitStatus,
     sync::mpsc::{self, Receiver, RecvTimeoutError, Sender},
@@ -186,10 +187,15 @@ impl Watch {
             .name("watch".into())
             .spawn(move || follow(tracker, feeds, &inbox, &writer))
             .context("cannot start the watch's thread")?;
-        let screen = if on_screen {
-            Some(Screen::take(&state_file, &work.join("launch.log"))?)
-        } else {
-            None
+        let screen = match on_screen {
+            true if io::stdout().is_terminal() => {
+                Some(Screen::take(&state_file, &work.join("launch.log"))?)
+            }
+            true => {
+                println!("== --top: the output is not a terminal; progress lines instead");
+                None
+            }
+            false => None,
         };
         Ok(Watch {
             notes: Some(notes),
