@@ -78,15 +78,29 @@ tmux new-session -d -s "$session" -x 80 -y 24 \
 frame=0
 shot=""
 keys_seen=false
+top_cpu=""
+# The share of a core process $1 used since it started, in percent.
+cpu_share() {
+    awk -v ticks="$(getconf CLK_TCK)" -v up="$(cut -d' ' -f1 /proc/uptime)" '{
+        sub(/.*\) /, ""); cpu = ($12 + $13) / ticks; age = up - $20 / ticks
+        printf "%.1f", (age > 0 ? 100 * cpu / age : 0) }' "/proc/$1/stat"
+}
 for _ in $(seq 1 400); do
     sleep 0.3
     frame=$((frame + 1))
     file=$(printf '%s/frames/%04d.txt' "$out" "$frame")
     tmux capture-pane -e -p -t "$session" >"$file" 2>/dev/null || break
     grep -q '^top-exit=' "$file" && break
+    screen=$(plain "$file")
+    # The run's end on screen: what the dashboard cost so far.
+    if [ -z "$top_cpu" ] && grep -q '^watch run completed' <<<"$screen"; then
+        pane=$(tmux list-panes -t "$session" -F '#{pane_pid}')
+        top_pid=$(pgrep -P "$pane" | head -1)
+        [ -n "$top_pid" ] && top_cpu=$(cpu_share "$top_pid")
+    fi
     # Mid-run: the screen for the README, then the keys.
-    if [ -z "$shot" ] && plain "$file" | grep -q ' running .*[0-9]/1200 tasks' &&
-        plain "$file" | grep -q 'figures [5-9] s'; then
+    if [ -z "$shot" ] && grep -q ' running .*[0-9]/1200 tasks' <<<"$screen" &&
+        grep -q 'figures [5-9] s' <<<"$screen"; then
         shot=$file
         tmux send-keys -t "$session" s Down Enter
         sleep 0.6
@@ -107,6 +121,8 @@ summary=$(tmux capture-pane -J -p -t "$session" -S -50 | grep '^top run=')
 top_exit=$(tmux capture-pane -J -p -t "$session" -S -50 | sed -n 's/^top-exit=//p')
 echo "$summary"
 [ "$top_exit" = 0 ] || fail "hmw top exited with ${top_exit:-nothing}"
+echo "hmw top used ${top_cpu:-?} % of a core over the run (an upper bound on a loaded machine)"
+awk -v c="${top_cpu:-100}" 'BEGIN { exit !(c < 5) }' || fail "hmw top used ${top_cpu:-?} % of a core, not under 5 %"
 verdict=$(python3 scripts/lib/watch_frames.py check "$out/frames" "$run/lyon.stats.json" 1)
 echo "$verdict"
 grep -q 'matches=true' <<<"$verdict" || fail "the screens do not match the run"
