@@ -5,7 +5,8 @@
 #      sent (sort, select, open a cluster's workers, back); scripts/lib/watch_frames.py checks
 #      the screens: at least 10 distinct, the tasks done never decreasing and taking at least 3
 #      values, each cluster's tasks at the last screen equal to its statistics file, mid-run
-#      within its rate times the refresh interval of the master's timeline;
+#      within its rate times the refresh interval of the master's timeline; top's CPU time
+#      over the run under 5 % of a core (from /proc; an upper bound on a loaded machine);
 #   2. `hmw top` on recorded state files (cli/src/top/testdata): the summary of a run that
 #      ended; the dashboard at 80x24; a stale, a corrupt and a missing file each an error
 #      naming the file (and its age), with a non-zero exit;
