@@ -271,18 +271,9 @@ pub struct LinkState {
     pub packets_lost: u64,
 }
 
-/// One re-planning decision.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Adaptation {
-    /// Seconds since the start.
-    pub t_s: f64,
-    /// The cluster it concerns.
-    pub cluster: String,
-    /// What was decided (`credit N`, `nt N`, `nr N`, `drop`, `readmit`).
-    pub action: String,
-    /// Why, with the figures.
-    pub reason: String,
-}
+/// One re-planning decision: the statistics' record (`t_s`, `cluster`, `action`, `reason`),
+/// the same in the statistics file (`adaptations`) and here.
+pub use hmw_core::stats::Adaptation;
 
 /// One thing that happened.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

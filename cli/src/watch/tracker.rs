@@ -12,8 +12,8 @@ use hmw_core::{live_feed::LiveRecord, stats::RunStats};
 
 use crate::live_state::{
     limits::{ADAPTATIONS_KEPT, EVENTS_KEPT, HISTORY_POINTS, MAX_BYTES},
-    Adaptation, ClusterPhase, ClusterState, Event, HistoryPoint, LinkState, LiveState, RunEnd,
-    RunPrediction, RunProgress, WorkerState, FORMAT, VERSION,
+    ClusterPhase, ClusterState, Event, HistoryPoint, LinkState, LiveState, RunEnd, RunPrediction,
+    RunProgress, WorkerState, FORMAT, VERSION,
 };
 
 /// What the launcher knows of a run before it starts: its clusters, the main one first, and
@@ -254,13 +254,10 @@ impl Tracker {
                 now,
                 format!("re-planning: {} {} ({})", a.cluster, a.action, a.reason),
             );
-            self.state.adaptations.push(Adaptation {
-                t_s: a.t_s,
-                cluster: a.cluster.clone(),
-                action: a.action.clone(),
-                reason: a.reason.clone(),
-            });
         }
+        self.state
+            .adaptations
+            .extend(record.adaptations.iter().cloned());
         let excess = self
             .state
             .adaptations
