@@ -5,13 +5,11 @@
 //! appends its live feed ([`hmw_core::live_feed`]). The same core runs a sub-master ([`crate::drivers::submaster`]).
 
 use std::{
-    fs::File,
-    io::Write as _,
-    path::{Path, PathBuf},
+    path::Path,
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use crate::error::RunError;
+use crate::{drivers::live_feed::Feed, error::RunError};
 pub(crate) use hmw_core::roles::{ProblemSource, TaskSource};
 use hmw_core::{
     config::RunConfig,
@@ -32,52 +30,6 @@ pub(crate) struct Master<'a, S> {
     transport: &'a mut dyn Transport,
     core: MasterCore<S>,
     feed: Option<Feed>,
-}
-
-/// The live feed's file ([`hmw_core::live_feed`]): a line of JSON per progress line. A write
-/// that fails is logged and ends the feed; the run goes on.
-struct Feed {
-    path: PathBuf,
-    file: File,
-    /// Re-planning decisions already written.
-    adaptations: usize,
-}
-
-impl Feed {
-    /// The feed at `path`, emptied: a rerun's records start afresh.
-    fn create(path: &Path) -> Option<Feed> {
-        match File::create(path) {
-            Ok(file) => Some(Feed {
-                path: path.to_owned(),
-                file,
-                adaptations: 0,
-            }),
-            Err(e) => {
-                tracing::warn!(path = %path.display(), error = %e, "cannot create the live feed");
-                None
-            }
-        }
-    }
-
-    /// Append the record of the progress line `core` just made; false once the feed failed.
-    fn append<S: TaskSource>(&mut self, core: &MasterCore<S>) -> bool {
-        let Some(record) = core.live_record(self.adaptations) else {
-            return true;
-        };
-        self.adaptations = core.adaptations_made();
-        let written = serde_json::to_string(&record)
-            .map_err(std::io::Error::other)
-            .and_then(|mut line| {
-                line.push('\n');
-                // One write per line: a reader never sees two records' bytes interleaved.
-                self.file.write_all(line.as_bytes())
-            });
-        if let Err(e) = written {
-            tracing::warn!(path = %self.path.display(), error = %e, "live feed stopped");
-            return false;
-        }
-        true
-    }
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
