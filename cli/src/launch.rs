@@ -41,6 +41,7 @@ use crate::{
     },
     remote::{place, Allocations, Deployment, RemoteCluster},
     restart::{without_hosts, ClusterStarter, HostWatch, LocalStarter},
+    watch::Watch,
 };
 
 #[derive(Debug, clap::Args)]
@@ -78,6 +79,10 @@ pub struct LaunchArgs {
     /// Folder for the generated files, logs and statistics (default: target/launch/NAME).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Show the dashboard of `hmw top` in place of the progress lines (every cluster's output
+    /// then goes to its log, the launcher's to WORK/launch.log, printed when the run ends).
+    #[arg(long, conflicts_with = "print")]
+    top: bool,
     /// The application binary (overrides `[launch] binary`).
     #[arg(long)]
     binary: Option<String>,
@@ -293,6 +298,11 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         record: &record,
         print: args.print,
     };
+    // The live state file; the masters' feeds only where they run on this machine.
+    let watch = |live_figures: bool| {
+        let model = prediction.as_ref().ok().map(|p| (p, plan.application.oper));
+        Watch::start(&plan.name, &layout, model, &work, live_figures, args.top)
+    };
     let predicted = prediction
         .as_ref()
         .ok()
@@ -344,6 +354,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
             journal: record.journal,
             heartbeats: Heartbeats::start(),
             host_timeout,
+            watch: watch(false)?,
         };
         return run_clusters(&layout, clusters, &work, args.grace_s, predicted);
     }
@@ -379,6 +390,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         journal: record.journal,
         heartbeats: Heartbeats::start(),
         host_timeout,
+        watch: watch(true)?,
     };
     run_clusters(&layout, clusters, &work, args.grace_s, predicted)
 }
@@ -523,6 +535,8 @@ struct Clusters<'a> {
     heartbeats: Heartbeats,
     /// A host silent this long is taken for lost (`[launch] host_timeout_s`).
     host_timeout: Duration,
+    /// The live state file (`hmw top`).
+    watch: Watch,
 }
 
 impl Clusters<'_> {
@@ -542,7 +556,7 @@ impl Clusters<'_> {
             command.stdin(Stdio::null());
             local_mpi_environment(&mut command);
         }
-        if index != 0 {
+        if index != 0 || self.watch.on_screen() {
             let path = work.join(format!("{name}.log"));
             let log = fs::OpenOptions::new()
                 .create(true)
@@ -556,6 +570,7 @@ impl Clusters<'_> {
         self.heartbeats.add(group.heart());
         let pid = group.id();
         println!("== cluster {name}: started (pid {pid})");
+        self.watch.started(&name, pid);
         // mpirun's process id, also its process group's. Signalling either stops mpirun
         // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
         // after SIGKILL they come back to the launcher, which kills them when it ends.
@@ -725,6 +740,11 @@ fn run_clusters(
                 );
             }
         }
+        clusters.watch.processes(
+            running
+                .iter_mut()
+                .map(|r| (r.name.as_str(), r.group.poll())),
+        );
         // The main cluster that fails starts again, its master from the journal, while the
         // other clusters keep their work and wait for it.
         if let Some(status) = running[main].group.poll() {
@@ -742,6 +762,11 @@ fn run_clusters(
                 && Instant::now() < deadline
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
+                clusters.watch.processes(
+                    running
+                        .iter_mut()
+                        .map(|r| (r.name.as_str(), r.group.poll())),
+                );
                 thread::sleep(Duration::from_millis(50));
             }
         }
@@ -774,6 +799,17 @@ fn run_clusters(
         println!("== cleanup: {e:#}");
     }
     let cleanup_failed = matches!(cleaned, Some(Err(_)));
+    clusters
+        .watch
+        .processes(running.iter().map(|r| (r.name.as_str(), r.group.status())));
+    clusters.watch.finish(
+        match outcome {
+            None => "interrupted",
+            Some(status) if status.success() => "completed",
+            Some(_) => "failed",
+        },
+        &main_stats,
+    );
     let Some(status) = outcome else {
         bail!(
             "interrupted after {:.1} s; every cluster stopped; logs in {}",

@@ -156,6 +156,11 @@ impl ClusterStarter for LocalStarter<'_> {
             .arg(self.config)
             .arg("--stats-json")
             .arg(self.stats(index));
+        if !self.print {
+            command
+                .arg("--live-json")
+                .arg(crate::watch::feed_path(self.work, &self.names[index]));
+        }
         if index == 0 {
             let journal = self.work.join(JOURNAL);
             command.args(self.record.journal_args(&journal.to_string_lossy(), resume));

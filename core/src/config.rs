@@ -137,6 +137,11 @@ pub struct RunConfig {
     /// The same: at most this many bytes of results wait unsynced (the master waits for the
     /// disk beyond it).
     pub journal_sync_bytes: u64,
+    /// Where the master appends its live feed, a line of JSON per progress line
+    /// ([`crate::live_feed`]). Not a key of the file: the binary's `--live-json` sets it
+    /// (`hmw launch` does, for its live state file).
+    #[serde(skip)]
+    pub live_json: Option<std::path::PathBuf>,
 }
 
 /// `[run] tune_workers`.
@@ -176,6 +181,7 @@ impl Default for RunConfig {
             adapt_hold_s: 10.0,
             journal_sync_s: 1.0,
             journal_sync_bytes: 1 << 20,
+            live_json: None,
         }
     }
 }

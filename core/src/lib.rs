@@ -21,6 +21,7 @@ pub mod estimator;
 pub mod iterative;
 pub mod journal;
 pub mod live;
+pub mod live_feed;
 pub mod logging;
 pub mod machinefile;
 pub mod protocol;

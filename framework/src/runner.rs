@@ -68,6 +68,10 @@ pub(crate) struct RunArgs {
     /// Write the run's statistics as JSON to this file.
     #[arg(long)]
     pub stats_json: Option<PathBuf>,
+    /// On the master of this cluster: append its live feed, a line of JSON per progress
+    /// line, to this file (`hmw launch` builds its live state file from them).
+    #[arg(long)]
+    pub live_json: Option<PathBuf>,
     /// Run every rank of the machine file as a thread of this process, without MPI.
     #[arg(long)]
     pub threads: bool,
@@ -166,6 +170,7 @@ where
     if args.max_tasks.is_some() {
         config.run.max_tasks = args.max_tasks;
     }
+    config.run.live_json.clone_from(&args.live_json);
     let machines = MachineFile::load(&args.machinefile)?;
     if let Some(size) = size {
         if size != machines.rank_count() {

@@ -210,6 +210,9 @@ impl CmMasterSide {
                 send_bytes_per_s: link.send_bytes_per_s,
                 recv_bytes_per_s: link.recv_bytes_per_s,
                 rtt_s: link.rtt_s,
+                reconnections: link.reconnections,
+                blocks_resent: link.blocks_resent,
+                packets_lost: link.packets_lost,
             };
             out.push(CmOutput::ToCluster(encode(&ToMaster::Link(state))));
         }
