@@ -17,7 +17,10 @@
 # quotas, sshd, MPI over ssh, Slurm; about a minute on this 2-core machine, as root); it fails
 # the suite when it fails. Then `hmw launch` on the testbed's hosts (scripts/deploy-check.sh:
 # ssh and Slurm launchers, every rank's host, the keys on each host, a lost connection, SIGINT
-# and SIGKILL with --cleanup; one testbed, a few minutes). Their last lines are printed last.
+# and SIGKILL with --cleanup; one testbed, a few minutes). Then the fault check
+# (scripts/faults.sh --quick: the launcher killed and resumed, an external cluster's CM killed
+# and its cluster started again, on the testbed; about three minutes). Their last lines are
+# printed last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t_start=$(date +%s)
@@ -92,6 +95,7 @@ step apps "the applications' check" scripts/apps.sh --quick
 step watch "the watch check" scripts/check-watch.sh
 step testbed "the testbed's check" scripts/testbed-check.sh
 step deploy "the deployment check" scripts/deploy-check.sh
+step faults "the fault check" scripts/faults.sh --quick
 
 # cargo test prints one summary line per test binary, nextest one for all (`N tests run: P
 # passed, F failed, ...`); add them up for a closing line.
@@ -100,7 +104,7 @@ awk '/^test result:/ { p += $4; f += $6 }
                           if ($i ~ /^passed/) p += $(i - 1)
                           if ($i ~ /^failed/) f += $(i - 1) } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
-for name in validation apps watch testbed deploy; do
+for name in validation apps watch testbed deploy faults; do
     tail -1 "$steps_dir/$name.log"
 done
 $checks_ok && $tests_ok && $steps_ok

@@ -169,6 +169,14 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
                 record.runs_unix_s.len(),
                 work.join(JOURNAL).display()
             );
+            // What the launcher that died left on the hosts: stopped first (hosts that do not
+            // answer are said, not waited for).
+            let state = work.join("launch-state.json");
+            if state.exists() {
+                if let Err(e) = crate::remote::cleanup(&state) {
+                    println!("== the earlier run's cleanup: {e:#}");
+                }
+            }
             args.plan = Some(record.plan.clone());
             args.measured = record.measured.as_ref().map(|(path, _)| path.clone());
             args.binary = Some(record.binary.to_string_lossy().into_owned());

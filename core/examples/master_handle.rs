@@ -109,7 +109,7 @@ fn main() {
                 ToWorker::Stop => {
                     to_master.push_back((to, encode(&ToMaster::Bye { report: None })))
                 }
-                ToWorker::Join(_) => {}
+                ToWorker::Join(_) | ToWorker::Journaled(_) | ToWorker::Resend => {}
             }
         }
         if to_master.is_empty() {

@@ -131,7 +131,9 @@ fn run(
                     }
                 }
                 ToWorker::Stop => ToMaster::Bye { report: None },
-                ToWorker::Join(_) => panic!("a master of workers only sends no join factor"),
+                ToWorker::Join(_) | ToWorker::Journaled(_) | ToWorker::Resend => {
+                    panic!("a master of workers only sends tasks and Stop")
+                }
             };
             pending.push_back((to, encode(&reply)));
         }

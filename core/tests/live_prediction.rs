@@ -139,7 +139,9 @@ fn run(
                     (took, ToMaster::Result { result, room: 1 })
                 }
                 ToWorker::Stop => (0, ToMaster::Bye { report: None }),
-                ToWorker::Join(_) => panic!("no join factor here"),
+                // A CM's results acknowledged: nothing to answer.
+                ToWorker::Journaled(_) => continue,
+                ToWorker::Join(_) | ToWorker::Resend => panic!("no join factor, no resend here"),
             };
             // A result comes when its task is done; a stop is answered at once.
             due.entry(second + after).or_default().push((to, reply));

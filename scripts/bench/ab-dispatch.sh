@@ -3,7 +3,9 @@
 # workers under mpirun, RUNS runs of each, interleaved (A, B, A, B, ...) so that a change of
 # the machine's load hits both alike. Prints every run, then
 #   ab_dispatch a_median=X b_median=Y b_over_a=R
-# Usage: scripts/bench/ab-dispatch.sh A_BINARY B_BINARY   (environment: RUNS, TASKS, WORKERS)
+# Usage: scripts/bench/ab-dispatch.sh A_BINARY B_BINARY   (environment: RUNS, TASKS, WORKERS;
+#        B_JOURNAL=1 gives B's master a journal of its results, --journal, in a temporary
+#        folder: the same binary twice measures what the journal costs)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/env.sh
@@ -18,14 +20,19 @@ trap 'rm -rf "$work"' EXIT
 for _ in $(seq $((WORKERS + 1))); do echo localhost; done >"$work/hosts"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" >"$work/run.toml"
 rate() {
-    timeout 600 mpirun --oversubscribe -np $((WORKERS + 1)) "$1" -m "$work/hosts" -c "$work/run.toml" \
-        2>/dev/null | sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
+    local binary=$1
+    shift
+    timeout 600 mpirun --oversubscribe -np $((WORKERS + 1)) "$binary" -m "$work/hosts" \
+        -c "$work/run.toml" "$@" 2>/dev/null |
+        sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
 }
+b_args=()
+[ "${B_JOURNAL:-0}" = 1 ] && b_args=(--journal "$work/journal.hmwj")
 : >"$work/a"
 : >"$work/b"
 for i in $(seq "$RUNS"); do
     ra=$(rate "$a")
-    rb=$(rate "$b")
+    rb=$(rate "$b" "${b_args[@]}")
     echo "run $i: A $ra tasks/s, B $rb tasks/s"
     echo "$ra" >>"$work/a"
     echo "$rb" >>"$work/b"

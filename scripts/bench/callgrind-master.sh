@@ -8,6 +8,8 @@
 #     inlined) and in its whole process, in a real run of `hmw-dispatch` under mpirun, the
 #     master alone under callgrind. These count the polls the master makes while it waits, so
 #     they move by a few percent from run to run with the machine's timing.
+# With JOURNAL=1 the master keeps its journal of results (--journal): the last line then adds
+# `journal_bytes_per_result=B`, the journal's size over the tasks.
 # Usage: scripts/bench/callgrind-master.sh [BIN_DIR] [TASKS]
 #   BIN_DIR  the folder of the builds (default target/release-lto, the build that
 #            scripts/bench-dispatch.sh measures): BIN_DIR/hmw-dispatch and
@@ -42,8 +44,10 @@ handle=$(awk '/^(summary|totals):/ { print $2; exit }' "$work/core.out")
 # A real run.
 printf 'localhost\n%.0s' 1 2 3 4 5 >"$work/hosts"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$tasks" >"$work/run.toml"
+journal=()
+[ "${JOURNAL:-0}" = 1 ] && journal=(--journal "$work/journal.hmwj")
 mpirun --oversubscribe -np 1 valgrind --tool=callgrind --callgrind-out-file="$work/run.out" \
-    "$bin_dir/hmw-dispatch" -m "$work/hosts" -c "$work/run.toml" : \
+    "$bin_dir/hmw-dispatch" -m "$work/hosts" -c "$work/run.toml" "${journal[@]}" : \
     -np 4 "$bin_dir/hmw-dispatch" -m "$work/hosts" -c "$work/run.toml" >"$work/run.log" 2>&1 ||
     { cat "$work/run.log" >&2; exit 1; }
 annotated=$(callgrind_annotate --inclusive=yes "$work/run.out" 2>/dev/null)
@@ -52,4 +56,9 @@ annotated=$(callgrind_annotate --inclusive=yes "$work/run.out" 2>/dev/null)
 inclusive() { { grep -E "$1" <<<"$annotated" || true; } | head -1 | awk '{ gsub(",", "", $1); print $1 }'; }
 total=$(inclusive 'PROGRAM TOTALS')
 run=$(inclusive 'Master<.*>::run|runner::play_with')
-echo "callgrind_master tasks=$tasks handle=$(per_task "$handle") run=$(per_task "$run") total=$(per_task "$total")"
+line="callgrind_master tasks=$tasks handle=$(per_task "$handle") run=$(per_task "$run") total=$(per_task "$total")"
+if [ "${JOURNAL:-0}" = 1 ]; then
+    # The journal over the tasks: each result (64 bytes of payload) and its record.
+    line="$line journal_bytes_per_result=$(per_task "$(stat -c %s "$work/journal.hmwj")")"
+fi
+echo "$line"

@@ -488,7 +488,7 @@ fn batches_to(out: &[Output], rank: usize) -> Vec<Vec<u64>> {
         .filter_map(|o| match o {
             Output::Send { to, bytes } if *to == rank => match decode(bytes, "batch").unwrap() {
                 ToWorker::Tasks(tasks) => Some(tasks.iter().map(|t| t.id).collect()),
-                ToWorker::Stop | ToWorker::Join(_) => None,
+                _ => None,
             },
             _ => None,
         })
@@ -616,7 +616,7 @@ fn first_batches(scheduler: Box<dyn Scheduler>) -> Vec<(usize, usize)> {
         .filter_map(|o| match o {
             Output::Send { to, bytes } => match decode(&bytes, "batch").unwrap() {
                 ToWorker::Tasks(tasks) => Some((to, tasks.len())),
-                ToWorker::Stop | ToWorker::Join(_) => None,
+                _ => None,
             },
             _ => None,
         })
@@ -724,7 +724,7 @@ fn a_resumed_master_adopts_what_a_far_cluster_computed_before_it() {
                     }
                 }
                 ToWorker::Stop => ToMaster::Bye { report: None },
-                ToWorker::Join(_) => continue,
+                ToWorker::Join(_) | ToWorker::Journaled(_) | ToWorker::Resend => continue,
             };
             master.handle(now, to, &encode(&answer), &mut out).unwrap();
         }

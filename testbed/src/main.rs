@@ -92,6 +92,9 @@ enum Cmd {
     KillHost {
         /// The host.
         host: String,
+        /// Only its processes whose command line holds this (one rank, say).
+        #[arg(long)]
+        only: Option<String>,
         /// Remove what its /srv/hmw holds (the run folders on it).
         #[arg(long)]
         wipe: bool,
@@ -258,8 +261,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             )?;
             println!("{reply}");
         }
-        Cmd::KillHost { host, wipe } => {
-            let killed = testbed::kill_host(&instance(cli)?, host, *wipe)?;
+        Cmd::KillHost { host, only, wipe } => {
+            let killed = testbed::kill_host(&instance(cli)?, host, only.as_deref(), *wipe)?;
             println!(
                 "{host}: {killed} processes killed{}",
                 if *wipe { ", /srv/hmw emptied" } else { "" }

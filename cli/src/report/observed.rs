@@ -129,6 +129,11 @@ pub struct Observed {
     pub total: Vec<(f64, u64)>,
     /// The re-planning decisions (`[run] adapt`), in order.
     pub adaptations: Vec<hmw_core::stats::Adaptation>,
+    /// Clusters lost and back (started again, or their link down past the deadline).
+    pub cluster_events: Vec<hmw_core::stats::ClusterEvent>,
+    /// A run resumed from its journal: the tasks gathered before, and the seconds from the
+    /// first run's clock start to this one's (the runs before it, the gaps between them).
+    pub resumed: Option<(u64, f64)>,
 }
 
 impl ObservedCluster {
@@ -222,6 +227,11 @@ impl Observed {
             clusters,
             total: strictly_increasing_times(total),
             adaptations: stats.adaptations.clone(),
+            cluster_events: stats.cluster_events.clone(),
+            resumed: stats.journal.as_ref().and_then(|j| {
+                let (first, last) = (j.started_unix_s.first()?, j.started_unix_s.last()?);
+                (j.resumed_tasks > 0).then_some((j.resumed_tasks, last - first))
+            }),
         }
     }
 

@@ -97,6 +97,13 @@ pub enum ToWorker {
     /// To a sub-master, through its CMs: join up to this many results per inter-cluster
     /// result (`nr`) from now on (re-planning, [`crate::adapt`]).
     Join(u32),
+    /// To a sub-master, through its CMs: the master has journaled its results for these
+    /// tasks (or needs them no more): it may forget them. Until then it keeps each result it
+    /// sent, to send it again to a master started again.
+    Journaled(Vec<TaskId>),
+    /// To a sub-master, from its CM: the master's side started again; every result not
+    /// acknowledged ([`ToWorker::Journaled`]) goes again.
+    Resend,
 }
 
 /// A [`ToWorker::Tasks`] message written task by task, as a master takes each task out of

@@ -241,6 +241,21 @@ pub struct RunStats {
     /// The main master's journal of results, when it kept one (`--journal`).
     #[serde(default)]
     pub journal: Option<JournalStats>,
+    /// Clusters behind this master's CMs lost and back, in order (a cluster started again is
+    /// lost and back at once).
+    #[serde(default)]
+    pub cluster_events: Vec<ClusterEvent>,
+}
+
+/// A cluster behind a CM lost (its tasks taken back), or back (fed again).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterEvent {
+    /// Seconds since the start.
+    pub t_s: f64,
+    /// The cluster.
+    pub cluster: String,
+    /// `lost` or `back`.
+    pub event: String,
 }
 
 /// What the main master's journal holds at the end of a run.

@@ -17,7 +17,7 @@
 //!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
 //!   is left to compute here.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use smallvec::smallvec;
 
@@ -143,6 +143,9 @@ pub struct SubMasterSource<T: Task> {
     local: HashMap<TaskId, TaskId>,
     held: Vec<Group<T::Output>>,
     outbox: VecDeque<Vec<u8>>,
+    /// Results sent up that the master has not acknowledged as journaled
+    /// ([`ToWorker::Journaled`]): sent again to a master started again ([`ToWorker::Resend`]).
+    unacknowledged: Vec<WireResult>,
     stopped: bool,
     /// The time spent on results here, each step sampled over its own calls: decoding them,
     /// combining parts into their whole, joining groups, encoding what goes up.
@@ -177,6 +180,7 @@ impl<T: Task> SubMasterSource<T> {
             local: HashMap::new(),
             held: Vec::new(),
             outbox: VecDeque::new(),
+            unacknowledged: Vec::new(),
             stopped: false,
             decoding: JoinTime::default(),
             combining: JoinTime::default(),
@@ -364,8 +368,11 @@ impl<T: Task> SubMasterSource<T> {
             encode_s: group.cost.encode_s,
             body,
         };
-        self.outbox
-            .push_back(encode(&ToMaster::Result { result, room: 0 }));
+        self.outbox.push_back(encode(&ToMaster::Result {
+            result: result.clone(),
+            room: 0,
+        }));
+        self.unacknowledged.push(result);
     }
 }
 
@@ -503,6 +510,24 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 self.stopped = true;
                 self.queue.clear();
                 self.held.clear();
+                self.unacknowledged.clear();
+            }
+            ToWorker::Journaled(ids) => {
+                let journaled: HashSet<TaskId> = ids.into_iter().collect();
+                self.unacknowledged
+                    .retain(|result| !result.ids.iter().all(|id| journaled.contains(id)));
+            }
+            ToWorker::Resend => {
+                tracing::warn!(
+                    results = self.unacknowledged.len(),
+                    "the master's side started again: the results it had not journaled go again"
+                );
+                for result in &self.unacknowledged {
+                    self.outbox.push_back(encode(&ToMaster::Result {
+                        result: result.clone(),
+                        room: 0,
+                    }));
+                }
             }
         }
         Ok(())
@@ -711,6 +736,93 @@ mod tests {
             core.finish().0.tasks,
             1,
             "the statistics reported are the run's"
+        );
+    }
+
+    /// A sub-master keeps each result it sent up until the master says it journaled it, and
+    /// sends those it still keeps again when its CM says the master's side started again.
+    #[test]
+    fn results_not_journaled_go_again_to_a_master_started_again() {
+        let (mut core, upstream) = one_worker_sub_master();
+        let now = Duration::ZERO;
+        let mut out = Vec::new();
+        core.start(now, &mut out).unwrap();
+        core.handle(now, 2, &encode(&ToMaster::Ready { room: 2 }), &mut out)
+            .unwrap();
+        let tasks: Vec<WireTask> = [7, 8]
+            .map(|id| WireTask {
+                id,
+                operations: 1.0,
+                body: encode(&One),
+            })
+            .into();
+        out.clear();
+        for task in tasks {
+            core.handle(
+                now,
+                upstream,
+                &encode(&ToWorker::Tasks(vec![task])),
+                &mut out,
+            )
+            .unwrap();
+        }
+        let locals: Vec<TaskId> = out
+            .iter()
+            .filter_map(|o| match o {
+                Output::Send { to: 2, bytes } => match decode(bytes, "") {
+                    Ok(ToWorker::Tasks(tasks)) => Some(tasks[0].id),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect();
+        assert_eq!(locals.len(), 2, "{out:?}");
+        out.clear();
+        for local in locals {
+            let result = WireResult {
+                ids: TaskIds::from_slice(&[local]),
+                operations: 1.0,
+                busy_s: 0.5,
+                decode_s: 0.0,
+                encode_s: 0.0,
+                body: encode(&Done),
+            };
+            core.handle(
+                now,
+                2,
+                &encode(&ToMaster::Result { result, room: 1 }),
+                &mut out,
+            )
+            .unwrap();
+        }
+        let results = |out: &[Output]| -> Vec<Vec<TaskId>> {
+            sent_up(out, upstream)
+                .into_iter()
+                .filter_map(|m| match m {
+                    ToMaster::Result { result, room } => {
+                        assert_eq!(room, 0);
+                        Some(result.ids.to_vec())
+                    }
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(results(&out), [vec![7], vec![8]]);
+        // The master journaled task 7's result, then its side started again.
+        out.clear();
+        core.handle(
+            now,
+            upstream,
+            &encode(&ToWorker::Journaled(vec![7])),
+            &mut out,
+        )
+        .unwrap();
+        core.handle(now, upstream, &encode(&ToWorker::Resend), &mut out)
+            .unwrap();
+        assert_eq!(
+            results(&out),
+            [vec![8]],
+            "only what was not journaled goes again"
         );
     }
 

@@ -48,6 +48,12 @@ pub trait TaskSource {
         let _ = (id, body);
         None
     }
+    /// How many of the results gathered so far are durable (a journal synced them); `None`
+    /// when they are as durable as they will be once gathered (no journal). The clusters
+    /// behind CMs keep their results until then ([`crate::protocol::ToWorker::Journaled`]).
+    fn durable_results(&self) -> Option<u64> {
+        None
+    }
     /// A result for tasks `ids` this master has not handed out (their ids are past the last
     /// it produced): whether the source takes them as gathered, so that it will not hand them
     /// out (a master resumed from its journal, fed the results a far cluster computed for

@@ -122,10 +122,10 @@ impl WorkerCore {
             {
                 ToWorker::Tasks(batch) => batch.into_iter().for_each(queue),
                 ToWorker::Stop => return Ok(Received::Stop),
-                ToWorker::Join(_) => {
+                ToWorker::Join(_) | ToWorker::Journaled(_) | ToWorker::Resend => {
                     return Err(CoreError::Protocol {
                         rank,
-                        message: "a worker was told how many results to join".into(),
+                        message: "a worker was sent what only a sub-master takes".into(),
                     })
                 }
             }

@@ -18,8 +18,6 @@ pub(crate) struct JournaledSource<S> {
     inner: S,
     writer: JournalWriter,
     stats: JournalStats,
-    /// Records appended that are not results (the clock's start, a task redivided).
-    marks: u64,
 }
 
 impl<S> JournaledSource<S> {
@@ -28,7 +26,6 @@ impl<S> JournaledSource<S> {
             inner,
             writer,
             stats,
-            marks: 0,
         }
     }
 
@@ -36,7 +33,7 @@ impl<S> JournaledSource<S> {
     pub(crate) fn close(self) -> (S, JournalStats) {
         let mut stats = self.stats;
         match self.writer.close() {
-            Ok(records) => stats.records = records.saturating_sub(self.marks),
+            Ok(results) => stats.records = results,
             Err(error) => stats.failed = Some(error),
         }
         (self.inner, stats)
@@ -54,16 +51,20 @@ impl<S: TaskSource> TaskSource for JournaledSource<S> {
 
     fn gather(&mut self, result: ResultRef<'_>) -> Result<(), CoreError> {
         self.writer
-            .append(|buffer| journal::append_gathered(buffer, &result));
+            .append(true, |buffer| journal::append_gathered(buffer, &result));
         self.inner.gather(result)
     }
 
     fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
         let parts = self.inner.redivide(id, body)?;
-        self.writer
-            .append(|buffer| journal::append_redivided(buffer, id, parts.len() as u64));
-        self.marks += 1;
+        self.writer.append(false, |buffer| {
+            journal::append_redivided(buffer, id, parts.len() as u64)
+        });
         Some(parts)
+    }
+
+    fn durable_results(&self) -> Option<u64> {
+        Some(self.writer.synced_results())
     }
 
     fn adopt(&mut self, ids: &[TaskId]) -> bool {
@@ -92,8 +93,7 @@ impl<S: TaskSource> TaskSource for JournaledSource<S> {
 
     fn run_started(&mut self, unix_s: f64) {
         self.writer
-            .append(|buffer| journal::append_started(buffer, unix_s));
-        self.marks += 1;
+            .append(false, |buffer| journal::append_started(buffer, unix_s));
         self.stats.started_unix_s.push(unix_s);
         self.inner.run_started(unix_s);
     }

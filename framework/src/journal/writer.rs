@@ -36,14 +36,16 @@ pub(crate) struct SyncPolicy {
 struct State {
     /// Records appended and not yet taken by the writer.
     pending: Vec<u8>,
-    /// Records in `pending`.
+    /// Records in `pending`, and of them results.
     pending_records: u64,
+    pending_results: u64,
     /// When the oldest record in `pending` was appended.
     oldest: Option<Instant>,
     /// Bytes the writer is writing and syncing now.
     writing: usize,
-    /// Records written and synced.
+    /// Records written and synced, and of them results.
     synced_records: u64,
+    synced_results: u64,
     /// No more records: write what waits and stop.
     closing: bool,
     /// The write or sync that failed: journaling stopped there.
@@ -79,9 +81,11 @@ impl JournalWriter {
             state: Mutex::new(State {
                 pending: Vec::with_capacity(max_unsynced.min(1 << 20)),
                 pending_records: 0,
+                pending_results: 0,
                 oldest: None,
                 writing: 0,
                 synced_records: 0,
+                synced_results: 0,
                 closing: false,
                 failed: None,
             }),
@@ -98,10 +102,10 @@ impl JournalWriter {
         })
     }
 
-    /// Appends one record, written into the buffer by `record`. Waits while `max_unsynced`
-    /// bytes wait already. After a failed write nothing more is journaled (said once, when
-    /// it failed).
-    pub(crate) fn append(&self, record: impl FnOnce(&mut Vec<u8>)) {
+    /// Appends one record (a result's when `result`), written into the buffer by `record`.
+    /// Waits while `max_unsynced` bytes wait already. After a failed write nothing more is
+    /// journaled (said once, when it failed).
+    pub(crate) fn append(&self, result: bool, record: impl FnOnce(&mut Vec<u8>)) {
         let mut state = self.shared.lock();
         while state.failed.is_none() && state.pending.len() + state.writing >= self.max_unsynced {
             state = self
@@ -115,6 +119,7 @@ impl JournalWriter {
         }
         record(&mut state.pending);
         state.pending_records += 1;
+        state.pending_results += u64::from(result);
         // The writer needs waking only to start the interval's clock or when enough waits.
         let wake = state.oldest.is_none() || state.pending.len() >= self.max_unsynced;
         if state.oldest.is_none() {
@@ -132,14 +137,19 @@ impl JournalWriter {
         self.shared.lock().synced_records
     }
 
-    /// Writes and syncs what waits, and stops the thread: the records it synced, or why the
+    /// Results on disk so far.
+    pub(crate) fn synced_results(&self) -> u64 {
+        self.shared.lock().synced_results
+    }
+
+    /// Writes and syncs what waits, and stops the thread: the results it synced, or why the
     /// journal failed.
     pub(crate) fn close(mut self) -> Result<u64, String> {
         self.stop();
         let state = self.shared.lock();
         match &state.failed {
             Some(error) => Err(error.clone()),
-            None => Ok(state.synced_records),
+            None => Ok(state.synced_results),
         }
     }
 
@@ -190,6 +200,7 @@ fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
         }
         let mut batch = mem::replace(&mut state.pending, mem::take(&mut spare));
         let records = mem::take(&mut state.pending_records);
+        let results = mem::take(&mut state.pending_results);
         state.oldest = None;
         state.writing = batch.len();
         drop(state);
@@ -205,7 +216,10 @@ fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
         state = shared.lock();
         state.writing = 0;
         match written {
-            Ok(()) => state.synced_records += records,
+            Ok(()) => {
+                state.synced_records += records;
+                state.synced_results += results;
+            }
             Err(error) => {
                 let message = format!("cannot write the journal: {error}");
                 tracing::error!(
@@ -247,8 +261,8 @@ mod tests {
     fn a_record_is_synced_within_the_interval() {
         let dir = scratch("interval");
         let (writer, path) = writer(&dir, 200, 1 << 20);
-        writer.append(|b| b.extend_from_slice(b"first"));
-        writer.append(|b| b.extend_from_slice(b"second"));
+        writer.append(true, |b| b.extend_from_slice(b"first"));
+        writer.append(true, |b| b.extend_from_slice(b"second"));
         assert_eq!(
             writer.synced_records(),
             0,
@@ -276,7 +290,7 @@ mod tests {
         let dir = scratch("size");
         let (writer, path) = writer(&dir, 60_000, 100);
         for _ in 0..10 {
-            writer.append(|b| b.extend_from_slice(&[7; 30]));
+            writer.append(true, |b| b.extend_from_slice(&[7; 30]));
         }
         // At most 100 bytes plus one record wait; the rest are on disk long before a minute.
         let appended = Instant::now();
@@ -303,7 +317,7 @@ mod tests {
         };
         let writer = JournalWriter::start(file, policy).unwrap();
         for _ in 0..5 {
-            writer.append(|b| b.extend_from_slice(&[1; 20]));
+            writer.append(true, |b| b.extend_from_slice(&[1; 20]));
         }
         let error = writer.close().unwrap_err();
         assert!(error.contains("cannot write the journal"), "{error}");

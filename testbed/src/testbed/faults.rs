@@ -18,16 +18,28 @@ fn host_of<'a>(hosts: &'a [HostNames], host: &str) -> anyhow::Result<&'a HostNam
 }
 
 /// Kills every process of `host` (SIGKILL, until none is left: a process forking as it dies
-/// is caught on the next pass), and with `wipe` removes what its `/srv/hmw` holds. The
-/// processes killed.
-pub fn kill_host(inst: &Instance, host: &str, wipe: bool) -> anyhow::Result<usize> {
+/// is caught on the next pass), or with `only` those whose command line holds it, and with
+/// `wipe` removes what its `/srv/hmw` holds. The processes killed.
+pub fn kill_host(
+    inst: &Instance,
+    host: &str,
+    only: Option<&str>,
+    wipe: bool,
+) -> anyhow::Result<usize> {
     let st = inst.state()?;
     let names = host_of(&st.hosts, host)?;
     let cg = cgroups_of(&st);
+    let chosen = |pid: &u32| {
+        only.is_none_or(|pattern| {
+            fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(pattern))
+        })
+    };
     let mut killed = 0;
     for _ in 0..100 {
         let mut pids = cg.procs(&names.cgroup);
         pids.extend(netns_pids(&names.netns));
+        pids.retain(chosen);
         pids.sort_unstable();
         pids.dedup();
         if pids.is_empty() {
@@ -41,7 +53,10 @@ pub fn kill_host(inst: &Instance, host: &str, wipe: bool) -> anyhow::Result<usiz
         }
         thread::sleep(Duration::from_millis(50));
     }
-    let left = cg.procs(&names.cgroup).len() + netns_pids(&names.netns).len();
+    let mut left = cg.procs(&names.cgroup);
+    left.extend(netns_pids(&names.netns));
+    left.retain(chosen);
+    let left = left.len();
     if left > 0 {
         bail!("host `{host}`: {left} processes left after SIGKILL");
     }

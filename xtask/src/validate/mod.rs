@@ -23,13 +23,13 @@ mod keyvalue;
 mod machine;
 mod numbers;
 mod options;
-mod process;
+pub(crate) mod process;
 mod row;
 mod scenario;
 #[cfg(test)]
 mod scratch;
 mod suite;
-mod testbed;
+pub(crate) mod testbed;
 mod tools;
 mod totals;
 

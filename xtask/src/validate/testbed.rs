@@ -116,6 +116,18 @@ impl Testbed {
         Ok(true)
     }
 
+    /// `hmw-testbed --name NAME`, for its other commands.
+    pub(crate) fn tool(&self) -> Command {
+        self.lock().command()
+    }
+
+    /// `program` run on `host` of the testbed (`hmw-testbed exec HOST --`).
+    pub(crate) fn exec(&self, host: &str, program: &str) -> Command {
+        let mut command = self.lock().command();
+        command.args(["exec", host, "--", program]);
+        command
+    }
+
     /// `program` run from the testbed's launching machine (`hmw-testbed exec launch --`) when
     /// `on_testbed`, here otherwise.
     pub(crate) fn on_host(&self, on_testbed: bool, program: &str) -> Command {

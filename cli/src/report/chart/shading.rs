@@ -75,6 +75,15 @@ impl Report {
             vec![(wall, 0.0), (wall, y_top)],
             END_LINE.stroke_width(2),
         ))))?;
+        // A cluster lost, then back (started again, or its link back): a tick up from the
+        // bottom in its colour, thick when it came back.
+        for e in &self.observed.cluster_events {
+            let width = if e.event == "back" { 3 } else { 1 };
+            drawn(chart.draw_series(std::iter::once(PathElement::new(
+                vec![(e.t_s, 0.0), (e.t_s, y_top * 0.1)],
+                self.colour_of(&e.cluster).stroke_width(width),
+            ))))?;
+        }
         // Each re-planning decision: a tick down from the top, in its cluster's colour
         // (thicker for a drop or a re-admission).
         for a in &self.observed.adaptations {

@@ -98,6 +98,28 @@ impl Report {
                 ),
             )?;
         }
+        let events = &self.observed.cluster_events;
+        if !events.is_empty() {
+            let count = |what: &str| events.iter().filter(|e| e.event == what).count();
+            side.entry(
+                Mark::Vertical(END_LINE),
+                &format!(
+                    "clusters lost {} and back {} times (ticks at the bottom, thick when back: \
+                     a cluster started again is both at once)",
+                    count("lost"),
+                    count("back")
+                ),
+            )?;
+        }
+        if let Some((tasks, before_s)) = self.observed.resumed {
+            side.entry(
+                Mark::Vertical(END_LINE),
+                &format!(
+                    "resumed from its journal: {tasks} tasks gathered by the runs before, the \
+                     first started {before_s:.1} s before this one (time 0 here)"
+                ),
+            )?;
+        }
         if !self.linked().is_empty() {
             side.entry(
                 Mark::Band(LINK_UP.to_rgba()),

@@ -89,6 +89,43 @@ fn re_planning_decisions_are_marked_and_counted() {
 }
 
 #[test]
+fn restarts_and_a_resume_are_marked_and_said() {
+    let mut stats = two_cluster_stats();
+    stats.cluster_events = ["lost", "back"]
+        .iter()
+        .enumerate()
+        .map(|(i, event)| hmw_core::stats::ClusterEvent {
+            t_s: 2.0 + i as f64,
+            cluster: "spain".into(),
+            event: (*event).into(),
+        })
+        .collect();
+    stats.journal = Some(hmw_core::stats::JournalStats {
+        resumed_tasks: 40,
+        started_unix_s: vec![100.0, 130.5],
+        ..Default::default()
+    });
+    let bare = report(false).svg(DEFAULT_SIZE).unwrap();
+    let observed = super::super::observed::Observed::from_stats(&stats);
+    let svg = Report::from_parts("restarts", observed, None, 80)
+        .svg(DEFAULT_SIZE)
+        .unwrap();
+    assert!(
+        svg.contains("clusters lost 1 and back 1 times"),
+        "the legend"
+    );
+    assert!(
+        svg.contains("resumed from its journal: 40 tasks") && svg.contains("started 30.5 s"),
+        "the resume"
+    );
+    let ticks = |svg: &str| svg.matches("stroke=\"#E69F00\"").count();
+    assert!(
+        ticks(&svg) >= ticks(&bare) + 4,
+        "a tick per event and chart"
+    );
+}
+
+#[test]
 fn a_makespan_outside_the_tolerance_fails_in_the_title() {
     let mut stats = two_cluster_stats();
     stats.wall_s = 7.0; // past 1.05 x 6.4 = 6.72

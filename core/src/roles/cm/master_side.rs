@@ -115,6 +115,13 @@ impl CmMasterSide {
                 self.link.send(encode(&ToWorker::Stop));
             }
             ToWorker::Join(nr) => self.link.send(encode(&ToWorker::Join(nr))),
+            ToWorker::Journaled(ids) => self.link.send(encode(&ToWorker::Journaled(ids))),
+            ToWorker::Resend => {
+                return Err(CoreError::Protocol {
+                    rank: MASTER,
+                    message: "a master asked its CM to resend results".into(),
+                })
+            }
         }
         Ok(())
     }

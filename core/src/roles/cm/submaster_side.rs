@@ -19,7 +19,9 @@ use crate::{
     protocol::{decode, encode, ToMaster, ToWorker},
 };
 
-/// What a message queued for the sub-master is: a batch waits for room, the others do not.
+/// What a message queued for the sub-master is: a batch waits for room, the others do not
+/// (`Join` stands for every message that needs none: a join factor, an acknowledgement, a
+/// request to resend).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Relay {
     Tasks,
@@ -94,8 +96,16 @@ impl CmSubMasterSide {
                 self.queue.clear();
                 self.queue.push_back((bytes, Relay::Stop));
             }
-            ToWorker::Join(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Join)),
-            ToWorker::Join(_) => {}
+            ToWorker::Join(_) | ToWorker::Journaled(_) if !self.stop_sent => {
+                self.queue.push_back((bytes, Relay::Join))
+            }
+            ToWorker::Join(_) | ToWorker::Journaled(_) => {}
+            ToWorker::Resend => {
+                return Err(CoreError::Protocol {
+                    rank: self.rank,
+                    message: "the master's side asked for results again".into(),
+                })
+            }
             // Once this cluster is stopping, tasks that still come are not for it.
             ToWorker::Tasks(_) if !self.stop_sent => self.queue.push_back((bytes, Relay::Tasks)),
             ToWorker::Tasks(_) => {}
@@ -133,7 +143,8 @@ impl CmSubMasterSide {
     /// The master's side is a new process (the main cluster started again, its master from
     /// its journal): it knows nothing of the room this cluster offered. The room not used yet
     /// is offered again, in one message, in place of the offers still waiting for the link;
-    /// results still waiting go to the new master, which gathers those it has not.
+    /// results still waiting go to the new master, which gathers those it has not, and the
+    /// sub-master sends again every result the old master had not acknowledged.
     fn master_side_restarted(&mut self) {
         tracing::warn!(
             room = self.room,
@@ -148,6 +159,9 @@ impl CmSubMasterSide {
         if self.room > 0 {
             self.link.send(encode(&ToMaster::Ready { room: self.room }));
         }
+        // The results the old master had not journaled go again, to the new one.
+        self.queue
+            .push_back((encode(&ToWorker::Resend), Relay::Join));
     }
 
     /// The sub-master said `Bye` or `Lost`: the CM ends once the outputs are performed.

@@ -19,6 +19,7 @@
 //! aside until something changes for it: a task to retry, or (for tail copies) it becomes
 //! idle.
 
+mod acknowledgements;
 mod dispatch;
 mod feed;
 mod progress;

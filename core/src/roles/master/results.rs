@@ -13,6 +13,7 @@ use crate::{
     app::TaskId,
     error::CoreError,
     protocol::{ResultRef, ToMaster},
+    stats::ClusterEvent,
 };
 
 impl<S: TaskSource> MasterCore<S> {
@@ -95,6 +96,9 @@ impl<S: TaskSource> MasterCore<S> {
                 Kind::Cm { name, .. } => name,
             };
             let busy_s = result.busy_s;
+            let cm = matches!(tally.kind, Kind::Cm { .. }).then_some(from);
+            self.acknowledgements
+                .gathered(cm, cm.map(|_| result.ids.clone()).unwrap_or_default());
             if self.live {
                 self.estimator.observe(
                     cluster,
@@ -113,6 +117,9 @@ impl<S: TaskSource> MasterCore<S> {
             // Some of these tasks were gathered from another copy: a joined result
             // cannot be split, so the rest is computed again unless a copy is out.
             tally.stats.discharged += result.ids.len() as u64;
+            if matches!(tally.kind, Kind::Cm { .. }) {
+                self.acknowledgements.discharged(from, &result.ids);
+            }
             for id in &result.ids {
                 self.release(*id, from);
             }
@@ -188,6 +195,7 @@ impl<S: TaskSource> MasterCore<S> {
             ToMaster::Result { result, room } => self.on_result(from, result.as_ref(), room)?,
             ToMaster::Lost => {
                 tally.gone = true;
+                self.note_cluster(from, "lost");
                 let tasks = self.take_back(from);
                 tracing::warn!(rank = from, tasks, "cluster lost: taking its tasks back");
             }
@@ -196,6 +204,7 @@ impl<S: TaskSource> MasterCore<S> {
                 tally.rejoins += 1;
                 tally.done_at_rejoin = tally.stats.tasks_done;
                 tally.busy = BusySince::default();
+                self.note_cluster(from, "back");
                 tracing::warn!(rank = from, "cluster back: it takes new tasks again");
             }
             ToMaster::Back => {
@@ -222,6 +231,17 @@ impl<S: TaskSource> MasterCore<S> {
             }
         }
         Ok(())
+    }
+
+    /// The cluster behind CM `rank` was lost, or is back: noted for the statistics.
+    fn note_cluster(&mut self, rank: usize, event: &str) {
+        if let Some(Kind::Cm { name, .. }) = self.tallies.get(&rank).map(|t| &t.kind) {
+            self.cluster_events.push(ClusterEvent {
+                t_s: self.now.saturating_sub(self.started_at).as_secs_f64(),
+                cluster: name.clone(),
+                event: event.into(),
+            });
+        }
     }
 
     /// Take back the tasks `rank` (a cluster lost or dropped) holds that are still wanted (a

@@ -152,6 +152,8 @@ impl<S: TaskSource> MasterCore<S> {
             iterations,
             adapter,
             adaptations: Vec::new(),
+            cluster_events: Vec::new(),
+            acknowledgements: Default::default(),
             started_unix_s: None,
             reported: None,
         }
@@ -201,6 +203,10 @@ impl<S: TaskSource> MasterCore<S> {
                 ToMasterRef::Owned(message) => self.handle_message(from, message)?,
             }
         }
+        if self.acknowledgements.owed() {
+            let durable = self.source.durable_results();
+            self.acknowledgements.send(now, durable, out);
+        }
         self.step(now, out)
     }
 
@@ -212,11 +218,15 @@ impl<S: TaskSource> MasterCore<S> {
             }
             return;
         }
-        if self.phase != Phase::Running || self.config.statistics_interval <= 0.0 {
+        if self.phase != Phase::Running {
             return;
         }
         self.now = now;
-        if now >= self.next_report {
+        if self.acknowledgements.owed() {
+            let durable = self.source.durable_results();
+            self.acknowledgements.send(now, durable, out);
+        }
+        if self.config.statistics_interval > 0.0 && now >= self.next_report {
             let interval = self.config.statistics_interval;
             let sample = self.progress(now.saturating_sub(self.started_at), interval);
             let mut line = sample.line(self.source.task_count());
@@ -234,7 +244,13 @@ impl<S: TaskSource> MasterCore<S> {
     pub fn poll_timeout(&self) -> Option<Duration> {
         match self.phase {
             Phase::Failing(until) => Some(until),
-            Phase::Running if self.config.statistics_interval > 0.0 => Some(self.next_report),
+            Phase::Running => {
+                let report = (self.config.statistics_interval > 0.0).then_some(self.next_report);
+                match (report, self.acknowledgements.due()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             _ => None,
         }
     }

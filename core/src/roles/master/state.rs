@@ -21,7 +21,7 @@ use crate::{
     protocol::{LinkState, WireTaskRef},
     scheduler::{Scheduler, Waiting},
     spare::SpareBuffers,
-    stats::{Adaptation, ClusterReport, ProgressSample, RunStats, WorkerStats},
+    stats::{Adaptation, ClusterEvent, ClusterReport, ProgressSample, RunStats, WorkerStats},
 };
 
 /// A task handed out and not yet gathered.
@@ -252,6 +252,10 @@ pub struct MasterCore<S> {
     /// Re-planning between clusters (`[run] adapt`) and the decisions made.
     pub(super) adapter: Option<Adapter>,
     pub(super) adaptations: Vec<Adaptation>,
+    /// Clusters lost and back, for the statistics.
+    pub(super) cluster_events: Vec<ClusterEvent>,
+    /// What the clusters behind CMs are told of their results (journaled, or not needed).
+    pub(super) acknowledgements: super::acknowledgements::Acknowledgements,
     /// The wall-clock time the run started, as the driver read it at [`Output::Started`].
     pub(super) started_unix_s: Option<f64>,
     /// A sub-master's statistics, made when it reported them to its parent cluster.

@@ -63,6 +63,7 @@ impl<S: TaskSource> MasterCore<S> {
             adaptations: std::mem::take(&mut self.adaptations),
             parts_per_task: self.source.parts_per_task(),
             journal: None,
+            cluster_events: std::mem::take(&mut self.cluster_events),
         }
     }
 }
