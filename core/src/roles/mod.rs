@@ -16,7 +16,8 @@
 //! - [`CmMasterSide`] and [`CmSubMasterSide`]: a communication manager's relaying, credit and
 //!   window accounting, lost-after deadline;
 //! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs;
-//! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs).
+//! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs);
+//! - [`pipeline`]: the cores of a pipeline run (controller, clusters' heads, nodes, CMs).
 
 mod busy_since;
 mod cm;
@@ -24,6 +25,7 @@ mod iterations;
 mod join_time;
 mod master;
 mod output;
+pub mod pipeline;
 mod rank_table;
 mod split_source;
 mod submaster;

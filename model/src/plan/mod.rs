@@ -19,8 +19,9 @@
 //! - `parse.rs`: the file's values checked into a [`Plan`];
 //! - `load.rs`: plans and measured-system files read from disk;
 //! - `model_input.rs`: a plan, and the values measured, as the model's input;
-//! - `pipeline.rs`: the `[pipeline]` table of a pipeline application, and the pipeline
-//!   model's input;
+//! - `pipeline.rs`: the `[pipeline]` table of a pipeline application;
+//! - `pipeline_input.rs`: a pipeline plan, and the values measured, as the pipeline model's
+//!   input;
 //! - `measured.rs`: a measured system checked against the plan;
 //! - `error.rs`: [`PlanError`], naming the key, the cluster and the machine;
 //! - `syntax.rs`: TOML errors in the plan's vocabulary;
@@ -38,6 +39,7 @@ mod measured;
 mod model_input;
 mod parse;
 mod pipeline;
+mod pipeline_input;
 mod syntax;
 mod validated;
 
