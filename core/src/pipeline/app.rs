@@ -184,17 +184,22 @@ pub struct Complete<So, Si, T> {
     pub chain: Chain,
     /// The sink.
     pub sink: Si,
-    output: PhantomData<fn() -> T>,
+    /// The type the sink takes.
+    pub output: PhantomData<fn() -> T>,
+}
+
+/// Hand the encoded item `seq` (the last stage's output) to `sink`.
+pub fn deliver<T: DeserializeOwned, Si: Sink<T>>(
+    sink: &mut Si,
+    seq: u64,
+    body: &[u8],
+) -> Result<(), DecodeError> {
+    let item: T = decode(body, "the last stage's output")?;
+    sink.receive(seq, item);
+    Ok(())
 }
 
 impl<So: Source, Si: Sink<T>, T: DeserializeOwned> Complete<So, Si, T> {
-    /// Hand the encoded item `seq` (the last stage's output) to the sink.
-    pub fn deliver(&mut self, seq: u64, body: &[u8]) -> Result<(), DecodeError> {
-        let item: T = decode(body, "the last stage's output")?;
-        self.sink.receive(seq, item);
-        Ok(())
-    }
-
     /// The source's next item, encoded.
     pub fn next_encoded(&mut self) -> Option<Vec<u8>> {
         self.source.next_item().map(|item| encode(&item))
@@ -208,7 +213,7 @@ impl<So: Source, Si: Sink<T>, T: DeserializeOwned> Complete<So, Si, T> {
             for stage in self.chain.stages() {
                 bytes = stage.run(&bytes)?;
             }
-            self.deliver(seq, &bytes)?;
+            deliver(&mut self.sink, seq, &bytes)?;
             seq += 1;
         }
         Ok(self.sink)

@@ -8,6 +8,8 @@ pub mod app;
 pub mod config;
 pub mod stats;
 
-pub use app::{stage_fn, Chain, Complete, ErasedStage, FnStage, Pipeline, Sink, Source, Stage};
+pub use app::{
+    deliver, stage_fn, Chain, Complete, ErasedStage, FnStage, Pipeline, Sink, Source, Stage,
+};
 pub use config::PipelineConfig;
 pub use stats::PipelineStats;

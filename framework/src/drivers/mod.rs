@@ -7,9 +7,11 @@
 //! - [`cm`]: a communication manager: its cluster's MPI and the link to its peer CM around a
 //!   CM core;
 //! - [`worker`]: the communication thread around a [`hmw_core::roles::WorkerCore`], and a compute
-//!   thread.
+//!   thread;
+//! - [`pipeline`]: the roles of a pipeline run (controller, heads, nodes, CMs).
 
 pub(crate) mod cm;
 pub(crate) mod master;
+pub(crate) mod pipeline;
 pub(crate) mod submaster;
 pub(crate) mod worker;

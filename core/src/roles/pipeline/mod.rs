@@ -22,7 +22,7 @@ pub use controller::{ControllerCore, ControllerSetup, ItemSource};
 pub use head::HeadCore;
 pub use managers::Managers;
 pub use monitor::Monitor;
-pub use node::{Job, NodeCore};
+pub use node::{calibration_of, Job, NodeCore};
 pub use output::PipeOutput;
 pub use relay::{RelayCore, RelayOutput, CLOSE_PATIENCE};
 pub use routes::Routes;

@@ -37,6 +37,28 @@ pub enum Job {
     },
 }
 
+/// A calibration from its repeats: `times[j]` the seconds of stage `j` at each repeat,
+/// `output_bytes` each stage's output, `chains` each repeat's seconds through every stage.
+/// Each stage's time is the median of its repeats (of two, the faster: a first run may pay
+/// for cold caches); the noise of (158) is the coefficient of variation of the chains.
+pub fn calibration_of(times: Vec<Vec<f64>>, output_bytes: Vec<u64>, chains: &[f64]) -> Calibration {
+    let stage_s = times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t.get(t.len().saturating_sub(1) / 2)
+                .copied()
+                .unwrap_or(0.0)
+                .max(1e-9)
+        })
+        .collect();
+    Calibration {
+        stage_s,
+        output_bytes,
+        chain_cv: hmw_model::pipeline::calibration::coefficient_of_variation(chains),
+    }
+}
+
 /// A node of a pipeline run.
 #[derive(Debug)]
 pub struct NodeCore {
@@ -219,6 +241,17 @@ impl NodeCore {
             calibration,
         };
         self.routes.send(Address::CONTROLLER, &message, out)
+    }
+
+    /// The compute thread failed on a job (a stage panicked, or its input did not decode):
+    /// the controller is told, and ends the run.
+    pub fn failed(&mut self, message: &str, out: &mut Vec<PipeOutput>) -> Result<(), CoreError> {
+        self.computing = false;
+        let failed = PipeMessage::Failed {
+            from: self.me(),
+            message: message.to_owned(),
+        };
+        self.routes.send(Address::CONTROLLER, &failed, out)
     }
 
     /// The node said `Bye`: it ends once its sends are done.
