@@ -39,18 +39,13 @@ pub enum Job {
 
 /// A calibration from its repeats: `times[j]` the seconds of stage `j` at each repeat,
 /// `output_bytes` each stage's output, `chains` each repeat's seconds through every stage.
-/// Each stage's time is the median of its repeats (of two, the faster: a first run may pay
-/// for cold caches); the noise of (158) is the coefficient of variation of the chains.
+/// Each stage's time is the mean of its repeats: a host under a CPU quota computes in bursts,
+/// and only a mean over the quota's periods is its rate. The noise of (158) is the
+/// coefficient of variation of the chains.
 pub fn calibration_of(times: Vec<Vec<f64>>, output_bytes: Vec<u64>, chains: &[f64]) -> Calibration {
     let stage_s = times
         .into_iter()
-        .map(|mut t| {
-            t.sort_by(f64::total_cmp);
-            t.get(t.len().saturating_sub(1) / 2)
-                .copied()
-                .unwrap_or(0.0)
-                .max(1e-9)
-        })
+        .map(|t| (t.iter().sum::<f64>() / t.len().max(1) as f64).max(1e-9))
         .collect();
     Calibration {
         stage_s,
