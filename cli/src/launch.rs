@@ -24,12 +24,13 @@ use std::{
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
-use hmw_core::stats::RunStats;
+use hmw_core::{pipeline::PipelineStats, stats::RunStats};
 use hmw_model::{
     methodology::{predict, Prediction},
     plan::{load_plan, model_input_with_measured, Plan},
 };
 
+pub(crate) use crate::pipeline::Purpose;
 use crate::{
     keygen::{host_files, write_certificates},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
@@ -74,6 +75,22 @@ pub struct LaunchArgs {
         allow_negative_numbers = true
     )]
     grace_s: Duration,
+}
+
+impl LaunchArgs {
+    /// The launch of a calibration run of `plan`, its files in `work_dir`.
+    pub(crate) fn calibration(plan: PathBuf, work_dir: PathBuf) -> Self {
+        LaunchArgs {
+            plan: Some(plan),
+            cleanup: None,
+            keep: false,
+            measured: None,
+            print: false,
+            work_dir: Some(work_dir),
+            binary: None,
+            grace_s: Duration::from_secs(30),
+        }
+    }
 }
 
 /// A started cluster: its `mpirun`, leader of a process group of its own.
@@ -130,15 +147,39 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
 }
 
 pub fn run(args: LaunchArgs) -> Result<()> {
+    run_for(args, Purpose::Run).map(|_| ())
+}
+
+/// [`run`] for `purpose`; the main cluster's statistics file.
+pub(crate) fn run_for(args: LaunchArgs, purpose: Purpose) -> Result<PathBuf> {
     if let Some(state) = &args.cleanup {
-        return crate::remote::cleanup(state);
+        crate::remote::cleanup(state)?;
+        return Ok(PathBuf::new());
     }
     let plan_path = args.plan.clone().context("no plan")?;
     let plan = load_plan(&plan_path)?;
     let remote =
         crate::remote::is_remote(&plan).with_context(|| plan_path.display().to_string())?;
     let plan_dir = plan_path.parent().unwrap_or(Path::new(".")).to_owned();
-    let mut prediction = predicted(&plan, &plan_path, args.measured.as_deref(), None)?;
+    // A pipeline plan: the pipeline model's prediction (its mapping starts the run); the
+    // layout then uses every worker.
+    let pipeline = match purpose {
+        _ if plan.pipeline.is_none() => None,
+        Purpose::Run => Some(crate::pipeline::predicted(
+            &plan,
+            &plan_path,
+            args.measured.as_deref(),
+        )?),
+        Purpose::PipelineCalibration { .. } => {
+            println!("== calibrating every node of the pipeline");
+            None
+        }
+    };
+    let mut prediction = if plan.pipeline.is_some() {
+        Err(anyhow!("a pipeline plan"))
+    } else {
+        predicted(&plan, &plan_path, args.measured.as_deref(), None)?
+    };
     let work = args
         .work_dir
         .clone()
@@ -155,7 +196,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         Allocations::none(&state_file)
     };
     let mut plan = plan;
-    if !allocations.list.is_empty() {
+    if !allocations.list.is_empty() && plan.pipeline.is_none() {
         let mut why = Vec::new();
         for allocation in &allocations.list {
             let name = &allocation.remote.name;
@@ -195,6 +236,13 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         free_port,
     )
     .with_context(|| format!("{}", plan_path.display()))?;
+    let mut layout = layout;
+    if let Some(p) = &plan.pipeline {
+        let table = crate::pipeline::run_table(&plan, p, pipeline.as_ref(), purpose)?;
+        layout
+            .config
+            .insert("pipeline".into(), toml::Value::Table(table));
+    }
     for note in &layout.notes {
         println!("== note: {note}");
     }
@@ -232,10 +280,13 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;
-    let predicted = prediction
-        .as_ref()
-        .ok()
-        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    let predicted = match &pipeline {
+        Some(p) => Some(crate::pipeline::predicted_makespan(p)),
+        None => prediction
+            .as_ref()
+            .ok()
+            .map(|p| (p.run.t_ex_best, p.run.t_ex_worst)),
+    };
     if remote {
         let binary = binary.canonicalize().unwrap_or(binary);
         let (deployment, commands) = Deployment::prepare(
@@ -255,7 +306,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
                  ca.key.pem off the clusters",
                 certs.display()
             );
-            return Ok(());
+            return Ok(PathBuf::new());
         }
         return run_clusters(
             &layout,
@@ -280,7 +331,7 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         for line in host_files(&layout) {
             println!("#   {line}");
         }
-        return Ok(());
+        return Ok(PathBuf::new());
     }
     run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
 }
@@ -394,7 +445,7 @@ fn run_clusters(
     grace: Duration,
     predicted: Option<(f64, f64)>,
     deployment: Option<&Deployment>,
-) -> Result<()> {
+) -> Result<PathBuf> {
     catch_signals()?;
     become_subreaper()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -568,6 +619,8 @@ fn run_clusters(
                 stats.wall_s,
                 main_stats.display()
             );
+        } else if let Ok(stats) = serde_json::from_str::<PipelineStats>(&text) {
+            crate::pipeline::print_outcome(&stats, predicted, layout.clusters.len(), main_stats);
         }
     }
     println!("== wall time {:.1} s", start.elapsed().as_secs_f64());
@@ -580,5 +633,5 @@ fn run_clusters(
     if cleanup_failed {
         bail!("the run ended but the cleanup of some hosts failed (said above)");
     }
-    Ok(())
+    Ok(main_stats.clone())
 }

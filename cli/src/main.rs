@@ -8,6 +8,8 @@ mod keygen;
 #[cfg(feature = "mpi")]
 mod launch;
 mod layout;
+#[cfg(feature = "mpi")]
+mod pipeline;
 mod ports;
 mod predict;
 #[cfg(feature = "mpi")]

@@ -105,9 +105,9 @@ where
     let args = RunArgs::parse();
     if args.threads {
         let played = prepare(&args, make).and_then(|prepared| {
-            let config = prepared.config.clone();
+            let (config, calibrating) = (prepared.config.clone(), prepared.pipeline.calibrate_only);
             let outcome = play_in_threads(prepared)?;
-            conclude(outcome, &config, &args, finish)
+            conclude(outcome, &config, &args, calibrating, finish)
         });
         return match played {
             Ok(()) => ExitCode::SUCCESS,
@@ -187,10 +187,10 @@ where
             return ExitCode::from(2);
         }
     };
-    let config = prepared.config.clone();
+    let (config, calibrating) = (prepared.config.clone(), prepared.pipeline.calibrate_only);
     let result = play(&mut transport, prepared)
         .map_err(anyhow::Error::from)
-        .and_then(|outcome| conclude(outcome, &config, args, finish));
+        .and_then(|outcome| conclude(outcome, &config, args, calibrating, finish));
     if let Err(e) = &result {
         eprintln!("error (rank {rank}): {e:#}");
         transport.abort(1);
@@ -329,11 +329,13 @@ where
 }
 
 /// The end of a run on the controller: the summary, the JSON statistics, and the
-/// application's `finish` (skipped when `--max-tasks` cut the run short).
+/// application's `finish` (skipped when `--max-tasks` cut the run short, or the run only
+/// calibrated the nodes).
 fn conclude<Si>(
     outcome: PipeOutcome<Si>,
     config: &ConfigFile,
     args: &RunArgs,
+    calibrating: bool,
     finish: impl FnOnce(Si, &PipelineStats) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let PipeOutcome::Controller { sink, stats } = outcome else {
@@ -346,8 +348,8 @@ fn conclude<Si>(
         let json = serde_json::to_string_pretty(&stats)?;
         std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    match args.max_tasks {
-        None => finish(sink, &stats),
-        Some(_) => Ok(()),
+    if args.max_tasks.is_some() || calibrating {
+        return Ok(());
     }
+    finish(sink, &stats)
 }

@@ -15,6 +15,7 @@
 //! sends = "async"
 //! message_overhead_s = 0.0
 //! wan_stage = true
+//! calibrate_only = false        # calibrate every node, then stop (hmw calibrate)
 //! [[pipeline.cluster]]          # the clusters, the main one first (default: one, "main")
 //! name = "lyon"
 //! lan_bytes_per_s = 1e8
@@ -89,6 +90,10 @@ pub struct PipelineConfig {
     /// A WAN between stages is a stage of the model.
     #[serde(default = "yes")]
     pub wan_stage: bool,
+    /// Calibrate every node, then stop (`hmw calibrate` on a pipeline plan): the statistics
+    /// hold the calibration.
+    #[serde(default)]
+    pub calibrate_only: bool,
     /// The clusters, the main one first.
     #[serde(default)]
     pub cluster: Vec<ClusterEntry>,

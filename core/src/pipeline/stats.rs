@@ -81,6 +81,23 @@ pub struct PipeProgress {
     pub items_per_s: f64,
 }
 
+/// One node's calibration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationRecord {
+    /// Seconds from the start when it came.
+    pub at_s: f64,
+    /// The node.
+    pub node: Address,
+    /// Its host.
+    pub host: String,
+    /// Seconds of one item of each stage.
+    pub stage_s: Vec<f64>,
+    /// Bytes of each stage's output.
+    pub output_bytes: Vec<u64>,
+    /// The noise of its repeated timings.
+    pub chain_cv: f64,
+}
+
 /// One stage on one node over the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageOnNode {
@@ -115,6 +132,8 @@ pub struct PipelineStats {
     pub calibration_s: f64,
     /// The mappings followed, the first first.
     pub mappings: Vec<MappingRecord>,
+    /// Every node's calibrations, in the order they came.
+    pub calibrations: Vec<CalibrationRecord>,
     /// Every decision.
     pub decisions: Vec<PipeDecision>,
     /// The progress over time.

@@ -71,7 +71,8 @@ pub fn advise(
                 .filter(|(i, _)| *i != evaluation.bottleneck)
                 .map(|(_, p)| p.production_s)
                 .fold(0.0, f64::max);
-            if next_slowest < evaluation.bottleneck_s {
+            // Alone, the group has no next slowest part to come down to.
+            if next_slowest > 0.0 && next_slowest < evaluation.bottleneck_s {
                 let g = &mapping.groups[group];
                 let detail = &evaluation.groups[group];
                 let one = detail.replica_s.iter().sum::<f64>() / detail.replica_s.len() as f64;

@@ -22,6 +22,8 @@ pub struct Slowdown {
 /// The prediction of a run under a slowdown, with and without a remap.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RemapGain {
+    /// The slowdown.
+    pub slowdown: Slowdown,
     /// (160): items through the pipeline when the node slows.
     pub items_before: f64,
     /// The mapping kept, on the slowed system.
@@ -157,6 +159,7 @@ pub fn remap_gain(
             && calls_for_remap(p.production_s, calibrated_bottleneck, threshold)
     });
     let mut gain = RemapGain {
+        slowdown: *slowdown,
         items_before,
         never_s,
         remaps: false,

@@ -11,7 +11,7 @@ use hmw_model::pipeline::{calibration::calls_for_remap, Evaluation};
 use super::{ControllerCore, ItemSource, Phase};
 use crate::{
     error::CoreError,
-    pipeline::stats::{DecisionKind, MappingRecord, PipeDecision, RankReport},
+    pipeline::stats::{CalibrationRecord, DecisionKind, MappingRecord, PipeDecision, RankReport},
     protocol::pipeline::{Address, Assignment, Calibration, PipeMessage},
     roles::pipeline::{monitor::Monitor, output::PipeOutput},
 };
@@ -100,6 +100,7 @@ impl<S: ItemSource> ControllerCore<S> {
                 message: format!("a second calibration of {node}"),
             });
         }
+        let last = pending.is_empty();
         if calibration.stage_s.len() != self.setup.stages.len() {
             return Err(CoreError::Protocol {
                 rank: node.rank(),
@@ -110,9 +111,20 @@ impl<S: ItemSource> ControllerCore<S> {
                 ),
             });
         }
+        self.stats.calibrations.push(CalibrationRecord {
+            at_s: now.as_secs_f64(),
+            node,
+            host: self.host_of(node),
+            stage_s: calibration.stage_s.clone(),
+            output_bytes: calibration.output_bytes.clone(),
+            chain_cv: calibration.chain_cv,
+        });
         self.calibrations.insert(node, calibration);
-        if !pending.is_empty() {
+        if !last {
             return Ok(());
+        }
+        if self.setup.config.calibrate_only {
+            return self.stop(now, out);
         }
         let system = self.calibrated()?;
         let (mapping, evaluation) =
