@@ -7,13 +7,16 @@
 //!   done, stretches where a cluster delivered nothing);
 //! - [`predicted`]: the model's prediction as curves over time;
 //! - [`comparison`]: predicted against measured (makespan, efficiency, error, targets);
-//! - [`chart`]: the picture (SVG or PNG, through plotters).
+//! - [`chart`]: the picture (SVG or PNG, through plotters);
+//! - `pipeline`: a pipeline run's report: its mappings, decisions and stage times, and a
+//!   chart of its items per second with every decision marked.
 
 pub mod chart;
 mod command;
 pub mod comparison;
 mod document;
 pub mod observed;
+mod pipeline;
 pub mod predicted;
 pub mod workers;
 
