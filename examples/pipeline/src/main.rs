@@ -5,8 +5,8 @@
 //! one thread, through the same stages, and checks that the run gave the same bits.
 //!
 //! `[application]`: `items`, `samples` (points per signal, a power of two), `tones`, `centre`
-//! and `width` of the band (fractions of the Nyquist frequency), `verify` (items recomputed:
-//! 0 for all).
+//! and `width` of the band (fractions of the Nyquist frequency), `order` (resonators of the
+//! band-pass), `verify` (items recomputed: 0 for all).
 
 mod stages;
 
@@ -24,6 +24,7 @@ struct Settings {
     tones: usize,
     centre: f64,
     width: f64,
+    order: usize,
     verify: u64,
 }
 
@@ -35,6 +36,7 @@ impl Default for Settings {
             tones: 8,
             centre: 0.3,
             width: 0.1,
+            order: 8,
             verify: 64,
         }
     }
@@ -81,6 +83,12 @@ fn pipeline(settings: &Settings) -> anyhow::Result<Complete<Seeds, Summaries, Su
         settings.samples
     );
     anyhow::ensure!(settings.tones >= 1, "tones = 0: at least one");
+    anyhow::ensure!(settings.order >= 1, "order = 0: at least one resonator");
+    anyhow::ensure!(
+        settings.width > 0.0,
+        "width = {}: a positive fraction of the Nyquist frequency",
+        settings.width
+    );
     let samples = settings.samples;
     Ok(Pipeline::source(Seeds {
         next: 0,
@@ -100,6 +108,7 @@ fn pipeline(settings: &Settings) -> anyhow::Result<Complete<Seeds, Summaries, Su
             samples,
             centre: settings.centre,
             width: settings.width,
+            order: settings.order,
         },
     )
     .stage("ifft", Inverse::new(samples))

@@ -117,12 +117,32 @@ impl Stage for Forward {
     }
 }
 
-/// Stage 3: a band-pass with a Gaussian taper around `centre` (a fraction of the Nyquist
-/// frequency), `width` wide, on both halves of the spectrum.
+/// Stage 3: a band-pass, a cascade of `order` first-order resonators centred across
+/// `centre - width ..= centre + width` (fractions of the Nyquist frequency), each
+/// `1 / (1 + j (f - c) / width)`, applied to both halves of the spectrum (the negative
+/// frequencies conjugated, so the signal stays real).
 pub(crate) struct BandPass {
     pub(crate) samples: usize,
     pub(crate) centre: f64,
     pub(crate) width: f64,
+    pub(crate) order: usize,
+}
+
+impl BandPass {
+    /// The centres of the resonators.
+    fn centres(&self) -> Vec<f64> {
+        let n = self.order.max(1);
+        (0..n)
+            .map(|m| {
+                let spread = if n == 1 {
+                    0.0
+                } else {
+                    2.0 * m as f64 / (n - 1) as f64 - 1.0
+                };
+                self.centre + self.width * spread
+            })
+            .collect()
+    }
 }
 
 impl Stage for BandPass {
@@ -131,18 +151,26 @@ impl Stage for BandPass {
     fn process(&self, Spectrum(mut bins): Spectrum) -> Spectrum {
         let n = bins.len() / 2;
         let half = n as f64 / 2.0;
+        let centres = self.centres();
         for k in 0..n {
-            let frequency = if k as f64 <= half { k } else { n - k } as f64 / half;
-            let z = (frequency - self.centre) / self.width;
-            let weight = (-z * z).exp() as f32;
-            bins[2 * k] *= weight;
-            bins[2 * k + 1] *= weight;
+            let negative = k as f64 > half;
+            let frequency = if negative { n - k } else { k } as f64 / half;
+            let mut response = Complex::new(1.0f64, 0.0);
+            for &c in &centres {
+                response /= Complex::new(1.0, (frequency - c) / self.width);
+            }
+            if negative {
+                response = response.conj();
+            }
+            let bin = Complex::new(f64::from(bins[2 * k]), f64::from(bins[2 * k + 1])) * response;
+            bins[2 * k] = bin.re as f32;
+            bins[2 * k + 1] = bin.im as f32;
         }
         Spectrum(bins)
     }
-    /// An exponential counts 20.
+    /// A complex division counts 10.
     fn operations(&self) -> f64 {
-        (self.samples * 20) as f64
+        (self.samples * self.order.max(1) * 10) as f64
     }
 }
 
