@@ -74,6 +74,8 @@ mod documents {
     struct Readme;
     #[doc = include_str!("../../docs/guide/writing-an-application.md")]
     struct WritingAnApplication;
+    #[doc = include_str!("../../docs/guide/pipeline.md")]
+    struct Pipelines;
 }
 
 pub use builder::App;

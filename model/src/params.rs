@@ -339,7 +339,7 @@ pub struct MeasuredWorker {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<f64>,
     /// A pipeline's calibration: seconds one item of each stage took on this worker, in the
-    /// order of the plan's `[[pipeline.stage]]` (the mean of its repeats).
+    /// order of the plan's `[[pipeline.stage]]` (the mean of its repeats after the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage_s: Option<Vec<f64>>,
     /// A pipeline's calibration: the coefficient of variation of this worker's repeated

@@ -369,21 +369,11 @@ fn advice_text(system: &PipelineSystem, mapping: &Mapping, advice: &PipelineAdvi
         PipelineAdvice::Replicate {
             stages: st,
             target_s,
-            replicas: Some(n),
+            replicas: n,
             ..
         } => format!(
             "replicate {} on {n} nodes behind a manager: down to {} s per item, the next \
              slowest part's (PL(4)/(5))",
-            stages(*st),
-            seconds(*target_s)
-        ),
-        PipelineAdvice::Replicate {
-            stages: st,
-            target_s,
-            replicas: None,
-            ..
-        } => format!(
-            "{}: no number of replicas brings it to {} s, its manager alone takes longer",
             stages(*st),
             seconds(*target_s)
         ),

@@ -10,7 +10,7 @@
 //! threshold = "default"         # "default" | "never" | a relative slowdown
 //! window = 12                   # items in flight (default: (166))
 //! replica_buffers = 2
-//! calibration_repeats = 2
+//! calibration_repeats = 3       # the first warms up; the others are timed
 //! detection_items = 8
 //! sends = "async"
 //! message_overhead_s = 0.0
@@ -49,6 +49,9 @@ use hmw_model::plan::{MappingMode, Threshold};
 fn two() -> u64 {
     2
 }
+fn three() -> u64 {
+    3
+}
 fn eight() -> u64 {
     8
 }
@@ -75,8 +78,8 @@ pub struct PipelineConfig {
     /// Items a replica holds from its manager.
     #[serde(default = "two")]
     pub replica_buffers: u64,
-    /// Items of the chain each node times when calibrated.
-    #[serde(default = "two")]
+    /// Items of the chain each node times when calibrated (the first warms up, uncounted).
+    #[serde(default = "three")]
     pub calibration_repeats: u64,
     /// Recent times per replica whose median meets the threshold.
     #[serde(default = "eight")]

@@ -127,7 +127,7 @@ impl Assignment {
 /// What one calibration of a node measured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Seconds of one item of each stage (the mean of the repeats).
+    /// Seconds of one item of each stage (the mean of the repeats after the first).
     pub stage_s: Vec<f64>,
     /// Bytes of each stage's output.
     pub output_bytes: Vec<u64>,

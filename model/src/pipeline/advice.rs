@@ -14,7 +14,7 @@ use super::system::{Mapping, PipelineSystem};
 pub enum PipelineAdvice {
     /// (169): the bottleneck group, replicated behind a manager, comes down to the next
     /// slowest part's time with `replicas` replicas (`replicas + 1` processors with the
-    /// manager, PL(4)/(5)); `replicas` is `None` when the manager's own time is above it.
+    /// manager, PL(4)/(5)); none is given when the manager's own time is above it.
     Replicate {
         /// The group (index in the mapping).
         group: usize,
@@ -22,8 +22,8 @@ pub enum PipelineAdvice {
         stages: (usize, usize),
         /// The time to reach: the next slowest part's.
         target_s: f64,
-        /// Replicas needed, `None` when no number reaches the target.
-        replicas: Option<u64>,
+        /// Replicas needed.
+        replicas: u64,
     },
     /// (168): groups `group` and `group + 1` on one node (the faster for them) take
     /// `merged_s`, no more than the bottleneck: a node is freed, and a WAN when they sit on
@@ -83,12 +83,15 @@ pub fn advise(
                     system.app.input_bytes(g.first),
                     &system.lan_cost(cluster),
                 );
-                advice.push(PipelineAdvice::Replicate {
-                    group,
-                    stages: (g.first, g.last),
-                    target_s: next_slowest,
-                    replicas: processors.map(|p| p.saturating_sub(1)),
-                });
+                // Out of reach (its manager alone is slower than the target): no advice.
+                if let Some(processors) = processors {
+                    advice.push(PipelineAdvice::Replicate {
+                        group,
+                        stages: (g.first, g.last),
+                        target_s: next_slowest,
+                        replicas: processors.saturating_sub(1),
+                    });
+                }
             }
         }
         Part::Wan { cluster, up, bytes } => advice.push(PipelineAdvice::WanBound {
@@ -188,7 +191,7 @@ mod tests {
                 group: 2,
                 stages: (2, 2),
                 target_s: 0.21000000000000002,
-                replicas: Some(6),
+                replicas: 6,
             }
         );
         assert!(matches!(

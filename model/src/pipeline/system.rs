@@ -96,7 +96,8 @@ pub struct PipelineOptions {
     pub window: Option<u64>,
     /// Items of each stage a replica holds (one computing, the others waiting).
     pub replica_buffers: u64,
-    /// Items of the whole pipeline each node computes when it is calibrated.
+    /// Items of the whole pipeline each node computes when it is calibrated (the first warms
+    /// up and is not counted).
     pub calibration_repeats: u64,
     /// Recent items whose median time the runtime sets against its threshold.
     pub detection_items: u64,
@@ -111,7 +112,7 @@ impl Default for PipelineOptions {
             remap_cost: true,
             window: None,
             replica_buffers: 2,
-            calibration_repeats: 2,
+            calibration_repeats: 3,
             detection_items: 8,
         }
     }

@@ -26,7 +26,7 @@ pub(super) struct PipelineTable {
     window: Option<u64>,
     #[serde(default = "two")]
     replica_buffers: u64,
-    #[serde(default = "two")]
+    #[serde(default = "three")]
     calibration_repeats: u64,
     #[serde(default = "eight")]
     detection_items: u64,
@@ -39,6 +39,9 @@ pub(super) struct PipelineTable {
 
 fn two() -> u64 {
     2
+}
+fn three() -> u64 {
+    3
 }
 fn eight() -> u64 {
     8

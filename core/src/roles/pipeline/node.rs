@@ -39,18 +39,29 @@ pub enum Job {
 
 /// A calibration from its repeats: `times[j]` the seconds of stage `j` at each repeat,
 /// `output_bytes` each stage's output, `chains` each repeat's seconds through every stage.
-/// Each stage's time is the mean of its repeats: a host under a CPU quota computes in bursts,
-/// and only a mean over the quota's periods is its rate. The noise of (158) is the
-/// coefficient of variation of the chains.
+/// Of several repeats the first warms the caches up and is not counted. Each stage's time is
+/// the mean of the others: a host under a CPU quota computes in bursts, and only a mean over
+/// the quota's periods is its rate. The noise of (158) is the coefficient of variation of
+/// the chains counted.
 pub fn calibration_of(times: Vec<Vec<f64>>, output_bytes: Vec<u64>, chains: &[f64]) -> Calibration {
+    let counted = |t: &[f64]| -> Vec<f64> {
+        if t.len() > 1 {
+            t[1..].to_vec()
+        } else {
+            t.to_vec()
+        }
+    };
     let stage_s = times
-        .into_iter()
-        .map(|t| (t.iter().sum::<f64>() / t.len().max(1) as f64).max(1e-9))
+        .iter()
+        .map(|t| {
+            let t = counted(t);
+            (t.iter().sum::<f64>() / t.len().max(1) as f64).max(1e-9)
+        })
         .collect();
     Calibration {
         stage_s,
         output_bytes,
-        chain_cv: hmw_model::pipeline::calibration::coefficient_of_variation(chains),
+        chain_cv: hmw_model::pipeline::calibration::coefficient_of_variation(&counted(chains)),
     }
 }
 
