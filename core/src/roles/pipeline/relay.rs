@@ -3,8 +3,8 @@
 //! here until the link has room, [`LinkOutbox`]); what the link brings goes to its rank in
 //! this cluster, or to the CM of this cluster that leads further. When the controller stops
 //! it (the last CMs of the run to stop, the far side of each link first), it says `Bye` with
-//! its link's figures and closes the link once the peer has what it sent. A link down past
-//! `give_up_after` ends the run with an error.
+//! its link's figures and closes the link once the peer has what it sent. A link down (or not
+//! yet up) past `give_up_after` ends the run with an error.
 
 use std::{collections::VecDeque, time::Duration};
 
@@ -123,9 +123,10 @@ impl RelayCore {
         }
     }
 
-    /// After each turn at `now`, with the link as `link`: the deadline of a link down.
+    /// After each turn at `now`, with the link as `link`: the deadline of a link down (or
+    /// never up: the far cluster never came).
     pub fn on_tick(&mut self, now: Duration, link: &LinkView) -> Result<(), CoreError> {
-        if link.connected || !link.ever_connected || self.done {
+        if link.connected || self.done {
             self.down_since = None;
             return Ok(());
         }
@@ -190,5 +191,86 @@ impl LinkOutbox for RelayCore {
 
     fn pop_for_link(&mut self) -> Option<Vec<u8>> {
         self.outbox.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::{machinefile::MachineFile, pipeline::PipelineConfig, protocol::encode};
+
+    fn relay(text: &str, rank: usize) -> RelayCore {
+        let config: PipelineConfig = toml::from_str(
+            "[[cluster]]\nname = \"a\"\n[[cluster]]\nname = \"b\"\nparent = \"a\"\n",
+        )
+        .unwrap();
+        let machines = MachineFile::parse(Path::new("hosts"), text).unwrap();
+        let routes = Routes::new(&config, &machines, rank).unwrap();
+        RelayCore::new(routes, Duration::from_secs(10))
+    }
+
+    #[test]
+    fn messages_cross_to_their_rank_and_stop_ends_the_link() {
+        let mut far = relay("hb # cluster=b\ncb # S 0 7000 ha name=b-a\nnb\n", 1);
+        let mut out = Vec::new();
+        // From the link, for rank 2 of this cluster: delivered unwrapped.
+        let routed = PipeMessage::Routed {
+            to: Address::new(1, 2),
+            bytes: encode(&PipeMessage::Stop),
+        };
+        far.on_link(encode(&routed), &mut out).unwrap();
+        assert_eq!(
+            out,
+            vec![RelayOutput::ToRank {
+                rank: 2,
+                bytes: encode(&PipeMessage::Stop)
+            }]
+        );
+        // From the cluster, for the controller: into the outbox.
+        let up = encode(&PipeMessage::Routed {
+            to: Address::CONTROLLER,
+            bytes: vec![1, 2],
+        });
+        out.clear();
+        far.on_cluster(2, up.clone(), &mut out).unwrap();
+        assert!(out.is_empty());
+        assert_eq!(far.pop_for_link(), Some(up));
+        // A message for this cluster that came from it is no CM's.
+        let own = encode(&PipeMessage::Routed {
+            to: Address::new(1, 0),
+            bytes: vec![],
+        });
+        assert!(far.on_cluster(2, own, &mut out).is_err());
+        // Stopped over the link: its Bye goes up the link, then the link closes.
+        let stop = encode(&PipeMessage::Routed {
+            to: Address::new(1, 1),
+            bytes: encode(&PipeMessage::Stop),
+        });
+        far.on_link(stop, &mut out).unwrap();
+        assert_eq!(out, vec![RelayOutput::Stopped]);
+        out.clear();
+        far.finish(RankReport::default(), &mut out).unwrap();
+        assert_eq!(out, vec![RelayOutput::CloseLink(CLOSE_PATIENCE)]);
+        assert!(far.next_for_link().is_some() && far.is_done());
+    }
+
+    #[test]
+    fn a_link_down_or_never_up_past_the_deadline_ends_the_run() {
+        let mut main = relay("ha # cluster=a\nca # M 1 7000 name=a-b cluster=b\n", 1);
+        let down = LinkView::default();
+        assert!(main.on_tick(Duration::ZERO, &down).is_ok());
+        assert!(main.on_tick(Duration::from_secs(9), &down).is_ok());
+        let err = main.on_tick(Duration::from_secs(11), &down).unwrap_err();
+        assert!(err.to_string().contains("down for more than 10 s"), "{err}");
+        let up = LinkView {
+            connected: true,
+            ever_connected: true,
+            ..LinkView::default()
+        };
+        assert!(main.on_tick(Duration::from_secs(12), &up).is_ok());
+        assert!(main.on_tick(Duration::from_secs(20), &down).is_ok());
+        assert!(main.failure("gone").is_some());
     }
 }
