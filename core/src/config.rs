@@ -520,6 +520,11 @@ impl ConfigFile {
 }
 
 impl ConfigFile {
+    /// Whether the file has a top-level table `name`.
+    pub fn text_has_table(&self, name: &str) -> bool {
+        toml::from_str::<toml::Table>(&self.text).is_ok_and(|t| t.contains_key(name))
+    }
+
     /// The `[pipeline]` table of a pipeline run ([`PipelineConfig`]), its defaults when the
     /// file has none; an unknown key or a bad value is an error naming the file and the key.
     pub fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
