@@ -118,9 +118,9 @@ threshold=$(jq '.threshold' "$p" | xargs printf '%.3f')
 gain_pred=$(jq '.gain.gain' "$p" | xargs printf '%.3f')
 at_s=$(jq '.gain.slowdown.at_s' "$p")
 slowed=$(jq -r '.hosts[.gain.slowdown.node]' "$p")
-# The clusters of the nodes the mapping uses, from the plan's host names (CLUSTER-N).
-clusters=$(jq -r '.chosen.mapping.groups[].replicas[] as $k | .hosts[$k]' "$p" |
-    sed 's/-[^-]*$//' | sort -u | wc -l)
+# The clusters of the nodes the mapping uses.
+clusters=$(jq '[.chosen.mapping.groups[].replicas[] as $k | .node_clusters[$k]] | unique |
+    length' "$p")
 wan_share=$(jq '.chosen.evaluation as $e | [$e.parts[] | select(.part.kind == "wan") |
     .production_s] | (max // 0) / $e.bottleneck_s' "$p")
 note "predicted: makespan $pred_makespan s, $pred_throughput items/s, threshold $threshold, \

@@ -415,7 +415,8 @@ fn advice_text(system: &PipelineSystem, mapping: &Mapping, advice: &PipelineAdvi
     }
 }
 
-/// The prediction as JSON.
+/// The prediction as JSON: [`PipelinePrediction`]'s fields, and each node's host (`hosts`)
+/// and cluster (`node_clusters`), in the order of the mappings' node indices.
 pub fn to_json(system: &PipelineSystem, p: &PipelinePrediction) -> Result<serde_json::Value> {
     let mut json = serde_json::to_value(p)?;
     json["hosts"] = serde_json::to_value(
@@ -423,6 +424,13 @@ pub fn to_json(system: &PipelineSystem, p: &PipelinePrediction) -> Result<serde_
             .nodes
             .iter()
             .map(|n| n.host.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    json["node_clusters"] = serde_json::to_value(
+        system
+            .nodes
+            .iter()
+            .map(|n| system.clusters[n.cluster].name.as_str())
             .collect::<Vec<_>>(),
     )?;
     Ok(json)
