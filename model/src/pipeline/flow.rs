@@ -74,22 +74,6 @@ pub struct Evaluation {
     pub makespan_s: f64,
 }
 
-impl Evaluation {
-    /// The production time of every compute group, in order.
-    pub fn group_production_s(&self) -> Vec<f64> {
-        self.parts
-            .iter()
-            .filter(|p| matches!(p.part, Part::Group { .. }))
-            .map(|p| p.production_s)
-            .collect()
-    }
-
-    /// The slowest compute group's production time (`t_b` of the threshold (157)).
-    pub fn slowest_group_s(&self) -> f64 {
-        self.group_production_s().into_iter().fold(0.0, f64::max)
-    }
-}
-
 /// Equation (148): a WAN crossed between stages is a stage of its own, whose production time
 /// is the time its bytes occupy the link, `Tr_w = v / rate`.
 pub fn wan_production_time(bytes: f64, bytes_per_s: f64) -> f64 {

@@ -153,7 +153,8 @@ pub fn remap_gain(
     } else {
         never_makespan(slowdown.at_s, items_before, items, slowed.bottleneck_s)
     };
-    let calibrated_bottleneck = before.slowest_group_s();
+    // The runtime's `t_b`: the bottleneck the calibration predicts, a WAN included.
+    let calibrated_bottleneck = before.bottleneck_s;
     let tripped = slowed.parts.iter().position(|p| {
         matches!(p.part, Part::Group { .. })
             && calls_for_remap(p.production_s, calibrated_bottleneck, threshold)

@@ -239,13 +239,6 @@ impl Mapping {
         }
     }
 
-    /// The group holding stage `stage`.
-    pub fn group_of(&self, stage: usize) -> Option<usize> {
-        self.groups
-            .iter()
-            .position(|g| g.first <= stage && stage <= g.last)
-    }
-
     /// Every node the mapping uses.
     pub fn nodes(&self) -> impl Iterator<Item = usize> + '_ {
         self.groups.iter().flat_map(|g| g.replicas.iter().copied())
