@@ -64,8 +64,9 @@ else
 fi
 took "the tests"
 
-# The examples that teach, as a reader runs them: in one process and under mpirun.
-for example in hello custom_scheduler; do
+# The examples that teach, as a reader runs them: in one process and under mpirun (the
+# pipeline's, a quick pipeline run, some 10 s each; the seed's cases are unit tests above).
+for example in hello custom_scheduler pipeline; do
     for mode in "" --mpi; do
         echo "test: examples/$example/run.sh${mode:+ $mode}"
         line=$(examples/$example/run.sh ${mode:+"$mode"} 2>&1 | tail -1) || true

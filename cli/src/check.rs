@@ -40,5 +40,18 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         println!("{shown}");
     }
     println!("{}: {:?}", config.path.display(), config.run);
+    // A pipeline run's table, when there is one: its keys and values, and its clusters
+    // against this machine file.
+    if config.text_has_table("pipeline") {
+        let pipeline = config.pipeline()?;
+        hmw_core::roles::pipeline::Routes::new(&pipeline, &machines, 0)?;
+        println!(
+            "{}: [pipeline] {} clusters, mapping {}, threshold {:?}",
+            config.path.display(),
+            pipeline.cluster.len().max(1),
+            pipeline.mapping.name(),
+            pipeline.threshold
+        );
+    }
     Ok(())
 }

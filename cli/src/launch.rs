@@ -24,12 +24,13 @@ use std::{
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use hmw_cm::wanem::{DirectionConfig, Wanem, WanemConfig};
-use hmw_core::stats::RunStats;
+use hmw_core::{pipeline::PipelineStats, stats::RunStats};
 use hmw_model::{
     methodology::{predict, Prediction},
     plan::{load_plan, model_input_with_measured, Plan},
 };
 
+pub(crate) use crate::pipeline::Purpose;
 use crate::{
     keygen::{host_files, write_certificates},
     launch_record::{LaunchRecord, JOURNAL},
@@ -97,6 +98,25 @@ pub struct LaunchArgs {
     grace_s: Duration,
 }
 
+impl LaunchArgs {
+    /// The launch of a calibration run of `plan`, its files in `work_dir`.
+    pub(crate) fn calibration(plan: PathBuf, work_dir: PathBuf) -> Self {
+        LaunchArgs {
+            plan: Some(plan),
+            cleanup: None,
+            resume: None,
+            no_journal: true,
+            keep: false,
+            measured: None,
+            print: false,
+            work_dir: Some(work_dir),
+            top: false,
+            binary: None,
+            grace_s: Duration::from_secs(30),
+        }
+    }
+}
+
 /// A started cluster: its `mpirun`, leader of a process group of its own.
 struct Running {
     name: String,
@@ -156,9 +176,15 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(name))
 }
 
-pub fn run(mut args: LaunchArgs) -> Result<()> {
+pub fn run(args: LaunchArgs) -> Result<()> {
+    run_for(args, Purpose::Run).map(|_| ())
+}
+
+/// [`run`] for `purpose`; the main cluster's statistics file.
+pub(crate) fn run_for(mut args: LaunchArgs, purpose: Purpose) -> Result<PathBuf> {
     if let Some(state) = &args.cleanup {
-        return crate::remote::cleanup(state);
+        crate::remote::cleanup(state)?;
+        return Ok(PathBuf::new());
     }
     let resumed = match &args.resume {
         Some(work) => {
@@ -190,7 +216,25 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
     let remote =
         crate::remote::is_remote(&plan).with_context(|| plan_path.display().to_string())?;
     let plan_dir = plan_path.parent().unwrap_or(Path::new(".")).to_owned();
-    let mut prediction = predicted(&plan, &plan_path, args.measured.as_deref(), None)?;
+    // A pipeline plan: the pipeline model's prediction (its mapping starts the run); the
+    // layout then uses every worker.
+    let pipeline = match purpose {
+        _ if plan.pipeline.is_none() => None,
+        Purpose::Run => Some(crate::pipeline::predicted(
+            &plan,
+            &plan_path,
+            args.measured.as_deref(),
+        )?),
+        Purpose::PipelineCalibration { .. } => {
+            println!("== calibrating every node of the pipeline");
+            None
+        }
+    };
+    let mut prediction = if plan.pipeline.is_some() {
+        Err(anyhow!("a pipeline plan"))
+    } else {
+        predicted(&plan, &plan_path, args.measured.as_deref(), None)?
+    };
     let work = args
         .work_dir
         .clone()
@@ -207,7 +251,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         Allocations::none(&state_file)
     };
     let mut plan = plan;
-    if !allocations.list.is_empty() {
+    if !allocations.list.is_empty() && plan.pipeline.is_none() {
         let mut why = Vec::new();
         for allocation in &allocations.list {
             let name = &allocation.remote.name;
@@ -247,6 +291,13 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         free_port,
     )
     .with_context(|| format!("{}", plan_path.display()))?;
+    let mut layout = layout;
+    if let Some(p) = &plan.pipeline {
+        let table = crate::pipeline::run_table(&plan, p, pipeline.as_ref(), purpose)?;
+        layout
+            .config
+            .insert("pipeline".into(), toml::Value::Table(table));
+    }
     for note in &layout.notes {
         println!("== note: {note}");
     }
@@ -273,12 +324,9 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
                     old.display()
                 );
             }
-            LaunchRecord::new(
-                &plan_path,
-                &binary,
-                args.measured.as_deref(),
-                !args.no_journal,
-            )?
+            // A pipeline's controller keeps no journal.
+            let journal = !args.no_journal && plan.pipeline.is_none();
+            LaunchRecord::new(&plan_path, &binary, args.measured.as_deref(), journal)?
         }
     };
     if !args.print {
@@ -311,10 +359,13 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         let model = prediction.as_ref().ok().map(|p| (p, plan.application.oper));
         Watch::start(&plan.name, &layout, model, &work, live_figures, args.top)
     };
-    let predicted = prediction
-        .as_ref()
-        .ok()
-        .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
+    let predicted = match &pipeline {
+        Some(p) => Some(crate::pipeline::predicted_makespan(p)),
+        None => prediction
+            .as_ref()
+            .ok()
+            .map(|p| (p.run.t_ex_best, p.run.t_ex_worst)),
+    };
     if remote {
         let binary = binary.canonicalize().unwrap_or_else(|_| binary.clone());
         let journal = work.join(JOURNAL);
@@ -342,7 +393,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
                  ca.key.pem off the clusters",
                 certs.display()
             );
-            return Ok(());
+            return Ok(PathBuf::new());
         }
         // The journal comes back as the master writes it: it outlives the main cluster's
         // hosts. Stopped with every process below the launcher at the end.
@@ -386,7 +437,7 @@ pub fn run(mut args: LaunchArgs) -> Result<()> {
         for line in host_files(&layout) {
             println!("#   {line}");
         }
-        return Ok(());
+        return Ok(PathBuf::new());
     }
     let names = local.names.clone();
     let clusters = Clusters {
@@ -673,7 +724,7 @@ fn run_clusters(
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
-) -> Result<()> {
+) -> Result<PathBuf> {
     catch_signals()?;
     let remote = clusters.starter.remote();
     become_subreaper()?;
@@ -850,6 +901,8 @@ fn run_clusters(
                 stats.wall_s,
                 main_stats.display()
             );
+        } else if let Ok(stats) = serde_json::from_str::<PipelineStats>(&text) {
+            crate::pipeline::print_outcome(&stats, predicted, layout.clusters.len(), &main_stats);
         }
     }
     println!("== wall time {:.1} s", start.elapsed().as_secs_f64());
@@ -862,5 +915,5 @@ fn run_clusters(
     if cleanup_failed {
         bail!("the run ended but the cleanup of some hosts failed (said above)");
     }
-    Ok(())
+    Ok(main_stats)
 }

@@ -11,6 +11,8 @@ mod launch;
 mod launch_record;
 mod layout;
 mod live_state;
+#[cfg(feature = "mpi")]
+mod pipeline;
 mod ports;
 mod predict;
 #[cfg(feature = "mpi")]

@@ -103,6 +103,13 @@ pub struct Simulation {
 /// The simulator's input for `plan`, laid out as `hmw launch` lays it out.
 pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> {
     let plan = load_plan(plan_path)?;
+    if plan.pipeline.is_some() {
+        bail!(
+            "{}: a pipeline plan: hmw simulate runs master-worker plans (hmw predict \
+             --slowdown predicts a pipeline under a slowdown)",
+            plan_path.display()
+        );
+    }
     let (input, measured_system) = model_input_with_measured(&plan, plan_path, measured)?;
     let prediction = predict(&input).ok();
     let mut port = 20_000u16;

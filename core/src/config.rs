@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
+use crate::pipeline::PipelineConfig;
+
 /// An error in a configuration file, naming the file and, when known, the line.
 #[derive(Debug, thiserror::Error)]
 #[error("{}{}: {message}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -557,6 +559,28 @@ impl ConfigFile {
     }
 }
 
+impl ConfigFile {
+    /// Whether the file has a top-level table `name`.
+    pub fn text_has_table(&self, name: &str) -> bool {
+        toml::from_str::<toml::Table>(&self.text).is_ok_and(|t| t.contains_key(name))
+    }
+
+    /// The `[pipeline]` table of a pipeline run ([`PipelineConfig`]), its defaults when the
+    /// file has none; an unknown key or a bad value is an error naming the file and the key.
+    pub fn pipeline(&self) -> Result<PipelineConfig, ConfigError> {
+        #[derive(Deserialize)]
+        struct Document {
+            pipeline: Option<PipelineConfig>,
+        }
+        let document: Document = toml::from_str(&self.text).map_err(|e| ConfigError {
+            path: self.path.clone(),
+            line: None,
+            message: format!("[pipeline]: {}", e.to_string().trim()),
+        })?;
+        Ok(document.pipeline.unwrap_or_default())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,6 +601,26 @@ mod tests {
             set.cm.inactivity_timeout(),
             std::time::Duration::from_millis(1500)
         );
+    }
+
+    #[test]
+    fn the_pipeline_table_names_a_bad_key() {
+        let config = parse("[pipeline]\nthreshold = \"never\"\n").unwrap();
+        assert_eq!(
+            config.pipeline().unwrap().threshold,
+            hmw_model::plan::Threshold::Never
+        );
+        assert_eq!(
+            parse("").unwrap().pipeline().unwrap(),
+            PipelineConfig::default()
+        );
+        let err = parse("[pipeline]\nwindoww = 3\n")
+            .unwrap()
+            .pipeline()
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("run.toml: [pipeline]:"), "{err}");
+        assert!(err.contains("unknown field `windoww`"), "{err}");
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! files ([`machinefile`]), the run's configuration ([`config`]), and what the cores use
 //! besides: re-planning decisions ([`adapt`]), the number-of-workers tuner ([`tuner`]), the
 //! estimate of the work left ([`estimator`]), the live prediction ([`live`]) and the
-//! statistics records ([`stats`]).
+//! statistics records ([`stats`]); and the second skeleton, pipelines ([`pipeline`]: the
+//! application's stages, the run's configuration and statistics; their cores in
+//! [`roles::pipeline`]).
 //!
 //! No MPI, no tokio, no QUIC or TLS: the compiler keeps I/O out. The crate `hmw` drives these
 //! cores over MPI and threads; the crate `hmw-sim` drives them in virtual time.
@@ -24,6 +26,7 @@ pub mod live;
 pub mod live_feed;
 pub mod logging;
 pub mod machinefile;
+pub mod pipeline;
 pub mod protocol;
 pub mod roles;
 pub mod scheduler;

@@ -7,7 +7,9 @@
 //! cluster starts the same binary; its line in the machine file says which role it plays
 //! (master, worker, communication manager, sub-master). [`App`] adds a splitter (how an
 //! external cluster re-splits tasks) or a [`Scheduler`] of its own; [`Iterations`] runs a
-//! problem made of rounds.
+//! problem made of rounds. A *pipeline* application (a chain of stages each item goes
+//! through) builds a [`Pipeline`] of a [`Source`], typed [`Stage`]s and a [`Sink`] and calls
+//! [`run_pipeline`] (`docs/guide/pipeline.md`).
 //!
 //! ```no_run
 //! use hmw::{Problem, Task, TaskId, TaskResult, WorkerContext};
@@ -60,6 +62,7 @@ mod builder;
 mod drivers;
 mod error;
 mod journal;
+mod pipeline_runner;
 mod placement;
 mod runner;
 #[cfg(test)]
@@ -72,16 +75,20 @@ mod documents {
     struct Readme;
     #[doc = include_str!("../../docs/guide/writing-an-application.md")]
     struct WritingAnApplication;
+    #[doc = include_str!("../../docs/guide/pipeline.md")]
+    struct Pipelines;
 }
 
 pub use builder::App;
 pub use error::RunError;
+pub use hmw_core::pipeline::{stage_fn, Complete, Pipeline, PipelineStats, Sink, Source, Stage};
 pub use hmw_core::{
     app::{Handout, Problem, Recipient, Split, Splitter, Task, TaskId, TaskResult, WorkerContext},
     iterative::{Iterations, Iterative},
     scheduler::{ChunkSettings, Demand, Policy, Requester, Scheduler, Waiting},
     stats::RunStats,
 };
+pub use pipeline_runner::run_pipeline;
 pub use runner::{run, run_split};
 
 /// The bytes `value` takes as a message between ranks (bincode, as hmw encodes tasks and

@@ -3,6 +3,7 @@
 
 mod in_process;
 mod journaled;
+mod pipeline_in_process;
 mod result_operations;
 mod simulated_cores;
 mod two_clusters_in_process;

@@ -338,6 +338,14 @@ pub struct MeasuredWorker {
     /// Not a model input: `hmw report` compares a run's workers against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<f64>,
+    /// A pipeline's calibration: seconds one item of each stage took on this worker, in the
+    /// order of the plan's `[[pipeline.stage]]` (the mean of its repeats after the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_s: Option<Vec<f64>>,
+    /// A pipeline's calibration: the coefficient of variation of this worker's repeated
+    /// timings of one item through every stage, the noise of the threshold (158).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_cv: Option<f64>,
 }
 
 #[cfg(test)]

@@ -10,7 +10,8 @@
 //!   take `oper / perf` per task, LANs and WANs ([`network`]) with rates, round-trip times,
 //!   loss and outages, and changes during the run (a host slowed, a WAN's rate dropped),
 //!   from a [`Spec`] (`hmw simulate` builds one from a plan);
-//! - the property tests of the cores, which drive a world in arbitrary interleavings.
+//! - the property tests of the cores, which drive a world in arbitrary interleavings, and
+//!   those of a pipeline run's cores (controller, heads, nodes, CMs).
 
 mod engine;
 pub mod network;
@@ -21,6 +22,8 @@ mod world;
 
 #[cfg(test)]
 mod interleavings;
+#[cfg(test)]
+mod pipeline_interleavings;
 
 pub use engine::{simulate, timed, Options, Outcome};
 pub use problem::{SimProblem, SimResult, SimTask, TaskCost};

@@ -1,4 +1,5 @@
-//! The example applications `hmw-srmsd`, `hmw-tsp`, `hmw-nbody` and `hmw-matmul`'s row/column strategy:
+//! The example applications `hmw-srmsd`, `hmw-tsp`, `hmw-nbody`, `hmw-matmul`'s row/column strategy
+//! and `hmw-pipeline`:
 //! correctness in one process
 //! (`--threads`), under `mpirun`, and across three clusters (`hmw launch` of the plans in
 //! `configs/`, at smaller sizes).
@@ -468,5 +469,54 @@ fn nbody_under_mpirun_is_verified() {
         run.stdout.contains("nbody bodies=48 steps=9 verified=true"),
         "{}",
         run.stdout
+    );
+}
+
+/// `hmw launch` of configs/pipeline-two-clusters.toml with 60 small items, threshold never
+/// (this machine's shared cores would move the stages' times): the prediction's mapping
+/// runs across both clusters, items cross the WAN emulator, and every one is verified.
+#[test]
+fn the_pipeline_across_two_clusters_is_verified() {
+    let dir = scratch("pipeline-launch");
+    let plan = plan(
+        "pipeline-two-clusters.toml",
+        &[
+            ("items = 600\nitem_bytes", "items = 60\nitem_bytes"),
+            (
+                "[launch.application]\nitems = 600",
+                "[launch.application]\nitems = 60",
+            ),
+            ("samples = 8192", "samples = 1024"),
+            ("tones = 32", "tones = 4"),
+            ("order = 48", "order = 4"),
+            ("verify = 32", "verify = 0"),
+            ("threshold = \"default\"", "threshold = \"never\""),
+        ],
+    );
+    let (run, stats) = launch(&dir, &plan);
+    assert!(
+        run.stdout
+            .contains("pipeline items=60 verified=true checked=60"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("launch clusters=2 items=60"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(stats["kind"], "pipeline");
+    assert_eq!(stats["items"], 60);
+    let clusters: std::collections::BTreeSet<u64> = stats["mappings"][0]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["replicas"].as_array().unwrap().iter())
+        .map(|r| r["cluster"].as_u64().unwrap())
+        .collect();
+    assert!(
+        clusters.contains(&1),
+        "spain computes stages: {:#}",
+        stats["mappings"]
     );
 }

@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use hmw_tests::{bin, cluster, json, mpirun, scratch, write, Spawned};
+use hmw_tests::{bin, cluster, json, mpirun, scratch, write, Finished, Scratch, Spawned};
 use serde_json::Value;
 
 /// Start `hmw launch` on `plan` (written to DIR/plan.toml), its files in DIR/run.
@@ -242,14 +242,18 @@ fn a_wan_outage_costs_time_and_nothing_else() {
     );
 }
 
-#[test]
-fn killing_an_external_cluster_loses_no_work() {
-    let dir = scratch("kill");
+/// Three clusters of which brazil's job is killed once it has worked a little, with
+/// `restarts` restarts allowed in the run: the launch's folder and its output.
+fn brazil_killed(name: &str, restarts: u32) -> (Scratch, Finished) {
+    let dir = scratch(name);
     let plan = format!(
         "{}[run]\nstatistics_interval = 1\n[launch.cm]\nlost_after_s = 3\n\
          inactivity_timeout_ms = 1000\n\
          {}{}[cluster.launch]\nwan_delay_ms = 5\n{}[cluster.launch]\nwan_delay_ms = 5\n",
-        synthetic(200, 0.2),
+        synthetic(200, 0.2).replace(
+            "reference_perf = 10.0\n",
+            &format!("reference_perf = 10.0\nrestarts = {restarts}\n")
+        ),
         cluster_table("main", "master", 1, "main = true"),
         cluster_table(
             "spain",
@@ -278,6 +282,12 @@ fn killing_an_external_cluster_loses_no_work() {
     let run = running.finish(Duration::from_secs(240));
     run.assert_success();
     assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    (dir, run)
+}
+
+#[test]
+fn an_external_cluster_killed_without_restarts_loses_no_work() {
+    let (dir, run) = brazil_killed("kill", 0);
     let stats = json(&dir.join("run/main.stats.json"));
     let brazil = cluster(&stats, "brazil");
     assert_eq!(brazil["lost"], true, "{brazil:#}");
@@ -299,6 +309,36 @@ fn killing_an_external_cluster_loses_no_work() {
         "reported before the summary: {}",
         run.stdout
     );
+}
+
+/// With restarts allowed (the default), brazil's job is started again: its CM's new session
+/// tells the master at once, which takes back what brazil held, and brazil rejoins.
+#[test]
+fn an_external_cluster_killed_is_started_again_and_rejoins() {
+    let (dir, run) = brazil_killed("restart", 3);
+    assert!(
+        run.stdout.contains("== cluster brazil: failed") && run.stdout.contains("started again"),
+        "{}",
+        run.stdout
+    );
+    let stats = json(&dir.join("run/main.stats.json"));
+    let brazil = cluster(&stats, "brazil");
+    assert_eq!(brazil["lost"], false, "back: {brazil:#}");
+    assert!(brazil["rejoins"].as_u64().unwrap() >= 1, "{brazil:#}");
+    assert!(brazil["taken_back"].as_u64().unwrap() > 0, "{brazil:#}");
+    assert!(
+        brazil["tasks_done_after_rejoin"].as_u64().unwrap() > 0,
+        "it computed again: {brazil:#}"
+    );
+    assert_eq!(stats["tasks"], 200);
+    let events: Vec<&str> = stats["cluster_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cluster"] == "brazil")
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["lost", "back"], "{stats:#}");
 }
 
 #[test]

@@ -38,6 +38,15 @@ impl Drop for WorkDir {
 pub fn run(args: CalibrateArgs) -> Result<()> {
     let started = Instant::now();
     let plan = load_plan(&args.plan)?;
+    if plan.pipeline.is_some() {
+        let work = args
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("target/calibrate").join(&plan.name));
+        fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+        let measured = super::pipeline::calibrate(&args, &plan, &work)?;
+        return write_system(&args, &plan, &measured, started);
+    }
     let plan_dir = args.plan.parent().unwrap_or(Path::new(".")).to_owned();
     catch_signals()?;
     become_subreaper()?;
@@ -84,11 +93,21 @@ pub fn run(args: CalibrateArgs) -> Result<()> {
         );
     }
     let measured = result?;
-    let text = system_file(&measured)?;
+    write_system(&args, &plan, &measured, started)
+}
+
+/// Write `measured` to `--out`, check that it reads back as written and fits the plan.
+fn write_system(
+    args: &CalibrateArgs,
+    plan: &hmw_model::plan::Plan,
+    measured: &hmw_model::params::MeasuredSystem,
+    started: Instant,
+) -> Result<()> {
+    let text = system_file(measured)?;
     fs::write(&args.out, &text).with_context(|| format!("cannot write {}", args.out.display()))?;
     // What was written must read back as written: the model reads this file.
     let back = load_measured_system(&args.out)?;
-    if back != measured {
+    if &back != measured {
         bail!(
             "{}: the file written does not read back as measured",
             args.out.display()

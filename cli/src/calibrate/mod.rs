@@ -57,6 +57,7 @@
 //! - [`under_load`]: the WANs measured while the workers' run loads the cores;
 //! - [`run_config`]: what a calibration run starts with (binary, machine file, configuration);
 //! - [`system_file`]: the system-parameter file written, and its conditions;
+//! - [`pipeline`]: a pipeline plan's calibration: every node times every stage;
 //! - [`tables`]: the report printed.
 //!
 //! [`calibrate_remote`]: remote::calibrate_remote
@@ -65,6 +66,7 @@ mod args;
 mod command;
 mod lan;
 mod local;
+mod pipeline;
 mod remote;
 mod run_config;
 mod system_file;

@@ -134,6 +134,8 @@ pub(super) fn measured_workers_of(
                 perf: figures.perf,
                 own_comm_bytes_per_s: figures.own.map(|own| own.bytes_per_s),
                 cores: figures.own.map(|own| own.capacity),
+                stage_s: None,
+                chain_cv: None,
             })
         })
         .collect()

@@ -8,7 +8,12 @@ use anyhow::{anyhow, Context, Result};
 use hmw_model::plan::{load_plan, model_input_with_measured};
 use hmw_model::predict;
 
-use super::{json::to_json, source::MeasuredSource, text::to_text};
+use super::{
+    json::to_json,
+    pipeline::{self, SlowdownSpec},
+    source::MeasuredSource,
+    text::to_text,
+};
 
 /// Arguments of `hmw predict`.
 #[derive(clap::Args)]
@@ -23,11 +28,22 @@ pub struct PredictArgs {
     /// place of the plan's `perf` and throughput values.
     #[arg(long, value_name = "FILE")]
     pub measured: Option<PathBuf>,
+    /// A pipeline plan: the gain of a remap when a node slows down, `HOST=FACTOR@WHEN`
+    /// (`HOST` a worker or `bottleneck`, `FACTOR` times slower, `WHEN` seconds or a
+    /// percentage of the predicted makespan), e.g. `bottleneck=3@30%`.
+    #[arg(long, value_name = "SPEC")]
+    pub slowdown: Option<SlowdownSpec>,
 }
 
 /// Runs `hmw predict`.
 pub fn run(args: PredictArgs) -> Result<()> {
     let plan = load_plan(&args.plan)?;
+    if plan.pipeline.is_some() {
+        return predict_pipeline(&args, &plan);
+    }
+    if args.slowdown.is_some() {
+        return pipeline::not_a_pipeline("--slowdown");
+    }
     let (input, measured) = model_input_with_measured(&plan, &args.plan, args.measured.as_deref())?;
     let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
     let source = args
@@ -48,4 +64,38 @@ pub fn run(args: PredictArgs) -> Result<()> {
         print!("{}", crate::row_column::to_text(&row_column));
     }
     Ok(())
+}
+
+/// `hmw predict` on a pipeline plan.
+fn predict_pipeline(args: &PredictArgs, plan: &hmw_model::plan::Plan) -> Result<()> {
+    let system = pipeline_system(plan, &args.plan, args.measured.as_deref())?;
+    let prediction = pipeline::predict(plan, &system, args.slowdown.as_ref())
+        .with_context(|| format!("{}", args.plan.display()))?;
+    if args.json {
+        let json = pipeline::to_json(&system, &prediction)?;
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        print!("{}", pipeline::to_text(plan, &system, &prediction));
+    }
+    Ok(())
+}
+
+/// The pipeline model's input for `plan`, with the values of the measured-system file
+/// `measured` when given; errors name their file.
+pub fn pipeline_system(
+    plan: &hmw_model::plan::Plan,
+    plan_path: &std::path::Path,
+    measured: Option<&std::path::Path>,
+) -> Result<hmw_model::pipeline::PipelineSystem> {
+    let system = match measured {
+        Some(file) => {
+            let system = hmw_model::plan::load_measured_system(file)?;
+            plan.check_measured(&system)
+                .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+            Some(system)
+        }
+        None => None,
+    };
+    plan.pipeline_system(system.as_ref())
+        .map_err(|e| anyhow!("{}: {e}", plan_path.display()))
 }

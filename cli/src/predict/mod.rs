@@ -5,17 +5,18 @@
 //! The parts, each a file: `command.rs` (the arguments and the command), `source.rs` (the
 //! measured-system file a prediction used), `json.rs` (the prediction as one JSON object),
 //! `text.rs` (the prediction as text, in the order of the methodology), `format.rs` (numbers,
-//! times and links as the text prints them).
+//! times and links as the text prints them), `pipeline.rs` (a pipeline plan's prediction).
 
 mod command;
 mod format;
 mod json;
+pub mod pipeline;
 mod source;
 #[cfg(test)]
 mod tests;
 mod text;
 
-pub use command::{run, PredictArgs};
+pub use command::{pipeline_system, run, PredictArgs};
 // For `hmw launch`, which prints the prediction before a run.
 #[cfg(feature = "mpi")]
 pub use source::MeasuredSource;

@@ -6,13 +6,13 @@
 use std::{fs, path::PathBuf};
 
 use anyhow::{anyhow, Context as _, Result};
-use hmw_core::stats::RunStats;
+use hmw_core::{pipeline::PipelineStats, stats::RunStats};
 use hmw_model::{
     plan::{load_plan, model_input_with_measured, ClusterPlan, Plan},
     predict,
 };
 
-use super::{document::Report, workers};
+use super::{document::Report, pipeline, workers};
 
 /// Arguments of `hmw report`.
 #[derive(clap::Args)]
@@ -62,6 +62,11 @@ fn parse_size(text: &str) -> Result<(u32, u32), String> {
 pub fn run(args: ReportArgs) -> Result<()> {
     let text = fs::read_to_string(&args.stats)
         .with_context(|| format!("cannot read {}", args.stats.display()))?;
+    if let Ok(stats) = serde_json::from_str::<PipelineStats>(&text) {
+        if stats.kind == "pipeline" {
+            return pipeline_report(&args, &stats);
+        }
+    }
     let stats: RunStats = serde_json::from_str(&text).with_context(|| {
         format!(
             "{}: not the statistics of a run (--stats-json)",
@@ -158,6 +163,46 @@ pub fn run(args: ReportArgs) -> Result<()> {
                 report.title, report.observed.tasks, report.observed.wall_s
             ),
         }
+    }
+    Ok(())
+}
+
+/// `hmw report` on a pipeline run's statistics.
+fn pipeline_report(args: &ReportArgs, stats: &PipelineStats) -> Result<()> {
+    if args.json {
+        anyhow::bail!("--json: a pipeline run's report is text and a chart");
+    }
+    let (name, predicted) = match &args.plan {
+        Some(path) => {
+            let plan = load_plan(path)?;
+            let pipeline = plan
+                .pipeline
+                .as_ref()
+                .ok_or_else(|| anyhow!("{}: not a pipeline plan", path.display()))?;
+            let system = crate::predict::pipeline_system(&plan, path, args.measured.as_deref())?;
+            let prediction = hmw_model::pipeline::predict_pipeline(
+                &system,
+                pipeline.mapping,
+                pipeline.threshold,
+                None,
+            )
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
+            let predicted = pipeline::PipelinePredicted {
+                makespan_s: prediction.chosen.evaluation.makespan_s,
+            };
+            (plan.name.clone(), Some(predicted))
+        }
+        None => ("pipeline".to_owned(), None),
+    };
+    print!("{}", pipeline::text(&name, stats, predicted.as_ref()));
+    if let Some(path) = &args.svg {
+        let svg = pipeline::svg(&name, stats, args.size)?;
+        fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("chart: {}", path.display());
+    }
+    if let Some(path) = &args.png {
+        pipeline::png(&name, stats, path, args.size)?;
+        eprintln!("chart: {}", path.display());
     }
     Ok(())
 }

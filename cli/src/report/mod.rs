@@ -9,6 +9,8 @@
 //! - [`comparison`]: predicted against measured (makespan, efficiency, error, targets);
 //! - [`chart`]: the picture (SVG or PNG, through plotters);
 //! - `html`: the whole report as one self-contained HTML page (`--html`).
+//! - `pipeline`: a pipeline run's report: its mappings, decisions and stage times, and a
+//!   chart of its items per second with every decision marked.
 
 pub mod chart;
 mod command;
@@ -16,6 +18,7 @@ pub mod comparison;
 mod document;
 mod html;
 pub mod observed;
+mod pipeline;
 pub mod predicted;
 pub mod workers;
 

@@ -219,6 +219,8 @@ mod tests {
                     perf,
                     own_comm_bytes_per_s: None,
                     cores,
+                    stage_s: None,
+                    chain_cv: None,
                 }],
                 lan_runs: Vec::new(),
             }],

@@ -11,6 +11,7 @@
 //! join the results of several tasks (`ids`).
 
 mod hot_path;
+pub mod pipeline;
 pub mod report;
 
 use serde::{de::DeserializeOwned, Deserialize, Serialize};

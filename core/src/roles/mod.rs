@@ -18,6 +18,7 @@
 //! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs;
 //! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs);
 //! - [`ResumedSource`]: a master's tasks after a restart, less those its journal holds.
+//! - [`pipeline`]: the cores of a pipeline run (controller, clusters' heads, nodes, CMs).
 
 mod busy_since;
 mod cm;
@@ -25,6 +26,7 @@ mod iterations;
 mod join_time;
 mod master;
 mod output;
+pub mod pipeline;
 mod rank_table;
 mod resumed;
 mod split_source;

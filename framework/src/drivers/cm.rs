@@ -21,7 +21,7 @@ use hmw_core::{
 use hmw_transport::{idle::Idle, Transport};
 
 /// Messages a CM takes from its link before it looks at MPI again.
-const MESSAGES_PER_TURN: usize = 64;
+pub(crate) const MESSAGES_PER_TURN: usize = 64;
 
 fn link_error(error: impl std::fmt::Display) -> RunError {
     RunError::Link(error.to_string())
@@ -52,15 +52,16 @@ pub(crate) fn summarize(stats: &LinkStats) -> LinkSummary {
     }
 }
 
-/// The link side of a CM.
-struct Wan {
+/// The link side of a CM (of a master-worker run, or of a pipeline run:
+/// [`crate::drivers::pipeline`]).
+pub(crate) struct Wan {
     link: BlockingLink,
 }
 
 impl Wan {
     /// Move what the link has room for from the core's outbox into the link's send buffer,
     /// oldest first.
-    fn push(&mut self, core: &mut impl LinkOutbox) -> Result<(), RunError> {
+    pub(crate) fn push(&mut self, core: &mut impl LinkOutbox) -> Result<(), RunError> {
         while let Some(bytes) = core.next_for_link() {
             match self.link.try_send(bytes) {
                 Ok(()) => {
@@ -74,7 +75,7 @@ impl Wan {
     }
 
     /// The next message from the peer, waiting at most `timeout`.
-    fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
+    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
         let received = if timeout.is_zero() {
             self.link.try_recv()
         } else {
@@ -89,7 +90,7 @@ impl Wan {
     }
 
     /// The link as the core sees it.
-    fn view(&self) -> LinkView {
+    pub(crate) fn view(&self) -> LinkView {
         let stats = self.link.stats();
         LinkView {
             connected: self.link.is_connected(),
@@ -108,7 +109,7 @@ impl Wan {
     /// Move the core's outbox into the link as room frees, let the peer receive what is
     /// buffered, then close. Gives up after `timeout` in all, or as soon as the peer has closed
     /// (it needs nothing more).
-    fn close(mut self, core: &mut impl LinkOutbox, timeout: Duration) {
+    pub(crate) fn close(mut self, core: &mut impl LinkOutbox, timeout: Duration) {
         let start = Instant::now();
         while start.elapsed() < timeout {
             if self.push(core).is_err() {
@@ -129,6 +130,22 @@ impl Wan {
         }
         self.link.close();
     }
+
+    /// The link's figures so far.
+    pub(crate) fn summary(&self) -> LinkSummary {
+        summarize(&self.link.stats())
+    }
+}
+
+/// The link of CM `rank`, configured from its machine-file line and `[cm]`, started.
+pub(crate) fn open_link(
+    machines: &MachineFile,
+    rank: usize,
+    cm: &CmConfig,
+) -> Result<Wan, RunError> {
+    let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
+    let link = BlockingLink::start(config).map_err(link_error)?;
+    Ok(Wan { link })
 }
 
 /// Run CM `rank` until its master (or the far side) ends the run. `outbound` shapes the
@@ -140,9 +157,7 @@ pub(crate) fn run(
     outbound: Option<Outbound>,
 ) -> Result<(), RunError> {
     let rank = transport.rank();
-    let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
-    let link = BlockingLink::start(config).map_err(link_error)?;
-    let wan = Wan { link };
+    let wan = open_link(machines, rank, cm)?;
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
     let line = &machines.ranks[rank];
     let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
@@ -160,7 +175,7 @@ pub(crate) fn run(
 }
 
 /// The sleep before the next poll of the link: none after activity.
-fn pause(active: bool, idle: &mut Idle) -> Duration {
+pub(crate) fn pause(active: bool, idle: &mut Idle) -> Duration {
     if active {
         Duration::ZERO
     } else {

@@ -9,9 +9,11 @@
 //! - [`worker`]: the communication thread around a [`hmw_core::roles::WorkerCore`], and a compute
 //!   thread;
 //! - [`live_feed`]: the file a master appends its live feed to (`--live-json`).
+//! - [`pipeline`]: the roles of a pipeline run (controller, heads, nodes, CMs).
 
 pub(crate) mod cm;
 pub(crate) mod live_feed;
 pub(crate) mod master;
+pub(crate) mod pipeline;
 pub(crate) mod submaster;
 pub(crate) mod worker;

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+use super::pipeline::PipelineTable;
 use super::validated::{Role, SelectionMode};
 use crate::params::{DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S};
 
@@ -22,17 +23,21 @@ pub(super) struct PlanFile {
     pub(super) run: Option<toml::Table>,
     #[serde(default)]
     pub(super) testbed: Option<toml::Table>,
+    #[serde(default)]
+    pub(super) pipeline: Option<PipelineTable>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ApplicationTable {
     pub(super) name: String,
-    pub(super) tasks: u64,
-    #[serde(default = "one")]
-    pub(super) oper: f64,
-    pub(super) task_bytes: f64,
-    pub(super) result_bytes: f64,
+    /// Required, unless `[pipeline]` gives the items.
+    pub(super) tasks: Option<u64>,
+    pub(super) oper: Option<f64>,
+    /// Required, unless `[pipeline]` gives the items' sizes.
+    pub(super) task_bytes: Option<f64>,
+    /// Required, unless `[pipeline]` gives the items' sizes.
+    pub(super) result_bytes: Option<f64>,
     pub(super) task_bytes_inter: Option<f64>,
     pub(super) result_bytes_inter: Option<f64>,
     #[serde(default)]

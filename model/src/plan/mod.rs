@@ -7,9 +7,10 @@
 //!
 //! Unknown keys: the tables the model reads (`[application]`, `[[application.grain]]`,
 //! `[model]`, `[[cluster]]` and its `machines`) reject unknown keys, so a typo is an error that
-//! names the key and the cluster. The top level accepts only the tables it knows; `[launch]`,
-//! `[run]` and `[testbed]`, and a `launch` table inside a `[[cluster]]`, are reserved for the
-//! commands that run a plan and are kept here uninterpreted ([`launch`] reads them).
+//! names the key and the cluster; so do `[pipeline]` and its stages. The top level accepts only
+//! the tables it knows; `[launch]`, `[run]` and `[testbed]`, and a `launch` table inside a
+//! `[[cluster]]`, are reserved for the commands that run a plan and are kept here
+//! uninterpreted ([`launch`] reads them).
 //!
 //! The parts, each a file:
 //!
@@ -18,6 +19,9 @@
 //! - `parse.rs`: the file's values checked into a [`Plan`];
 //! - `load.rs`: plans and measured-system files read from disk;
 //! - `model_input.rs`: a plan, and the values measured, as the model's input;
+//! - `pipeline.rs`: the `[pipeline]` table of a pipeline application;
+//! - `pipeline_input.rs`: a pipeline plan, and the values measured, as the pipeline model's
+//!   input;
 //! - `measured.rs`: a measured system checked against the plan;
 //! - `error.rs`: [`PlanError`], naming the key, the cluster and the machine;
 //! - `syntax.rs`: TOML errors in the plan's vocabulary;
@@ -34,6 +38,8 @@ mod location;
 mod measured;
 mod model_input;
 mod parse;
+mod pipeline;
+mod pipeline_input;
 mod syntax;
 mod validated;
 
@@ -43,4 +49,5 @@ mod tests;
 pub use error::PlanError;
 pub use file::DEFAULT_EFFICIENCY_THRESHOLD;
 pub use load::{load_measured_system, load_plan, model_input_with_measured};
+pub use pipeline::{MappingMode, PipelinePlan, Threshold};
 pub use validated::{ClusterPlan, Machine, Plan, Role, SelectionMode};

@@ -7,6 +7,7 @@ use super::{
     error::{check_positive, check_size, invalid, invalid_machine, PlanError},
     file::{ClusterTable, PlanFile},
     launch, location,
+    pipeline::validate_pipeline,
     syntax::{cluster_spans, syntax_error},
     validated::{ClusterPlan, Machine, Plan, Role, SelectionMode},
 };
@@ -21,12 +22,41 @@ impl Plan {
             syntax_error(text, &e, located, &cluster_spans(text))
         })?;
         let a = file.application;
+        let pipeline = file.pipeline.map(validate_pipeline).transpose()?;
+        let (tasks, oper, task_bytes, result_bytes) = match &pipeline {
+            // A pipeline's items are its tasks, an item through every stage its operations.
+            Some(p) => {
+                for (key, given) in [
+                    ("tasks", a.tasks.is_some()),
+                    ("oper", a.oper.is_some()),
+                    ("task_bytes", a.task_bytes.is_some()),
+                    ("result_bytes", a.result_bytes.is_some()),
+                ] {
+                    if given {
+                        return Err(invalid(
+                            None,
+                            &format!("application.{key}"),
+                            "a pipeline plan gives its items in [pipeline] (items, item_bytes, \
+                             the stages' oper and output_bytes): remove this key",
+                        ));
+                    }
+                }
+                let last = p.stages.last().map_or(p.item_bytes, |s| s.output_bytes);
+                (p.items, p.chain_oper(), p.item_bytes, last)
+            }
+            None => (
+                required(a.tasks, "tasks")?,
+                a.oper.unwrap_or(1.0),
+                required(a.task_bytes, "task_bytes")?,
+                required(a.result_bytes, "result_bytes")?,
+            ),
+        };
         let application = application_params(
             "application",
-            a.tasks,
-            a.oper,
-            a.task_bytes,
-            a.result_bytes,
+            tasks,
+            oper,
+            task_bytes,
+            result_bytes,
             a.task_bytes_inter,
             a.result_bytes_inter,
         )?;
@@ -37,11 +67,11 @@ impl Plan {
                 format!("must be a fraction, 0 or more, got {}", a.oper_cv),
             ));
         }
-        if let Some(n) = a.iterations.filter(|&n| n == 0 || n > a.tasks) {
+        if let Some(n) = a.iterations.filter(|&n| n == 0 || n > tasks) {
             return Err(invalid(
                 None,
                 "application.iterations",
-                format!("must be from 1 to tasks ({}), got {n}", a.tasks),
+                format!("must be from 1 to tasks ({tasks}), got {n}"),
             ));
         }
         let mut grains = Vec::new();
@@ -128,8 +158,20 @@ impl Plan {
             launch: file.launch,
             testbed: file.testbed,
             run: file.run,
+            pipeline,
         })
     }
+}
+
+/// A key of `[application]` a master-worker plan must give.
+fn required<T>(value: Option<T>, key: &str) -> Result<T, PlanError> {
+    value.ok_or_else(|| {
+        invalid(
+            None,
+            &format!("application.{key}"),
+            format!("missing key `{key}` (a master-worker plan gives it; a pipeline plan gives [pipeline] instead)"),
+        )
+    })
 }
 
 fn application_params(

@@ -95,6 +95,8 @@ pub struct Plan {
     pub testbed: Option<toml::Table>,
     /// `[run]`, reserved for the command that runs a plan.
     pub run: Option<toml::Table>,
+    /// `[pipeline]`: the plan is a pipeline's ([`super::PipelinePlan`]).
+    pub pipeline: Option<super::PipelinePlan>,
 }
 
 /// One `[[cluster]]` of a validated plan.
