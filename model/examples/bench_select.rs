@@ -105,6 +105,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
             exhaustive_limit: 1,
             selection_budget_s: 5.0,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection: SelectionRequest::Auto,
     }

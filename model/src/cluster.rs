@@ -5,7 +5,7 @@ use super::execution::{cluster_performance, execution_time};
 use super::external::{self, ExternalLimitsInput};
 use super::limits::{Bottleneck, PerformanceLimits};
 use super::local;
-use super::params::{ApplicationParams, ClusterParams, EndOptions, ExternalLink};
+use super::params::{ApplicationParams, ClusterOptions, ClusterParams, ExternalLink};
 
 /// Which end time a prediction uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -46,25 +46,22 @@ impl ClusterModel {
     /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
     /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
     /// `None` when `perfs` is empty (the cluster takes no part).
-    /// `end` says how the last tasks are handed out: whether the master copies them to idle
-    /// workers, and how many tasks a worker holds ([`EndOptions`]; a `bool` is the first with
-    /// one buffer).
+    /// `options` say how the last tasks are handed out (whether the master copies them to
+    /// idle workers, how many tasks a worker holds) and which terms beyond the thesis's model
+    /// count ([`ClusterOptions`]; a `bool` is the first, with one buffer and the extended
+    /// form's terms).
     pub fn new(
         application: &ApplicationParams,
         cluster: &ClusterParams,
         perfs: &[f64],
-        end: impl Into<EndOptions>,
+        options: impl Into<ClusterOptions>,
     ) -> Option<Self> {
-        let end = end.into();
+        let options = options.into();
         match &cluster.external {
-            None => Self::local(application, cluster.lan_bytes_per_s, perfs, end),
-            Some(link) => Self::external(
-                application,
-                cluster.lan_bytes_per_s,
-                link,
-                perfs,
-                end.worker_buffers,
-            ),
+            None => Self::local(application, cluster.lan_bytes_per_s, perfs, options),
+            Some(link) => {
+                Self::external(application, cluster.lan_bytes_per_s, link, perfs, options)
+            }
         }
     }
 
@@ -74,7 +71,7 @@ impl ClusterModel {
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         perfs: &[f64],
-        end: EndOptions,
+        end: ClusterOptions,
     ) -> Option<Self> {
         if perfs.is_empty() {
             return None;
@@ -102,7 +99,7 @@ impl ClusterModel {
             local::worst_end_time_computation_bound(
                 oper,
                 perfs,
-                end.worker_buffers,
+                end.end_buffers(),
                 application.result_bytes,
                 lan_bytes_per_s,
             )
@@ -125,17 +122,20 @@ impl ClusterModel {
     }
 
     /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56), with the
-    /// WAN's round trip (96)(97) and what its links lose to their ramp (171)(172). Its worst end is the form without reassignment, (49)/(54),
-    /// whatever `reassign_last_task` says: a sub-master hands out no tail copies (it cannot
-    /// know its master has no task left for it), so its slowest worker's last task is waited
-    /// for as (49) assumes, with the workers' buffers (99).
+    /// WAN's round trip (96)(97) and what its links lose to their ramp (171)(172), each when
+    /// `options.terms` count it. With `submaster_tail` its worst end is the form without
+    /// reassignment, (49)/(54), whatever `reassign_last_task` says: a sub-master hands out no
+    /// tail copies (it cannot know its master has no task left for it), so its slowest
+    /// worker's last task is waited for as (49) assumes, with the workers' buffers (99);
+    /// without it, (50)/(55) with reassignment, as the thesis has it.
     pub fn external(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         link: &ExternalLink,
         perfs: &[f64],
-        worker_buffers: u32,
+        options: ClusterOptions,
     ) -> Option<Self> {
+        let terms = options.terms;
         if perfs.is_empty() {
             return None;
         }
@@ -162,7 +162,16 @@ impl ClusterModel {
             external::inter_task_transfer_time(inter_task_bytes, link.wan_in_bytes_per_s);
         let tc_task_sc =
             external::sub_cluster_transfer_time(application.task_bytes, lan_bytes_per_s);
-        let rtt = link.wan_rtt_s;
+        let rtt = if terms.wan_latency {
+            link.wan_rtt_s
+        } else {
+            0.0
+        };
+        let (ramp_in, ramp_out) = if terms.link_ramp {
+            (link.wan_in_ramp_s, link.wan_out_ramp_s)
+        } else {
+            (0.0, 0.0)
+        };
         // The share of the WAN in the steady state draws: its inter-cluster tasks per second.
         let steady = limits.steady_performance();
         let tasks_need = steady * inter_task_bytes / (oper * nt.max(1) as f64);
@@ -172,11 +181,10 @@ impl ClusterModel {
                 rtt,
             ),
             external::link_share(tasks_need, link.wan_in_bytes_per_s),
-            link.wan_in_ramp_s,
+            ramp_in,
         );
         let results_bound = limits.bottleneck() == Bottleneck::WanOut;
-        let ramp_end =
-            |end: f64| external::end_time_with_ramp(end, results_bound, link.wan_out_ramp_s);
+        let ramp_end = |end: f64| external::end_time_with_ramp(end, results_bound, ramp_out);
         let tc_result_sc =
             external::sub_cluster_transfer_time(application.result_bytes, lan_bytes_per_s);
         let tc_result_smm =
@@ -185,16 +193,24 @@ impl ClusterModel {
             external::best_end_time(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
         ));
-        let computation_bound_end = ramp_end(external::end_time_with_latency(
+        let computation_bound_end = if options.reassign_last_task && !terms.submaster_tail {
+            external::worst_end_time_computation_bound_reassigned(
+                oper,
+                perfs,
+                tc_result_sc,
+                tc_result_smm,
+            )
+        } else {
             external::worst_end_time_computation_bound(
                 oper,
                 perfs,
-                worker_buffers,
+                options.end_buffers(),
                 tc_result_sc,
                 tc_result_smm,
-            ),
-            rtt,
-        ));
+            )
+        };
+        let computation_bound_end =
+            ramp_end(external::end_time_with_latency(computation_bound_end, rtt));
         let communication_bound_end = ramp_end(external::end_time_with_latency(
             external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
@@ -337,6 +353,40 @@ mod tests {
         assert!(close(late.t_up, model.t_up + 0.2));
         assert!(close(late.t_end_best, model.t_end_best + 0.1));
         assert!(close(late.t_end_worst, model.t_end_worst + 0.1));
+    }
+
+    #[test]
+    fn the_thesis_form_leaves_out_every_term_beyond_the_thesis() {
+        use crate::params::{ClusterOptions, ModelForm, ModelTerms};
+        let perfs = [4.6354e-3, 2.0293e-3, 2.0507e-3];
+        let mut far = spain(&perfs);
+        let link = far.external.as_mut().unwrap();
+        (link.wan_rtt_s, link.wan_in_ramp_s, link.wan_out_ramp_s) = (0.2, 0.3, 0.4);
+        let thesis = |reassign_last_task| ClusterOptions {
+            reassign_last_task,
+            worker_buffers: 2,
+            terms: ModelTerms::of(ModelForm::Thesis),
+        };
+        let model = ClusterModel::new(&srmsd(), &far, &perfs, thesis(true)).unwrap();
+        // no round trip (96)(97), no ramp (171)(172); (50) with reassignment, as the thesis
+        assert!(close(model.t_up, 3.673_555_159_074_89e-4));
+        assert!(close(model.t_end_best, 218.126_552_729_465_94));
+        let reassigned = external::worst_end_time_computation_bound_reassigned(
+            1.0,
+            &perfs,
+            2_310_244.0 / 9_599_164.0,
+            2_310_244.0 / 21_206.0,
+        );
+        assert!(close(model.t_end_worst, reassigned));
+        assert!(
+            (model.t_end_worst - 435.99).abs() < 0.01,
+            "{}",
+            model.t_end_worst
+        );
+        // without reassignment (49) with one buffer: the buffers (99) are off too
+        let one_buffer = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, false).unwrap();
+        let model = ClusterModel::new(&srmsd(), &far, &perfs, thesis(false)).unwrap();
+        assert!(close(model.t_end_worst, one_buffer.t_end_worst));
     }
 
     #[test]

@@ -40,9 +40,9 @@ pub use methodology::advice::{
 pub use methodology::selection::{SelectionMethod, SelectionOutcome};
 pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPrediction};
 pub use params::{
-    ApplicationParams, ClusterParams, EndOptions, ExternalLink, GrainCandidate, MeasuredCluster,
-    MeasuredSystem, MeasuredWorker, ModelInput, ModelOptions, SelectionRequest, SystemParams,
-    WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
-    RUNTIME_WORKER_BUFFERS,
+    ApplicationParams, ClusterOptions, ClusterParams, ExternalLink, GrainCandidate,
+    MeasuredCluster, MeasuredSystem, MeasuredWorker, ModelForm, ModelInput, ModelOptions,
+    ModelTerms, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
+    DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT, RUNTIME_WORKER_BUFFERS,
 };
 pub use range::{check_working_range, RangeError};

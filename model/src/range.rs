@@ -100,7 +100,7 @@ pub fn check_working_range(input: &ModelInput) -> Result<(), RangeError> {
     for (prefix, app) in applications {
         check_workload(&prefix, app)?;
         for cluster in &input.system.clusters {
-            check_cluster(&prefix, app, cluster, input.options.end_options())?;
+            check_cluster(&prefix, app, cluster, input.options.cluster_options())?;
         }
         check_best_time(&prefix, app, mcperf)?;
     }
@@ -152,7 +152,7 @@ fn check_cluster(
     prefix: &str,
     app: &ApplicationParams,
     cluster: &ClusterParams,
-    reassign: crate::params::EndOptions,
+    options: crate::params::ClusterOptions,
 ) -> Result<(), RangeError> {
     // a cluster without workers (a main cluster holding the master alone) takes no part
     if cluster.workers.is_empty() {
@@ -263,8 +263,8 @@ fn check_cluster(
     }
     let workload = app.workload();
     let models = [
-        ClusterModel::new(app, cluster, &all, reassign),
-        ClusterModel::new(app, cluster, &[slowest.perf], reassign),
+        ClusterModel::new(app, cluster, &all, options),
+        ClusterModel::new(app, cluster, &[slowest.perf], options),
     ];
     let [Some(fastest), Some(alone)] = models else {
         return Ok(());
@@ -420,6 +420,7 @@ mod tests {
                 exhaustive_limit: 65_536,
                 selection_budget_s: 5.0,
                 worker_buffers: 1,
+                terms: Default::default(),
             },
             selection: SelectionRequest::All,
         }

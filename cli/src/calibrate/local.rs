@@ -124,6 +124,7 @@ pub(super) fn calibrate(
                     stats: &stats,
                     repeats: args.repeats,
                     comm_bytes: app.comm_bytes(),
+                    capacity: plan.terms.capacity,
                 },
                 &mut workers_table,
             )?);

@@ -309,6 +309,7 @@ fn measure_remote(
                     stats: &stats,
                     repeats: args.repeats,
                     comm_bytes: plan.application.comm_bytes(),
+                    capacity: plan.terms.capacity,
                 },
                 &mut workers_table,
             )?,

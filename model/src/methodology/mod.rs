@@ -119,7 +119,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
     let threshold = input.options.efficiency_threshold;
-    let reassign = input.options.end_options();
+    let reassign = input.options.cluster_options();
     let app = &input.application;
     let clusters = &input.system.clusters;
 
@@ -128,7 +128,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     let mut models = Vec::new();
     let mut left_out = Vec::new();
     for (c, params) in clusters.iter().enumerate() {
-        let perfs = params.perfs_of(&selection.workers[c], app);
+        let perfs = params.perfs_of(&selection.workers[c], app, &input.options.terms);
         match ClusterModel::new(app, params, &perfs, reassign) {
             Some(model) => {
                 active.push(c);
@@ -164,7 +164,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
 
     let main = &clusters[0];
     let all_main: Vec<usize> = (0..main.workers.len()).collect();
-    let main_perfs = main.perfs_of(&all_main, app);
+    let main_perfs = main.perfs_of(&all_main, app, &input.options.terms);
     let local = ClusterModel::new(app, main, &main_perfs, reassign).map(|model| {
         let alone_best = evaluate_case(app, &[&model], Case::Best);
         let alone_worst = evaluate_case(app, &[&model], Case::Worst);

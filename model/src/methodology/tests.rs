@@ -93,6 +93,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
             selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection,
     }
@@ -391,6 +392,7 @@ fn single_cluster(
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
             selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection: SelectionRequest::All,
     }
@@ -646,6 +648,7 @@ fn a_trillion_tasks_are_predicted_without_stepping_through_them() {
             let perfs = c.perfs_of(
                 &(0..c.workers.len()).collect::<Vec<_>>(),
                 &input.application,
+                &input.options.terms,
             );
             let mut m = ClusterModel::new(&input.application, c, &perfs, true).unwrap();
             m.perf_ste = 0.0;
@@ -756,6 +759,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                         worker_buffers: 1,
+                        terms: Default::default(),
                     },
                     selection,
                 }
@@ -861,6 +865,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                         worker_buffers: 1,
+                        terms: Default::default(),
                     },
                     selection,
                 }
@@ -1087,6 +1092,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: 60.0,
                         worker_buffers: buffers,
+                        terms: Default::default(),
                     },
                     selection: SelectionRequest::Auto,
                 }

@@ -887,3 +887,28 @@ fn a_server_cm_must_be_on_a_host_the_allocation_names() {
     );
     Plan::from_toml_str(&child).unwrap();
 }
+
+#[test]
+fn the_form_sets_the_terms_and_each_key_changes_one() {
+    use crate::params::{ModelForm, ModelTerms};
+    let extended = Plan::from_toml_str(SMALL).unwrap();
+    assert_eq!(extended.form, ModelForm::Extended);
+    assert_eq!(extended.terms, ModelTerms::of(ModelForm::Extended));
+    assert!(extended.terms.wan_latency && extended.terms.link_ramp);
+    let thesis_text = SMALL.replace("[model]\n", "[model]\nform = \"thesis\"\n");
+    let thesis = Plan::from_toml_str(&thesis_text).unwrap();
+    assert_eq!(thesis.terms, ModelTerms::of(ModelForm::Thesis));
+    assert!(!thesis.terms.buffered_workers && !thesis.terms.own_communication);
+    // the model's input carries them
+    let input = thesis.model_input(None).unwrap();
+    assert_eq!(input.options.terms, thesis.terms);
+    // a key changes its term from the form's, the others stay
+    let one_on = thesis_text.replace("[model]\n", "[model]\nlink_ramp = true\n");
+    let terms = Plan::from_toml_str(&one_on).unwrap().terms;
+    assert!(terms.link_ramp && !terms.wan_latency);
+    let one_off = SMALL.replace("[model]\n", "[model]\nwan_latency = false\n");
+    let terms = Plan::from_toml_str(&one_off).unwrap().terms;
+    assert!(!terms.wan_latency && terms.submaster_tail);
+    let err = error_of(&SMALL.replace("[model]\n", "[model]\nform = \"paper\"\n"));
+    assert!(err.contains("form") && err.contains("thesis"), "{err}");
+}

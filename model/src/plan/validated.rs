@@ -4,7 +4,10 @@
 use serde::Deserialize;
 
 use super::error::{invalid, PlanError};
-use crate::params::{ApplicationParams, GrainCandidate, MeasuredSystem, RUNTIME_WORKER_BUFFERS};
+use crate::params::{
+    ApplicationParams, GrainCandidate, MeasuredSystem, ModelForm, ModelTerms,
+    RUNTIME_WORKER_BUFFERS,
+};
 
 /// What a machine entry runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -83,10 +86,12 @@ pub struct Plan {
     pub exhaustive_limit: u64,
     /// `[model] selection_budget_s`: seconds the branch-and-bound selection may take.
     pub selection_budget_s: f64,
-    /// `[model] link_ramp`: whether an external cluster's startup and end count what its
-    /// links lose to their ramp (171)(172), from a measured system's `wan_in_ramp_s` and
-    /// `wan_out_ramp_s` (default true; false gives the model without the term).
-    pub link_ramp: bool,
+    /// `[model] form`: the thesis's model alone, or with this project's terms (the default).
+    pub form: ModelForm,
+    /// The terms beyond the thesis's model counted: the form's, each changed by its `[model]`
+    /// key (`wan_latency`, `buffered_workers`, `submaster_tail`, `own_communication`,
+    /// `capacity`, `link_ramp`) where the plan gives it.
+    pub terms: ModelTerms,
     /// The clusters, the main one first, then the others in plan order.
     pub clusters: Vec<ClusterPlan>,
     /// `[launch]`, reserved for the command that runs a plan ([`launch`](super::launch)).
