@@ -15,6 +15,7 @@
 //! - [`tuning`] and [`chunking`]: tuning inside a cluster and the scheduler's chunk sizes
 //!   (section 5); [`iteration_fit`]: section 5's terms fitted to measured iterations;
 //! - [`row_column`]: the matrix product's row/column strategy (section 7);
+//! - [`queueing`]: closed queueing networks solved by Mean Value Analysis (section 14);
 //! - [`plan`]: the plan file and the measured-system file, read and checked with errors that
 //!   name the file, the cluster, the machine and the key.
 
@@ -28,6 +29,7 @@ pub mod local;
 pub mod methodology;
 pub mod params;
 pub mod plan;
+pub mod queueing;
 pub mod range;
 pub mod row_column;
 pub mod tuning;
