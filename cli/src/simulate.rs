@@ -186,7 +186,7 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
         iterations: plan.iterations,
         cost: TaskCost {
             oper: app.oper,
-            cv: plan.oper_cv,
+            cv: input.application.oper_cv,
         },
         sizes: Sizes {
             task_bytes: app.task_bytes,

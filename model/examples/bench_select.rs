@@ -85,6 +85,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                 lan_bytes_per_s: lan,
                 workers,
                 external,
+                dispatch: Default::default(),
             }
         })
         .collect();
@@ -96,6 +97,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
             result_bytes,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams { clusters },

@@ -1,11 +1,14 @@
 //! The three states of one cluster running a given set of workers: startup, steady state (with
 //! its bottleneck) and end, best and worst (`docs/model.md` section 2).
 
+use super::contention::{dispatch_limit, ClusterNetwork};
 use super::execution::{cluster_performance, execution_time};
 use super::external::{self, ExternalLimitsInput};
 use super::limits::{Bottleneck, PerformanceLimits};
 use super::local;
-use super::params::{ApplicationParams, ClusterOptions, ClusterParams, ExternalLink};
+use super::params::{
+    ApplicationParams, ClusterOptions, ClusterParams, Contention, DispatchCosts, ExternalLink,
+};
 
 /// Which end time a prediction uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,9 +26,14 @@ pub struct ClusterModel {
     pub workers: usize,
     /// `cperf`, equation (3).
     pub cperf: f64,
-    /// The arguments of the steady-performance `min`, (26)/(32)/(36).
+    /// The arguments of the steady-performance `min`, (26)/(32)/(36) and the master's and
+    /// CM's (125).
     pub limits: PerformanceLimits,
-    /// `perf_ste`, the smallest of [`ClusterModel::limits`].
+    /// The closed network's steady performance (127)(128), when computed: with `contention =
+    /// "mva"` always, else only where asked for ([`ClusterModel::with_network`]).
+    pub network: Option<f64>,
+    /// `perf_ste`: the smallest of [`ClusterModel::limits`], or [`ClusterModel::network`]
+    /// with `contention = "mva"`.
     pub perf_ste: f64,
     /// What attains `perf_ste`.
     pub bottleneck: Bottleneck,
@@ -57,12 +65,90 @@ impl ClusterModel {
         options: impl Into<ClusterOptions>,
     ) -> Option<Self> {
         let options = options.into();
+        let lan = cluster.lan_bytes_per_s;
         match &cluster.external {
-            None => Self::local(application, cluster.lan_bytes_per_s, perfs, options),
-            Some(link) => {
-                Self::external(application, cluster.lan_bytes_per_s, link, perfs, options)
-            }
+            None => Self::local(application, lan, cluster.dispatch, perfs, options),
+            Some(link) => Self::external(application, lan, link, cluster.dispatch, perfs, options),
         }
+    }
+
+    /// (125)-(128): the master's and CM's limits into `limits` (when `terms.master_cpu`),
+    /// and the closed network's steady performance when `contention = "mva"` needs it.
+    fn contention(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
+        perfs: &[f64],
+        options: ClusterOptions,
+        limits: &mut PerformanceLimits,
+    ) -> Option<f64> {
+        let dispatch = if options.terms.master_cpu {
+            dispatch
+        } else {
+            DispatchCosts::default()
+        };
+        limits.master = dispatch_limit(application.oper, dispatch.master_s);
+        limits.cm = dispatch_limit(application.oper, dispatch.cm_s);
+        (options.terms.contention == Contention::Mva).then(|| {
+            Self::network_of(
+                application,
+                lan_bytes_per_s,
+                dispatch,
+                perfs,
+                options,
+                limits,
+            )
+        })?
+    }
+
+    /// (126)-(128) for these workers.
+    fn network_of(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
+        perfs: &[f64],
+        options: ClusterOptions,
+        limits: &PerformanceLimits,
+    ) -> Option<f64> {
+        ClusterNetwork {
+            oper: application.oper,
+            oper_cv: application.oper_cv,
+            comm_bytes: application.comm_bytes(),
+            lan_bytes_per_s,
+            perfs,
+            worker_buffers: options.worker_buffers,
+            dispatch,
+        }
+        .performance(limits)
+    }
+
+    /// The model with its network's rate computed for showing beside the bottleneck's
+    /// (`terms.network`), when `contention = "bottleneck"` did not need it; the same model
+    /// otherwise.
+    pub fn with_network(
+        mut self,
+        application: &ApplicationParams,
+        cluster: &ClusterParams,
+        perfs: &[f64],
+        options: impl Into<ClusterOptions>,
+    ) -> Self {
+        let options = options.into();
+        if self.network.is_none() && options.terms.network {
+            let dispatch = if options.terms.master_cpu {
+                cluster.dispatch
+            } else {
+                DispatchCosts::default()
+            };
+            self.network = Self::network_of(
+                application,
+                cluster.lan_bytes_per_s,
+                dispatch,
+                perfs,
+                options,
+                &self.limits,
+            );
+        }
+        self
     }
 
     /// The main cluster: equations (11), (12), (26), (37), (39)/(43) — (39) with the workers'
@@ -70,6 +156,7 @@ impl ClusterModel {
     pub fn local(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
         perfs: &[f64],
         end: ClusterOptions,
     ) -> Option<Self> {
@@ -79,12 +166,26 @@ impl ClusterModel {
         let workers = perfs.len();
         let oper = application.oper;
         let cperf = cluster_performance(perfs);
-        let limits = PerformanceLimits {
+        let mut limits = PerformanceLimits {
             compute: cperf,
             lan: local::lan_performance_limit(oper, application.comm_bytes(), lan_bytes_per_s),
+            master: f64::INFINITY,
+            cm: f64::INFINITY,
             wan_in: f64::INFINITY,
             wan_out: f64::INFINITY,
         };
+        let main_dispatch = DispatchCosts {
+            cm_s: 0.0,
+            ..dispatch
+        };
+        let network = Self::contention(
+            application,
+            lan_bytes_per_s,
+            main_dispatch,
+            perfs,
+            end,
+            &mut limits,
+        );
         let tc_task = local::task_transfer_time(application.task_bytes, lan_bytes_per_s);
         let t_up = local::startup_time(tc_task, workers);
         let t_end_best = local::best_end_time(application.result_bytes, lan_bytes_per_s, workers);
@@ -112,7 +213,7 @@ impl ClusterModel {
         Some(Self::assemble(
             workers,
             cperf,
-            limits,
+            (limits, network),
             t_up,
             t_end_best,
             computation_bound_end,
@@ -132,6 +233,7 @@ impl ClusterModel {
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         link: &ExternalLink,
+        dispatch: DispatchCosts,
         perfs: &[f64],
         options: ClusterOptions,
     ) -> Option<Self> {
@@ -146,7 +248,7 @@ impl ClusterModel {
         let inter_task_bytes = application.inter_task_bytes(nt);
         let inter_result_bytes = application.inter_result_bytes(nr);
         let cperf = cluster_performance(perfs);
-        let limits = external::performance_limits(&ExternalLimitsInput {
+        let mut limits = external::performance_limits(&ExternalLimitsInput {
             cluster_performance: cperf,
             oper,
             comm_bytes: application.comm_bytes(),
@@ -172,8 +274,16 @@ impl ClusterModel {
         } else {
             (0.0, 0.0)
         };
+        let network = Self::contention(
+            application,
+            lan_bytes_per_s,
+            dispatch,
+            perfs,
+            options,
+            &mut limits,
+        );
         // The share of the WAN in the steady state draws: its inter-cluster tasks per second.
-        let steady = limits.steady_performance();
+        let steady = network.unwrap_or_else(|| limits.steady_performance());
         let tasks_need = steady * inter_task_bytes / (oper * nt.max(1) as f64);
         let t_up = external::startup_time_with_ramp(
             external::startup_time_with_latency(
@@ -218,7 +328,7 @@ impl ClusterModel {
         Some(Self::assemble(
             workers,
             cperf,
-            limits,
+            (limits, network),
             t_up,
             t_end_best,
             computation_bound_end,
@@ -231,7 +341,7 @@ impl ClusterModel {
     fn assemble(
         workers: usize,
         cperf: f64,
-        limits: PerformanceLimits,
+        (limits, network): (PerformanceLimits, Option<f64>),
         t_up: f64,
         t_end_best: f64,
         computation_bound_end: f64,
@@ -248,7 +358,8 @@ impl ClusterModel {
             workers,
             cperf,
             limits,
-            perf_ste: limits.steady_performance(),
+            network,
+            perf_ste: network.unwrap_or_else(|| limits.steady_performance()),
             bottleneck,
             t_up,
             t_end_best,
@@ -297,6 +408,7 @@ mod tests {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         }
     }
 
@@ -322,6 +434,7 @@ mod tests {
                 wan_in_ramp_s: 0.0,
                 wan_out_ramp_s: 0.0,
             }),
+            dispatch: Default::default(),
         }
     }
 
@@ -416,6 +529,7 @@ mod tests {
             lan_bytes_per_s: 1_068_674.0,
             workers: vec![],
             external: None,
+            dispatch: Default::default(),
         };
         let model = ClusterModel::new(&srmsd(), &main, &perfs, false).unwrap();
         assert!(model.is_computation_bound());

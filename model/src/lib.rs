@@ -21,6 +21,7 @@
 
 pub mod chunking;
 pub mod cluster;
+pub mod contention;
 pub mod execution;
 pub mod external;
 pub mod iteration_fit;
@@ -42,9 +43,10 @@ pub use methodology::advice::{
 pub use methodology::selection::{SelectionMethod, SelectionOutcome};
 pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPrediction};
 pub use params::{
-    ApplicationParams, ClusterOptions, ClusterParams, ExternalLink, GrainCandidate,
-    MeasuredCluster, MeasuredSystem, MeasuredWorker, ModelForm, ModelInput, ModelOptions,
-    ModelTerms, SelectionRequest, SystemParams, WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT,
-    DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT, RUNTIME_WORKER_BUFFERS,
+    ApplicationParams, ClusterOptions, ClusterParams, Contention, DispatchCosts, ExternalLink,
+    GrainCandidate, MeasuredCluster, MeasuredSystem, MeasuredWorker, ModelForm, ModelInput,
+    ModelOptions, ModelTerms, SelectionRequest, SystemParams, WorkerParams,
+    DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
+    RUNTIME_WORKER_BUFFERS,
 };
 pub use range::{check_working_range, RangeError};

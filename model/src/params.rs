@@ -26,6 +26,10 @@ pub struct ApplicationParams {
     pub task_bytes_inter: Option<f64>,
     /// `s_result_inter`: bytes of one inter-cluster result; `None` means `nr * s_result`.
     pub result_bytes_inter: Option<f64>,
+    /// The coefficient of variation of a task's basic operations (`[application] oper_cv`,
+    /// 0: every task has `oper`); the contention model's workers serve with it (129).
+    #[serde(default)]
+    pub oper_cv: f64,
 }
 
 impl ApplicationParams {
@@ -125,6 +129,20 @@ pub struct ExternalLink {
     pub wan_out_ramp_s: f64,
 }
 
+/// The CPU the processes that hand out a cluster's tasks spend per task: its master (a
+/// sub-master for an external cluster) and, for an external cluster, its CM. 0 where not
+/// known: no term.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCosts {
+    /// `c_m`: seconds of the master's (or sub-master's) CPU per task, handling its result and
+    /// handing out the next (`master_cpu_per_task_s`), (125).
+    #[serde(default)]
+    pub master_s: f64,
+    /// `c_cm`: seconds of the CM's CPU per task it relays (`cm_cpu_per_task_s`), (125).
+    #[serde(default)]
+    pub cm_s: f64,
+}
+
 /// System parameters of one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterParams {
@@ -136,6 +154,9 @@ pub struct ClusterParams {
     pub workers: Vec<WorkerParams>,
     /// The WAN link to the main cluster; `None` for the main cluster.
     pub external: Option<ExternalLink>,
+    /// The CPU its master and CM spend per task.
+    #[serde(default)]
+    pub dispatch: DispatchCosts,
 }
 
 impl ClusterParams {
@@ -212,6 +233,26 @@ impl ModelForm {
     }
 }
 
+/// Which rate a cluster's steady state takes (`[model] contention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Contention {
+    /// The least of the bottleneck formulas' limits (26)(32)(36)(125).
+    Bottleneck,
+    /// The cluster's closed network solved by MVA (127)(128).
+    Mva,
+}
+
+impl Contention {
+    /// `bottleneck` or `mva`, as the plan writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contention::Bottleneck => "bottleneck",
+            Contention::Mva => "mva",
+        }
+    }
+}
+
 /// The terms beyond the thesis's model, each of which can be switched off (`docs/model.md`,
 /// "The thesis's form"). [`ModelTerms::of`] gives a form's; a plan's `[model]` keys change
 /// one term at a time from its form's.
@@ -241,6 +282,15 @@ pub struct ModelTerms {
     /// at the least of its arguments that do not depend on the row/column (`[model]
     /// row_column_plateau`); off, (80) at the available performance.
     pub row_column_plateau: bool,
+    /// (125): the master's (and CM's) CPU per task limits a cluster in the bottleneck
+    /// formulas and is a queue of its network (`[model] master_cpu`); off, no term.
+    pub master_cpu: bool,
+    /// (126)-(129): the cluster's closed network is solved, its rate shown beside the
+    /// bottleneck's (the extended form, or `contention = "mva"`).
+    pub network: bool,
+    /// Which rate the steady state takes (`[model] contention`): the network's needs
+    /// `network`.
+    pub contention: Contention,
 }
 
 impl ModelTerms {
@@ -255,6 +305,9 @@ impl ModelTerms {
             capacity: on,
             link_ramp: on,
             row_column_plateau: on,
+            master_cpu: on,
+            network: on,
+            contention: Contention::Bottleneck,
         }
     }
 }
@@ -375,13 +428,17 @@ pub struct MeasuredSystem {
     /// What it was measured under: the plan, the machines, the emulation.
     #[serde(default)]
     pub conditions: Option<String>,
+    /// The coefficient of variation of a task's time on a worker (129), in place of the
+    /// plan's `[application] oper_cv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oper_cv: Option<f64>,
     /// Measured values per cluster, matched to the plan by name.
     #[serde(default)]
     pub clusters: Vec<MeasuredCluster>,
 }
 
 /// Measured values of one cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredCluster {
     /// The cluster's name in the plan.
@@ -405,6 +462,12 @@ pub struct MeasuredCluster {
     /// `L_out` (170): the same carrying results back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wan_out_ramp_s: Option<f64>,
+    /// `c_m` (125): seconds of the cluster's master's (or sub-master's) CPU per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_cpu_per_task_s: Option<f64>,
+    /// `c_cm` (125): seconds of its CM's CPU per task it relays (external clusters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm_cpu_per_task_s: Option<f64>,
     /// Measured worker performance, matched to the plan's workers by host.
     #[serde(default)]
     pub workers: Vec<MeasuredWorker>,
@@ -466,6 +529,7 @@ mod tests {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         }
     }
 
@@ -492,6 +556,7 @@ mod tests {
             result_bytes: 2_097_162.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         };
         let mut worker = WorkerParams {
             host: "lyon-1".into(),

@@ -288,6 +288,14 @@ fn check_cluster(
                     show(app.comm_bytes())
                 ),
             ),
+            Bottleneck::Master | Bottleneck::Cm => {
+                let (key, cost) = if alone.bottleneck == Bottleneck::Master {
+                    ("master_cpu_per_task_s", cluster.dispatch.master_s)
+                } else {
+                    ("cm_cpu_per_task_s", cluster.dispatch.cm_s)
+                };
+                (None, key, format!("{key} = {}", show(cost)))
+            }
             Bottleneck::WanIn => (
                 None,
                 "wan_in_bytes_per_s",
@@ -388,6 +396,7 @@ mod tests {
                 result_bytes: 2_310_244.0,
                 task_bytes_inter: None,
                 result_bytes_inter: None,
+                oper_cv: 0.0,
             },
             grains: vec![],
             system: SystemParams {
@@ -397,6 +406,7 @@ mod tests {
                         lan_bytes_per_s: 1_068_674.0,
                         workers: vec![worker("pgs-1", 0.7909e-3), worker("pgs-3", 0.7951e-3)],
                         external: None,
+                        dispatch: Default::default(),
                     },
                     ClusterParams {
                         name: "spain".into(),
@@ -411,6 +421,7 @@ mod tests {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     },
                 ],
             },

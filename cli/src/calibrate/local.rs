@@ -65,6 +65,7 @@ pub(super) fn calibrate(
             load_average()
         )),
         clusters: Vec::new(),
+        oper_cv: None,
     };
     let machine_files: Vec<MachineFile> = layout
         .clusters
@@ -172,6 +173,8 @@ pub(super) fn calibrate(
             wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
+            master_cpu_per_task_s: None,
+            cm_cpu_per_task_s: None,
         });
         lan_all.push((cluster.name.clone(), lan));
     }

@@ -367,6 +367,7 @@ fn measure_remote(
             load_average()
         )),
         clusters: Vec::new(),
+        oper_cv: None,
     };
     let mut wan_table = String::new();
     for ((cluster, workers), lan) in layout.clusters.iter().zip(measured_workers).zip(&lans) {
@@ -380,6 +381,8 @@ fn measure_remote(
             wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
+            master_cpu_per_task_s: None,
+            cm_cpu_per_task_s: None,
         };
         if let Some(link) = &cluster.link {
             let parent = &layout.clusters[link.parent].name;

@@ -221,7 +221,10 @@ mod tests {
                     cores,
                 }],
                 lan_runs: Vec::new(),
+                master_cpu_per_task_s: None,
+                cm_cpu_per_task_s: None,
             }],
+            oper_cv: None,
         }
     }
 

@@ -403,7 +403,7 @@ pub fn advise(
                         bytes,
                     ))
                 }
-                Bottleneck::Compute | Bottleneck::Lan => None,
+                Bottleneck::Compute | Bottleneck::Lan | Bottleneck::Master | Bottleneck::Cm => None,
             };
             if let Some((kind, needed, from, throughput, bytes)) = multiplier {
                 match needed {

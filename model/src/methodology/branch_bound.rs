@@ -258,7 +258,7 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         if let Some(model) = model_of(input, c, &order[..k]) {
             t_up[k] = model.t_up;
             let l = model.limits;
-            limit = l.lan.min(l.wan_in).min(l.wan_out);
+            limit = l.lan.min(l.master).min(l.cm).min(l.wan_in).min(l.wan_out);
         }
         comm_end[k] = match &params.external {
             None => local::worst_end_time_communication_bound(app.result_bytes, lan, k),

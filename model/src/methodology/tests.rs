@@ -48,6 +48,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams {
@@ -57,6 +58,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                     lan_bytes_per_s: 1_068_674.0,
                     workers: workers(&[("pgs-1", 0.7909e-3), ("pgs-3", 0.7951e-3)]),
                     external: None,
+                    dispatch: Default::default(),
                 },
                 ClusterParams {
                     name: "brazil".into(),
@@ -69,6 +71,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                         ("infoquir7", 0.3743e-3),
                     ]),
                     external: link(26_384.0, 25_430.0),
+                    dispatch: Default::default(),
                 },
                 ClusterParams {
                     name: "spain".into(),
@@ -84,6 +87,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                         ("aoquir11", 1.9997e-3),
                     ]),
                     external: link(21_802.0, 21_206.0),
+                    dispatch: Default::default(),
                 },
             ],
         },
@@ -376,6 +380,7 @@ fn single_cluster(
             result_bytes,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams {
@@ -384,6 +389,7 @@ fn single_cluster(
                 lan_bytes_per_s: lan,
                 workers: workers(&[("h1", 1.0)]),
                 external: None,
+                dispatch: Default::default(),
             }],
         },
         options: ModelOptions {
@@ -421,6 +427,7 @@ fn a_computation_bound_cluster_below_the_threshold_gets_the_largest_grain_that_f
                 result_bytes: oper / 2.0,
                 task_bytes_inter: None,
                 result_bytes_inter: None,
+                oper_cv: 0.0,
             },
         })
         .collect();
@@ -470,6 +477,7 @@ fn an_external_cluster_below_the_threshold_that_nothing_lifts_is_dropped() {
         lan_bytes_per_s: 1.0,
         workers: workers(&[("e1", 1.0), ("e2", 0.25)]),
         external: link(1.0, 1.0),
+        dispatch: Default::default(),
     });
     let p = predict(&input).unwrap();
     let ext = &p.clusters[1];
@@ -543,6 +551,7 @@ fn results_to_join_beyond_what_a_plan_accepts_are_a_remark_not_advice() {
         lan_bytes_per_s: 1e9,
         workers: workers(&[("e1", 1.0)]),
         external: link(1e9, 1.0),
+        dispatch: Default::default(),
     });
     let p = predict(&input).unwrap();
     assert_eq!(p.clusters[1].bottleneck, Bottleneck::WanOut);
@@ -714,6 +723,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                     lan_bytes_per_s: lan,
                     workers: named("m", &main),
                     external: None,
+                    dispatch: Default::default(),
                 }];
                 for (k, (perfs, lan, wan_in, wan_out, nt, nr)) in externals.into_iter().enumerate()
                 {
@@ -730,6 +740,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     });
                 }
                 let selection = match mode {
@@ -750,6 +761,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         result_bytes,
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams { clusters },
@@ -819,6 +831,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                     lan_bytes_per_s: v(lan),
                     workers: named("m", &main),
                     external: None,
+                    dispatch: Default::default(),
                 }];
                 for (k, (perfs, (lan, wan_in, wan_out), (nt, nr))) in
                     externals.into_iter().enumerate()
@@ -836,6 +849,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     });
                 }
                 let selection = match mode {
@@ -856,6 +870,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         result_bytes: result.map_or(0.0, v),
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams { clusters },
@@ -1054,6 +1069,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                         result_bytes,
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams {
@@ -1082,6 +1098,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                         wan_in_ramp_s: 0.0,
                                         wan_out_ramp_s: 0.0,
                                     }),
+                                    dispatch: Default::default(),
                                 }
                             })
                             .collect(),
@@ -1123,6 +1140,47 @@ proptest! {
                 prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
                 let machines = |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
                 prop_assert_eq!(machines(&e), machines(&b));
+            }
+            (
+                Err(ModelError::NoSelectionReachesThreshold { .. }),
+                Err(ModelError::NoSelectionReachesThreshold { .. }),
+            ) => {}
+            (e, b) => prop_assert!(false, "exhaustive {e:?}, branch and bound {b:?}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// With `contention = "mva"` (the network's rate, never above the bottleneck formulas',
+    /// so the bounds still hold) and a master's CPU per task up to a tenth of the fastest
+    /// worker's task time, the branch and bound still finds the exhaustive search's optimum.
+    #[test]
+    fn branch_and_bound_equals_the_exhaustive_search_with_the_network(
+        input in small_heterogeneous_plan(),
+        master in 0.0f64..0.1,
+        oper_cv in 0.0f64..1.5,
+    ) {
+        let mut input = input;
+        input.options.terms.contention = crate::params::Contention::Mva;
+        input.application.oper_cv = oper_cv;
+        for cluster in &mut input.system.clusters {
+            let fastest = cluster.workers.iter().map(|w| w.perf).fold(0.0, f64::max);
+            cluster.dispatch.master_s = master / fastest;
+        }
+        let exhaustive = predict(&input);
+        let mut forced = input.clone();
+        forced.options.exhaustive_limit = 1;
+        let bnb = predict(&forced);
+        match (exhaustive, bnb) {
+            (Ok(e), Ok(b)) => {
+                for c in &e.clusters {
+                    let bound = c.limits.steady_performance();
+                    prop_assert!(c.network.is_some_and(|n| n <= bound && n == c.perf_ste));
+                }
+                let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
+                prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
             }
             (
                 Err(ModelError::NoSelectionReachesThreshold { .. }),

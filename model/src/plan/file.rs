@@ -3,7 +3,9 @@
 use serde::Deserialize;
 
 use super::validated::{Role, SelectionMode};
-use crate::params::{ModelForm, ModelTerms, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S};
+use crate::params::{
+    Contention, ModelForm, ModelTerms, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S,
+};
 
 /// Default `[model] efficiency_threshold`.
 pub const DEFAULT_EFFICIENCY_THRESHOLD: f64 = 0.8;
@@ -82,6 +84,9 @@ pub(super) struct ModelTable {
     pub(super) capacity: Option<bool>,
     pub(super) link_ramp: Option<bool>,
     pub(super) row_column_plateau: Option<bool>,
+    pub(super) master_cpu: Option<bool>,
+    /// `bottleneck` (the default) or `mva`.
+    pub(super) contention: Option<Contention>,
 }
 
 impl ModelTable {
@@ -96,6 +101,9 @@ impl ModelTable {
             capacity: self.capacity.unwrap_or(form.capacity),
             link_ramp: self.link_ramp.unwrap_or(form.link_ramp),
             row_column_plateau: self.row_column_plateau.unwrap_or(form.row_column_plateau),
+            master_cpu: self.master_cpu.unwrap_or(form.master_cpu),
+            network: form.network || self.contention == Some(Contention::Mva),
+            contention: self.contention.unwrap_or(form.contention),
         }
     }
 }
@@ -116,6 +124,8 @@ impl Default for ModelTable {
             capacity: None,
             link_ramp: None,
             row_column_plateau: None,
+            master_cpu: None,
+            contention: None,
         }
     }
 }
@@ -149,6 +159,8 @@ pub(super) struct ClusterTable {
     pub(super) wan_in_bytes_per_s: Option<f64>,
     pub(super) wan_out_bytes_per_s: Option<f64>,
     pub(super) wan_rtt_s: Option<f64>,
+    pub(super) master_cpu_per_task_s: Option<f64>,
+    pub(super) cm_cpu_per_task_s: Option<f64>,
     pub(super) tasks_per_inter_task: Option<u64>,
     pub(super) results_per_inter_result: Option<u64>,
     pub(super) use_workers: Option<Vec<String>>,

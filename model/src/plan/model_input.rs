@@ -7,8 +7,8 @@ use super::{
     validated::{Plan, SelectionMode},
 };
 use crate::params::{
-    ClusterParams, ExternalLink, MeasuredSystem, ModelInput, ModelOptions, SelectionRequest,
-    SystemParams, WorkerParams,
+    ApplicationParams, ClusterParams, DispatchCosts, ExternalLink, MeasuredSystem, ModelInput,
+    ModelOptions, SelectionRequest, SystemParams, WorkerParams,
 };
 use crate::range::check_working_range;
 
@@ -90,11 +90,22 @@ impl Plan {
                     .collect(),
                 None => (0..workers.len()).collect(),
             });
+            let dispatch = DispatchCosts {
+                master_s: m
+                    .and_then(|m| m.master_cpu_per_task_s)
+                    .or(plan.master_cpu_per_task_s)
+                    .unwrap_or(0.0),
+                cm_s: m
+                    .and_then(|m| m.cm_cpu_per_task_s)
+                    .or(plan.cm_cpu_per_task_s)
+                    .unwrap_or(0.0),
+            };
             clusters.push(ClusterParams {
                 name: plan.name.clone(),
                 lan_bytes_per_s: lan,
                 workers,
                 external,
+                dispatch,
             });
         }
         let selection = match self.selection {
@@ -103,7 +114,10 @@ impl Plan {
             SelectionMode::Pinned => SelectionRequest::Pinned(pinned),
         };
         let input = ModelInput {
-            application: self.application.clone(),
+            application: ApplicationParams {
+                oper_cv: measured.oper_cv.unwrap_or(self.application.oper_cv),
+                ..self.application.clone()
+            },
             grains: self.grains.clone(),
             system: SystemParams { clusters },
             options: ModelOptions {

@@ -64,11 +64,6 @@ pub struct Plan {
     pub name: String,
     /// The application at its current granularity.
     pub application: ApplicationParams,
-    /// `[application] oper_cv`: the coefficient of variation of a task's basic operations
-    /// (0, the default: every task has `oper`); `hmw simulate` draws each task's from a
-    /// log-normal distribution of mean `oper` and this spread. The closed-form model reads
-    /// only the mean.
-    pub oper_cv: f64,
     /// `[application] iterations`: an iterative application's tasks run in this many
     /// iterations with a barrier between them; `hmw simulate` divides each iteration's
     /// `tasks / iterations` tasks' operations among the workers active then (`[run]
@@ -119,6 +114,12 @@ pub struct ClusterPlan {
     /// clusters; may come from a measured system instead). See [`ClusterPlan::wan_rtt_s`]
     /// for its default.
     pub wan_rtt_s: Option<f64>,
+    /// `master_cpu_per_task_s`: seconds of its master's (an external cluster's sub-master's)
+    /// CPU per task (125); may come from a measured system instead.
+    pub master_cpu_per_task_s: Option<f64>,
+    /// `cm_cpu_per_task_s`: seconds of its CM's CPU per task it relays (external clusters,
+    /// (125)).
+    pub cm_cpu_per_task_s: Option<f64>,
     /// `tasks_per_inter_task` (`nt`, default 1).
     pub tasks_per_inter_task: u64,
     /// `results_per_inter_result` (`nr`, default 1).
