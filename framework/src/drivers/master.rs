@@ -10,6 +10,7 @@ use crate::error::RunError;
 pub(crate) use hmw_core::roles::{ProblemSource, TaskSource};
 use hmw_core::{
     config::RunConfig,
+    cpu_clock::thread_cpu_s,
     machinefile::MachineFile,
     roles::{MasterCore, Output},
     scheduler::Scheduler,
@@ -26,6 +27,8 @@ const BURST: usize = 8;
 pub(crate) struct Master<'a, S> {
     transport: &'a mut dyn Transport,
     core: MasterCore<S>,
+    /// Its thread's CPU seconds handling messages, when `[run] master_cpu` asks for them.
+    handling_cpu_s: Option<f64>,
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
@@ -37,15 +40,22 @@ impl<'a, S: TaskSource> Master<'a, S> {
         scheduler: Box<dyn Scheduler>,
         source: S,
     ) -> Result<Self, RunError> {
-        Ok(Master::with_core(
+        let timed = config.master_cpu;
+        let mut master = Master::with_core(
             transport,
             MasterCore::new(machines, config, scheduler, source),
-        ))
+        );
+        master.handling_cpu_s = timed.then_some(0.0);
+        Ok(master)
     }
 
     /// A master driving `core` (built as a simulator or a test would build it).
     pub(crate) fn with_core(transport: &'a mut dyn Transport, core: MasterCore<S>) -> Self {
-        Master { transport, core }
+        Master {
+            transport,
+            core,
+            handling_cpu_s: None,
+        }
     }
 
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
@@ -60,7 +70,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
             return Err(error);
         }
         self.transport.flush()?;
-        Ok(self.core.finish())
+        let (mut stats, source) = self.core.finish();
+        stats.master_cpu_s = self.handling_cpu_s;
+        Ok((stats, source))
     }
 
     /// The loop: messages and timers to the core until it is done.
@@ -132,9 +144,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
         envelope: Envelope,
         out: &mut Vec<Output>,
     ) -> Result<(), RunError> {
+        let from = self.handling_cpu_s.map(|_| thread_cpu_s());
         self.core.handle(now, envelope.from, &envelope.bytes, out)?;
         self.transport.recycle(envelope.bytes);
-        self.perform(out)
+        let performed = self.perform(out);
+        if let (Some(total), Some(from)) = (self.handling_cpu_s.as_mut(), from) {
+            *total += thread_cpu_s() - from;
+        }
+        performed
     }
 
     fn perform(&mut self, out: &mut Vec<Output>) -> Result<(), RunError> {
