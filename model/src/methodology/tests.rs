@@ -1117,6 +1117,39 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
         )
 }
 
+/// The exhaustive search's prediction and the branch and bound's (forced by an exhaustive limit
+/// of 1) on `input`: the same worst-case makespan (relative 1e-9), the branch and bound proved
+/// optimal with the same number of machines, or no selection for both. Returns the exhaustive
+/// one's clusters when there is a selection.
+fn same_optimum(input: &ModelInput) -> Result<Vec<ClusterPrediction>, TestCaseError> {
+    let exhaustive = predict(input);
+    let mut forced = input.clone();
+    forced.options.exhaustive_limit = 1;
+    match (exhaustive, predict(&forced)) {
+        (Ok(e), Ok(b)) => {
+            let proved = matches!(
+                b.selection.method,
+                SelectionMethod::BranchAndBound { proved_optimal: true, gap: Some(g), .. }
+                    if g == 0.0
+            );
+            prop_assert!(proved, "{:?}", b.selection.method);
+            let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
+            prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
+            let machines =
+                |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
+            prop_assert_eq!(machines(&e), machines(&b));
+            Ok(e.clusters)
+        }
+        (
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+        ) => Ok(Vec::new()),
+        (e, b) => Err(TestCaseError::fail(format!(
+            "exhaustive {e:?}, branch and bound {b:?}"
+        ))),
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
 
@@ -1124,29 +1157,7 @@ proptest! {
     /// makespan (relative 1e-9) and the same number of machines, or no selection for both.
     #[test]
     fn branch_and_bound_equals_the_exhaustive_search(input in small_heterogeneous_plan()) {
-        let exhaustive = predict(&input);
-        let mut forced = input.clone();
-        forced.options.exhaustive_limit = 1;
-        let bnb = predict(&forced);
-        match (exhaustive, bnb) {
-            (Ok(e), Ok(b)) => {
-                let proved = matches!(
-                    b.selection.method,
-                    SelectionMethod::BranchAndBound { proved_optimal: true, gap: Some(g), .. }
-                        if g == 0.0
-                );
-                prop_assert!(proved, "{:?}", b.selection.method);
-                let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
-                prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
-                let machines = |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
-                prop_assert_eq!(machines(&e), machines(&b));
-            }
-            (
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-            ) => {}
-            (e, b) => prop_assert!(false, "exhaustive {e:?}, branch and bound {b:?}"),
-        }
+        same_optimum(&input)?;
     }
 }
 
@@ -1169,24 +1180,9 @@ proptest! {
             let fastest = cluster.workers.iter().map(|w| w.perf).fold(0.0, f64::max);
             cluster.dispatch.master_s = master / fastest;
         }
-        let exhaustive = predict(&input);
-        let mut forced = input.clone();
-        forced.options.exhaustive_limit = 1;
-        let bnb = predict(&forced);
-        match (exhaustive, bnb) {
-            (Ok(e), Ok(b)) => {
-                for c in &e.clusters {
-                    let bound = c.limits.steady_performance();
-                    prop_assert!(c.network.is_some_and(|n| n <= bound && n == c.perf_ste));
-                }
-                let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
-                prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
-            }
-            (
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-            ) => {}
-            (e, b) => prop_assert!(false, "exhaustive {e:?}, branch and bound {b:?}"),
+        for c in same_optimum(&input)? {
+            let bound = c.limits.steady_performance();
+            prop_assert!(c.network.is_some_and(|n| n <= bound && n == c.perf_ste));
         }
     }
 }
