@@ -11,7 +11,9 @@
 #
 # Then the applications' quick check (scripts/apps.sh --quick: SRMSD, TSP in three variants
 # and the matrix product's row/column strategy across three clusters, each verified). Then the
-# testbed's check (scripts/testbed-check.sh: emulated hosts, LANs, the WAN emulator, CPU
+# watch check (scripts/check-watch.sh: `hmw top` in tmux on a three-cluster run, recorded state
+# files, the HTML report in headless Chromium; about 35 s after its packages are installed).
+# Then the testbed's check (scripts/testbed-check.sh: emulated hosts, LANs, the WAN emulator, CPU
 # quotas, sshd, MPI over ssh, Slurm; about a minute on this 2-core machine, as root); it fails
 # the suite when it fails. Then `hmw launch` on the testbed's hosts (scripts/deploy-check.sh:
 # ssh and Slurm launchers, every rank's host, the keys on each host, a lost connection, SIGINT
@@ -87,6 +89,7 @@ step() {
 }
 step validation "the validation" scripts/validate.sh --quick
 step apps "the applications' check" scripts/apps.sh --quick
+step watch "the watch check" scripts/check-watch.sh
 step testbed "the testbed's check" scripts/testbed-check.sh
 step deploy "the deployment check" scripts/deploy-check.sh
 
@@ -97,7 +100,7 @@ awk '/^test result:/ { p += $4; f += $6 }
                           if ($i ~ /^passed/) p += $(i - 1)
                           if ($i ~ /^failed/) f += $(i - 1) } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
-for name in validation apps testbed deploy; do
+for name in validation apps watch testbed deploy; do
     tail -1 "$steps_dir/$name.log"
 done
 $checks_ok && $tests_ok && $steps_ok

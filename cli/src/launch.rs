@@ -32,18 +32,35 @@ use hmw_model::{
 
 use crate::{
     keygen::{host_files, write_certificates},
+    launch_record::{LaunchRecord, JOURNAL},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,
-    processes::{become_subreaper, catch_signals, interrupted, kill_every_descendant, Group},
-    remote::{place, Allocations, Deployment},
+    processes::{
+        become_subreaper, catch_signals, interrupted, kill_every_descendant, Group, Heartbeats,
+    },
+    remote::{place, Allocations, Deployment, RemoteCluster},
+    restart::{without_hosts, ClusterStarter, HostWatch, LocalStarter},
+    watch::Watch,
 };
 
 #[derive(Debug, clap::Args)]
 pub struct LaunchArgs {
     /// The plan (TOML): clusters, machines, `[launch]` and `[run]` tables.
-    #[arg(required_unless_present = "cleanup")]
+    #[arg(required_unless_present_any = ["cleanup", "resume"])]
     plan: Option<PathBuf>,
+    /// Start the run of WORK_DIR again where its journal ends: every cluster started anew,
+    /// the main master gathering what the journal holds and handing out only the tasks it
+    /// lacks. Refused when the plan, the binary or the measured file changed since.
+    #[arg(
+        long,
+        value_name = "WORK_DIR",
+        conflicts_with_all = ["plan", "cleanup", "measured", "binary", "work_dir", "print"]
+    )]
+    resume: Option<PathBuf>,
+    /// Keep no journal of the main master's results (a run that fails cannot be resumed).
+    #[arg(long, conflicts_with = "resume")]
+    no_journal: bool,
     /// Stop every process and remove every run folder that a launcher (killed, or cut from a
     /// host) left on the hosts its state file names (WORK/launch-state.json), then exit.
     #[arg(long, value_name = "STATE", conflicts_with = "plan")]
@@ -62,6 +79,10 @@ pub struct LaunchArgs {
     /// Folder for the generated files, logs and statistics (default: target/launch/NAME).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Show the dashboard of `hmw top` in place of the progress lines (every cluster's output
+    /// then goes to its log, the launcher's to WORK/launch.log, printed when the run ends).
+    #[arg(long, conflicts_with = "print")]
+    top: bool,
     /// The application binary (overrides `[launch] binary`).
     #[arg(long)]
     binary: Option<String>,
@@ -79,7 +100,13 @@ pub struct LaunchArgs {
 /// A started cluster: its `mpirun`, leader of a process group of its own.
 struct Running {
     name: String,
+    /// Its place in the layout (the main cluster is 0).
+    index: usize,
     group: Group,
+    /// The watch over its hosts (clusters on their own hosts).
+    watch: Option<HostWatch>,
+    /// Its hosts the watch found silent, for which its job was stopped.
+    silent: Vec<String>,
     /// Said that it ended before the main cluster.
     reported: bool,
 }
@@ -129,10 +156,27 @@ pub(crate) fn find_binary(name: &str, plan_dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(name))
 }
 
-pub fn run(args: LaunchArgs) -> Result<()> {
+pub fn run(mut args: LaunchArgs) -> Result<()> {
     if let Some(state) = &args.cleanup {
         return crate::remote::cleanup(state);
     }
+    let resumed = match &args.resume {
+        Some(work) => {
+            let record = LaunchRecord::to_resume(work)?;
+            println!(
+                "== resuming the run of {} (run {} of it), from its journal {}",
+                work.display(),
+                record.runs_unix_s.len(),
+                work.join(JOURNAL).display()
+            );
+            args.plan = Some(record.plan.clone());
+            args.measured = record.measured.as_ref().map(|(path, _)| path.clone());
+            args.binary = Some(record.binary.to_string_lossy().into_owned());
+            args.work_dir = Some(work.clone());
+            Some(record)
+        }
+        None => None,
+    };
     let plan_path = args.plan.clone().context("no plan")?;
     let plan = load_plan(&plan_path)?;
     let remote =
@@ -206,39 +250,72 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         .as_deref()
         .context("no application binary: set [launch] binary in the plan or --binary")?;
     let binary = find_binary(binary_name, &plan_dir)?;
-    let commands: Vec<(String, Command, PathBuf)> = layout
-        .clusters
-        .iter()
-        .map(|cluster| {
-            let hosts = work.join(format!("{}.hosts", cluster.name));
-            fs::write(&hosts, &cluster.machine_file)
-                .with_context(|| format!("cannot write {}", hosts.display()))?;
-            let stats = work.join(format!("{}.stats.json", cluster.name));
-            let mut command = Command::new("mpirun");
-            if args.print {
-                command.arg("--hostfile").arg(&hosts);
-            } else {
-                command.arg("--oversubscribe");
+    let resuming = resumed.is_some();
+    let record = match resumed {
+        Some(record) => record,
+        None => {
+            let journal = work.join(JOURNAL);
+            if journal.exists() && !args.print {
+                let old = work.join(format!("{JOURNAL}.old"));
+                fs::rename(&journal, &old)
+                    .with_context(|| format!("cannot move {} aside", journal.display()))?;
+                println!(
+                    "== note: the journal of an earlier run in {} is now {} (a new run starts)",
+                    work.display(),
+                    old.display()
+                );
             }
-            command
-                .args(["-np", &cluster.ranks.to_string()])
-                .arg(&binary)
-                .arg("-m")
-                .arg(&hosts)
-                .arg("-c")
-                .arg(&config_path)
-                .arg("--stats-json")
-                .arg(&stats);
-            Ok((cluster.name.clone(), command, stats))
-        })
-        .collect::<Result<_>>()?;
+            LaunchRecord::new(
+                &plan_path,
+                &binary,
+                args.measured.as_deref(),
+                !args.no_journal,
+            )?
+        }
+    };
+    if !args.print {
+        record.write(&work)?;
+    }
+    let launch_table = plan
+        .launch_table()
+        .with_context(|| format!("{}: [launch]", plan_path.display()))?;
+    let restarts = launch_table.restarts;
+    let host_timeout = Duration::try_from_secs_f64(launch_table.host_timeout_s)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .with_context(|| {
+            format!(
+                "{}: [launch] host_timeout_s = {}: expected seconds > 0",
+                plan_path.display(),
+                launch_table.host_timeout_s
+            )
+        })?;
+    let mut local = LocalStarter {
+        names: layout.clusters.iter().map(|c| c.name.clone()).collect(),
+        work: &work,
+        binary: &binary,
+        config: &config_path,
+        record: &record,
+        print: args.print,
+    };
+    // The live state file; the masters' feeds only where they run on this machine.
+    let watch = |live_figures: bool| {
+        let model = prediction.as_ref().ok().map(|p| (p, plan.application.oper));
+        Watch::start(&plan.name, &layout, model, &work, live_figures, args.top)
+    };
     let predicted = prediction
         .as_ref()
         .ok()
         .map(|p| (p.run.t_ex_best, p.run.t_ex_worst));
     if remote {
-        let binary = binary.canonicalize().unwrap_or(binary);
-        let (deployment, commands) = Deployment::prepare(
+        let binary = binary.canonicalize().unwrap_or_else(|_| binary.clone());
+        let journal = work.join(JOURNAL);
+        let staged = if resuming {
+            Some(cut_torn_tail(&journal)?)
+        } else {
+            None
+        };
+        let mut deployment = Deployment::prepare(
             &plan,
             &layout,
             &work,
@@ -247,6 +324,8 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             args.keep,
             args.print,
             &allocations.list,
+            &|path, resume| record.journal_args(path, resume),
+            staged.map(|_| journal.as_path()),
         )?;
         allocations.handed_over();
         if args.print {
@@ -257,19 +336,38 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             );
             return Ok(());
         }
-        return run_clusters(
-            &layout,
-            commands,
-            &work,
-            args.grace_s,
-            predicted,
-            Some(&deployment),
-        );
+        // The journal comes back as the master writes it: it outlives the main cluster's
+        // hosts. Stopped with every process below the launcher at the end.
+        if record.journal {
+            deployment.follow_journal(&journal, staged.unwrap_or(0))?;
+        }
+        let clusters = Clusters {
+            names: local.names.clone(),
+            machine_files: layout
+                .clusters
+                .iter()
+                .map(|c| c.machine_file.clone())
+                .collect(),
+            starter: &mut deployment,
+            resume: resuming,
+            restarts_left: restarts,
+            journal: record.journal,
+            heartbeats: Heartbeats::start(),
+            host_timeout,
+            watch: watch(false)?,
+        };
+        return run_clusters(&layout, clusters, &work, args.grace_s, predicted);
     }
+    let machine_files: Vec<String> = layout
+        .clusters
+        .iter()
+        .map(|c| c.machine_file.clone())
+        .collect();
     if args.print {
-        for (name, command, _) in &commands {
-            println!("# cluster {name}: on its head node");
-            println!("{}", shell_line(command));
+        for (index, machine_file) in machine_files.iter().enumerate() {
+            let command = local.command(index, machine_file, false)?;
+            println!("# cluster {}: on its head node", local.names[index]);
+            println!("{}", shell_line(&command));
         }
         println!(
             "# certificates in {}: copy each host's files to it, into {} (run.toml's [cm] \
@@ -282,7 +380,40 @@ pub fn run(args: LaunchArgs) -> Result<()> {
         }
         return Ok(());
     }
-    run_clusters(&layout, commands, &work, args.grace_s, predicted, None)
+    let names = local.names.clone();
+    let clusters = Clusters {
+        starter: &mut local,
+        names,
+        machine_files,
+        resume: resuming,
+        restarts_left: restarts,
+        journal: record.journal,
+        heartbeats: Heartbeats::start(),
+        host_timeout,
+        watch: watch(true)?,
+    };
+    run_clusters(&layout, clusters, &work, args.grace_s, predicted)
+}
+
+/// Cuts the torn tail of the journal at `path` (records a crash left incomplete), so that
+/// the copy a remote master resumes from is the copy here: its length.
+pub(crate) fn cut_torn_tail(path: &Path) -> Result<u64> {
+    let bytes = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let scan = hmw_core::journal::scan(&bytes)
+        .with_context(|| format!("cannot resume from {}", path.display()))?;
+    if let Some(torn) = &scan.torn {
+        println!(
+            "== journal {}: {} bytes torn at its end (a crash before their sync): cut",
+            path.display(),
+            torn.bytes
+        );
+        fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|file| file.set_len(scan.good_len as u64))
+            .with_context(|| format!("cannot cut {}", path.display()))?;
+    }
+    Ok(scan.good_len as u64)
 }
 
 /// The model's prediction for `plan` (with the measured values of `measured`, when given),
@@ -387,15 +518,156 @@ pub(crate) fn local_mpi_environment(command: &mut Command) {
     }
 }
 
+/// The clusters of a run as `run_clusters` starts them, and starts them again.
+struct Clusters<'a> {
+    /// What starts each cluster's job.
+    starter: &'a mut dyn ClusterStarter,
+    /// Each cluster's name and current machine file, the main cluster first.
+    names: Vec<String>,
+    machine_files: Vec<String>,
+    /// The main master resumes from its journal from its first start (`--resume`).
+    resume: bool,
+    /// Restarts of clusters left in this run (`[launch] restarts`).
+    restarts_left: u32,
+    /// Whether the main master keeps a journal to restart from.
+    journal: bool,
+    /// Keeps each remote cluster's watchdog fed, also while the launcher starts one again.
+    heartbeats: Heartbeats,
+    /// A host silent this long is taken for lost (`[launch] host_timeout_s`).
+    host_timeout: Duration,
+    /// The live state file (`hmw top`).
+    watch: Watch,
+}
+
+impl Clusters<'_> {
+    /// Starts cluster `index`'s job (resuming the main master when `resume`), its output to
+    /// its log (the main cluster's to this terminal), its `mpirun`'s id in `WORK/NAME.pid`.
+    fn start(&mut self, index: usize, resume: bool, work: &Path, remote: bool) -> Result<Running> {
+        let name = self.names[index].clone();
+        let mut command = self
+            .starter
+            .command(index, &self.machine_files[index], resume)
+            .with_context(|| format!("cannot start cluster {name}"))?;
+        if remote {
+            // The cluster's processes end when this connection does: its input stays open
+            // as long as the launcher lives.
+            command.stdin(Stdio::piped());
+        } else {
+            command.stdin(Stdio::null());
+            local_mpi_environment(&mut command);
+        }
+        if index != 0 || self.watch.on_screen() {
+            let path = work.join(format!("{name}.log"));
+            let log = fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            command.stdout(log.try_clone()?).stderr(log);
+        }
+        let group =
+            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
+        self.heartbeats.add(group.heart());
+        let pid = group.id();
+        println!("== cluster {name}: started (pid {pid})");
+        self.watch.started(&name, pid);
+        // mpirun's process id, also its process group's. Signalling either stops mpirun
+        // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
+        // after SIGKILL they come back to the launcher, which kills them when it ends.
+        let pid_file = work.join(format!("{name}.pid"));
+        fs::write(&pid_file, pid.to_string())
+            .with_context(|| format!("cannot write {}", pid_file.display()))?;
+        let watch = self.starter.prober(index).map(|prober| {
+            let hosts = RemoteCluster::hosts_of(&self.machine_files[index]);
+            HostWatch::new(prober, &hosts, self.host_timeout)
+        });
+        Ok(Running {
+            name,
+            index,
+            group,
+            reported: false,
+            watch,
+            silent: Vec::new(),
+        })
+    }
+
+    /// Cluster `index`'s job died (`status`): started again without the hosts that do not
+    /// answer, while restarts are left; the main master resumes from its journal. Whether it
+    /// was.
+    fn restart(
+        &mut self,
+        running: &mut Running,
+        status: std::process::ExitStatus,
+        work: &Path,
+        remote: bool,
+    ) -> bool {
+        let (index, name) = (running.index, running.name.clone());
+        let why = if self.restarts_left == 0 {
+            Some("no restart left ([launch] restarts)".to_string())
+        } else if index == 0 && !self.journal {
+            Some("the main master kept no journal to resume from".to_string())
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            println!("== cluster {name}: failed ({status}); not started again: {why}");
+            return false;
+        }
+        let hosts = RemoteCluster::hosts_of(&self.machine_files[index]);
+        let mut lost = self.starter.unreachable(index, &hosts);
+        for host in std::mem::take(&mut running.silent) {
+            if !lost.contains(&host) {
+                lost.push(host);
+            }
+        }
+        let machine_file = match without_hosts(&self.machine_files[index], &lost) {
+            Ok(file) => file,
+            Err(e) => {
+                println!(
+                    "== cluster {name}: failed ({status}); hosts {lost:?} do not answer and it \
+                     cannot go on without them: {e:#}"
+                );
+                return false;
+            }
+        };
+        self.restarts_left -= 1;
+        println!(
+            "== cluster {name}: failed ({status}); started again{}{} ({} restarts left)",
+            if lost.is_empty() {
+                String::new()
+            } else {
+                format!(" without {}", lost.join(", "))
+            },
+            if index == 0 {
+                ", its master from the journal"
+            } else {
+                ""
+            },
+            self.restarts_left
+        );
+        self.machine_files[index] = machine_file;
+        match self.start(index, index == 0, work, remote) {
+            Ok(started) => {
+                *running = started;
+                true
+            }
+            Err(e) => {
+                println!("== cluster {name}: {e:#}");
+                false
+            }
+        }
+    }
+}
+
 fn run_clusters(
     layout: &Layout,
-    commands: Vec<(String, Command, PathBuf)>,
+    mut clusters: Clusters<'_>,
     work: &Path,
     grace: Duration,
     predicted: Option<(f64, f64)>,
-    deployment: Option<&Deployment>,
 ) -> Result<()> {
     catch_signals()?;
+    let remote = clusters.starter.remote();
     become_subreaper()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -405,7 +677,7 @@ fn run_clusters(
     let relays: Vec<(String, Wanem)> = layout
         .clusters
         .iter()
-        .filter(|_| deployment.is_none())
+        .filter(|_| !remote)
         .filter_map(|c: &ClusterLayout| c.link.as_ref().map(|l| (c, l)))
         .map(|(cluster, link)| {
             let relay = runtime
@@ -419,77 +691,48 @@ fn run_clusters(
     let mut started = Started::default();
     let start = Instant::now();
     let main_name = layout.clusters[0].name.clone();
-    let mut stats_files = Vec::new();
-    for (name, mut command, stats) in commands.into_iter().rev() {
+    for index in (0..clusters.names.len()).rev() {
         if interrupted() {
             break;
         }
-        let is_main = name == main_name;
-        match deployment {
-            // The cluster's processes end when this connection does: its input stays open
-            // as long as the launcher lives.
-            Some(_) => {
-                command.stdin(Stdio::piped());
-            }
-            None => {
-                command.stdin(Stdio::null());
-                local_mpi_environment(&mut command);
-            }
-        }
-        if !is_main {
-            let path = work.join(format!("{name}.log"));
-            let log = fs::File::create(&path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            command.stdout(log.try_clone()?).stderr(log);
-        }
-        let group =
-            Group::start(&mut command).with_context(|| format!("cannot start cluster {name}"))?;
-        let pid = group.id();
-        println!("== cluster {name}: started (pid {pid})");
-        started.0.push(Running {
-            name: name.clone(),
-            group,
-            reported: false,
-        });
-        // mpirun's process id, also its process group's. Signalling either stops mpirun
-        // alone (each rank runs in a group of its own): SIGTERM makes it stop its ranks;
-        // after SIGKILL they come back to the launcher, which kills them when it ends.
-        let pid_file = work.join(format!("{name}.pid"));
-        fs::write(&pid_file, pid.to_string())
-            .with_context(|| format!("cannot write {}", pid_file.display()))?;
-        stats_files.push(stats);
+        let resume = index == 0 && clusters.resume;
+        started.0.push(clusters.start(index, resume, work, remote)?);
     }
+    let main_stats = work.join(format!("{main_name}.stats.json"));
     let running = &mut started.0;
     let main = running
         .len()
         .checked_sub(1)
         .filter(|&m| running[m].name == main_name);
-    // A remote cluster's watchdog hears from the launcher every second (none listens
-    // locally: their input is /dev/null).
-    let mut last_beat = Instant::now();
-    let mut beat = |running: &mut [Running]| {
-        if last_beat.elapsed() >= Duration::from_secs(1) {
-            last_beat = Instant::now();
-            for r in running.iter_mut() {
-                r.group.heartbeat();
-            }
-        }
-    };
     let outcome = loop {
         if interrupted() {
             break None;
         }
-        beat(running);
         let Some(main) = main else { break None };
-        // A cluster that fails before the main one ends: the master carries on without it (it
-        // declares it lost after `lost_after_s`); say so at once. (One that ends well was
-        // told to stop: the run is ending.)
+        // A cluster that fails before the main one ends is started again, without the hosts
+        // that stopped answering, while restarts are left; the master takes its tasks back
+        // as soon as it is back (or after `lost_after_s`). (One that ends well was told to
+        // stop: the run is ending.)
+        for r in running.iter_mut().filter(|r| !r.reported) {
+            let silent = r.watch.as_mut().map(HostWatch::lost).unwrap_or_default();
+            if !silent.is_empty() && r.group.poll().is_none() {
+                println!(
+                    "== cluster {}: {} silent for {:.0} s: its job is stopped",
+                    r.name,
+                    silent.join(", "),
+                    clusters.host_timeout.as_secs_f64()
+                );
+                r.group.kill();
+                r.silent = silent;
+            }
+        }
         for r in running[..main].iter_mut() {
             if let (Some(status), false) = (r.group.poll(), r.reported) {
-                r.reported = true;
-                if status.success() {
+                if status.success() || clusters.restart(r, status, work, remote) {
+                    r.reported = status.success();
                     continue;
                 }
+                r.reported = true;
                 println!(
                     "== cluster {}: failed while the main cluster runs ({status}); its log: {}",
                     r.name,
@@ -497,8 +740,17 @@ fn run_clusters(
                 );
             }
         }
+        clusters.watch.processes(
+            running
+                .iter_mut()
+                .map(|r| (r.name.as_str(), r.group.poll())),
+        );
+        // The main cluster that fails starts again, its master from the journal, while the
+        // other clusters keep their work and wait for it.
         if let Some(status) = running[main].group.poll() {
-            break Some(status);
+            if status.success() || !clusters.restart(&mut running[main], status, work, remote) {
+                break Some(status);
+            }
         }
         thread::sleep(Duration::from_millis(50));
     };
@@ -510,7 +762,11 @@ fn run_clusters(
                 && Instant::now() < deadline
                 && running.iter_mut().any(|r| r.group.poll().is_none())
             {
-                beat(running);
+                clusters.watch.processes(
+                    running
+                        .iter_mut()
+                        .map(|r| (r.name.as_str(), r.group.poll())),
+                );
                 thread::sleep(Duration::from_millis(50));
             }
         }
@@ -526,7 +782,7 @@ fn run_clusters(
     // Every group not reaped yet, then whatever is left below the launcher (ranks whose
     // mpirun died included).
     started.stop();
-    let cleaned = deployment.map(|d| d.finish(work));
+    let cleaned = clusters.starter.finish(work);
     let running = &started.0;
     for (name, relay) in relays {
         println!("== WAN emulator of {name}:\n{}", relay.counters());
@@ -543,6 +799,17 @@ fn run_clusters(
         println!("== cleanup: {e:#}");
     }
     let cleanup_failed = matches!(cleaned, Some(Err(_)));
+    clusters
+        .watch
+        .processes(running.iter().map(|r| (r.name.as_str(), r.group.status())));
+    clusters.watch.finish(
+        match outcome {
+            None => "interrupted",
+            Some(status) if status.success() => "completed",
+            Some(_) => "failed",
+        },
+        &main_stats,
+    );
     let Some(status) = outcome else {
         bail!(
             "interrupted after {:.1} s; every cluster stopped; logs in {}",
@@ -550,9 +817,16 @@ fn run_clusters(
             work.display()
         );
     };
-    let main_stats = &stats_files[stats_files.len() - 1];
-    if let Ok(text) = fs::read_to_string(main_stats) {
+    if let Ok(text) = fs::read_to_string(&main_stats) {
         if let Ok(stats) = serde_json::from_str::<RunStats>(&text) {
+            let resumed = stats.journal.as_ref().map_or(0, |j| j.resumed_tasks);
+            if resumed > 0 {
+                println!(
+                    "== resumed: {resumed} tasks gathered from the journal, {} in this run \
+                     (the prediction below is the whole run's)",
+                    stats.tasks
+                );
+            }
             if let Some((best, worst)) = predicted {
                 println!(
                     "== makespan: predicted {best:.3} s (best) to {worst:.3} s (worst), measured \

@@ -7,7 +7,10 @@ mod check;
 mod keygen;
 #[cfg(feature = "mpi")]
 mod launch;
+#[cfg(feature = "mpi")]
+mod launch_record;
 mod layout;
+mod live_state;
 mod ports;
 mod predict;
 #[cfg(feature = "mpi")]
@@ -15,10 +18,15 @@ mod processes;
 #[cfg(feature = "mpi")]
 mod remote;
 mod report;
+#[cfg(feature = "mpi")]
+mod restart;
 mod row_column;
 mod simulate;
+mod top;
 #[cfg(feature = "mpi")]
 mod wan_probe;
+#[cfg(feature = "mpi")]
+mod watch;
 
 #[cfg(feature = "mpi")]
 use std::time::Duration;
@@ -29,7 +37,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "hmw",
     version,
-    about = "Hierarchical multi-cluster master-worker: calibrate, check, keygen, predict, simulate, launch, report"
+    about = "Hierarchical multi-cluster master-worker: calibrate, check, keygen, predict, simulate, launch, top, report"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -54,6 +62,9 @@ enum Command {
     Report(report::ReportArgs),
     /// Run a plan in virtual time: the real cores against simulated workers, LANs and WANs.
     Simulate(simulate::SimulateArgs),
+    /// Watch a run of hmw launch in the terminal: clusters, progress against the model,
+    /// links, events.
+    Top(top::TopArgs),
     /// One end of a WAN measured by `hmw calibrate`, on its CM's host (started by calibrate).
     #[cfg(feature = "mpi")]
     #[command(hide = true)]
@@ -93,6 +104,7 @@ fn main() -> std::process::ExitCode {
         Command::Launch(args) => launch::run(args),
         Command::Report(args) => report::run(args),
         Command::Simulate(args) => simulate::run(args),
+        Command::Top(args) => top::run(args),
         #[cfg(feature = "mpi")]
         Command::WanProbe(args) => wan_probe::run(args),
     };

@@ -15,8 +15,11 @@
 use std::{
     fs, io,
     os::unix::process::CommandExt as _,
-    process::{Child, Command, ExitStatus},
-    sync::atomic::{AtomicBool, Ordering},
+    process::{Child, ChildStdin, Command, ExitStatus},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, Mutex,
+    },
     thread,
     time::{Duration, Instant},
 };
@@ -58,6 +61,75 @@ pub(crate) struct Group {
     child: Child,
     /// Its exit status, once reaped.
     status: Option<ExitStatus>,
+    /// Its standard input, when that is a pipe: a remote cluster's watchdog listens to it.
+    heart: Heart,
+}
+
+/// A started process's standard input, where the launcher writes a byte every second for a
+/// remote cluster's watchdog: shared, so that a thread keeps beating it while the launcher is
+/// busy (starting a cluster again takes longer than the watchdog's patience).
+#[derive(Clone, Default)]
+pub(crate) struct Heart(Arc<Mutex<Option<ChildStdin>>>);
+
+impl Heart {
+    /// One byte to the pipe; a failed write closes it (the process is gone, or no longer
+    /// reads).
+    pub(crate) fn beat(&self) {
+        use std::io::Write as _;
+        let mut stdin = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(pipe) = stdin.as_mut() {
+            if pipe.write_all(b".").and_then(|()| pipe.flush()).is_err() {
+                *stdin = None;
+            }
+        }
+    }
+}
+
+/// A thread that beats every heart given to it once a second, until dropped.
+pub(crate) struct Heartbeats {
+    hearts: Arc<Mutex<Vec<Heart>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl Heartbeats {
+    pub(crate) fn start() -> Heartbeats {
+        let hearts: Arc<Mutex<Vec<Heart>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = thread::spawn({
+            let (hearts, stop) = (hearts.clone(), stop.clone());
+            move || {
+                while !stop.load(Ordering::Relaxed) {
+                    for heart in hearts.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                        heart.beat();
+                    }
+                    thread::sleep(Duration::from_secs(1));
+                }
+            }
+        });
+        Heartbeats {
+            hearts,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Beat `heart` from now on.
+    pub(crate) fn add(&self, heart: Heart) {
+        self.hearts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(heart);
+    }
+}
+
+impl Drop for Heartbeats {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// How [`Group::wait_until`] ended.
@@ -95,9 +167,12 @@ impl Group {
                 Ok(())
             });
         }
+        let mut child = command.spawn()?;
+        let heart = Heart(Arc::new(Mutex::new(child.stdin.take())));
         Ok(Group {
-            child: command.spawn()?,
+            child,
             status: None,
+            heart,
         })
     }
 
@@ -110,12 +185,12 @@ impl Group {
     /// it when these stop coming, even when the connection died without closing. A failed
     /// write closes the pipe (the process is gone, or no longer reads).
     pub(crate) fn heartbeat(&mut self) {
-        use std::io::Write as _;
-        if let Some(stdin) = &mut self.child.stdin {
-            if stdin.write_all(b".").and_then(|()| stdin.flush()).is_err() {
-                self.child.stdin = None;
-            }
-        }
+        self.heart.beat();
+    }
+
+    /// Its standard input, to beat from another thread ([`Heartbeats`]).
+    pub(crate) fn heart(&self) -> Heart {
+        self.heart.clone()
     }
 
     /// Its exit status, once it ended (reaping it).

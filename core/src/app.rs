@@ -162,6 +162,31 @@ pub trait Problem: Send + 'static {
         false
     }
 
+    /// Whether a run of this problem can resume from its journal (`hmw launch --resume`), or
+    /// why not.
+    ///
+    /// A resumed run makes the problem afresh, calls [`gather`](Self::gather) (or
+    /// [`gather_joined`](Self::gather_joined)) for every journaled result in the journal's
+    /// order, then asks [`next_task_for`](Self::next_task_for) for tasks from the first one
+    /// again: the tasks whose ids were gathered are dropped, the others handed out under the
+    /// ids they had. So a problem that resumes must guarantee that **task ids do not depend on
+    /// timing**: the `k`-th task produced is the same piece of work whatever was gathered
+    /// before and whoever asked for it (its content may change, as a search task carrying the
+    /// best bound known), and `gather` must accept a result whose task this instance has not
+    /// produced yet. A problem that divides itself differently for different recipients (an
+    /// override of [`next_task_for`](Self::next_task_for) that looks at `to`) does not
+    /// guarantee it and must return `Err` with the reason. The framework refuses by itself an
+    /// iterative problem ([`iterations_completed`](Self::iterations_completed) is `Some`: an
+    /// iteration's tasks are made from the last one's results, so it would need the
+    /// iterations' barriers replayed), and a journal in which a task was
+    /// [`redivide`](Self::redivide)d (the replacements' ids depended on when a cluster was
+    /// lost). Results joined by a sub-master resume ([`gather_joined`](Self::gather_joined)
+    /// is replayed with the same ids), and so do [`Splitter`]s (they live on the clusters,
+    /// which all start again). Default: `Ok(())`.
+    fn check_resumable(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// For an iterative problem ([`crate::iterative::Iterations`]): the iterations completed
     /// so far (their barrier passed). The master measures each iteration and may tune the
     /// number of workers between them. Default: `None`, the problem is not iterative.

@@ -19,6 +19,8 @@
 //! adapt_rate_change = 0.3     # a cluster's rate moving this much is an event
 //! adapt_min_efficiency = 0.1  # below this share of its capacity a cluster is dropped
 //! adapt_hold_s = 10           # a cluster may hold what it computes in this time
+//! journal_sync_s = 1          # the master's journal (--journal): results synced at most
+//! journal_sync_bytes = 1048576 # this long after they are gathered, or once this many wait
 //!
 //! [application]               # read by the application itself
 //! ```
@@ -133,6 +135,17 @@ pub struct RunConfig {
     pub adapt_min_efficiency: f64,
     /// A cluster may hold what it computes in this many seconds.
     pub adapt_hold_s: f64,
+    /// The master's journal of results (`--journal`): a result gathered is on disk at most
+    /// this many seconds later (group commit: one sync for every result of the interval).
+    pub journal_sync_s: f64,
+    /// The same: at most this many bytes of results wait unsynced (the master waits for the
+    /// disk beyond it).
+    pub journal_sync_bytes: u64,
+    /// Where the master appends its live feed, a line of JSON per progress line
+    /// ([`crate::live_feed`]). Not a key of the file: the binary's `--live-json` sets it
+    /// (`hmw launch` does, for its live state file).
+    #[serde(skip)]
+    pub live_json: Option<std::path::PathBuf>,
 }
 
 /// `[run] tune_workers`.
@@ -171,6 +184,9 @@ impl Default for RunConfig {
             adapt_rate_change: 0.3,
             adapt_min_efficiency: 0.1,
             adapt_hold_s: 10.0,
+            journal_sync_s: 1.0,
+            journal_sync_bytes: 1 << 20,
+            live_json: None,
         }
     }
 }
@@ -226,6 +242,13 @@ impl RunConfig {
             (
                 "run.adapt_hold_s",
                 self.adapt_hold_s,
+                f64::MIN_POSITIVE,
+                f64::INFINITY,
+                "seconds > 0",
+            ),
+            (
+                "run.journal_sync_s",
+                self.journal_sync_s,
                 f64::MIN_POSITIVE,
                 f64::INFINITY,
                 "seconds > 0",
@@ -295,6 +318,12 @@ impl RunConfig {
                     "run.tune_drift = {}: expected a relative change > 0",
                     self.tune_drift
                 ),
+            ));
+        }
+        if self.journal_sync_bytes == 0 {
+            return Err(Invalid::new(
+                "run.journal_sync_bytes",
+                "run.journal_sync_bytes = 0: expected at least 1 byte".into(),
             ));
         }
         if self.repeat_tasks == 0 {
@@ -497,6 +526,17 @@ impl ConfigFile {
             cm: CmConfig::default(),
             text: String::new(),
         }
+    }
+
+    /// The `[application]` table as TOML text, the same for the same settings however the
+    /// file writes them (a journal's record of the application's parameters).
+    pub fn application_text(&self) -> Result<String, ConfigError> {
+        let table: toml::Table = self.application()?;
+        toml::to_string(&table).map_err(|e| ConfigError {
+            path: self.path.clone(),
+            line: None,
+            message: format!("[application]: {e}"),
+        })
     }
 
     /// Deserialize the `[application]` table into the application's own settings type

@@ -193,6 +193,7 @@ mod tests {
             send_bytes_per_s: 1000.0,
             recv_bytes_per_s: 5000.0,
             rtt_s: 0.0,
+            ..LinkState::default()
         })
     }
 

@@ -5,8 +5,8 @@ use std::{fmt::Write as _, time::Duration};
 
 use crate::live::Estimate;
 pub use crate::protocol::report::{
-    Adaptation, ClusterEstimate, ClusterReport, ClusterStats, LinkSummary, Outage, ProgressSample,
-    RankPlacement, RunStats, WorkerStats,
+    Adaptation, ClusterEstimate, ClusterReport, ClusterStats, JournalStats, LinkSummary, Outage,
+    ProgressSample, RankPlacement, RunStats, WorkerStats,
 };
 
 impl WorkerStats {

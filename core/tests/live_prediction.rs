@@ -6,6 +6,7 @@ use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use hmw_core::{
     config::RunConfig,
+    live_feed::LiveRecord,
     machinefile::MachineFile,
     protocol::{decode, encode, LinkState, ToMaster, ToWorker, WireResult},
     roles::{MasterCore, Output, ProblemSource},
@@ -51,15 +52,28 @@ impl Problem for Units {
     }
 }
 
-/// Runs 12 tasks on the ranks of `hosts` (rank 0 the master), a progress line every second:
-/// each rank answers `Ready` at 0 s, and its `n`-th task (from 1) after `seconds(rank, n)`
-/// seconds with as many basic operations; `extra` messages come at the seconds given. Returns
-/// the progress sample at 6 s.
+/// The progress sample at 6 s of [`run`].
 fn sample_at_6(
     hosts: &str,
     seconds: impl Fn(usize, u64) -> u64,
     extra: Vec<(u64, usize, ToMaster)>,
 ) -> ProgressSample {
+    run(hosts, seconds, extra)
+        .into_iter()
+        .map(|record| record.sample)
+        .find(|s| (s.t_s - 6.0).abs() < 1e-9)
+        .expect("a progress sample at 6 s")
+}
+
+/// Runs 12 tasks on the ranks of `hosts` (rank 0 the master), a progress line every second:
+/// each rank answers `Ready` at 0 s, and its `n`-th task (from 1) after `seconds(rank, n)`
+/// seconds with as many basic operations; `extra` messages come at the seconds given. Returns
+/// the live feed's record of each progress line, checked against the statistics' timeline.
+fn run(
+    hosts: &str,
+    seconds: impl Fn(usize, u64) -> u64,
+    extra: Vec<(u64, usize, ToMaster)>,
+) -> Vec<LiveRecord> {
     let machines = MachineFile::parse(Path::new("hosts"), hosts).unwrap();
     let config = RunConfig {
         statistics_interval: 1.0,
@@ -89,6 +103,7 @@ fn sample_at_6(
         due.entry(at).or_default().push((rank, message));
     }
     let mut tasks_of = vec![0u64; ranks];
+    let mut records = Vec::new();
     let mut second = 0;
     while !master.is_done() {
         let now = Duration::from_secs(second);
@@ -98,6 +113,13 @@ fn sample_at_6(
                 .unwrap();
         }
         master.on_timer(now, &mut out);
+        if out.iter().any(|o| matches!(o, Output::Progress(_))) {
+            records.push(
+                master
+                    .live_record(0)
+                    .expect("a record after a progress line"),
+            );
+        }
         for output in out.drain(..) {
             let Output::Send { to, bytes } = output else {
                 continue;
@@ -129,11 +151,9 @@ fn sample_at_6(
         assert!(second < 60, "the run does not end");
     }
     let (stats, _) = master.finish();
-    stats
-        .progress
-        .into_iter()
-        .find(|s| (s.t_s - 6.0).abs() < 1e-9)
-        .expect("a progress sample at 6 s")
+    let samples: Vec<&ProgressSample> = records.iter().map(|r| &r.sample).collect();
+    assert_eq!(samples, stats.progress.iter().collect::<Vec<_>>());
+    records
 }
 
 /// Two workers of one basic operation per second. Worker 1's tasks take 1 s each; worker 2's
@@ -168,6 +188,7 @@ fn a_cluster_whose_link_is_down_tells_nothing_of_its_tasks_under_way() {
         send_bytes_per_s: 0.0,
         recv_bytes_per_s: 0.0,
         rtt_s: 0.0,
+        ..LinkState::default()
     };
     let seconds = |rank, n| if rank == 2 && n == 2 { 7 } else { 1 };
     let up = sample_at_6(hosts, seconds, vec![(3, 2, ToMaster::Link(link(true)))]);
@@ -179,4 +200,52 @@ fn a_cluster_whose_link_is_down_tells_nothing_of_its_tasks_under_way() {
     );
     assert!((up - 10.0).abs() < 1e-9, "{up}");
     assert!((down - 9.5).abs() < 1e-9, "{down}");
+}
+
+/// The live feed's record at 6 s of the run above whose CM reported its link down at 3 s:
+/// worker 1 delivered six tasks and computes its seventh; the cluster behind the CM delivered
+/// one and holds its second, its link down as last reported.
+#[test]
+fn the_live_record_tells_each_worker_and_each_cluster_behind_a_cm() {
+    let hosts = "localhost\nlocalhost\nlocalhost # M 1 7000 name=cm cluster=far workers=1\n";
+    let down = LinkState {
+        connected: false,
+        reconnections: 2,
+        ..LinkState::default()
+    };
+    let records = run(
+        hosts,
+        |rank, n| if rank == 2 && n == 2 { 7 } else { 1 },
+        vec![(3, 2, ToMaster::Link(down))],
+    );
+    let at_6 = records
+        .iter()
+        .find(|r| (r.sample.t_s - 6.0).abs() < 1e-9)
+        .unwrap();
+    assert_eq!(at_6.total_tasks, Some(12));
+    assert!(at_6.adaptations.is_empty());
+    let [worker] = &at_6.workers[..] else {
+        panic!("one worker: {at_6:?}")
+    };
+    assert_eq!(
+        (worker.rank, worker.tasks_done, worker.held, worker.lost),
+        (1, 6, 1, false)
+    );
+    assert_eq!(worker.busy_s, 6.0);
+    let [far] = &at_6.linked[..] else {
+        panic!("one cluster behind a CM: {at_6:?}")
+    };
+    assert_eq!(
+        (
+            far.name.as_str(),
+            far.cm_rank,
+            far.workers,
+            far.tasks_done,
+            far.held
+        ),
+        ("far", 2, Some(1), 1, 1)
+    );
+    assert_eq!(far.link, Some(down));
+    // Before the report at 3 s the master knew nothing of the link.
+    assert_eq!(records[0].linked[0].link, None);
 }

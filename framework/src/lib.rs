@@ -59,6 +59,7 @@
 mod builder;
 mod drivers;
 mod error;
+mod journal;
 mod placement;
 mod runner;
 #[cfg(test)]

@@ -37,6 +37,7 @@ use crate::{
         worker::Worker,
     },
     error::RunError,
+    journal::{self, JournalArgs},
 };
 use hmw_core::{
     app::{Problem, Splitter, WorkerContext},
@@ -67,6 +68,10 @@ pub(crate) struct RunArgs {
     /// Write the run's statistics as JSON to this file.
     #[arg(long)]
     pub stats_json: Option<PathBuf>,
+    /// On the master of this cluster: append its live feed, a line of JSON per progress
+    /// line, to this file (`hmw launch` builds its live state file from them).
+    #[arg(long)]
+    pub live_json: Option<PathBuf>,
     /// Run every rank of the machine file as a thread of this process, without MPI.
     #[arg(long)]
     pub threads: bool,
@@ -79,6 +84,38 @@ pub(crate) struct RunArgs {
     /// it); off on one machine, where the file's host names are labels.
     #[arg(long)]
     pub check_placement: bool,
+    /// The main master journals every result it gathers to this file, synced in groups
+    /// (`[run] journal_sync_s`, `journal_sync_bytes`); a file there is replaced, unless
+    /// `--resume`. `hmw launch` gives it.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// With `--journal`: gather what the journal holds into the problem, hand out only the
+    /// tasks it lacks, and go on appending to it. Refused, naming what differs, when the
+    /// application's parameters, this binary or a `--fingerprint` are not the journal's.
+    #[arg(long, requires = "journal")]
+    pub resume: bool,
+    /// A fingerprint the journal records and a resume must find unchanged: NAME=VALUE
+    /// (`hmw launch` gives `plan=` the plan file's SHA-256).
+    #[arg(long = "fingerprint", value_name = "NAME=VALUE", value_parser = parse_fingerprint)]
+    pub fingerprints: Vec<(String, String)>,
+}
+
+impl RunArgs {
+    /// What the command line asks of the main master's journal.
+    fn journal(&self) -> Option<JournalArgs> {
+        self.journal.as_ref().map(|path| JournalArgs {
+            path: path.clone(),
+            resume: self.resume,
+            fingerprints: self.fingerprints.iter().cloned().collect(),
+        })
+    }
+}
+
+fn parse_fingerprint(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?}: expected NAME=VALUE")),
+    }
 }
 
 /// A splitter for one rank, made from the application's settings.
@@ -133,6 +170,7 @@ where
     if args.max_tasks.is_some() {
         config.run.max_tasks = args.max_tasks;
     }
+    config.run.live_json.clone_from(&args.live_json);
     let machines = MachineFile::load(&args.machinefile)?;
     if let Some(size) = size {
         if size != machines.rank_count() {
@@ -340,6 +378,7 @@ where
         problem,
         splitter,
         make_scheduler.as_ref(),
+        args.journal().as_ref(),
     )
     .map(|outcome| with_placement(outcome, placement))
     .map_err(anyhow::Error::from)
@@ -398,7 +437,7 @@ pub(crate) type MakeScheduler = Arc<dyn Fn(&RunConfig) -> Box<dyn Scheduler> + S
 /// of a cluster without upstream communication manager), `splitter` to the ranks that use
 /// the application's splitter (a sub-master, a CM facing a master). Masters and sub-masters
 /// schedule with `make_scheduler`'s schedulers, or by the configuration's `[run] scheduler`
-/// when `None`.
+/// when `None`. The main master keeps `journal` when given.
 pub(crate) fn play_with<P: Problem>(
     transport: &mut dyn Transport,
     machines: &MachineFile,
@@ -406,6 +445,7 @@ pub(crate) fn play_with<P: Problem>(
     problem: Option<P>,
     splitter: Option<SplitterOf<P>>,
     make_scheduler: Option<&MakeScheduler>,
+    journal: Option<&JournalArgs>,
 ) -> Result<Outcome<P>, RunError> {
     let rank = transport.rank();
     let scheduler = match make_scheduler {
@@ -419,6 +459,19 @@ pub(crate) fn play_with<P: Problem>(
             let master = Master::new(transport, machines, config.run.clone(), scheduler, source)?;
             let (stats, source) = master.run()?;
             let problem = source.into_problem();
+            Ok(Outcome::Master { problem, stats })
+        }
+        (Role::Master, Some(problem)) if journal.is_some() => {
+            let journal = journal.expect("checked");
+            let source = journal::open(journal, config, ProblemSource::new(problem))?;
+            let master = Master::new(transport, machines, config.run.clone(), scheduler, source)?;
+            let (mut stats, source) = master.run()?;
+            let (source, journal) = source.close();
+            if let Some(failed) = &journal.failed {
+                eprintln!("warning: {failed}; the journal stops there");
+            }
+            stats.journal = Some(journal);
+            let problem = source.into_inner().into_problem();
             Ok(Outcome::Master { problem, stats })
         }
         (Role::Master, Some(problem)) => {
@@ -470,17 +523,19 @@ pub(crate) fn play_in_threads<P: Problem>(
     problem: Option<P>,
     make_splitter: Option<&dyn Fn() -> anyhow::Result<SplitterOf<P>>>,
 ) -> Result<Outcome<P>, RunError> {
-    play_in_threads_with(machines, config, problem, make_splitter, None)
+    play_in_threads_with(machines, config, problem, make_splitter, None, None)
 }
 
 /// [`play_in_threads`], masters and sub-masters scheduling with `make_scheduler`'s
-/// schedulers (the configured policy when `None`).
+/// schedulers (the configured policy when `None`), the main master keeping `journal` when
+/// given.
 pub(crate) fn play_in_threads_with<P: Problem>(
     machines: &MachineFile,
     config: &ConfigFile,
     problem: Option<P>,
     make_splitter: Option<&dyn Fn() -> anyhow::Result<SplitterOf<P>>>,
     make_scheduler: Option<MakeScheduler>,
+    journal: Option<&JournalArgs>,
 ) -> Result<Outcome<P>, RunError> {
     let mut splitters = Vec::with_capacity(machines.rank_count());
     for rank in 0..machines.rank_count() {
@@ -511,6 +566,7 @@ pub(crate) fn play_in_threads_with<P: Problem>(
                         None,
                         splitter,
                         make_scheduler.as_ref(),
+                        None,
                     );
                     if played.is_err() {
                         transport.abort_cluster();
@@ -527,6 +583,7 @@ pub(crate) fn play_in_threads_with<P: Problem>(
         problem,
         first_splitter,
         make_scheduler.as_ref(),
+        journal,
     );
     if outcome.is_err() {
         first.abort_cluster();
@@ -613,6 +670,7 @@ where
         make.as_ref()
             .map(|m| m as &dyn Fn() -> anyhow::Result<SplitterOf<P>>),
         make_scheduler,
+        args.journal().as_ref(),
     )?;
     conclude(outcome, &config, args, finish)
 }

@@ -2,6 +2,7 @@
 //! real threads, around the cores of `hmw-core`.
 
 mod in_process;
+mod journaled;
 mod result_operations;
 mod simulated_cores;
 mod two_clusters_in_process;

@@ -16,9 +16,10 @@ use std::{
 use hmw_core::{
     adapt::{Action, Decision},
     config::{ConfigFile, RunConfig},
+    journal::Record,
     machinefile::MachineFile,
     protocol::{decode, encode, ToMaster, ToWorker, WireResult},
-    roles::{MasterCore, Output, ProblemSource},
+    roles::{MasterCore, Output, ProblemSource, ResumedSource},
     scheduler::{Demand, OnDemand, Policy, Scheduler, Waiting},
     stats::RunStats,
 };
@@ -664,4 +665,80 @@ fn a_task_a_cluster_lost_goes_to_others_even_when_it_asks_first() {
     master.handle(now, 1, &ready(1), &mut out).unwrap();
     assert!(batches_to(&out, 2).is_empty(), "{out:?}");
     assert_eq!(batches_to(&out, 1), vec![vec![held]]);
+}
+
+/// A master resumed from its journal gathers a far cluster's result for a task it has not
+/// produced yet (the cluster computed it for the master before the restart), and never hands
+/// that task out: every task is gathered once over the journal and the run.
+#[test]
+fn a_resumed_master_adopts_what_a_far_cluster_computed_before_it() {
+    let result_of = |k: u64| WireResult {
+        ids: vec![k].into(),
+        operations: 1.0,
+        busy_s: 1.0,
+        decode_s: 0.0,
+        encode_s: 0.0,
+        body: encode(&SimResult(vec![k])),
+    };
+    let journaled: Vec<Vec<u8>> = [0, 1].map(|k| encode(&SimResult(vec![k]))).into();
+    let records: Vec<Record<'_>> = journaled
+        .iter()
+        .enumerate()
+        .map(|(k, body)| Record::Gathered {
+            ids: vec![k as u64],
+            operations: 1.0,
+            body,
+        })
+        .collect();
+    let problem = ProblemSource::new(SimProblem::new(6, TaskCost::fixed(1.0), 0));
+    let source = ResumedSource::replay(problem, &records).unwrap();
+    let machines = MachineFile::parse(Path::new("m.hosts"), &format!("m\nw\n{FAR_CM}\n")).unwrap();
+    let config = ConfigFile::defaults().run;
+    let mut master = MasterCore::new(&machines, config, Box::new(OnDemand), source);
+    let now = Duration::ZERO;
+    let mut out = Vec::new();
+    master.start(now, &mut out).unwrap();
+    let far = encode(&ToMaster::Result {
+        result: result_of(4),
+        room: 0,
+    });
+    master.handle(now, 2, &far, &mut out).unwrap();
+    master.handle(now, 1, &ready(1), &mut out).unwrap();
+    let mut handed = Vec::new();
+    while !master.is_done() {
+        let sends: Vec<Output> = std::mem::take(&mut out);
+        assert!(!sends.is_empty(), "the run stalled");
+        for output in sends {
+            let Output::Send { to, bytes } = output else {
+                continue;
+            };
+            let answer = match decode(&bytes, "to a rank").unwrap() {
+                ToWorker::Tasks(tasks) => {
+                    let [task] = &tasks[..] else {
+                        panic!("one task")
+                    };
+                    handed.push(task.id);
+                    ToMaster::Result {
+                        result: result_of(task.id),
+                        room: 1,
+                    }
+                }
+                ToWorker::Stop => ToMaster::Bye { report: None },
+                ToWorker::Join(_) => continue,
+            };
+            master.handle(now, to, &encode(&answer), &mut out).unwrap();
+        }
+    }
+    assert_eq!(
+        handed,
+        [2, 3, 5],
+        "tasks 0, 1 journaled and 4 adopted are not handed out"
+    );
+    let (stats, source) = master.finish();
+    assert_eq!(
+        stats.tasks, 4,
+        "the far cluster's result and the worker's three"
+    );
+    let problem = source.into_inner().into_problem();
+    assert!(problem.each_gathered_once(), "{:?}", problem.seen());
 }

@@ -157,9 +157,14 @@ pub fn in_netns<T>(netns: &str, f: impl FnOnce() -> T) -> anyhow::Result<T> {
     Ok(out)
 }
 
-/// Waits until every sshd accepts connections (20 s at most).
-pub fn wait_sshd(st: &State) -> anyhow::Result<()> {
-    for h in st.layout.hosts.iter().filter(|h| h.sshd) {
+/// Waits until every sshd (or only `only`'s) accepts connections (20 s at most each).
+pub fn wait_sshd(st: &State, only: Option<&str>) -> anyhow::Result<()> {
+    for h in st
+        .layout
+        .hosts
+        .iter()
+        .filter(|h| h.sshd && only.is_none_or(|o| o == h.name))
+    {
         let names = st.host(&h.name).context("host names")?;
         let addr: Ipv4Addr = h.lan_addr.or(h.mgmt_addr).context("an address")?;
         let ok = sys::wait_for(Duration::from_secs(20), || {
@@ -308,6 +313,97 @@ pub fn start_slurm(st: &mut State) -> anyhow::Result<()> {
                 &log,
             )?;
         }
+    }
+    Ok(())
+}
+
+/// Starts again the daemons of a host whose processes were all killed (`kill-host`): its
+/// sshd, and in a Slurm cluster its munged, its slurmd (slurmctld too on the head), the node
+/// then returned to service (`scontrol update state=resume`: its controller had set it down).
+pub fn revive(st: &mut State, host: &str) -> anyhow::Result<()> {
+    let h = st
+        .layout
+        .hosts
+        .iter()
+        .find(|h| h.name == host)
+        .with_context(|| format!("no host `{host}`"))?
+        .clone();
+    let hdir = st.dir.join("hosts").join(host);
+    if h.sshd {
+        let argv = vec![
+            "/usr/sbin/sshd".to_string(),
+            "-D".into(),
+            "-e".into(),
+            "-f".into(),
+            hdir.join("sshd_config").to_string_lossy().into(),
+        ];
+        spawn_daemon(st, Some(host), "sshd", &argv, &hdir.join("sshd.log"))?;
+    }
+    let slurm = h
+        .cluster
+        .map(|c| st.layout.clusters[c].clone())
+        .filter(|c| c.launcher == "slurm" && h.kind == HostKind::Machine);
+    if let Some(cluster) = slurm {
+        let key = st.dir.join("munge/munge.key").to_string_lossy().to_string();
+        let argv: Vec<String> = vec![
+            "/usr/sbin/munged".into(),
+            "-F".into(),
+            "--force".into(),
+            format!("--key-file={key}"),
+            format!("--log-file={}", hdir.join("munged.log").display()),
+            format!("--seed-file={}", hdir.join("munged.seed").display()),
+            "--pid-file=/run/munge/munged.pid".into(),
+            "--num-threads=2".into(),
+        ];
+        let pid = spawn_daemon(st, Some(host), "munged", &argv, &hdir.join("munged.out"))?;
+        let socket = format!("/proc/{pid}/root/run/munge/munge.socket.2");
+        if !sys::wait_for(Duration::from_secs(10), || Path::new(&socket).exists()) {
+            bail!("munged on `{host}` has no socket after 10 s");
+        }
+        if cluster.head == host {
+            spawn_daemon(
+                st,
+                Some(host),
+                "slurmctld",
+                &["/usr/sbin/slurmctld".into(), "-D".into()],
+                &hdir.join("slurmctld.out"),
+            )?;
+        }
+        spawn_daemon(
+            st,
+            Some(host),
+            "slurmd",
+            &[
+                "/usr/sbin/slurmd".into(),
+                "-D".into(),
+                "-N".into(),
+                host.into(),
+            ],
+            &hdir.join("slurmd.out"),
+        )?;
+        let head = cluster.head.clone();
+        let resumed = sys::wait_for(Duration::from_secs(30), || {
+            exec_output(
+                st,
+                &head,
+                &[
+                    "scontrol",
+                    "update",
+                    &format!("nodename={host}"),
+                    "state=resume",
+                ],
+            )
+            .is_ok_and(|o| {
+                o.status.success()
+                    || String::from_utf8_lossy(&o.stderr).contains("Invalid node state")
+            })
+        });
+        if !resumed {
+            bail!("Slurm on `{head}` does not take node `{host}` back");
+        }
+    }
+    if h.sshd {
+        wait_sshd(st, Some(host))?;
     }
     Ok(())
 }

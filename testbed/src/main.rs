@@ -87,6 +87,27 @@ enum Cmd {
         /// How long.
         seconds: f64,
     },
+    /// Fails a host: every process of it killed at once (its ranks, sshd, Slurm, munge), as
+    /// a host that dies; with --wipe its /srv/hmw emptied too.
+    KillHost {
+        /// The host.
+        host: String,
+        /// Remove what its /srv/hmw holds (the run folders on it).
+        #[arg(long)]
+        wipe: bool,
+    },
+    /// Brings a killed host back: its sshd (and Slurm daemons) started again.
+    Revive {
+        /// The host.
+        host: String,
+    },
+    /// Cuts a host's LAN port for some seconds from now (returns when it is up again).
+    CutLan {
+        /// The host.
+        host: String,
+        /// How long.
+        seconds: f64,
+    },
     /// The start signal: the plan's outage times count from now.
     Start,
     /// The emulator's counters (JSON).
@@ -236,6 +257,21 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
                 &serde_json::json!({"cmd": "set", "cluster": cluster, "direction": direction, "rate_mbit": mbit}),
             )?;
             println!("{reply}");
+        }
+        Cmd::KillHost { host, wipe } => {
+            let killed = testbed::kill_host(&instance(cli)?, host, *wipe)?;
+            println!(
+                "{host}: {killed} processes killed{}",
+                if *wipe { ", /srv/hmw emptied" } else { "" }
+            );
+        }
+        Cmd::Revive { host } => {
+            testbed::revive_host(&instance(cli)?, host)?;
+            println!("{host}: its daemons started again");
+        }
+        Cmd::CutLan { host, seconds } => {
+            testbed::cut_lan(&instance(cli)?, host, *seconds)?;
+            println!("{host}: LAN cut for {seconds} s, up again");
         }
         Cmd::Outage { cluster, seconds } => {
             let st = instance(cli)?.state()?;

@@ -118,7 +118,7 @@ pub(crate) fn allocate(plan: &Plan, state_file: &Path) -> Result<Allocations> {
         });
         let remotes: Vec<RemoteCluster> =
             allocations.list.iter().map(|a| a.remote.clone()).collect();
-        write_state(state_file, plan, &remotes)?;
+        write_state(state_file, &plan.name, &remotes)?;
         let job = SlurmJob::of(&launch);
         println!(
             "== cluster {}: asking Slurm for {nodes} nodes of its choice on {}",

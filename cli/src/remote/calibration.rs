@@ -144,7 +144,7 @@ impl RemoteCalibration {
             };
             calibration.clusters.push(cluster.clone());
             // Recorded before anything is staged: a cleanup finds a half-staged calibration.
-            write_state(&calibration.state_file, plan, &calibration.clusters)?;
+            write_state(&calibration.state_file, &plan.name, &calibration.clusters)?;
             let mut subfolders = Vec::new();
             for run in runs {
                 let sub = RemoteCluster {

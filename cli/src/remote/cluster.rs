@@ -98,6 +98,12 @@ impl RemoteCluster {
         hosts
     }
 
+    /// `ssh HEAD sh DIR/run.sh`: the command the launcher starts and watches.
+    pub(crate) fn run_command(&self) -> std::process::Command {
+        self.head
+            .command(&format!("sh {}", sh_quote(&format!("{}/run.sh", self.dir))))
+    }
+
     /// The hostfile given to `mpirun --map-by seq`: line i is rank i's host, nothing else.
     pub(crate) fn hostfile(machine_file: &str) -> String {
         machine_file
@@ -364,6 +370,37 @@ impl RemoteCluster {
             sh_quote(if parent.is_empty() { "/" } else { parent }),
             sh_quote(name)
         )
+    }
+
+    /// Copies the main master's journal (`DIR/journal.hmwj`, written on rank 0's host) into
+    /// `to` as it grows, from its byte `from` on (what `to` already holds, cut there): a
+    /// `tail -F` over ssh that lives until the launcher ends it, so that the journal outlives
+    /// the host and its folder. The copy lags the master's syncs by the poll's 0.2 s.
+    pub(crate) fn follow_journal(&self, to: &Path, from: u64) -> Result<crate::processes::Group> {
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(to)
+            .with_context(|| format!("cannot open {}", to.display()))?;
+        file.set_len(from)
+            .with_context(|| format!("cannot cut {}", to.display()))?;
+        let path = format!("{}/{}", self.dir, crate::launch_record::JOURNAL);
+        let mut command = self.head.command(&format!(
+            "exec tail -c +{} -F -s 0.2 {} 2>/dev/null",
+            from + 1,
+            sh_quote(&path)
+        ));
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(file)
+            .stderr(std::process::Stdio::null());
+        crate::processes::Group::start(&mut command).with_context(|| {
+            format!(
+                "cannot follow the journal of cluster {} on {}",
+                self.name,
+                self.head.describe()
+            )
+        })
     }
 
     /// Run the cleanup; with `stats_to`, first fetch the head's `stats.json` there (in the

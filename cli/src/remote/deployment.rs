@@ -34,9 +34,22 @@ struct StateFile {
 
 /// The clusters of a run on their own hosts.
 pub(crate) struct Deployment {
-    clusters: Vec<RemoteCluster>,
-    state_file: PathBuf,
+    pub(super) clusters: Vec<RemoteCluster>,
+    pub(super) state_file: PathBuf,
     keep: bool,
+    /// The plan's name, for the state file.
+    pub(super) plan_name: String,
+    /// Each cluster's `[cluster.launch]`, in layout order.
+    pub(super) settings: Vec<ClusterLaunch>,
+    /// Writes what a cluster's hosts get, to start it again.
+    pub(super) stager: Stager,
+    /// Each cluster's command for its first start (taken by the launcher).
+    pub(super) first: Vec<Option<Command>>,
+    /// Clusters whose nodes Slurm chose before the run: started again only in a new run.
+    pub(super) allocated: Vec<bool>,
+    /// The main master's journal here, and the ssh that copies it back as it grows.
+    pub(super) journal: Option<PathBuf>,
+    pub(super) follower: Option<crate::processes::Group>,
 }
 
 /// A cluster's command for the launcher: its name, the `ssh` that runs it, and where its
@@ -82,6 +95,9 @@ impl Deployment {
     ///
     /// A cluster in `allocations` (Slurm chose its nodes) keeps its run folder and head, and
     /// its run script gives the waiting job its go instead of an sbatch.
+    ///
+    /// The main cluster's command gets `main_args(DIR)` (its journal in its run folder `DIR`),
+    /// and its head a copy of `journal` when the run resumes from one.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn prepare(
         plan: &Plan,
@@ -92,14 +108,12 @@ impl Deployment {
         keep: bool,
         print: bool,
         allocations: &[Allocation],
-    ) -> Result<(Deployment, Vec<ClusterCommand>)> {
+        main_args: &dyn Fn(&str, bool) -> Vec<String>,
+        journal: Option<&Path>,
+    ) -> Result<Deployment> {
         let run_name = run_name(plan);
         let state_file = work.join("launch-state.json");
-        let mut deployment = Deployment {
-            clusters: Vec::new(),
-            state_file,
-            keep,
-        };
+        let mut clusters = Vec::new();
         let mut settings = Vec::new();
         for cluster in &layout.clusters {
             let plan_cluster = plan
@@ -147,135 +161,100 @@ impl Deployment {
                     cluster.name
                 );
             }
-            deployment.clusters.push(remote);
+            clusters.push(remote);
             settings.push(launch);
             // Recorded before anything is staged: a cleanup finds a half-staged run (and the
             // jobs of the allocations not laid out yet).
             if !print {
-                let mut recorded = deployment.clusters.clone();
+                let mut recorded = clusters.clone();
                 for allocation in allocations {
                     if !recorded.iter().any(|c| c.name == allocation.remote.name) {
                         recorded.push(allocation.remote.clone());
                     }
                 }
-                write_state(&deployment.state_file, plan, &recorded)?;
+                write_state(&state_file, &plan.name, &recorded)?;
             }
         }
 
         let stage_root = work.join("stage");
+        let stager = Stager {
+            config: layout.config.clone(),
+            certs: certs.to_owned(),
+            binary: binary.to_owned(),
+            stage_root: stage_root.clone(),
+            main_args: [false, true].map(|resume| {
+                let dir = clusters.first().map_or("", |c| c.dir.as_str());
+                main_args(&format!("{dir}/{}", crate::launch_record::JOURNAL), resume)
+            }),
+        };
         let mut commands = Vec::new();
         // (cluster, host, its folder here), sent all at once once written.
-        let mut stages: Vec<(&RemoteCluster, &str, PathBuf)> = Vec::new();
-        for ((cluster, remote), launch) in layout
+        let mut stages: Vec<(&RemoteCluster, String, PathBuf)> = Vec::new();
+        for (index, ((cluster, remote), launch)) in layout
             .clusters
             .iter()
-            .zip(&deployment.clusters)
+            .zip(&clusters)
             .zip(&settings)
+            .enumerate()
         {
-            let binary_name = binary
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "app".into());
-            let remote_binary = match (&launch.remote_binary, launch.stage_binary) {
-                (Some(path), _) => path.clone(),
-                (None, true) => format!("{}/bin/{binary_name}", remote.dir),
-                (None, false) => binary.to_string_lossy().into_owned(),
-            };
-            let mut config = layout.config.clone();
-            if let Some(toml::Value::Table(cm)) = config.get_mut("cm") {
-                cm.insert(
-                    "certs".into(),
-                    toml::Value::String(format!("{}/certs", remote.dir)),
-                );
-            }
-            let config = toml::to_string(&config)?;
-            let at = |name: &str| format!("{}/{name}", remote.dir);
-            let mut mpirun = remote.mpirun(cluster.ranks, &launch.mpirun_args);
-            mpirun.extend([
-                remote_binary,
-                "-m".into(),
-                at("machines"),
-                "-c".into(),
-                at("run.toml"),
-                "--stats-json".into(),
-                at("stats.json"),
-                "--check-placement".into(),
-            ]);
-            for host in &remote.hosts {
-                let dir = stage_root.join(&cluster.name).join(host);
-                fs::create_dir_all(dir.join("certs"))
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-                fs::write(dir.join("run.toml"), &config)?;
-                fs::write(dir.join("machines"), &cluster.machine_file)?;
-                fs::copy(certs.join("ca.pem"), dir.join("certs/ca.pem"))
-                    .with_context(|| format!("cannot copy {}", certs.display()))?;
-                // Only this host's own CMs' keys.
-                for cm in layout.cms.iter().filter(|cm| &cm.host == host) {
-                    for file in [format!("{}.pem", cm.name), format!("{}.key.pem", cm.name)] {
-                        fs::copy(certs.join(&file), dir.join("certs").join(&file))
-                            .with_context(|| format!("cannot copy {file}"))?;
-                    }
-                }
-                // The batch script runs on the allocation's first node, whichever it is.
-                if *host == remote.head_host || remote.slurm {
-                    fs::write(
-                        dir.join("hostfile"),
-                        RemoteCluster::hostfile(&cluster.machine_file),
-                    )?;
-                    let run = if remote.slurm {
-                        fs::write(
-                            dir.join("job.sh"),
-                            remote.job_script(&launch.environment, &mpirun),
-                        )?;
-                        let job = SlurmJob {
-                            allocated: allocations
-                                .iter()
-                                .find(|a| a.remote.name == cluster.name)
-                                .map(|a| (a.job.as_str(), a.batch.as_str())),
-                            ..SlurmJob::of(launch)
-                        };
-                        remote.slurm_run_script(&launch.environment, &job)
-                    } else {
-                        remote.run_script(&launch.environment, &mpirun)
-                    };
-                    fs::write(dir.join("run.sh"), run)?;
-                }
-                if launch.stage_binary && launch.remote_binary.is_none() {
-                    fs::create_dir_all(dir.join("bin"))?;
-                    fs::copy(binary, dir.join("bin").join(&binary_name))
-                        .with_context(|| format!("cannot copy the binary {}", binary.display()))?;
-                }
-                stages.push((remote, host, dir));
-            }
-            let command = remote
-                .head
-                .command(&format!("sh {}", sh_quote(&at("run.sh"))));
+            let allocated = allocations
+                .iter()
+                .find(|a| a.remote.name == cluster.name)
+                .map(|a| (a.job.as_str(), a.batch.as_str()));
+            let journal = journal.filter(|_| index == 0);
+            let written = stager.write(
+                index == 0,
+                remote,
+                launch,
+                &cluster.machine_file,
+                allocated,
+                journal,
+            )?;
+            stages.extend(written.into_iter().map(|(host, dir)| (remote, host, dir)));
             commands.push((
                 cluster.name.clone(),
-                command,
+                remote.run_command(),
                 work.join(format!("{}.stats.json", cluster.name)),
             ));
         }
         if print {
-            print_commands(&deployment.clusters, &stages, &commands);
-            return Ok((deployment, commands));
+            print_commands(&clusters, &stages, &commands);
         }
-        stage_all(
-            stages
-                .iter()
-                .map(|(remote, host, dir)| (*remote, *host, dir.as_path())),
-            &stage_root,
-        )?;
-        for remote in &deployment.clusters {
-            println!(
-                "== cluster {}: staged in {} on {} (head {})",
-                remote.name,
-                remote.dir,
-                remote.hosts.join(", "),
-                remote.head.describe()
-            );
+        if !print {
+            stage_all(
+                stages
+                    .iter()
+                    .map(|(remote, host, dir)| (*remote, host.as_str(), dir.as_path())),
+                &stage_root,
+            )?;
+            for remote in &clusters {
+                println!(
+                    "== cluster {}: staged in {} on {} (head {})",
+                    remote.name,
+                    remote.dir,
+                    remote.hosts.join(", "),
+                    remote.head.describe()
+                );
+            }
         }
-        Ok((deployment, commands))
+        let allocated = layout
+            .clusters
+            .iter()
+            .map(|c| allocations.iter().any(|a| a.remote.name == c.name))
+            .collect();
+        let deployment = Deployment {
+            clusters,
+            state_file,
+            keep,
+            plan_name: plan.name.clone(),
+            settings,
+            stager,
+            first: commands.into_iter().map(|(_, c, _)| Some(c)).collect(),
+            allocated,
+            journal: None,
+            follower: None,
+        };
+        Ok(deployment)
     }
 
     /// After the run: each cluster's statistics fetched into `work` (where the cluster wrote
@@ -283,6 +262,142 @@ impl Deployment {
     pub(crate) fn finish(&self, work: &Path) -> Result<()> {
         clean_all(&self.clusters, self.keep, &self.state_file, Some(work))
     }
+}
+
+/// What each cluster's hosts get, written under `WORK/stage/CLUSTER/HOST` to be sent: the
+/// run configuration, the machine file, the CA and the keys of the host's own CMs, the run
+/// script on the head (the batch script too under Slurm), the binary when asked; the main
+/// cluster's head its journal when it resumes from one.
+pub(crate) struct Stager {
+    /// The run configuration shared by every cluster.
+    config: toml::Table,
+    /// The CA and every CM's keys, here.
+    certs: PathBuf,
+    /// The application, here.
+    binary: PathBuf,
+    stage_root: PathBuf,
+    /// The main cluster's own `mpirun` arguments (its journal), fresh and resuming.
+    main_args: [Vec<String>; 2],
+}
+
+impl Stager {
+    /// Where the files are written before they are sent.
+    pub(crate) fn stage_root(&self) -> &Path {
+        &self.stage_root
+    }
+
+    /// Writes the files of `remote`'s hosts for `machine_file`: the hosts and their folders
+    /// here, to be sent.
+    pub(crate) fn write(
+        &self,
+        main: bool,
+        remote: &RemoteCluster,
+        launch: &ClusterLaunch,
+        machine_file: &str,
+        allocated: Option<(&str, &str)>,
+        journal: Option<&Path>,
+    ) -> Result<Vec<(String, PathBuf)>> {
+        let binary_name = self
+            .binary
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "app".into());
+        let remote_binary = match (&launch.remote_binary, launch.stage_binary) {
+            (Some(path), _) => path.clone(),
+            (None, true) => format!("{}/bin/{binary_name}", remote.dir),
+            (None, false) => self.binary.to_string_lossy().into_owned(),
+        };
+        let mut config = self.config.clone();
+        if let Some(toml::Value::Table(cm)) = config.get_mut("cm") {
+            cm.insert(
+                "certs".into(),
+                toml::Value::String(format!("{}/certs", remote.dir)),
+            );
+        }
+        let config = toml::to_string(&config)?;
+        let at = |name: &str| format!("{}/{name}", remote.dir);
+        let ranks = RemoteCluster::hostfile(machine_file).lines().count();
+        let mut mpirun = remote.mpirun(ranks, &launch.mpirun_args);
+        mpirun.extend([
+            remote_binary,
+            "-m".into(),
+            at("machines"),
+            "-c".into(),
+            at("run.toml"),
+            "--stats-json".into(),
+            at("stats.json"),
+            "--check-placement".into(),
+        ]);
+        if main {
+            mpirun.extend(
+                self.main_args[usize::from(journal.is_some())]
+                    .iter()
+                    .cloned(),
+            );
+        }
+        let mut written = Vec::new();
+        for host in &remote.hosts {
+            let dir = self.stage_root.join(&remote.name).join(host);
+            fs::create_dir_all(dir.join("certs"))
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            fs::write(dir.join("run.toml"), &config)?;
+            fs::write(dir.join("machines"), machine_file)?;
+            fs::copy(self.certs.join("ca.pem"), dir.join("certs/ca.pem"))
+                .with_context(|| format!("cannot copy {}", self.certs.display()))?;
+            // Only this host's own CMs' keys.
+            for name in cms_on(machine_file, host) {
+                for file in [format!("{name}.pem"), format!("{name}.key.pem")] {
+                    fs::copy(self.certs.join(&file), dir.join("certs").join(&file))
+                        .with_context(|| format!("cannot copy {file}"))?;
+                }
+            }
+            // The batch script runs on the allocation's first node, whichever it is.
+            if *host == remote.head_host || remote.slurm {
+                fs::write(dir.join("hostfile"), RemoteCluster::hostfile(machine_file))?;
+                let run = if remote.slurm {
+                    fs::write(
+                        dir.join("job.sh"),
+                        remote.job_script(&launch.environment, &mpirun),
+                    )?;
+                    let job = SlurmJob {
+                        allocated,
+                        ..SlurmJob::of(launch)
+                    };
+                    remote.slurm_run_script(&launch.environment, &job)
+                } else {
+                    remote.run_script(&launch.environment, &mpirun)
+                };
+                fs::write(dir.join("run.sh"), run)?;
+            }
+            if let (true, Some(journal)) = (*host == remote.head_host, journal) {
+                fs::copy(journal, dir.join(crate::launch_record::JOURNAL))
+                    .with_context(|| format!("cannot copy {}", journal.display()))?;
+            }
+            if launch.stage_binary && launch.remote_binary.is_none() {
+                fs::create_dir_all(dir.join("bin"))?;
+                fs::copy(&self.binary, dir.join("bin").join(&binary_name))
+                    .with_context(|| format!("cannot copy the binary {}", self.binary.display()))?;
+            }
+            written.push((host.clone(), dir));
+        }
+        Ok(written)
+    }
+}
+
+/// The names of the CMs `machine_file` places on `host` (their `name=`).
+fn cms_on(machine_file: &str, host: &str) -> Vec<String> {
+    machine_file
+        .lines()
+        .filter_map(|line| line.split_once('#'))
+        .filter(|(h, rest)| {
+            h.trim() == host && (rest.trim().starts_with("M ") || rest.trim().starts_with("S "))
+        })
+        .filter_map(|(_, rest)| {
+            rest.split_whitespace()
+                .find_map(|field| field.strip_prefix("name="))
+                .map(str::to_owned)
+        })
+        .collect()
 }
 
 /// A name unique to a run of `plan`: the plan's name, the time, this process.
@@ -315,9 +430,9 @@ pub(crate) fn work_folder(
 }
 
 /// Record what is staged where, for `hmw launch --cleanup STATE`.
-pub(crate) fn write_state(path: &Path, plan: &Plan, clusters: &[RemoteCluster]) -> Result<()> {
+pub(crate) fn write_state(path: &Path, plan: &str, clusters: &[RemoteCluster]) -> Result<()> {
     let state = StateFile {
-        plan: plan.name.clone(),
+        plan: plan.to_owned(),
         clusters: clusters.to_vec(),
     };
     fs::write(path, serde_json::to_string_pretty(&state)?)
@@ -328,7 +443,7 @@ pub(crate) fn write_state(path: &Path, plan: &Plan, clusters: &[RemoteCluster]) 
 /// them, as `hmw launch` would.
 fn print_commands(
     clusters: &[RemoteCluster],
-    stages: &[(&RemoteCluster, &str, PathBuf)],
+    stages: &[(&RemoteCluster, String, PathBuf)],
     commands: &[ClusterCommand],
 ) {
     for (cluster, (_, command, _)) in clusters.iter().zip(commands) {

@@ -5,8 +5,10 @@ mod allocation;
 mod calibration;
 mod cluster;
 mod deployment;
+mod restarts;
 mod ssh;
 
 pub(crate) use allocation::{allocate, place, Allocations};
 pub(crate) use calibration::{Program, RemoteCalibration, RunFiles, RunOutput};
+pub(crate) use cluster::RemoteCluster;
 pub(crate) use deployment::{cleanup, is_remote, Deployment};

@@ -55,6 +55,15 @@ impl SshTarget {
         }
     }
 
+    /// `host` of a cluster reached directly (through its jump host, when it has one), as its
+    /// `[cluster.launch]` logs in.
+    pub(crate) fn host_of(settings: &ClusterLaunch, host: &str) -> SshTarget {
+        SshTarget {
+            host: host.to_owned(),
+            ..SshTarget::head_of(settings, host)
+        }
+    }
+
     /// `ssh OPTIONS HOST REMOTE` (REMOTE a shell command line run on the host).
     pub(crate) fn command(&self, remote: &str) -> Command {
         let mut command = Command::new("ssh");

@@ -1,7 +1,7 @@
-//! `hmw report STATS.json [--plan PLAN.toml] [--svg OUT.svg] [--png OUT.png] [--json]`: a run's
-//! statistics against the model's prediction for its plan — the predicted against measured
-//! table, a `report ...` line for scripts, and a chart of the completion rate per cluster over
-//! time.
+//! `hmw report STATS.json [--plan PLAN.toml] [--svg OUT.svg] [--png OUT.png] [--html OUT.html]
+//! [--json]`: a run's statistics against the model's prediction for its plan — the predicted
+//! against measured table, a `report ...` line for scripts, a chart of the completion rate per
+//! cluster over time, and the whole report as one HTML page.
 
 use std::{fs, path::PathBuf};
 
@@ -33,6 +33,10 @@ pub struct ReportArgs {
     /// Write the chart as PNG.
     #[arg(long, value_name = "OUT.png")]
     png: Option<PathBuf>,
+    /// Write the whole report as one self-contained HTML page: the charts (the run's and each
+    /// cluster's) inline as SVG, the figures, links, outages; nothing fetched from elsewhere.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
     /// Print the comparison as JSON instead of the table (needs --plan).
     #[arg(long, requires = "plan")]
     json: bool,
@@ -100,33 +104,37 @@ pub fn run(args: ReportArgs) -> Result<()> {
         None => (Report::new(&stats.name, &stats, None), None),
     };
 
-    match (&report.comparison, args.json) {
-        (Some(comparison), true) => println!("{}", serde_json::to_string_pretty(comparison)?),
-        (Some(comparison), false) => {
+    // The tables, printed (unless --json) and in the HTML page.
+    let mut text = String::new();
+    match &report.comparison {
+        Some(comparison) => {
             let measured = args.measured.as_ref().map_or(String::new(), |m| {
                 format!(", measured values from {}", m.display())
             });
-            println!(
-                "== {}: predicted ({}{measured}) against measured ({})",
+            text = format!(
+                "== {}: predicted ({}{measured}) against measured ({})\n",
                 report.title,
                 args.plan
                     .as_ref()
                     .map_or(String::new(), |p| p.display().to_string()),
                 args.stats.display()
             );
-            print!("{}", comparison.to_text());
-            print!("{}", report.observed.details_text());
+            text.push_str(&comparison.to_text());
+            text.push_str(&report.observed.details_text());
             if let Some(system) = &system {
-                print!(
-                    "{}",
-                    workers::text(&workers::against_calibration(&stats, system))
-                );
+                text.push_str(&workers::text(&workers::against_calibration(
+                    &stats, system,
+                )));
             }
         }
-        (None, _) => {
-            print!("{}", measured_only(&report));
-            print!("{}", report.observed.details_text());
+        None => {
+            text.push_str(&measured_only(&report));
+            text.push_str(&report.observed.details_text());
         }
+    }
+    match (&report.comparison, args.json) {
+        (Some(comparison), true) => println!("{}", serde_json::to_string_pretty(comparison)?),
+        _ => print!("{text}"),
     }
     if let Some(path) = &args.svg {
         let svg = report.svg(args.size)?;
@@ -136,6 +144,11 @@ pub fn run(args: ReportArgs) -> Result<()> {
     if let Some(path) = &args.png {
         report.png(path, args.size)?;
         eprintln!("chart: {}", path.display());
+    }
+    if let Some(path) = &args.html {
+        let page = report.html(&stats, args.size, &text)?;
+        fs::write(path, page).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("report: {}", path.display());
     }
     if !args.json {
         match &report.comparison {

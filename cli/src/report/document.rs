@@ -35,6 +35,9 @@ pub struct Report {
     pub predicted: Option<Predicted>,
     /// Present with a prediction.
     pub comparison: Option<Comparison>,
+    /// The clusters in the order of their colours: the whole run's, so that the report of one
+    /// cluster ([`Report::of_cluster`]) draws it in its colour of the whole run's chart.
+    pub palette: Vec<String>,
 }
 
 impl Report {
@@ -63,11 +66,37 @@ impl Report {
         let comparison = predicted
             .as_ref()
             .map(|p| Comparison::new(title, tasks_planned, p, &observed));
-        Report {
+        let mut report = Report {
             title: title.to_owned(),
             observed,
             predicted,
             comparison,
+            palette: Vec::new(),
+        };
+        report.palette = report.cluster_names();
+        report
+    }
+
+    /// The report of cluster `name` alone: its measured and predicted curves, its link and
+    /// outages, the re-planning decisions that concern it, against the run's tolerance.
+    pub fn of_cluster(&self, name: &str) -> Report {
+        let mut one = self.clone();
+        one.title = format!("{}: {name}", self.title);
+        let o = &mut one.observed;
+        o.clusters.retain(|c| c.name == name);
+        o.total = o
+            .clusters
+            .first()
+            .map(|c| c.done.clone())
+            .unwrap_or_default();
+        o.tasks = o.total.last().map_or(0, |&(_, done)| done);
+        o.adaptations.retain(|a| a.cluster == name);
+        if let Some(p) = &mut one.predicted {
+            p.clusters.retain(|c| c.name == name);
         }
+        if let Some(c) = &mut one.comparison {
+            c.clusters.retain(|c| c.name == name);
+        }
+        one
     }
 }

@@ -7,12 +7,14 @@
 //!   done, stretches where a cluster delivered nothing);
 //! - [`predicted`]: the model's prediction as curves over time;
 //! - [`comparison`]: predicted against measured (makespan, efficiency, error, targets);
-//! - [`chart`]: the picture (SVG or PNG, through plotters).
+//! - [`chart`]: the picture (SVG or PNG, through plotters);
+//! - `html`: the whole report as one self-contained HTML page (`--html`).
 
 pub mod chart;
 mod command;
 pub mod comparison;
 mod document;
+mod html;
 pub mod observed;
 pub mod predicted;
 pub mod workers;

@@ -283,6 +283,15 @@ pub struct LinkState {
     /// any was measured.
     #[serde(default)]
     pub rtt_s: f64,
+    /// Connections that joined again after one was lost, since the start.
+    #[serde(default)]
+    pub reconnections: u64,
+    /// Blocks sent again after the connection carrying them died, since the start.
+    #[serde(default)]
+    pub blocks_resent: u64,
+    /// Packets QUIC declared lost (and sent again), since the start.
+    #[serde(default)]
+    pub packets_lost: u64,
 }
 
 /// A message that could not be decoded.

@@ -246,6 +246,25 @@ pub struct RunStats {
     /// its CPU per task is this over `tasks`; `None` when not measured.
     #[serde(default)]
     pub master_cpu_s: Option<f64>,
+    /// The main master's journal of results, when it kept one (`--journal`).
+    #[serde(default)]
+    pub journal: Option<JournalStats>,
+}
+
+/// What the main master's journal holds at the end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JournalStats {
+    /// The journal's file.
+    pub path: String,
+    /// Tasks gathered before this run, replayed from the journal (0 for a run not resumed).
+    pub resumed_tasks: u64,
+    /// When each run of this job started its clock, from the journal (the first run's
+    /// first: a resumed job's makespan runs from it), this run's last.
+    pub started_unix_s: Vec<f64>,
+    /// Results journaled and synced by this run.
+    pub records: u64,
+    /// Why the journal stopped, when a write failed (the run went on without it).
+    pub failed: Option<String>,
 }
 
 /// One iteration of an iterative application, as its master measured it.

@@ -16,7 +16,8 @@
 //! - [`CmMasterSide`] and [`CmSubMasterSide`]: a communication manager's relaying, credit and
 //!   window accounting, lost-after deadline;
 //! - [`WorkerCore`]: a worker's requests and buffers, and where each task runs;
-//! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs).
+//! - [`SplitSource`]: a master's tasks split as a sub-master splits them (calibration runs);
+//! - [`ResumedSource`]: a master's tasks after a restart, less those its journal holds.
 
 mod busy_since;
 mod cm;
@@ -25,6 +26,7 @@ mod join_time;
 mod master;
 mod output;
 mod rank_table;
+mod resumed;
 mod split_source;
 mod submaster;
 mod task_source;
@@ -34,6 +36,7 @@ mod worker;
 pub use cm::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView, Outbound};
 pub use master::MasterCore;
 pub use output::Output;
+pub use resumed::{IdSet, ResumedSource};
 pub use split_source::SplitSource;
 pub use submaster::{SubMasterCore, SubMasterSource};
 pub use task_source::{Next, ProblemSource, TaskSource};

@@ -25,6 +25,9 @@ pub enum Next {
     Withheld,
     /// No task will come any more.
     Finished,
+    /// The task of this id was gathered before the run resumed ([`super::ResumedSource`]):
+    /// the master counts the id and asks again.
+    Skip,
 }
 
 /// Where a master's serialised tasks come from and where their results go.
@@ -44,6 +47,14 @@ pub trait TaskSource {
     fn redivide(&mut self, id: TaskId, body: &[u8]) -> Option<Vec<(f64, Vec<u8>)>> {
         let _ = (id, body);
         None
+    }
+    /// A result for tasks `ids` this master has not handed out (their ids are past the last
+    /// it produced): whether the source takes them as gathered, so that it will not hand them
+    /// out (a master resumed from its journal, fed the results a far cluster computed for
+    /// the master before it). Default: `false`, such a result is discharged.
+    fn adopt(&mut self, ids: &[TaskId]) -> bool {
+        let _ = ids;
+        false
     }
     /// Total number of tasks, when known.
     fn task_count(&self) -> Option<u64>;
@@ -87,6 +98,11 @@ pub trait TaskSource {
     fn set_active_workers(&mut self, workers: usize) {
         let _ = workers;
     }
+    /// The run's clock started at `unix_s` (seconds since the Unix epoch, as the driver read
+    /// it): a journal notes it. Default: nothing.
+    fn run_started(&mut self, unix_s: f64) {
+        let _ = unix_s;
+    }
     /// A buffer done with (a message sent), to encode a task into rather than allocate one.
     /// Default: dropped.
     fn recycle(&mut self, buffer: Vec<u8>) {
@@ -111,6 +127,11 @@ impl<P> ProblemSource<P> {
             join_time: JoinTime::default(),
             spare: SpareBuffers::default(),
         }
+    }
+
+    /// The problem.
+    pub fn problem(&self) -> &P {
+        &self.problem
     }
 
     /// The problem, with what was gathered into it.

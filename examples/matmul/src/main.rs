@@ -463,6 +463,21 @@ impl Problem for MatMul {
         Some(parts)
     }
 
+    /// The block strategy resumes: the `k`-th task is the `k`-th block pair whoever asks. The
+    /// row/column strategy hands a far cluster its own kind of task, so which task an id is
+    /// depends on who asked when.
+    fn check_resumable(&self) -> Result<(), String> {
+        if self.row_column.is_empty() {
+            Ok(())
+        } else {
+            Err(
+                "the row/column strategy hands each far cluster tasks of its own kind, so a \
+                 task's id depends on who asked for it when"
+                    .into(),
+            )
+        }
+    }
+
     fn task_count(&self) -> Option<u64> {
         self.row_column
             .is_empty()

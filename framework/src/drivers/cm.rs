@@ -98,6 +98,10 @@ impl Wan {
             send_bytes_per_s: stats.send_rate_current,
             recv_bytes_per_s: stats.recv_rate_current,
             rtt_s: stats.windows.rtt_ms / 1e3,
+            peer_restarts: stats.peer_restarts,
+            reconnections: stats.reconnections,
+            blocks_resent: stats.blocks_retransmitted,
+            packets_lost: stats.packets_lost,
         }
     }
 

@@ -1,12 +1,15 @@
 //! The master's driver: a thin loop around a [`MasterCore`] over a [`Transport`].
 //!
 //! It waits for messages with the idle backoff, passes each to the core with the time since
-//! it started, performs the sends the core asks for, and prints its progress lines. The same
-//! core runs a sub-master ([`crate::drivers::submaster`]).
+//! it started, performs the sends the core asks for, prints its progress lines and, when asked,
+//! appends its live feed ([`hmw_core::live_feed`]). The same core runs a sub-master ([`crate::drivers::submaster`]).
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::{
+    path::Path,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
 
-use crate::error::RunError;
+use crate::{drivers::live_feed::Feed, error::RunError};
 pub(crate) use hmw_core::roles::{ProblemSource, TaskSource};
 use hmw_core::{
     config::RunConfig,
@@ -23,12 +26,13 @@ use hmw_transport::{idle::Idle, Envelope, Transport};
 /// machine's master (`docs/benchmarks.md`), and a timer due meanwhile waits as long.
 const BURST: usize = 8;
 
-/// The master of one cluster: its core, and the transport it talks over.
+/// The master of one cluster: its core, the transport it talks over, and its live feed.
 pub(crate) struct Master<'a, S> {
     transport: &'a mut dyn Transport,
     core: MasterCore<S>,
     /// Its thread's CPU seconds handling messages, when `[run] master_cpu` asks for them.
     handling_cpu_s: Option<f64>,
+    feed: Option<Feed>,
 }
 
 impl<'a, S: TaskSource> Master<'a, S> {
@@ -40,11 +44,13 @@ impl<'a, S: TaskSource> Master<'a, S> {
         scheduler: Box<dyn Scheduler>,
         source: S,
     ) -> Result<Self, RunError> {
+        let feed = config.live_json.clone();
         let timed = config.master_cpu;
         let mut master = Master::with_core(
             transport,
             MasterCore::new(machines, config, scheduler, source),
-        );
+        )
+        .feeding(feed.as_deref());
         master.handling_cpu_s = timed.then_some(0.0);
         Ok(master)
     }
@@ -55,7 +61,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
             transport,
             core,
             handling_cpu_s: None,
+            feed: None,
         }
+    }
+
+    /// Append the live feed to `path` at each progress line, when given.
+    pub(crate) fn feeding(mut self, path: Option<&Path>) -> Self {
+        self.feed = path.and_then(Feed::create);
+        self
     }
 
     /// Run until every task is gathered (or upstream says stop), then stop the fed ranks.
@@ -163,7 +176,16 @@ impl<'a, S: TaskSource> Master<'a, S> {
                         self.core.started_at_unix_s(since_epoch.as_secs_f64());
                     }
                 }
-                Output::Progress(line) => println!("{line}"),
+                Output::Progress(line) => {
+                    println!("{line}");
+                    if self
+                        .feed
+                        .as_mut()
+                        .is_some_and(|feed| !feed.append(&self.core))
+                    {
+                        self.feed = None;
+                    }
+                }
             }
         }
         while let Some(buffer) = self.transport.reclaim() {

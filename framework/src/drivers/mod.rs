@@ -7,9 +7,11 @@
 //! - [`cm`]: a communication manager: its cluster's MPI and the link to its peer CM around a
 //!   CM core;
 //! - [`worker`]: the communication thread around a [`hmw_core::roles::WorkerCore`], and a compute
-//!   thread.
+//!   thread;
+//! - [`live_feed`]: the file a master appends its live feed to (`--live-json`).
 
 pub(crate) mod cm;
+pub(crate) mod live_feed;
 pub(crate) mod master;
 pub(crate) mod submaster;
 pub(crate) mod worker;

@@ -30,6 +30,8 @@ pub(crate) fn run<T: Task>(
         RunError::setup("the master of a cluster without upstream has no problem")
     })?;
     let core = SubMasterCore::<T>::for_cluster(machines, config, upstream, scheduler, splitter);
-    let (stats, _) = Master::with_core(transport, core).run()?;
+    let (stats, _) = Master::with_core(transport, core)
+        .feeding(config.run.live_json.as_deref())
+        .run()?;
     Ok(stats)
 }

@@ -398,8 +398,15 @@ fn an_application_scheduler_decides_who_gets_work() {
     let config =
         ConfigFile::parse(Path::new("run.toml"), "[run]\nstatistics_interval = 0\n").unwrap();
     let make: MakeScheduler = Arc::new(|_run: &RunConfig| Box::new(NotRankOne) as Box<_>);
-    let outcome =
-        play_in_threads_with(&machines, &config, Some(Naps::new(30, 2)), None, Some(make)).unwrap();
+    let outcome = play_in_threads_with(
+        &machines,
+        &config,
+        Some(Naps::new(30, 2)),
+        None,
+        Some(make),
+        None,
+    )
+    .unwrap();
     let Outcome::Master { problem, stats } = outcome else {
         panic!("rank 0 is the master");
     };

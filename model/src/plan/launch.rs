@@ -9,6 +9,9 @@
 //! reference_perf = 20.0        # a worker whose `perf` is this runs at speed 1 (emulation)
 //! [launch.application]         # the application's own [application] settings
 //! [launch.cm]                  # [cm] settings of the communication managers
+//! restarts = 3                 # a cluster whose job died is started again, this many times
+//!                              # in a run (its hosts that stop answering left out)
+//! host_timeout_s = 30          # a host of a remote cluster silent this long is taken for lost
 //!
 //! [[cluster]]
 //! # ...
@@ -53,7 +56,7 @@ use serde::Deserialize;
 use super::{error::invalid_machine, ClusterPlan, Plan, PlanError, Role};
 
 /// `[launch]`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LaunchTable {
     /// The application binary: a name found next to `hmw` or on `PATH`, or a path.
@@ -66,6 +69,36 @@ pub struct LaunchTable {
     /// The `[cm]` settings of the communication managers.
     #[serde(default)]
     pub cm: toml::Table,
+    /// How many times in a run `hmw launch` starts a cluster whose job died again (its hosts
+    /// that stopped answering left out; the main cluster's master from its journal).
+    #[serde(default = "default_restarts")]
+    pub restarts: u32,
+    /// A host of a cluster on its own hosts that has not answered the launcher's probes (ssh
+    /// from its head, every third of this) for this many seconds is taken for lost: its
+    /// cluster's job is stopped and started again without it.
+    #[serde(default = "default_host_timeout_s")]
+    pub host_timeout_s: f64,
+}
+
+fn default_host_timeout_s() -> f64 {
+    30.0
+}
+
+fn default_restarts() -> u32 {
+    3
+}
+
+impl Default for LaunchTable {
+    fn default() -> Self {
+        LaunchTable {
+            binary: None,
+            reference_perf: None,
+            application: toml::Table::new(),
+            cm: toml::Table::new(),
+            restarts: default_restarts(),
+            host_timeout_s: default_host_timeout_s(),
+        }
+    }
 }
 
 /// How a cluster's ranks are started.

@@ -291,7 +291,7 @@ pub(super) fn build(
     crate::daemons::start_sshd(st, cg)?;
     crate::daemons::start_slurm(st)?;
     start_router(st, router_bin)?;
-    crate::daemons::wait_sshd(st)?;
+    crate::daemons::wait_sshd(st, None)?;
     crate::daemons::wait_slurm(st)?;
     Ok(())
 }

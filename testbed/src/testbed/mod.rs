@@ -18,13 +18,15 @@
 //! one needs), `up.rs` (bringing it up), `build.rs` (its namespaces, links, cgroups and
 //! daemons), `commands.rs` (running programs on its hosts), `netns.rs` (its network
 //! namespaces), `cpu.rs` (its CPU quotas and weights), `conditions.rs` (changing them while it
-//! runs), `down.rs` (taking it down, and what remains), `status.rs` (its summary).
+//! runs), `faults.rs` (failing a host: its processes killed, its LAN cut), `down.rs` (taking
+//! it down, and what remains), `status.rs` (its summary).
 
 mod build;
 pub(crate) mod commands;
 mod conditions;
 mod cpu;
 mod down;
+mod faults;
 mod instance;
 mod netns;
 mod preflight;
@@ -37,6 +39,7 @@ pub use commands::{
 pub use conditions::{control, set_perf};
 pub use cpu::{apply_quota, cgroups_of, TESTBED_WEIGHT};
 pub use down::{down, leftovers};
+pub use faults::{cut_lan, kill_host, revive_host};
 pub use instance::Instance;
 pub use netns::{netns_exists, netns_pids};
 pub use preflight::preflight;

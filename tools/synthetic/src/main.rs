@@ -248,7 +248,26 @@ impl TaskResult for Done {
 struct Synthetic {
     settings: Settings,
     produced: u64,
-    gathered: Vec<bool>,
+    /// Gathers of each task: its check counts them rather than marking them, so a task
+    /// gathered twice (a resumed run replaying what it also ran again) shows.
+    gathers: Vec<u32>,
+    /// The sum of the ids gathered and the tasks the results say they stand for, counted
+    /// apart from `gathers`.
+    id_sum: u64,
+    counted: u64,
+}
+
+impl Synthetic {
+    /// Tasks never gathered, and tasks gathered more than once.
+    fn missing_and_duplicates(&self) -> (u64, u64) {
+        let missing = self.gathers.iter().filter(|&&g| g == 0).count() as u64;
+        let duplicates = self
+            .gathers
+            .iter()
+            .map(|&g| u64::from(g.saturating_sub(1)))
+            .sum();
+        (missing, duplicates)
+    }
 }
 
 impl Problem for Synthetic {
@@ -271,15 +290,17 @@ impl Problem for Synthetic {
     }
 
     fn gather(&mut self, id: TaskId, result: Done) {
-        assert_eq!(result.payload.len(), self.settings.result_bytes);
-        self.gathered[id as usize] = true;
+        self.gather_joined(&[id], result);
     }
 
     fn gather_joined(&mut self, ids: &[TaskId], result: Done) {
+        assert_eq!(result.payload.len(), self.settings.result_bytes);
         assert_eq!(result.count, ids.len() as u64);
         for &id in ids {
-            self.gathered[id as usize] = true;
+            self.gathers[id as usize] += 1;
+            self.id_sum += id;
         }
+        self.counted += result.count;
     }
 
     fn task_count(&self) -> Option<u64> {
@@ -292,18 +313,31 @@ fn main() -> std::process::ExitCode {
         |settings: &Settings| {
             settings.check()?;
             Ok(Synthetic {
-                gathered: vec![false; settings.tasks as usize],
+                gathers: vec![0; settings.tasks as usize],
                 settings: settings.clone(),
                 produced: 0,
+                id_sum: 0,
+                counted: 0,
             })
         },
         |synthetic, stats| {
-            let verified = synthetic.gathered.iter().all(|&g| g);
+            let n = synthetic.settings.tasks;
+            let (missing, duplicates) = synthetic.missing_and_duplicates();
+            let sums = synthetic.id_sum == n * n.saturating_sub(1) / 2 && synthetic.counted == n;
+            let verified = missing == 0 && duplicates == 0 && sums;
+            let resumed = stats.journal.as_ref().map_or(0, |j| j.resumed_tasks);
             println!(
-                "synthetic tasks={} verified={verified} makespan_s={:.3}",
-                synthetic.settings.tasks, stats.wall_s
+                "synthetic tasks={n} verified={verified} missing={missing} \
+                 duplicates={duplicates} resumed={resumed} makespan_s={:.3}",
+                stats.wall_s
             );
-            anyhow::ensure!(verified, "some task results were never gathered");
+            anyhow::ensure!(
+                verified,
+                "{missing} tasks never gathered, {duplicates} gathered twice, the counts' sums \
+                 {} and {} for {n} tasks",
+                synthetic.id_sum,
+                synthetic.counted
+            );
             Ok(())
         },
     )

@@ -58,7 +58,7 @@ impl Report {
 
     /// The clusters to draw, with their colours: the prediction's, then any the run has
     /// that the prediction has not.
-    pub(super) fn cluster_names(&self) -> Vec<String> {
+    pub(crate) fn cluster_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .predicted
             .iter()
@@ -73,12 +73,7 @@ impl Report {
     }
 
     pub(super) fn colour_of(&self, name: &str) -> RGBColor {
-        colour(
-            self.cluster_names()
-                .iter()
-                .position(|n| n == name)
-                .unwrap_or(0),
-        )
+        colour(self.palette.iter().position(|n| n == name).unwrap_or(0))
     }
 
     /// The end of the time axis: the later of the run, the prediction and the tolerance,

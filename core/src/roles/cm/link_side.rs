@@ -12,6 +12,8 @@ pub(super) struct LinkSide {
     down_since: Option<Duration>,
     /// Messages for the link, oldest first.
     outbox: VecDeque<Vec<u8>>,
+    /// The peer's restarts seen so far.
+    peer_restarts: u64,
 }
 
 impl LinkSide {
@@ -23,6 +25,18 @@ impl LinkSide {
         } else {
             now.saturating_sub(*self.down_since.get_or_insert(now))
         }
+    }
+
+    /// Whether the peer restarted since the last call (its new session joined the link).
+    pub(super) fn peer_restarted(&mut self, link: &LinkView) -> bool {
+        let restarted = link.peer_restarts > self.peer_restarts;
+        self.peer_restarts = self.peer_restarts.max(link.peer_restarts);
+        restarted
+    }
+
+    /// Keeps only the messages waiting for the link that `keep` accepts.
+    pub(super) fn retain(&mut self, keep: impl FnMut(&Vec<u8>) -> bool) {
+        self.outbox.retain(keep);
     }
 
     /// `bytes` go to the peer CM once the link has room.

@@ -168,6 +168,9 @@ impl CmMasterSide {
     /// After each turn at time `now`, with the link as `link`: the lost-after deadline, the
     /// link report to the master, and room asked for.
     pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
+        if self.link.peer_restarted(link) && !self.stopping {
+            self.far_restarted(out);
+        }
         let down_for = self.link.down_for(now, link);
         // Once stopping, the master has every result it needs: only the far cluster's
         // statistics are awaited, and not for long over a link that is down.
@@ -207,10 +210,30 @@ impl CmMasterSide {
                 send_bytes_per_s: link.send_bytes_per_s,
                 recv_bytes_per_s: link.recv_bytes_per_s,
                 rtt_s: link.rtt_s,
+                reconnections: link.reconnections,
+                blocks_resent: link.blocks_resent,
+                packets_lost: link.packets_lost,
             };
             out.push(CmOutput::ToCluster(encode(&ToMaster::Link(state))));
         }
         self.offer_room(link, out);
+    }
+
+    /// The far CM is a new process (its cluster was started again): what the old one held is
+    /// gone. The master takes back the tasks the cluster held (lost), and feeds it again from
+    /// nothing (back), on the new cluster's credit alone; the tasks that waited here for the
+    /// old one are the master's to hand out again.
+    fn far_restarted(&mut self, out: &mut Vec<CmOutput>) {
+        tracing::warn!("the far cluster started again: its tasks are taken back, it is fed anew");
+        if !self.lost {
+            out.push(CmOutput::ToCluster(encode(&ToMaster::Lost)));
+        }
+        self.lost = true;
+        self.may_return = true;
+        self.offered = 0;
+        self.forwarded = 0;
+        self.far_room = 0;
+        self.link.retain(|_| false);
     }
 
     /// Ask the master for more while the window and the send buffer allow.

@@ -12,3 +12,6 @@ mod submaster_side;
 pub use master_side::{CmMasterSide, Outbound};
 pub use output::{CmOutput, LinkOutbox, LinkView};
 pub use submaster_side::CmSubMasterSide;
+
+#[cfg(test)]
+mod tests;

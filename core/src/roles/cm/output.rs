@@ -17,6 +17,15 @@ pub struct LinkView {
     pub recv_bytes_per_s: f64,
     /// Round trip, seconds (0 before any was measured).
     pub rtt_s: f64,
+    /// Times the peer CM restarted (a new process, with a new session), as the link counts
+    /// them: what the link buffered for its previous incarnation was dropped.
+    pub peer_restarts: u64,
+    /// Connections that joined again after one was lost, since the start.
+    pub reconnections: u64,
+    /// Blocks sent again after the connection carrying them died, since the start.
+    pub blocks_resent: u64,
+    /// Packets QUIC declared lost (and sent again), since the start.
+    pub packets_lost: u64,
 }
 
 /// An output of a CM's core.

@@ -106,6 +106,9 @@ impl CmSubMasterSide {
     /// After each turn at time `now`, with the link as `link`: the lost-after deadline, and
     /// batches handed to the sub-master as its room allows (`Stop` at once).
     pub fn on_tick(&mut self, now: Duration, link: &LinkView, out: &mut Vec<CmOutput>) {
+        if self.link.peer_restarted(link) && !self.stop_sent && !self.done {
+            self.master_side_restarted();
+        }
         let down_for = self.link.down_for(now, link);
         if !self.stop_sent && down_for > self.give_up_after {
             tracing::warn!("WAN link down past the deadline: stopping this cluster");
@@ -124,6 +127,26 @@ impl CmSubMasterSide {
                 Relay::Join => {}
             }
             out.push(CmOutput::ToCluster(bytes));
+        }
+    }
+
+    /// The master's side is a new process (the main cluster started again, its master from
+    /// its journal): it knows nothing of the room this cluster offered. The room not used yet
+    /// is offered again, in one message, in place of the offers still waiting for the link;
+    /// results still waiting go to the new master, which gathers those it has not.
+    fn master_side_restarted(&mut self) {
+        tracing::warn!(
+            room = self.room,
+            "the master's side started again: this cluster's room is offered anew"
+        );
+        self.link.retain(|bytes| {
+            !matches!(
+                decode::<ToMaster>(bytes, "message for the link"),
+                Ok(ToMaster::Ready { .. })
+            )
+        });
+        if self.room > 0 {
+            self.link.send(encode(&ToMaster::Ready { room: self.room }));
         }
     }
 

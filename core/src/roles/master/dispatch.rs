@@ -103,7 +103,17 @@ impl<S: TaskSource> MasterCore<S> {
             Kind::Worker => Recipient::Worker,
             Kind::Cm { name, .. } => Recipient::Cluster(name),
         };
-        match self.source.next_task_for(self.next_id, to) {
+        let next = loop {
+            match self.source.next_task_for(self.next_id, to) {
+                // Gathered before the run resumed: its id is taken, the next is asked for.
+                Next::Skip => {
+                    self.next_id += 1;
+                    self.skipped += 1;
+                }
+                next => break next,
+            }
+        };
+        match next {
             Next::Task { operations, body } => {
                 let id = self.next_id;
                 self.next_id += 1;
@@ -133,6 +143,7 @@ impl<S: TaskSource> MasterCore<S> {
                 self.exhausted = true;
                 nothing
             }
+            Next::Skip => unreachable!("skipped above"),
         }
     }
 
@@ -188,7 +199,7 @@ impl<S: TaskSource> MasterCore<S> {
                         remaining: self
                             .source
                             .task_count()
-                            .map(|total| total.saturating_sub(self.next_id)),
+                            .map(|total| total.saturating_sub(self.next_id - self.skipped)),
                     };
                     (self.scheduler.batch_size(&demand).max(1), u64::MAX, true)
                 }

@@ -20,6 +20,7 @@
 //! idle.
 
 mod dispatch;
+mod feed;
 mod progress;
 mod results;
 mod run;

@@ -76,6 +76,12 @@ impl<S: TaskSource> MasterCore<S> {
                         gather_flight(&mut self.in_flight, &mut self.tail, &mut self.spare, id)
                     })
             }
+        } || {
+            // Tasks this master never produced, computed for the master before it (a
+            // resumed master, a far cluster that kept working): gathered if the source takes
+            // them.
+            let next_id = self.next_id;
+            result.ids.iter().all(|&id| id >= next_id) && self.source.adopt(&result.ids)
         };
         if fresh {
             tally.stats.tasks_done += result.ids.len() as u64;

@@ -123,6 +123,7 @@ impl<S: TaskSource> MasterCore<S> {
             tail: None,
             retry: VecDeque::new(),
             next_id: 0,
+            skipped: 0,
             exhausted: false,
             waiting,
             tallies,
@@ -248,6 +249,7 @@ impl<S: TaskSource> MasterCore<S> {
     /// the driver read it when it performed [`Output::Started`]: the statistics record it.
     pub fn started_at_unix_s(&mut self, unix_s: f64) {
         self.started_unix_s = Some(unix_s);
+        self.source.run_started(unix_s);
     }
 
     /// The run cannot go on (a message broke the protocol, a rank failed, the driver cannot

@@ -199,6 +199,8 @@ pub struct MasterCore<S> {
     /// In-flight tasks that no rank holds any more: served before new tasks.
     pub(super) retry: VecDeque<TaskId>,
     pub(super) next_id: TaskId,
+    /// Ids taken by tasks gathered before the run resumed ([`crate::roles::ResumedSource`]).
+    pub(super) skipped: u64,
     pub(super) exhausted: bool,
     /// The requests for work not served yet (one per batch of room).
     pub(super) waiting: Waiting,

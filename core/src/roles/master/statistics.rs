@@ -63,6 +63,7 @@ impl<S: TaskSource> MasterCore<S> {
             adaptations: std::mem::take(&mut self.adaptations),
             parts_per_task: self.source.parts_per_task(),
             master_cpu_s: None,
+            journal: None,
         }
     }
 }
