@@ -82,11 +82,7 @@ impl ClusterModel {
         options: ClusterOptions,
         limits: &mut PerformanceLimits,
     ) -> Option<f64> {
-        let dispatch = if options.terms.master_cpu {
-            dispatch
-        } else {
-            DispatchCosts::default()
-        };
+        let dispatch = Self::counted(dispatch, options);
         limits.master = dispatch_limit(application.oper, dispatch.master_s);
         limits.cm = dispatch_limit(application.oper, dispatch.cm_s);
         (options.terms.contention == Contention::Mva).then(|| {
@@ -99,6 +95,15 @@ impl ClusterModel {
                 limits,
             )
         })?
+    }
+
+    /// The master's and CM's CPU per task as the terms count them: none without (125).
+    fn counted(dispatch: DispatchCosts, options: ClusterOptions) -> DispatchCosts {
+        if options.terms.master_cpu {
+            dispatch
+        } else {
+            DispatchCosts::default()
+        }
     }
 
     /// (126)-(128) for these workers.
@@ -134,15 +139,10 @@ impl ClusterModel {
     ) -> Self {
         let options = options.into();
         if self.network.is_none() && options.terms.network {
-            let dispatch = if options.terms.master_cpu {
-                cluster.dispatch
-            } else {
-                DispatchCosts::default()
-            };
             self.network = Self::network_of(
                 application,
                 cluster.lan_bytes_per_s,
-                dispatch,
+                Self::counted(cluster.dispatch, options),
                 perfs,
                 options,
                 &self.limits,
