@@ -10,13 +10,23 @@ use hmw_core::stats::WorkerStats;
 /// ([`hmw_core::Task::waits`]), or a compute thread under 5 % of a core (its tasks ran on the
 /// communication thread).
 pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
-    let (working_s, share) = working_share(worker);
-    let computes = share >= 0.05 && worker.cpu_s > 0.0;
-    if worker.tasks_wait || !computes {
-        return None;
-    }
+    let (working_s, share) = computing_share(worker)?;
     let capacity = capacity(worker, working_s, share);
     Some((worker.ops_per_s * capacity / share, capacity))
+}
+
+/// The same without (106) (`[model] capacity = false`, the thesis's form): the busy-second
+/// rate and the compute thread's share of a core, the count before (106).
+pub(crate) fn perf_at_share(worker: &WorkerStats) -> Option<(f64, f64)> {
+    let (_, share) = computing_share(worker)?;
+    Some((worker.ops_per_s, share))
+}
+
+/// [`working_share`] of a worker whose CPU time tells something ([`perf_at_capacity`]).
+fn computing_share(worker: &WorkerStats) -> Option<(f64, f64)> {
+    let (working_s, share) = working_share(worker);
+    let computes = share >= 0.05 && worker.cpu_s > 0.0;
+    (!worker.tasks_wait && computes).then_some((working_s, share))
 }
 
 /// The seconds a worker's compute thread spent on its tasks (decoding, executing, encoding),

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use hmw_model::params::ModelInput;
 use hmw_model::plan::Plan;
-use hmw_model::row_column::RowColumnShape;
+use hmw_model::row_column::{Bound, Plateau, RowColumnShape};
 use hmw_model::Prediction;
 
 /// Bytes per element of the matrix product (f64).
@@ -34,14 +34,21 @@ pub struct RowColumnPrediction {
     pub available_ops_per_s: f64,
     /// `TPut_in`, bytes per second.
     pub wan_in_bytes_per_s: f64,
-    /// The performance (78) climbs to (101), operations per second, and what bounds it.
-    pub plateau_ops_per_s: f64,
-    /// What bounds it: `computation` (then (101) is (80)), `LAN` or `WAN-out`.
-    pub bound_by: String,
-    /// The real bound of (101), `1 + plateau * alpha / ((2B-1) * TPut_in)`.
+    /// The performance (78) climbs to (101), operations per second; absent when the plan's
+    /// terms leave (101) out (`[model] row_column_plateau`): (80) takes `CPerf_avail`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plateau_ops_per_s: Option<f64>,
+    /// What bounds it: `computation` (then (101) is (80)), `LAN` or `WAN-out`; absent with
+    /// the plateau.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
+    /// The real bound of (101), `1 + plateau * alpha / ((2B-1) * TPut_in)` ((80)'s without
+    /// the plateau).
     pub bound: f64,
-    /// `M / B` (rounded up): the matrix's row/column pairs, the most a cluster receives.
-    pub pairs: u64,
+    /// `M / B` (rounded up): the matrix's row/column pairs, the most a cluster receives;
+    /// absent with the plateau.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<u64>,
     /// (101): the first row/column from which (78) stops climbing; `None` when no pair of the
     /// matrix gets there (no WAN throughput, or the bound beyond its `pairs`: the rate climbs
     /// to the last pair).
@@ -103,8 +110,16 @@ pub fn predict(
                 .map(|c| c.cperf)
                 .with_context(|| format!("no prediction for cluster {name}"))?;
             let wan_in = link.wan_in_bytes_per_s;
-            let plateau =
-                shape.plateau(available, params.lan_bytes_per_s, link.wan_out_bytes_per_s);
+            // (101), or (80)'s available performance when the term is off.
+            let plateau = if plan.terms.row_column_plateau {
+                shape.plateau(available, params.lan_bytes_per_s, link.wan_out_bytes_per_s)
+            } else {
+                Plateau {
+                    performance: available,
+                    bound: Bound::Computation,
+                }
+            };
+            let shown = plan.terms.row_column_plateau;
             let pairs = order.div_ceil(block);
             let stabilising = shape
                 .stabilising_row_column(plateau.performance, wan_in)
@@ -126,10 +141,10 @@ pub fn predict(
                 block,
                 available_ops_per_s: available,
                 wan_in_bytes_per_s: wan_in,
-                plateau_ops_per_s: plateau.performance,
-                bound_by: plateau.bound.to_string(),
+                plateau_ops_per_s: shown.then_some(plateau.performance),
+                bound_by: shown.then(|| plateau.bound.to_string()),
                 bound: 1.0 + plateau.performance / shape.wan_in_limit(2, wan_in),
-                pairs,
+                pairs: shown.then_some(pairs),
                 stabilising_row_column: stabilising,
                 startup_s: stabilising.map(|rc| shape.startup_time(rc, wan_in)),
                 steady_ops_per_s: steady,
@@ -153,7 +168,7 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
             Some(rc) => format!(" from row/column {rc}"),
             None if p.bound.is_finite() => format!(
                 ", never reached: the matrix has {} row/columns and the rate climbs to the last",
-                p.pairs
+                p.pairs.map_or("fewer".to_string(), |n| n.to_string())
             ),
             None => ", never reached: no WAN throughput".to_string(),
         };
@@ -167,8 +182,8 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
             p.available_ops_per_s,
             p.wan_in_bytes_per_s,
             p.bound,
-            p.bound_by,
-            p.plateau_ops_per_s,
+            p.bound_by.as_deref().unwrap_or("computation"),
+            p.plateau_ops_per_s.unwrap_or(p.available_ops_per_s),
             p.startup_s.map_or("-".into(), |s| format!("{s:.3} s")),
         );
         let steady: Vec<String> = p
@@ -194,7 +209,6 @@ pub fn to_text(predictions: &[RowColumnPrediction]) -> String {
 mod tests {
     use super::*;
     use hmw_model::plan::Plan;
-    use hmw_model::row_column::Bound;
 
     fn parse_plan(text: &str) -> Result<Plan, hmw_model::plan::PlanError> {
         Plan::from_toml_str(text)
@@ -243,7 +257,7 @@ machines = [{ host = "s0", role = "submaster" },
         assert_eq!(rows[0].stabilising_row_column, Some(7));
         assert_eq!(rows[0].steady_ops_per_s.len(), 7);
         assert!(to_text(&rows).contains("rc_stabilise_pred cluster=spain rc=7"));
-        assert_eq!(rows[0].bound_by, Bound::Computation.to_string());
+        assert_eq!(rows[0].bound_by, Some(Bound::Computation.to_string()));
         // A LAN that carries 21.5e6 op/s of block products (3 blocks each) bounds the climb
         // at the 3rd row/column (101): 1 + 21.5e6 / 11.035e6 = 2.95.
         let lan = 21.5e6 * 3.0 * 8.0 / 799.0;
@@ -256,7 +270,7 @@ machines = [{ host = "s0", role = "submaster" },
         let prediction = hmw_model::predict(&input).unwrap();
         let rows = predict(&plan, &input, &prediction).unwrap();
         assert_eq!(rows[0].stabilising_row_column, Some(3), "{rows:?}");
-        assert_eq!(rows[0].bound_by, "LAN");
+        assert_eq!(rows[0].bound_by.as_deref(), Some("LAN"));
         assert!(to_text(&rows).contains("LAN bound at 2.1500e7 op/s from row/column 3"));
     }
 
@@ -267,7 +281,10 @@ machines = [{ host = "s0", role = "submaster" },
         let input = plan.model_input(None).unwrap();
         let prediction = hmw_model::predict(&input).unwrap();
         let rows = predict(&plan, &input, &prediction).unwrap();
-        assert_eq!((rows[0].pairs, rows[0].stabilising_row_column), (5, None));
+        assert_eq!(
+            (rows[0].pairs, rows[0].stabilising_row_column),
+            (Some(5), None)
+        );
         assert_eq!(
             (rows[0].startup_s, rows[0].steady_ops_per_s.len()),
             (None, 5)

@@ -111,6 +111,10 @@ pub struct RunConfig {
     /// external cluster's workers, which then compute at the grain they compute in a run).
     /// Ignored when the application has no splitter.
     pub split_tasks: bool,
+    /// The master reads its thread's CPU clock around each message it handles and records
+    /// the seconds in its statistics (`master_cpu_s`): `hmw calibrate` takes the master's CPU
+    /// per task from it (`docs/model.md` (125)). Two clock reads a message: off by default.
+    pub master_cpu: bool,
     /// Iterative applications: tune the number of active workers between iterations, for the
     /// fastest iteration (`time`) or the smallest performance index (`pi`); `off` keeps
     /// `active_workers`.
@@ -173,6 +177,7 @@ impl Default for RunConfig {
             max_tasks: None,
             repeat_tasks: 1,
             split_tasks: false,
+            master_cpu: false,
             tune_workers: TuneWorkers::Off,
             active_workers: None,
             tune_drift: 0.25,

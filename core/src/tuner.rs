@@ -2,13 +2,13 @@
 //! over measured iterations, no clock, no I/O.
 //!
 //! It measures section 5's terms over the first iterations and sets the number of active
-//! workers (`docs/model.md`, (96)(97)):
+//! workers (`docs/model.md`, (108)(109)):
 //!
 //! 1. **Probe.** The first iterations run at three counts (all the workers, half, a quarter;
 //!    fewer when there are fewer workers), `probe_iterations` each, the very first one a
 //!    warm-up left out. Per count the fastest iteration stands for it.
 //! 2. **Fit and choose.** `m_o`, `lambda`, `mu_m` and `V(n)` are fitted to them
-//!    ([`hmw_model::iteration_fit`], (97)); the count is the `n` in `1..=W` with the smallest
+//!    ([`hmw_model::iteration_fit`], (109)); the count is the `n` in `1..=W` with the smallest
 //!    iteration time (`time`) or performance index (`pi`) of the asynchronous form at the
 //!    measured `Tc` ([`hmw_model::tuning::best_worker_count`]).
 //! 3. **Check against what was measured.** The first `patience` iterations at the chosen count

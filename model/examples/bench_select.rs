@@ -85,6 +85,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                 lan_bytes_per_s: lan,
                 workers,
                 external,
+                dispatch: Default::default(),
             }
         })
         .collect();
@@ -96,6 +97,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
             result_bytes,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams { clusters },
@@ -105,6 +107,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
             exhaustive_limit: 1,
             selection_budget_s: 5.0,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection: SelectionRequest::Auto,
     }

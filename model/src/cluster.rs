@@ -1,11 +1,14 @@
 //! The three states of one cluster running a given set of workers: startup, steady state (with
 //! its bottleneck) and end, best and worst (`docs/model.md` section 2).
 
+use super::contention::{dispatch_limit, ClusterNetwork};
 use super::execution::{cluster_performance, execution_time};
 use super::external::{self, ExternalLimitsInput};
 use super::limits::{Bottleneck, PerformanceLimits};
 use super::local;
-use super::params::{ApplicationParams, ClusterParams, EndOptions, ExternalLink};
+use super::params::{
+    ApplicationParams, ClusterOptions, ClusterParams, Contention, DispatchCosts, ExternalLink,
+};
 
 /// Which end time a prediction uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,9 +26,14 @@ pub struct ClusterModel {
     pub workers: usize,
     /// `cperf`, equation (3).
     pub cperf: f64,
-    /// The arguments of the steady-performance `min`, (26)/(32)/(36).
+    /// The arguments of the steady-performance `min`, (26)/(32)/(36) and the master's and
+    /// CM's (125).
     pub limits: PerformanceLimits,
-    /// `perf_ste`, the smallest of [`ClusterModel::limits`].
+    /// The closed network's steady performance (127)(128), when computed: with `contention =
+    /// "mva"` always, else only where asked for ([`ClusterModel::with_network`]).
+    pub network: Option<f64>,
+    /// `perf_ste`: the smallest of [`ClusterModel::limits`], or [`ClusterModel::network`]
+    /// with `contention = "mva"`.
     pub perf_ste: f64,
     /// What attains `perf_ste`.
     pub bottleneck: Bottleneck,
@@ -46,26 +54,101 @@ impl ClusterModel {
     /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
     /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
     /// `None` when `perfs` is empty (the cluster takes no part).
-    /// `end` says how the last tasks are handed out: whether the master copies them to idle
-    /// workers, and how many tasks a worker holds ([`EndOptions`]; a `bool` is the first with
-    /// one buffer).
+    /// `options` say how the last tasks are handed out (whether the master copies them to
+    /// idle workers, how many tasks a worker holds) and which terms beyond the thesis's model
+    /// count ([`ClusterOptions`]; a `bool` is the first, with one buffer and the extended
+    /// form's terms).
     pub fn new(
         application: &ApplicationParams,
         cluster: &ClusterParams,
         perfs: &[f64],
-        end: impl Into<EndOptions>,
+        options: impl Into<ClusterOptions>,
     ) -> Option<Self> {
-        let end = end.into();
+        let options = options.into();
+        let lan = cluster.lan_bytes_per_s;
         match &cluster.external {
-            None => Self::local(application, cluster.lan_bytes_per_s, perfs, end),
-            Some(link) => Self::external(
+            None => Self::local(application, lan, cluster.dispatch, perfs, options),
+            Some(link) => Self::external(application, lan, link, cluster.dispatch, perfs, options),
+        }
+    }
+
+    /// (125)-(128): the master's and CM's limits into `limits` (when `terms.master_cpu`),
+    /// and the closed network's steady performance when `contention = "mva"` needs it.
+    fn contention(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
+        perfs: &[f64],
+        options: ClusterOptions,
+        limits: &mut PerformanceLimits,
+    ) -> Option<f64> {
+        let dispatch = Self::counted(dispatch, options);
+        limits.master = dispatch_limit(application.oper, dispatch.master_s);
+        limits.cm = dispatch_limit(application.oper, dispatch.cm_s);
+        (options.terms.contention == Contention::Mva).then(|| {
+            Self::network_of(
+                application,
+                lan_bytes_per_s,
+                dispatch,
+                perfs,
+                options,
+                limits,
+            )
+        })?
+    }
+
+    /// The master's and CM's CPU per task as the terms count them: none without (125).
+    fn counted(dispatch: DispatchCosts, options: ClusterOptions) -> DispatchCosts {
+        if options.terms.master_cpu {
+            dispatch
+        } else {
+            DispatchCosts::default()
+        }
+    }
+
+    /// (126)-(128) for these workers.
+    fn network_of(
+        application: &ApplicationParams,
+        lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
+        perfs: &[f64],
+        options: ClusterOptions,
+        limits: &PerformanceLimits,
+    ) -> Option<f64> {
+        ClusterNetwork {
+            oper: application.oper,
+            oper_cv: application.oper_cv,
+            comm_bytes: application.comm_bytes(),
+            lan_bytes_per_s,
+            perfs,
+            worker_buffers: options.worker_buffers,
+            dispatch,
+        }
+        .performance(limits)
+    }
+
+    /// The model with its network's rate computed for showing beside the bottleneck's
+    /// (`terms.network`), when `contention = "bottleneck"` did not need it; the same model
+    /// otherwise.
+    pub fn with_network(
+        mut self,
+        application: &ApplicationParams,
+        cluster: &ClusterParams,
+        perfs: &[f64],
+        options: impl Into<ClusterOptions>,
+    ) -> Self {
+        let options = options.into();
+        if self.network.is_none() && options.terms.network {
+            self.network = Self::network_of(
                 application,
                 cluster.lan_bytes_per_s,
-                link,
+                Self::counted(cluster.dispatch, options),
                 perfs,
-                end.worker_buffers,
-            ),
+                options,
+                &self.limits,
+            );
         }
+        self
     }
 
     /// The main cluster: equations (11), (12), (26), (37), (39)/(43) — (39) with the workers'
@@ -73,8 +156,9 @@ impl ClusterModel {
     pub fn local(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
+        dispatch: DispatchCosts,
         perfs: &[f64],
-        end: EndOptions,
+        end: ClusterOptions,
     ) -> Option<Self> {
         if perfs.is_empty() {
             return None;
@@ -82,12 +166,26 @@ impl ClusterModel {
         let workers = perfs.len();
         let oper = application.oper;
         let cperf = cluster_performance(perfs);
-        let limits = PerformanceLimits {
+        let mut limits = PerformanceLimits {
             compute: cperf,
             lan: local::lan_performance_limit(oper, application.comm_bytes(), lan_bytes_per_s),
+            master: f64::INFINITY,
+            cm: f64::INFINITY,
             wan_in: f64::INFINITY,
             wan_out: f64::INFINITY,
         };
+        let main_dispatch = DispatchCosts {
+            cm_s: 0.0,
+            ..dispatch
+        };
+        let network = Self::contention(
+            application,
+            lan_bytes_per_s,
+            main_dispatch,
+            perfs,
+            end,
+            &mut limits,
+        );
         let tc_task = local::task_transfer_time(application.task_bytes, lan_bytes_per_s);
         let t_up = local::startup_time(tc_task, workers);
         let t_end_best = local::best_end_time(application.result_bytes, lan_bytes_per_s, workers);
@@ -102,7 +200,7 @@ impl ClusterModel {
             local::worst_end_time_computation_bound(
                 oper,
                 perfs,
-                end.worker_buffers,
+                end.end_buffers(),
                 application.result_bytes,
                 lan_bytes_per_s,
             )
@@ -115,7 +213,7 @@ impl ClusterModel {
         Some(Self::assemble(
             workers,
             cperf,
-            limits,
+            (limits, network),
             t_up,
             t_end_best,
             computation_bound_end,
@@ -125,17 +223,21 @@ impl ClusterModel {
     }
 
     /// An external cluster: equations (15)-(21), (32)/(36), (47 corrected)-(56), with the
-    /// WAN's round trip (96)(97) and what its links lose to their ramp (171)(172). Its worst end is the form without reassignment, (49)/(54),
-    /// whatever `reassign_last_task` says: a sub-master hands out no tail copies (it cannot
-    /// know its master has no task left for it), so its slowest worker's last task is waited
-    /// for as (49) assumes, with the workers' buffers (99).
+    /// WAN's round trip (96)(97) and what its links lose to their ramp (171)(172), each when
+    /// `options.terms` count it. With `submaster_tail` its worst end is the form without
+    /// reassignment, (49)/(54), whatever `reassign_last_task` says: a sub-master hands out no
+    /// tail copies (it cannot know its master has no task left for it), so its slowest
+    /// worker's last task is waited for as (49) assumes, with the workers' buffers (99);
+    /// without it, (50)/(55) with reassignment, as the thesis has it.
     pub fn external(
         application: &ApplicationParams,
         lan_bytes_per_s: f64,
         link: &ExternalLink,
+        dispatch: DispatchCosts,
         perfs: &[f64],
-        worker_buffers: u32,
+        options: ClusterOptions,
     ) -> Option<Self> {
+        let terms = options.terms;
         if perfs.is_empty() {
             return None;
         }
@@ -146,7 +248,7 @@ impl ClusterModel {
         let inter_task_bytes = application.inter_task_bytes(nt);
         let inter_result_bytes = application.inter_result_bytes(nr);
         let cperf = cluster_performance(perfs);
-        let limits = external::performance_limits(&ExternalLimitsInput {
+        let mut limits = external::performance_limits(&ExternalLimitsInput {
             cluster_performance: cperf,
             oper,
             comm_bytes: application.comm_bytes(),
@@ -162,9 +264,26 @@ impl ClusterModel {
             external::inter_task_transfer_time(inter_task_bytes, link.wan_in_bytes_per_s);
         let tc_task_sc =
             external::sub_cluster_transfer_time(application.task_bytes, lan_bytes_per_s);
-        let rtt = link.wan_rtt_s;
+        let rtt = if terms.wan_latency {
+            link.wan_rtt_s
+        } else {
+            0.0
+        };
+        let (ramp_in, ramp_out) = if terms.link_ramp {
+            (link.wan_in_ramp_s, link.wan_out_ramp_s)
+        } else {
+            (0.0, 0.0)
+        };
+        let network = Self::contention(
+            application,
+            lan_bytes_per_s,
+            dispatch,
+            perfs,
+            options,
+            &mut limits,
+        );
         // The share of the WAN in the steady state draws: its inter-cluster tasks per second.
-        let steady = limits.steady_performance();
+        let steady = network.unwrap_or_else(|| limits.steady_performance());
         let tasks_need = steady * inter_task_bytes / (oper * nt.max(1) as f64);
         let t_up = external::startup_time_with_ramp(
             external::startup_time_with_latency(
@@ -172,11 +291,10 @@ impl ClusterModel {
                 rtt,
             ),
             external::link_share(tasks_need, link.wan_in_bytes_per_s),
-            link.wan_in_ramp_s,
+            ramp_in,
         );
         let results_bound = limits.bottleneck() == Bottleneck::WanOut;
-        let ramp_end =
-            |end: f64| external::end_time_with_ramp(end, results_bound, link.wan_out_ramp_s);
+        let ramp_end = |end: f64| external::end_time_with_ramp(end, results_bound, ramp_out);
         let tc_result_sc =
             external::sub_cluster_transfer_time(application.result_bytes, lan_bytes_per_s);
         let tc_result_smm =
@@ -185,16 +303,24 @@ impl ClusterModel {
             external::best_end_time(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
         ));
-        let computation_bound_end = ramp_end(external::end_time_with_latency(
+        let computation_bound_end = if options.reassign_last_task && !terms.submaster_tail {
+            external::worst_end_time_computation_bound_reassigned(
+                oper,
+                perfs,
+                tc_result_sc,
+                tc_result_smm,
+            )
+        } else {
             external::worst_end_time_computation_bound(
                 oper,
                 perfs,
-                worker_buffers,
+                options.end_buffers(),
                 tc_result_sc,
                 tc_result_smm,
-            ),
-            rtt,
-        ));
+            )
+        };
+        let computation_bound_end =
+            ramp_end(external::end_time_with_latency(computation_bound_end, rtt));
         let communication_bound_end = ramp_end(external::end_time_with_latency(
             external::worst_end_time_communication_bound(tc_result_sc, tc_result_smm, workers, nr),
             rtt,
@@ -202,7 +328,7 @@ impl ClusterModel {
         Some(Self::assemble(
             workers,
             cperf,
-            limits,
+            (limits, network),
             t_up,
             t_end_best,
             computation_bound_end,
@@ -215,7 +341,7 @@ impl ClusterModel {
     fn assemble(
         workers: usize,
         cperf: f64,
-        limits: PerformanceLimits,
+        (limits, network): (PerformanceLimits, Option<f64>),
         t_up: f64,
         t_end_best: f64,
         computation_bound_end: f64,
@@ -232,7 +358,8 @@ impl ClusterModel {
             workers,
             cperf,
             limits,
-            perf_ste: limits.steady_performance(),
+            network,
+            perf_ste: network.unwrap_or_else(|| limits.steady_performance()),
             bottleneck,
             t_up,
             t_end_best,
@@ -281,6 +408,7 @@ mod tests {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         }
     }
 
@@ -306,6 +434,7 @@ mod tests {
                 wan_in_ramp_s: 0.0,
                 wan_out_ramp_s: 0.0,
             }),
+            dispatch: Default::default(),
         }
     }
 
@@ -340,6 +469,40 @@ mod tests {
     }
 
     #[test]
+    fn the_thesis_form_leaves_out_every_term_beyond_the_thesis() {
+        use crate::params::{ClusterOptions, ModelForm, ModelTerms};
+        let perfs = [4.6354e-3, 2.0293e-3, 2.0507e-3];
+        let mut far = spain(&perfs);
+        let link = far.external.as_mut().unwrap();
+        (link.wan_rtt_s, link.wan_in_ramp_s, link.wan_out_ramp_s) = (0.2, 0.3, 0.4);
+        let thesis = |reassign_last_task| ClusterOptions {
+            reassign_last_task,
+            worker_buffers: 2,
+            terms: ModelTerms::of(ModelForm::Thesis),
+        };
+        let model = ClusterModel::new(&srmsd(), &far, &perfs, thesis(true)).unwrap();
+        // no round trip (96)(97), no ramp (171)(172); (50) with reassignment, as the thesis
+        assert!(close(model.t_up, 3.673_555_159_074_89e-4));
+        assert!(close(model.t_end_best, 218.126_552_729_465_94));
+        let reassigned = external::worst_end_time_computation_bound_reassigned(
+            1.0,
+            &perfs,
+            2_310_244.0 / 9_599_164.0,
+            2_310_244.0 / 21_206.0,
+        );
+        assert!(close(model.t_end_worst, reassigned));
+        assert!(
+            (model.t_end_worst - 435.99).abs() < 0.01,
+            "{}",
+            model.t_end_worst
+        );
+        // without reassignment (49) with one buffer: the buffers (99) are off too
+        let one_buffer = ClusterModel::new(&srmsd(), &spain(&perfs), &perfs, false).unwrap();
+        let model = ClusterModel::new(&srmsd(), &far, &perfs, thesis(false)).unwrap();
+        assert!(close(model.t_end_worst, one_buffer.t_end_worst));
+    }
+
+    #[test]
     fn communication_bound_cluster_uses_the_larger_worst_end() {
         let model = ClusterModel::new(&srmsd(), &spain(&SPAIN_ALL), &SPAIN_ALL, true).unwrap();
         assert_eq!(model.bottleneck, Bottleneck::WanOut);
@@ -366,6 +529,7 @@ mod tests {
             lan_bytes_per_s: 1_068_674.0,
             workers: vec![],
             external: None,
+            dispatch: Default::default(),
         };
         let model = ClusterModel::new(&srmsd(), &main, &perfs, false).unwrap();
         assert!(model.is_computation_bound());

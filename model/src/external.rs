@@ -103,6 +103,8 @@ pub fn performance_limits(input: &ExternalLimitsInput) -> PerformanceLimits {
     PerformanceLimits {
         compute: input.cluster_performance,
         lan: link_limit(input.oper * input.lan_bytes_per_s, input.comm_bytes),
+        master: f64::INFINITY,
+        cm: f64::INFINITY,
         wan_in: link_limit(
             input.oper * input.tasks_per_inter_task as f64 * input.wan_in_bytes_per_s,
             input.inter_task_bytes,

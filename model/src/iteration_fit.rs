@@ -1,4 +1,4 @@
-//! Section 5's terms measured (`docs/model.md`, (97)): the `m_o`, `lambda` and `mu_m` that make
+//! Section 5's terms measured (`docs/model.md`, (109)): the `m_o`, `lambda` and `mu_m` that make
 //! the asynchronous small-message form reproduce the iteration times measured at several
 //! numbers of workers, and the volume as a function of the number of workers.
 //!
@@ -7,7 +7,7 @@
 //! results). The form `Tt = (n+1)*m_o + (Tc + lambda*V)/n + mu_m` is linear in the three
 //! unknown terms once `Tc/n` is moved to the left:
 //!
-//! `Tt - Tc/n = m_o*(n+1) + lambda*(V/n) + mu_m`                                          (97)
+//! `Tt - Tc/n = m_o*(n+1) + lambda*(V/n) + mu_m`                                          (109)
 //!
 //! so they are the non-negative least-squares solution over the iterations (every term is a
 //! time, none can be negative). Three distinct counts determine all three; with fewer, only
@@ -31,7 +31,7 @@ pub struct MeasuredIteration {
     pub volume: f64,
 }
 
-/// The terms of section 5 fitted to measured iterations (97).
+/// The terms of section 5 fitted to measured iterations (109).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FittedTerms {
     /// `m_o`.
@@ -65,7 +65,7 @@ impl FittedTerms {
     }
 }
 
-/// (97): the non-negative least-squares terms over `iterations` (`None` when there is none, or
+/// (109): the non-negative least-squares terms over `iterations` (`None` when there is none, or
 /// one has no worker or a value that is not finite).
 pub fn fit_iteration_terms(iterations: &[MeasuredIteration]) -> Option<FittedTerms> {
     if iterations.is_empty()

@@ -16,11 +16,13 @@
 //!   (section 5); [`iteration_fit`]: section 5's terms fitted to measured iterations;
 //! - [`row_column`]: the matrix product's row/column strategy (section 7);
 //! - [`pipeline`]: pipelines of stages, their mapping onto nodes and remapping (140)-(169);
+//! - [`queueing`]: closed queueing networks solved by Mean Value Analysis (section 15);
 //! - [`plan`]: the plan file and the measured-system file, read and checked with errors that
 //!   name the file, the cluster, the machine and the key.
 
 pub mod chunking;
 pub mod cluster;
+pub mod contention;
 pub mod execution;
 pub mod external;
 pub mod iteration_fit;
@@ -30,6 +32,7 @@ pub mod methodology;
 pub mod params;
 pub mod pipeline;
 pub mod plan;
+pub mod queueing;
 pub mod range;
 pub mod row_column;
 pub mod tuning;
@@ -42,9 +45,10 @@ pub use methodology::advice::{
 pub use methodology::selection::{SelectionMethod, SelectionOutcome};
 pub use methodology::{predict, ClusterPrediction, ModelError, Prediction, RunPrediction};
 pub use params::{
-    ApplicationParams, ClusterParams, EndOptions, ExternalLink, GrainCandidate, MeasuredCluster,
-    MeasuredSystem, MeasuredWorker, ModelInput, ModelOptions, SelectionRequest, SystemParams,
-    WorkerParams, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
+    ApplicationParams, ClusterOptions, ClusterParams, Contention, DispatchCosts, ExternalLink,
+    GrainCandidate, MeasuredCluster, MeasuredSystem, MeasuredWorker, ModelForm, ModelInput,
+    ModelOptions, ModelTerms, SelectionRequest, SystemParams, WorkerParams,
+    DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S, MAX_EXHAUSTIVE_LIMIT,
     RUNTIME_WORKER_BUFFERS,
 };
 pub use range::{check_working_range, RangeError};

@@ -26,6 +26,10 @@ pub struct ApplicationParams {
     pub task_bytes_inter: Option<f64>,
     /// `s_result_inter`: bytes of one inter-cluster result; `None` means `nr * s_result`.
     pub result_bytes_inter: Option<f64>,
+    /// The coefficient of variation of a task's basic operations (`[application] oper_cv`,
+    /// 0: every task has `oper`); the contention model's workers serve with it (129).
+    #[serde(default)]
+    pub oper_cv: f64,
 }
 
 impl ApplicationParams {
@@ -87,6 +91,16 @@ impl WorkerParams {
             None => self.perf,
         }
     }
+
+    /// The performance the model reads: [`WorkerParams::run_perf`] (100) when `terms` count
+    /// a worker's own communication, else `perf`.
+    pub fn perf_in_model(&self, app: &ApplicationParams, terms: &ModelTerms) -> f64 {
+        if terms.own_communication {
+            self.run_perf(app)
+        } else {
+            self.perf
+        }
+    }
 }
 
 /// The WAN link from the main cluster to an external cluster, and how tasks and results are
@@ -115,6 +129,20 @@ pub struct ExternalLink {
     pub wan_out_ramp_s: f64,
 }
 
+/// The CPU the processes that hand out a cluster's tasks spend per task: its master (a
+/// sub-master for an external cluster) and, for an external cluster, its CM. 0 where not
+/// known: no term.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct DispatchCosts {
+    /// `c_m`: seconds of the master's (or sub-master's) CPU per task, handling its result and
+    /// handing out the next (`master_cpu_per_task_s`), (125).
+    #[serde(default)]
+    pub master_s: f64,
+    /// `c_cm`: seconds of the CM's CPU per task it relays (`cm_cpu_per_task_s`), (125).
+    #[serde(default)]
+    pub cm_s: f64,
+}
+
 /// System parameters of one cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClusterParams {
@@ -126,15 +154,24 @@ pub struct ClusterParams {
     pub workers: Vec<WorkerParams>,
     /// The WAN link to the main cluster; `None` for the main cluster.
     pub external: Option<ExternalLink>,
+    /// The CPU its master and CM spend per task.
+    #[serde(default)]
+    pub dispatch: DispatchCosts,
 }
 
 impl ClusterParams {
-    /// The performances in a run (100) of the workers at `indices` (indices into
-    /// [`ClusterParams::workers`]) running `app`; indices out of range are skipped.
-    pub fn perfs_of(&self, indices: &[usize], app: &ApplicationParams) -> Vec<f64> {
+    /// The performances of the workers at `indices` (indices into
+    /// [`ClusterParams::workers`]) running `app`: in a run (100) when `terms` count a worker's
+    /// own communication, else `perf`; indices out of range are skipped.
+    pub fn perfs_of(
+        &self,
+        indices: &[usize],
+        app: &ApplicationParams,
+        terms: &ModelTerms,
+    ) -> Vec<f64> {
         indices
             .iter()
-            .filter_map(|&i| self.workers.get(i).map(|w| w.run_perf(app)))
+            .filter_map(|&i| self.workers.get(i).map(|w| w.perf_in_model(app, terms)))
             .collect()
     }
 }
@@ -175,22 +212,146 @@ pub const DEFAULT_SELECTION_BUDGET_S: f64 = 5.0;
 /// runtime's default: one computing, one received ahead).
 pub const RUNTIME_WORKER_BUFFERS: u32 = 2;
 
-/// How the last tasks of a cluster are handed out: what its worst end (39)/(43)/(49)/(99)
-/// depends on besides the machines.
+/// The form of the model (`[model] form`): the thesis's model alone, or with the terms this
+/// project added (`docs/model.md`, "The thesis's form").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelForm {
+    /// Every term beyond the thesis's model counted (the default).
+    Extended,
+    /// The thesis's model: every term beyond it off.
+    Thesis,
+}
+
+impl ModelForm {
+    /// `extended` or `thesis`, as the plan writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelForm::Extended => "extended",
+            ModelForm::Thesis => "thesis",
+        }
+    }
+}
+
+/// Which rate a cluster's steady state takes (`[model] contention`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Contention {
+    /// The least of the bottleneck formulas' limits (26)(32)(36)(125).
+    Bottleneck,
+    /// The cluster's closed network solved by MVA (127)(128).
+    Mva,
+}
+
+impl Contention {
+    /// `bottleneck` or `mva`, as the plan writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Contention::Bottleneck => "bottleneck",
+            Contention::Mva => "mva",
+        }
+    }
+}
+
+/// The terms beyond the thesis's model, each of which can be switched off (`docs/model.md`,
+/// "The thesis's form"). [`ModelTerms::of`] gives a form's; a plan's `[model]` keys change
+/// one term at a time from its form's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ModelTerms {
+    /// (96)(97): an external cluster's startup and end count its WAN's round trip
+    /// (`[model] wan_latency`); off, the round trip is taken as 0.
+    pub wan_latency: bool,
+    /// (99): a worker holds `worker_buffers` tasks in the worst end (`[model]
+    /// buffered_workers`); off, one (the thesis's (39)(49)(54)).
+    pub buffered_workers: bool,
+    /// Section 8: an external cluster's worst end is (49)/(54), its sub-master making no tail
+    /// copies, whatever `reassign_last_task` says (`[model] submaster_tail`); off, (50)/(55)
+    /// with reassignment, as the thesis has it.
+    pub submaster_tail: bool,
+    /// (100): a worker's own communication lowers its performance in a run (`[model]
+    /// own_communication`); off, `perf` alone.
+    pub own_communication: bool,
+    /// (106): `hmw calibrate` takes a worker's `perf` and `tput_own` at its capacity
+    /// (`[model] capacity`); off, at its compute thread's share of a core. The model itself
+    /// does not read it.
+    pub capacity: bool,
+    /// (170)-(172): an external cluster's startup and end count what its links lose to their
+    /// ramp (`[model] link_ramp`); off, nothing.
+    pub link_ramp: bool,
+    /// (101): the matrix product's row/column strategy stabilises where (78) stops climbing,
+    /// at the least of its arguments that do not depend on the row/column (`[model]
+    /// row_column_plateau`); off, (80) at the available performance.
+    pub row_column_plateau: bool,
+    /// (125): the master's (and CM's) CPU per task limits a cluster in the bottleneck
+    /// formulas and is a queue of its network (`[model] master_cpu`); off, no term.
+    pub master_cpu: bool,
+    /// (126)-(129): the cluster's closed network is solved, its rate shown beside the
+    /// bottleneck's (the extended form, or `contention = "mva"`).
+    pub network: bool,
+    /// Which rate the steady state takes (`[model] contention`): the network's needs
+    /// `network`.
+    pub contention: Contention,
+}
+
+impl ModelTerms {
+    /// The terms of `form`: all on for the extended form, all off for the thesis's.
+    pub const fn of(form: ModelForm) -> Self {
+        let on = matches!(form, ModelForm::Extended);
+        ModelTerms {
+            wan_latency: on,
+            buffered_workers: on,
+            submaster_tail: on,
+            own_communication: on,
+            capacity: on,
+            link_ramp: on,
+            row_column_plateau: on,
+            master_cpu: on,
+            network: on,
+            contention: Contention::Bottleneck,
+        }
+    }
+}
+
+impl Default for ModelTerms {
+    /// The extended form's terms.
+    fn default() -> Self {
+        ModelTerms::of(ModelForm::Extended)
+    }
+}
+
+/// How the model treats a cluster beyond its machines: how its last tasks are handed out (its
+/// worst end (39)/(43)/(49)/(99) depends on it) and which terms beyond the thesis's model it
+/// counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EndOptions {
+pub struct ClusterOptions {
     /// Whether the master copies tasks still in flight to idle workers at the end.
     pub reassign_last_task: bool,
     /// Tasks a worker holds at once (1: it asks when done), (99).
     pub worker_buffers: u32,
+    /// The terms counted.
+    pub terms: ModelTerms,
 }
 
-impl From<bool> for EndOptions {
-    /// `reassign_last_task`, with one task per worker (the thesis's assumption).
+impl ClusterOptions {
+    /// The tasks a worker holds in the worst end (99): `worker_buffers`, or 1 when the term
+    /// is off.
+    pub fn end_buffers(&self) -> u32 {
+        if self.terms.buffered_workers {
+            self.worker_buffers
+        } else {
+            1
+        }
+    }
+}
+
+impl From<bool> for ClusterOptions {
+    /// `reassign_last_task`, with one task per worker (the thesis's assumption) and the
+    /// extended form's terms.
     fn from(reassign_last_task: bool) -> Self {
-        EndOptions {
+        ClusterOptions {
             reassign_last_task,
             worker_buffers: 1,
+            terms: ModelTerms::default(),
         }
     }
 }
@@ -211,14 +372,20 @@ pub struct ModelOptions {
     /// 1 when absent from a serialised input (the thesis's assumption).
     #[serde(default = "one_buffer")]
     pub worker_buffers: u32,
+    /// The terms beyond the thesis's model counted; the extended form's when absent from a
+    /// serialised input.
+    #[serde(default)]
+    pub terms: ModelTerms,
 }
 
 impl ModelOptions {
-    /// What the worst end of a cluster depends on besides its machines.
-    pub fn end_options(&self) -> EndOptions {
-        EndOptions {
+    /// How the model treats every cluster beyond its machines: the worst end's options and
+    /// the terms.
+    pub fn cluster_options(&self) -> ClusterOptions {
+        ClusterOptions {
             reassign_last_task: self.reassign_last_task,
             worker_buffers: self.worker_buffers,
+            terms: self.terms,
         }
     }
 }
@@ -261,13 +428,17 @@ pub struct MeasuredSystem {
     /// What it was measured under: the plan, the machines, the emulation.
     #[serde(default)]
     pub conditions: Option<String>,
+    /// The coefficient of variation of a task's time on a worker (129), in place of the
+    /// plan's `[application] oper_cv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oper_cv: Option<f64>,
     /// Measured values per cluster, matched to the plan by name.
     #[serde(default)]
     pub clusters: Vec<MeasuredCluster>,
 }
 
 /// Measured values of one cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MeasuredCluster {
     /// The cluster's name in the plan.
@@ -291,6 +462,12 @@ pub struct MeasuredCluster {
     /// `L_out` (170): the same carrying results back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wan_out_ramp_s: Option<f64>,
+    /// `c_m` (125): seconds of the cluster's master's (or sub-master's) CPU per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_cpu_per_task_s: Option<f64>,
+    /// `c_cm` (125): seconds of its CM's CPU per task it relays (external clusters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm_cpu_per_task_s: Option<f64>,
     /// Measured worker performance, matched to the plan's workers by host.
     #[serde(default)]
     pub workers: Vec<MeasuredWorker>,
@@ -360,6 +537,7 @@ mod tests {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         }
     }
 
@@ -386,6 +564,7 @@ mod tests {
             result_bytes: 2_097_162.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         };
         let mut worker = WorkerParams {
             host: "lyon-1".into(),

@@ -100,7 +100,7 @@ pub fn check_working_range(input: &ModelInput) -> Result<(), RangeError> {
     for (prefix, app) in applications {
         check_workload(&prefix, app)?;
         for cluster in &input.system.clusters {
-            check_cluster(&prefix, app, cluster, input.options.end_options())?;
+            check_cluster(&prefix, app, cluster, input.options.cluster_options())?;
         }
         check_best_time(&prefix, app, mcperf)?;
     }
@@ -152,7 +152,7 @@ fn check_cluster(
     prefix: &str,
     app: &ApplicationParams,
     cluster: &ClusterParams,
-    reassign: crate::params::EndOptions,
+    options: crate::params::ClusterOptions,
 ) -> Result<(), RangeError> {
     // a cluster without workers (a main cluster holding the master alone) takes no part
     if cluster.workers.is_empty() {
@@ -263,8 +263,8 @@ fn check_cluster(
     }
     let workload = app.workload();
     let models = [
-        ClusterModel::new(app, cluster, &all, reassign),
-        ClusterModel::new(app, cluster, &[slowest.perf], reassign),
+        ClusterModel::new(app, cluster, &all, options),
+        ClusterModel::new(app, cluster, &[slowest.perf], options),
     ];
     let [Some(fastest), Some(alone)] = models else {
         return Ok(());
@@ -288,6 +288,14 @@ fn check_cluster(
                     show(app.comm_bytes())
                 ),
             ),
+            Bottleneck::Master | Bottleneck::Cm => {
+                let (key, cost) = if alone.bottleneck == Bottleneck::Master {
+                    ("master_cpu_per_task_s", cluster.dispatch.master_s)
+                } else {
+                    ("cm_cpu_per_task_s", cluster.dispatch.cm_s)
+                };
+                (None, key, format!("{key} = {}", show(cost)))
+            }
             Bottleneck::WanIn => (
                 None,
                 "wan_in_bytes_per_s",
@@ -388,6 +396,7 @@ mod tests {
                 result_bytes: 2_310_244.0,
                 task_bytes_inter: None,
                 result_bytes_inter: None,
+                oper_cv: 0.0,
             },
             grains: vec![],
             system: SystemParams {
@@ -397,6 +406,7 @@ mod tests {
                         lan_bytes_per_s: 1_068_674.0,
                         workers: vec![worker("pgs-1", 0.7909e-3), worker("pgs-3", 0.7951e-3)],
                         external: None,
+                        dispatch: Default::default(),
                     },
                     ClusterParams {
                         name: "spain".into(),
@@ -411,6 +421,7 @@ mod tests {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     },
                 ],
             },
@@ -420,6 +431,7 @@ mod tests {
                 exhaustive_limit: 65_536,
                 selection_budget_s: 5.0,
                 worker_buffers: 1,
+                terms: Default::default(),
             },
             selection: SelectionRequest::All,
         }

@@ -78,10 +78,10 @@ pub enum IterationForm {
     Sync,
 }
 
-/// Section 5 and (96): the positive root `x* = (-b + sqrt(b^2 + 12 * m_o * S)) / (6 * m_o)`
+/// Section 5 and (108): the positive root `x* = (-b + sqrt(b^2 + 12 * m_o * S)) / (6 * m_o)`
 /// where `Pi` is stationary, with `S` and `b` of `form`. The specification's `b` (`m_o`, or
 /// `m_o + alpha*lambda*V`) assumes `mu_m = 0`; with the master's own time the stationary
-/// condition is `3*m_o*x^2 + (b + mu_m)*x - S = 0` (96), so `mu_m` adds to `b`.
+/// condition is `3*m_o*x^2 + (b + mu_m)*x - S = 0` (108), so `mu_m` adds to `b`.
 pub fn performance_index_stationary_point(p: &IterationParams, form: IterationForm) -> f64 {
     let m_o = p.message_overhead;
     let (s, b) = match form {
@@ -250,7 +250,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_masters_own_time_moves_the_performance_index_minimum_down() {
-        // (96): with mu_m = 50 ms, 3*x^2 + 51*x - 1604.096 = 0 gives x* = 16.14 (vs 22.95);
+        // (108): with mu_m = 50 ms, 3*x^2 + 51*x - 1604.096 = 0 gives x* = 16.14 (vs 22.95);
         // the whole-number evaluation agrees.
         let mut p = vector();
         p.master_time = 50.0;

@@ -21,6 +21,7 @@ use super::{
     args::CalibrateArgs,
     lan::{lan_application, lan_worker_counts, LanCalibration, LanRuns},
     run_config::{app_config, application_binary, rank_line, workers_config},
+    run_figures::{master_cpu_per_task_s, run_lines, task_time_cv},
     system_file::{load_average, now},
     tables::{lan_table, print_tables, wan_line, workers_header},
     under_load::{measured_or_alone, timed, under_load},
@@ -65,6 +66,7 @@ pub(super) fn calibrate(
             load_average()
         )),
         clusters: Vec::new(),
+        oper_cv: None,
     };
     let machine_files: Vec<MachineFile> = layout
         .clusters
@@ -82,6 +84,7 @@ pub(super) fn calibrate(
     let links = layout.clusters.iter().any(|c| c.link.is_some());
     let measure_links = || timed(|| measure_wans(args, plan, layout, work));
     let mut wans = None;
+    let mut master_cpu = None;
     if worker_count > 0 {
         bar.set_message(if links {
             "every worker at once, the WANs meanwhile".to_owned()
@@ -111,6 +114,9 @@ pub(super) fn calibrate(
             under_load(workers_run, workers_run, links.then_some(measure_links));
         let stats = stats.context("every worker at once")?;
         wans = measured;
+        master_cpu = master_cpu_per_task_s(&stats);
+        system.oper_cv = task_time_cv(&stats.workers);
+        workers_table.push_str(&run_lines(master_cpu, system.oper_cv));
         // The run's ranks after its master: each cluster's workers in turn.
         let mut first = 1;
         for (cluster, machines) in layout.clusters.iter().zip(&machine_files) {
@@ -124,6 +130,7 @@ pub(super) fn calibrate(
                     stats: &stats,
                     repeats: args.repeats,
                     comm_bytes: app.comm_bytes(),
+                    capacity: plan.terms.capacity,
                 },
                 &mut workers_table,
             )?);
@@ -171,6 +178,8 @@ pub(super) fn calibrate(
             wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
+            master_cpu_per_task_s: master_cpu,
+            cm_cpu_per_task_s: None,
         });
         lan_all.push((cluster.name.clone(), lan));
     }

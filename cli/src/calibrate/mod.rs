@@ -11,7 +11,10 @@
 //!   clusters' own hosts ([`calibrate_remote`]) an external cluster's workers compute the parts
 //!   its sub-master splits tasks into when the application splits them (`[run] split_tasks`):
 //!   their figures are per part, and their own communication (100) is counted per task of
-//!   the plan, `parts_per_task` parts'.
+//!   the plan, `parts_per_task` parts'. The same run gives the master's CPU per task
+//!   (`[run] master_cpu`, its thread's CPU around each message it handles; (125)), written
+//!   for every cluster (on this machine one master stands for every cluster's head), and the
+//!   spread of a task's time, `oper_cv` (129).
 //! - LAN: the synthetic application with the plan's task and result sizes and no
 //!   computation, with 1, half and all of the cluster's workers (`--lan-runs` runs each, every
 //!   run at least `--lan-seconds` long and `--lan-tasks` tasks; `--lan-runs 0` measures none
@@ -52,6 +55,8 @@
 //! - [`remote`]: the calibration on the clusters' own hosts, through their launchers;
 //! - [`workers`]: the workers' runs and each worker's figures in them;
 //! - [`worker_figures`]: what the model takes of a worker (`perf`, `tput_own` (100));
+//! - [`run_figures`]: what the workers' run tells of the master's CPU per task (125) and of
+//!   the spread of a task's time (129);
 //! - [`lan`]: the LAN runs;
 //! - [`wan`]: the WAN probes on this machine;
 //! - [`under_load`]: the WANs measured while the workers' run loads the cores;
@@ -69,6 +74,7 @@ mod local;
 mod pipeline;
 mod remote;
 mod run_config;
+mod run_figures;
 mod system_file;
 mod tables;
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub(super) fn calibrate(args: &CalibrateArgs, plan: &Plan, work: &Path) -> Resul
             load_average()
         )),
         clusters: Vec::new(),
+        oper_cv: None,
     };
     let mut table = format!("{:<12} {:<16}", "cluster", "node");
     for s in &pipeline.stages {
@@ -83,6 +84,8 @@ pub(super) fn calibrate(args: &CalibrateArgs, plan: &Plan, work: &Path) -> Resul
                     wan_rtt_s: None,
                     wan_in_ramp_s: None,
                     wan_out_ramp_s: None,
+                    master_cpu_per_task_s: None,
+                    cm_cpu_per_task_s: None,
                     workers: Vec::new(),
                     lan_runs: Vec::new(),
                 });

@@ -19,6 +19,7 @@ use super::{
     args::CalibrateArgs,
     lan::{lan_application, lan_worker_counts, LanCalibration, LanRuns, LAN_TASKS_MAX},
     run_config::{app_config, application_binary, rank_line, workers_config},
+    run_figures::{master_cpu_per_task_s, run_lines, task_time_cv},
     system_file::{load_average, now},
     tables::{lan_table, print_tables, wan_line, workers_header},
     under_load::{measured_or_alone, timed, under_load},
@@ -297,7 +298,15 @@ fn measure_remote(
     bar.inc(workers.iter().filter(|w| !w.is_empty()).count() as u64);
     let mut workers_table = workers_header();
     let mut measured_workers = Vec::new();
-    for (i, stats) in perf?.into_iter().enumerate() {
+    let perf = perf?;
+    // Each cluster's run had its own master on its head: its CPU per task (125); the spread
+    // of the tasks' times pooled over every cluster's workers (129).
+    let master_cpu: Vec<Option<f64>> = perf
+        .iter()
+        .map(|stats| stats.as_ref().and_then(master_cpu_per_task_s))
+        .collect();
+    let oper_cv = task_time_cv(perf.iter().flatten().flat_map(|s| &s.workers));
+    for (i, stats) in perf.into_iter().enumerate() {
         measured_workers.push(match stats {
             // Rank r of the cluster's run is its worker r (its master is rank 0).
             Some(stats) => measured_workers_of(
@@ -309,12 +318,20 @@ fn measure_remote(
                     stats: &stats,
                     repeats: args.repeats,
                     comm_bytes: plan.application.comm_bytes(),
+                    capacity: plan.terms.capacity,
                 },
                 &mut workers_table,
             )?,
             None => Vec::new(),
         });
     }
+    for (cluster, c) in layout.clusters.iter().zip(&master_cpu) {
+        if c.is_some() {
+            workers_table.push_str(&format!("{:<12} ", cluster.name));
+            workers_table.push_str(&run_lines(*c, None));
+        }
+    }
+    workers_table.push_str(&run_lines(None, oper_cv));
     let workers_time = phase.elapsed();
 
     // LANs: each cluster's own, every cluster at once.
@@ -366,9 +383,16 @@ fn measure_remote(
             load_average()
         )),
         clusters: Vec::new(),
+        oper_cv,
     };
     let mut wan_table = String::new();
-    for ((cluster, workers), lan) in layout.clusters.iter().zip(measured_workers).zip(&lans) {
+    for (i, ((cluster, workers), lan)) in layout
+        .clusters
+        .iter()
+        .zip(measured_workers)
+        .zip(&lans)
+        .enumerate()
+    {
         let mut entry = MeasuredCluster {
             name: cluster.name.clone(),
             lan_bytes_per_s: lan.last().map(LanRuns::mean),
@@ -379,6 +403,8 @@ fn measure_remote(
             wan_out_ramp_s: None,
             workers,
             lan_runs: lan.iter().map(LanRuns::summary).collect(),
+            master_cpu_per_task_s: master_cpu[i],
+            cm_cpu_per_task_s: None,
         };
         if let Some(link) = &cluster.link {
             let parent = &layout.clusters[link.parent].name;

@@ -48,6 +48,7 @@ pub(super) fn workers_config(
     let mut config = app_config(config, None)?;
     if let Some(run) = config.get_mut("run").and_then(toml::Value::as_table_mut) {
         run.insert("repeat_tasks".into(), toml::Value::Integer(repeats.into()));
+        run.insert("master_cpu".into(), toml::Value::Boolean(true));
         if split {
             run.insert("split_tasks".into(), toml::Value::Boolean(true));
         }

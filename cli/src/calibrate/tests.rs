@@ -133,7 +133,7 @@ fn the_communication_during_the_work_is_counted_once_at_the_capacity() {
         ..WorkerStats::default()
     };
     let share = 1.13 / 3.0;
-    let figures = worker_figures(&worker, 6e6, 4);
+    let figures = worker_figures(&worker, 6e6, 4, true);
     let own = figures.own.unwrap();
     assert!((own.capacity - 0.4).abs() < 1e-12, "{own:?}");
     // Executing at 0.4 rather than at the share: 6 % faster.
@@ -146,13 +146,19 @@ fn the_communication_during_the_work_is_counted_once_at_the_capacity() {
     let own_cpu_s = (0.07 + (0.02 + 0.02) * share) / 10.0;
     let own_s = 6e6 / own.bytes_per_s;
     assert!((own_s - own_cpu_s / 0.4).abs() < 1e-12, "{own_s}");
+    // Without (106) (`[model] capacity = false`): both at the compute thread's share.
+    let at_share = worker_figures(&worker, 6e6, 4, false);
+    assert_eq!(at_share.perf, 2.0e9);
+    let own = at_share.own.unwrap();
+    assert_eq!(own.capacity, share);
+    assert!((6e6 / own.bytes_per_s - own_cpu_s / share).abs() < 1e-12);
     // Between its parts it waited for the next (3.1 s from first in to last out): some of
     // its communication ran then, and the capacity is bounded by the CPU over that time.
     let waited = WorkerStats {
         active_s: 3.1,
         ..worker.clone()
     };
-    let capacity = worker_figures(&waited, 6e6, 4).own.unwrap().capacity;
+    let capacity = worker_figures(&waited, 6e6, 4, true).own.unwrap().capacity;
     assert!((capacity - 1.2 / 3.1).abs() < 1e-12, "{capacity}");
     // Never below the share; without `active_s` (older statistics), the share.
     for active_s in [6.0, 0.0] {
@@ -160,7 +166,7 @@ fn the_communication_during_the_work_is_counted_once_at_the_capacity() {
             active_s,
             ..worker.clone()
         };
-        let figures = worker_figures(&worker, 6e6, 4);
+        let figures = worker_figures(&worker, 6e6, 4, true);
         assert_eq!(figures.own.unwrap().capacity, share);
         assert!((figures.perf - 2.0e9).abs() < 1e-3, "{figures:?}");
     }
@@ -168,7 +174,7 @@ fn the_communication_during_the_work_is_counted_once_at_the_capacity() {
 
 /// `tput_own` of a worker whose capacity is unknown (no `active_s`), 4 executions a task.
 fn own_rate(worker: &WorkerStats, comm_bytes: f64) -> f64 {
-    let figures = worker_figures(worker, comm_bytes, 4);
+    let figures = worker_figures(worker, comm_bytes, 4, true);
     let own = figures.own.expect("a worker that computes");
     assert_eq!(
         own.capacity,
@@ -234,18 +240,18 @@ fn a_workers_own_communication_is_its_cpu_time_on_messages_at_its_share() {
         tasks_wait: true,
         ..worker.clone()
     };
-    assert_eq!(worker_figures(&sleeping, 6e6, 4).own, None);
+    assert_eq!(worker_figures(&sleeping, 6e6, 4, true).own, None);
     let unmeasured = WorkerStats {
         compute_cpu_s: 0.0,
         cpu_s: 0.0,
         ..worker.clone()
     };
-    assert_eq!(worker_figures(&unmeasured, 6e6, 4).own, None);
+    assert_eq!(worker_figures(&unmeasured, 6e6, 4, true).own, None);
     let nothing_beside = WorkerStats {
         decode_s: 0.0,
         encode_s: 0.0,
         cpu_s: 0.84,
         ..worker
     };
-    assert_eq!(worker_figures(&nothing_beside, 6e6, 4).own, None);
+    assert_eq!(worker_figures(&nothing_beside, 6e6, 4, true).own, None);
 }

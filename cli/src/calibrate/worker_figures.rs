@@ -3,7 +3,7 @@
 
 use hmw_core::stats::WorkerStats;
 
-use crate::capacity::{perf_at_capacity, working_share};
+use crate::capacity::{perf_at_capacity, perf_at_share, working_share};
 
 /// What the model takes of a worker from the workers' run.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -39,12 +39,19 @@ pub(super) struct OwnCommunication {
 ///
 /// A run spends that CPU time and the executions' at the worker's capacity (106): `perf` is
 /// the busy-second rate scaled from the compute thread's share to the capacity, and
-/// `tput_own` moves `comm_bytes` per `own_cpu / capacity` seconds. Nothing is counted (`perf`
+/// `tput_own` moves `comm_bytes` per `own_cpu / capacity` seconds. With `capacity` false (the
+/// plan's `[model] capacity`, off in the thesis's form) both are taken at the share instead,
+/// the count before (106). Nothing is counted (`perf`
 /// per busy second, no `tput_own`) when its tasks wait rather than compute
 /// ([`hmw_core::Task::waits`]: its CPU is free for its messages meanwhile), when the run measured
 /// no CPU time, when nothing was spent on messages, or when the compute thread used under 5 %
 /// of a core (its tasks ran on the communication thread).
-pub(super) fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32) -> WorkerFigures {
+pub(super) fn worker_figures(
+    worker: &WorkerStats,
+    comm_bytes: f64,
+    repeats: u32,
+    capacity: bool,
+) -> WorkerFigures {
     let (_, share) = working_share(worker);
     let coding_cpu_s = (worker.decode_s / f64::from(repeats) + worker.encode_s) * share;
     let waiting_cpu_s = worker.waiting_cpu_s * (1.0 - 1.0 / f64::from(repeats));
@@ -54,9 +61,12 @@ pub(super) fn worker_figures(worker: &WorkerStats, comm_bytes: f64, repeats: u32
         perf: worker.ops_per_s,
         own: None,
     };
-    let Some((perf, capacity)) =
-        perf_at_capacity(worker).filter(|_| own_cpu_s > 0.0 && comm_bytes > 0.0)
-    else {
+    let taken = if capacity {
+        perf_at_capacity(worker)
+    } else {
+        perf_at_share(worker)
+    };
+    let Some((perf, capacity)) = taken.filter(|_| own_cpu_s > 0.0 && comm_bytes > 0.0) else {
         return per_busy_second;
     };
     let own = OwnCommunication {

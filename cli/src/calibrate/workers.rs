@@ -71,6 +71,8 @@ pub(super) struct WorkersRun<'a> {
     pub(super) stats: &'a RunStats,
     pub(super) repeats: u32,
     pub(super) comm_bytes: f64,
+    /// Whether `perf` and `tput_own` are taken at the worker's capacity (106).
+    pub(super) capacity: bool,
 }
 
 /// The perf and `tput_own` (100) of each worker of `ranks` (machine-file lines of cluster
@@ -88,6 +90,7 @@ pub(super) fn measured_workers_of(
         stats,
         repeats,
         comm_bytes,
+        capacity,
     } = *run;
     let join_s = stats.join_s / stats.tasks.max(1) as f64;
     // A run whose master split its tasks as the cluster's sub-master does: each worker
@@ -120,7 +123,7 @@ pub(super) fn measured_workers_of(
                         first + k
                     )
                 })?;
-            let figures = worker_figures(worker, comm_bytes, repeats);
+            let figures = worker_figures(worker, comm_bytes, repeats, capacity);
             table.push_str(&worker_row(
                 name,
                 host,

@@ -73,6 +73,8 @@ pub(super) fn link_name(link: Bottleneck) -> &'static str {
     match link {
         Bottleneck::Compute => "computation",
         Bottleneck::Lan => "LAN",
+        Bottleneck::Master => "master's CPU",
+        Bottleneck::Cm => "CM's CPU",
         Bottleneck::WanIn => "WAN in",
         Bottleneck::WanOut => "WAN out",
     }

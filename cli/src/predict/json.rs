@@ -19,6 +19,12 @@ struct ClusterJson<'a> {
     workers: &'a [String],
     cperf: f64,
     perf_ste: f64,
+    /// The bottleneck formulas' rate and the closed network's (127)(128), when the network
+    /// is computed (not in the thesis's form).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perf_ste_bottleneck: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    perf_ste_network: Option<f64>,
     bottleneck: &'static str,
     t_up: f64,
     t_end_best: f64,
@@ -39,6 +45,8 @@ impl<'a> From<&'a ClusterPrediction> for ClusterJson<'a> {
             workers: &c.workers,
             cperf: c.cperf,
             perf_ste: c.perf_ste,
+            perf_ste_bottleneck: c.network.map(|_| c.limits.steady_performance()),
+            perf_ste_network: c.network,
             bottleneck: c.bottleneck.name(),
             t_up: c.t_up,
             t_end_best: c.t_end_best,

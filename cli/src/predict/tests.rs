@@ -52,6 +52,8 @@ fn json_has_the_shape_of_the_issue() {
             "workers",
             "cperf",
             "perf_ste",
+            "perf_ste_bottleneck",
+            "perf_ste_network",
             "bottleneck",
             "t_up",
             "t_end_best",
@@ -126,6 +128,7 @@ fn remarks_and_the_measured_system_are_optional_json_keys() {
         measured_at: Some("2025-01-31T10:00:00+00:00".into()),
         conditions: Some("hmw calibrate on this machine\n(2 cores)".into()),
         clusters: vec![],
+        oper_cv: None,
     };
     let source = MeasuredSource {
         path: Path::new("system.toml"),

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use hmw_model::plan::Plan;
 use hmw_model::{
-    AdviceEffect, AdviceKind, AdviceValue, ClusterPrediction, GrainReason, Prediction, Remark,
-    SelectionMethod,
+    AdviceEffect, AdviceKind, AdviceValue, ClusterPrediction, GrainReason, ModelForm, Prediction,
+    Remark, SelectionMethod,
 };
 
 use super::{
@@ -92,6 +92,21 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
             "not reassigned"
         }
     );
+    if plan.form != ModelForm::Extended {
+        let _ = writeln!(
+            w,
+            "model: the {} form (docs/model.md section 14)",
+            plan.form.name()
+        );
+    }
+    if plan.terms.network {
+        let _ = writeln!(
+            w,
+            "steady performance: contention = {} (the bottleneck formulas' and the closed \
+             network's rates are both below)",
+            plan.terms.contention.name()
+        );
+    }
     for name in &p.left_out {
         let _ = writeln!(w, "left out: cluster {name} (no worker selected)");
     }
@@ -162,7 +177,7 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
     }
 
     let _ = writeln!(w, "\n== Clusters ==");
-    let rows: Vec<TableRow> = vec![
+    let mut rows: Vec<TableRow> = vec![
         ("workers used", |c| c.workers.len().to_string()),
         ("available performance (ops/s)", |c| perf(c.cperf)),
         ("steady performance (ops/s)", |c| perf(c.perf_ste)),
@@ -185,6 +200,17 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
         ("efficiency best", |c| fraction(c.efficiency_best)),
         ("efficiency worst", |c| fraction(c.efficiency_worst)),
     ];
+    if p.clusters.iter().any(|c| c.network.is_some()) {
+        let rates: [TableRow; 2] = [
+            ("  bottleneck formulas (ops/s)", |c| {
+                perf(c.limits.steady_performance())
+            }),
+            ("  closed network, MVA (ops/s)", |c| {
+                c.network.map_or_else(|| "-".to_string(), perf)
+            }),
+        ];
+        rows.splice(3..3, rates);
+    }
     let label_width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let cells: Vec<Vec<String>> = rows
         .iter()

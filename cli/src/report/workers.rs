@@ -223,7 +223,10 @@ mod tests {
                     chain_cv: None,
                 }],
                 lan_runs: Vec::new(),
+                master_cpu_per_task_s: None,
+                cm_cpu_per_task_s: None,
             }],
+            oper_cv: None,
         }
     }
 

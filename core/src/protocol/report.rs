@@ -21,6 +21,10 @@ pub struct WorkerStats {
     pub tasks_computed: u64,
     /// Seconds spent executing tasks, useful or not.
     pub busy_s: f64,
+    /// The sum of the squares of each result's busy seconds per task: with `busy_s`, the
+    /// spread of a task's time (`hmw calibrate`'s `oper_cv`); 0 when not counted.
+    #[serde(default)]
+    pub busy_sq_s: f64,
     /// Seconds spent decoding tasks (reading them) and encoding results (writing them).
     #[serde(default)]
     pub decode_s: f64,
@@ -238,6 +242,10 @@ pub struct RunStats {
     /// average (the figures of `workers` are per part).
     #[serde(default)]
     pub parts_per_task: Option<f64>,
+    /// Seconds of its thread's CPU the master spent handling messages (`[run] master_cpu`):
+    /// its CPU per task is this over `tasks`; `None` when not measured.
+    #[serde(default)]
+    pub master_cpu_s: Option<f64>,
     /// The main master's journal of results, when it kept one (`--journal`).
     #[serde(default)]
     pub journal: Option<JournalStats>,

@@ -13,6 +13,7 @@ use crate::{drivers::live_feed::Feed, error::RunError};
 pub(crate) use hmw_core::roles::{ProblemSource, TaskSource};
 use hmw_core::{
     config::RunConfig,
+    cpu_clock::thread_cpu_s,
     machinefile::MachineFile,
     roles::{MasterCore, Output},
     scheduler::Scheduler,
@@ -29,6 +30,8 @@ const BURST: usize = 8;
 pub(crate) struct Master<'a, S> {
     transport: &'a mut dyn Transport,
     core: MasterCore<S>,
+    /// Its thread's CPU seconds handling messages, when `[run] master_cpu` asks for them.
+    handling_cpu_s: Option<f64>,
     feed: Option<Feed>,
 }
 
@@ -42,11 +45,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
         source: S,
     ) -> Result<Self, RunError> {
         let feed = config.live_json.clone();
-        Ok(Master::with_core(
+        let timed = config.master_cpu;
+        let mut master = Master::with_core(
             transport,
             MasterCore::new(machines, config, scheduler, source),
         )
-        .feeding(feed.as_deref()))
+        .feeding(feed.as_deref());
+        master.handling_cpu_s = timed.then_some(0.0);
+        Ok(master)
     }
 
     /// A master driving `core` (built as a simulator or a test would build it).
@@ -54,6 +60,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
         Master {
             transport,
             core,
+            handling_cpu_s: None,
             feed: None,
         }
     }
@@ -76,7 +83,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
             return Err(error);
         }
         self.transport.flush()?;
-        Ok(self.core.finish())
+        let (mut stats, source) = self.core.finish();
+        stats.master_cpu_s = self.handling_cpu_s;
+        Ok((stats, source))
     }
 
     /// The loop: messages and timers to the core until it is done.
@@ -148,9 +157,14 @@ impl<'a, S: TaskSource> Master<'a, S> {
         envelope: Envelope,
         out: &mut Vec<Output>,
     ) -> Result<(), RunError> {
+        let from = self.handling_cpu_s.map(|_| thread_cpu_s());
         self.core.handle(now, envelope.from, &envelope.bytes, out)?;
         self.transport.recycle(envelope.bytes);
-        self.perform(out)
+        let performed = self.perform(out);
+        if let (Some(total), Some(from)) = (self.handling_cpu_s.as_mut(), from) {
+            *total += thread_cpu_s() - from;
+        }
+        performed
     }
 
     fn perform(&mut self, out: &mut Vec<Output>) -> Result<(), RunError> {

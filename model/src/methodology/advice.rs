@@ -315,8 +315,8 @@ pub fn grain_table(input: &ModelInput, cluster: usize, workers: &[usize]) -> Vec
             let model = ClusterModel::new(
                 &candidate.application,
                 params,
-                &params.perfs_of(workers, &candidate.application),
-                input.options.end_options(),
+                &params.perfs_of(workers, &candidate.application, &input.options.terms),
+                input.options.cluster_options(),
             )?;
             Some(GrainRow {
                 cluster: params.name.clone(),
@@ -403,7 +403,7 @@ pub fn advise(
                         bytes,
                     ))
                 }
-                Bottleneck::Compute | Bottleneck::Lan => None,
+                Bottleneck::Compute | Bottleneck::Lan | Bottleneck::Master | Bottleneck::Cm => None,
             };
             if let Some((kind, needed, from, throughput, bytes)) = multiplier {
                 match needed {

@@ -120,10 +120,10 @@ struct Cluster {
     tc_sc: f64,
     /// `tc_result_smm` (external; 0 for the main cluster).
     tc_smm: f64,
-    /// The WAN's round trip (96)(97) (external; 0 for the main cluster).
+    /// The WAN's round trip (96)(97) (external, when counted; 0 for the main cluster).
     rtt: f64,
-    /// Whether the worst end is (43): the main cluster with reassignment (an external
-    /// cluster's is (49), `ClusterModel::external`).
+    /// Whether the worst end is (43)/(50): with reassignment, the main cluster, or an external
+    /// one when the sub-master's tail (49) is not counted (`ClusterModel::external`).
     reassign: bool,
     /// Tasks a worker holds, (99).
     worker_buffers: u32,
@@ -135,7 +135,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// The computation-bound worst end (39)/(43)/(49) and (97) for a tail term `tail` (the
+    /// The computation-bound worst end (39)/(43)/(49)/(50) and (97) for a tail term `tail` (the
     /// `(oper/min perf)(W-1)/W` or `(1/W) sum_{i != fastest} oper/perf_i` part), with the same
     /// operations in the same order as the model, so that a smaller tail gives a smaller or
     /// equal end (floating-point addition is monotone).
@@ -143,7 +143,12 @@ impl Cluster {
         match (self.external, self.reassign) {
             (false, true) => self.tc_sc + tail,
             (false, false) => tail + self.tc_sc,
-            (true, _) => external::end_time_with_latency(tail + self.tc_sc + self.tc_smm, self.rtt),
+            (true, true) => {
+                external::end_time_with_latency(self.tc_sc + tail + self.tc_smm, self.rtt)
+            }
+            (true, false) => {
+                external::end_time_with_latency(tail + self.tc_sc + self.tc_smm, self.rtt)
+            }
         }
     }
 
@@ -212,8 +217,14 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
     let oper = app.oper;
     let n = params.workers.len();
     let mut order: Vec<usize> = (0..n).collect();
-    // Each worker's performance in a run (100).
-    let run_perf: Vec<f64> = params.workers.iter().map(|w| w.run_perf(app)).collect();
+    // Each worker's performance as the model reads it: in a run (100), when counted.
+    let options = input.options.cluster_options();
+    let terms = &options.terms;
+    let run_perf: Vec<f64> = params
+        .workers
+        .iter()
+        .map(|w| w.perf_in_model(app, terms))
+        .collect();
     order.sort_by(|&a, &b| run_perf[b].total_cmp(&run_perf[a]).then(a.cmp(&b)));
     let perf: Vec<f64> = order.iter().map(|&i| run_perf[i]).collect();
     let mut prefix_perf = vec![0.0; n + 1];
@@ -235,7 +246,11 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
                 app.inter_result_bytes(link.results_per_inter_result),
                 link.wan_out_bytes_per_s,
             ),
-            link.wan_rtt_s,
+            if terms.wan_latency {
+                link.wan_rtt_s
+            } else {
+                0.0
+            },
         ),
     };
     for k in 1..=n {
@@ -243,7 +258,7 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         if let Some(model) = model_of(input, c, &order[..k]) {
             t_up[k] = model.t_up;
             let l = model.limits;
-            limit = l.lan.min(l.wan_in).min(l.wan_out);
+            limit = l.lan.min(l.master).min(l.cm).min(l.wan_in).min(l.wan_out);
         }
         comm_end[k] = match &params.external {
             None => local::worst_end_time_communication_bound(app.result_bytes, lan, k),
@@ -270,8 +285,8 @@ fn build_cluster(input: &ModelInput, c: usize) -> Cluster {
         tc_sc,
         tc_smm,
         rtt,
-        reassign: input.options.reassign_last_task && !external,
-        worker_buffers: input.options.worker_buffers,
+        reassign: options.reassign_last_task && (!external || !terms.submaster_tail),
+        worker_buffers: options.end_buffers(),
         oper,
         threshold: input.options.efficiency_threshold,
         free_by_count: Vec::new(),

@@ -36,8 +36,12 @@ pub struct ClusterPrediction {
     pub workers: Vec<String>,
     /// `cperf` (3).
     pub cperf: f64,
-    /// `perf_ste` (26)/(32)/(36).
+    /// `perf_ste` (26)/(32)/(36)(125), or the network's (127)(128) with `contention = "mva"`.
     pub perf_ste: f64,
+    /// The closed network's steady performance (127)(128), shown beside the bottleneck's
+    /// (`limits.steady_performance()`); `None` when the terms leave it out (the thesis's
+    /// form).
+    pub network: Option<f64>,
     /// The argument attaining `perf_ste`.
     pub bottleneck: Bottleneck,
     /// All arguments of the steady-performance `min`.
@@ -119,7 +123,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
     let threshold = input.options.efficiency_threshold;
-    let reassign = input.options.end_options();
+    let reassign = input.options.cluster_options();
     let app = &input.application;
     let clusters = &input.system.clusters;
 
@@ -128,9 +132,10 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     let mut models = Vec::new();
     let mut left_out = Vec::new();
     for (c, params) in clusters.iter().enumerate() {
-        let perfs = params.perfs_of(&selection.workers[c], app);
+        let perfs = params.perfs_of(&selection.workers[c], app, &input.options.terms);
         match ClusterModel::new(app, params, &perfs, reassign) {
             Some(model) => {
+                let model = model.with_network(app, params, &perfs, reassign);
                 active.push(c);
                 models.push(model);
             }
@@ -164,8 +169,9 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
 
     let main = &clusters[0];
     let all_main: Vec<usize> = (0..main.workers.len()).collect();
-    let main_perfs = main.perfs_of(&all_main, app);
+    let main_perfs = main.perfs_of(&all_main, app, &input.options.terms);
     let local = ClusterModel::new(app, main, &main_perfs, reassign).map(|model| {
+        let model = model.with_network(app, main, &main_perfs, reassign);
         let alone_best = evaluate_case(app, &[&model], Case::Best);
         let alone_worst = evaluate_case(app, &[&model], Case::Worst);
         let hosts = main.workers.iter().map(|w| w.host.clone()).collect();
@@ -223,6 +229,7 @@ fn cluster_prediction(
         workers,
         cperf: model.cperf,
         perf_ste: model.perf_ste,
+        network: model.network,
         bottleneck: model.bottleneck,
         limits: model.limits,
         t_up: model.t_up,

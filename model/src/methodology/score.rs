@@ -71,7 +71,7 @@ pub(super) fn model_of(
     ClusterModel::new(
         &input.application,
         params,
-        &params.perfs_of(workers, &input.application),
-        input.options.end_options(),
+        &params.perfs_of(workers, &input.application, &input.options.terms),
+        input.options.cluster_options(),
     )
 }

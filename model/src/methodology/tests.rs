@@ -48,6 +48,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             result_bytes: 2_310_244.0,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams {
@@ -57,6 +58,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                     lan_bytes_per_s: 1_068_674.0,
                     workers: workers(&[("pgs-1", 0.7909e-3), ("pgs-3", 0.7951e-3)]),
                     external: None,
+                    dispatch: Default::default(),
                 },
                 ClusterParams {
                     name: "brazil".into(),
@@ -69,6 +71,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                         ("infoquir7", 0.3743e-3),
                     ]),
                     external: link(26_384.0, 25_430.0),
+                    dispatch: Default::default(),
                 },
                 ClusterParams {
                     name: "spain".into(),
@@ -84,6 +87,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                         ("aoquir11", 1.9997e-3),
                     ]),
                     external: link(21_802.0, 21_206.0),
+                    dispatch: Default::default(),
                 },
             ],
         },
@@ -93,6 +97,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
             selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection,
     }
@@ -375,6 +380,7 @@ fn single_cluster(
             result_bytes,
             task_bytes_inter: None,
             result_bytes_inter: None,
+            oper_cv: 0.0,
         },
         grains: vec![],
         system: SystemParams {
@@ -383,6 +389,7 @@ fn single_cluster(
                 lan_bytes_per_s: lan,
                 workers: workers(&[("h1", 1.0)]),
                 external: None,
+                dispatch: Default::default(),
             }],
         },
         options: ModelOptions {
@@ -391,6 +398,7 @@ fn single_cluster(
             exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
             selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
             worker_buffers: 1,
+            terms: Default::default(),
         },
         selection: SelectionRequest::All,
     }
@@ -419,6 +427,7 @@ fn a_computation_bound_cluster_below_the_threshold_gets_the_largest_grain_that_f
                 result_bytes: oper / 2.0,
                 task_bytes_inter: None,
                 result_bytes_inter: None,
+                oper_cv: 0.0,
             },
         })
         .collect();
@@ -468,6 +477,7 @@ fn an_external_cluster_below_the_threshold_that_nothing_lifts_is_dropped() {
         lan_bytes_per_s: 1.0,
         workers: workers(&[("e1", 1.0), ("e2", 0.25)]),
         external: link(1.0, 1.0),
+        dispatch: Default::default(),
     });
     let p = predict(&input).unwrap();
     let ext = &p.clusters[1];
@@ -541,6 +551,7 @@ fn results_to_join_beyond_what_a_plan_accepts_are_a_remark_not_advice() {
         lan_bytes_per_s: 1e9,
         workers: workers(&[("e1", 1.0)]),
         external: link(1e9, 1.0),
+        dispatch: Default::default(),
     });
     let p = predict(&input).unwrap();
     assert_eq!(p.clusters[1].bottleneck, Bottleneck::WanOut);
@@ -646,6 +657,7 @@ fn a_trillion_tasks_are_predicted_without_stepping_through_them() {
             let perfs = c.perfs_of(
                 &(0..c.workers.len()).collect::<Vec<_>>(),
                 &input.application,
+                &input.options.terms,
             );
             let mut m = ClusterModel::new(&input.application, c, &perfs, true).unwrap();
             m.perf_ste = 0.0;
@@ -711,6 +723,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                     lan_bytes_per_s: lan,
                     workers: named("m", &main),
                     external: None,
+                    dispatch: Default::default(),
                 }];
                 for (k, (perfs, lan, wan_in, wan_out, nt, nr)) in externals.into_iter().enumerate()
                 {
@@ -727,6 +740,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     });
                 }
                 let selection = match mode {
@@ -747,6 +761,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         result_bytes,
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams { clusters },
@@ -756,6 +771,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                         worker_buffers: 1,
+                        terms: Default::default(),
                     },
                     selection,
                 }
@@ -815,6 +831,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                     lan_bytes_per_s: v(lan),
                     workers: named("m", &main),
                     external: None,
+                    dispatch: Default::default(),
                 }];
                 for (k, (perfs, (lan, wan_in, wan_out), (nt, nr))) in
                     externals.into_iter().enumerate()
@@ -832,6 +849,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
                         }),
+                        dispatch: Default::default(),
                     });
                 }
                 let selection = match mode {
@@ -852,6 +870,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         result_bytes: result.map_or(0.0, v),
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams { clusters },
@@ -861,6 +880,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: crate::params::DEFAULT_SELECTION_BUDGET_S,
                         worker_buffers: 1,
+                        terms: Default::default(),
                     },
                     selection,
                 }
@@ -1049,6 +1069,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                         result_bytes,
                         task_bytes_inter: None,
                         result_bytes_inter: None,
+                        oper_cv: 0.0,
                     },
                     grains: vec![],
                     system: SystemParams {
@@ -1077,6 +1098,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                         wan_in_ramp_s: 0.0,
                                         wan_out_ramp_s: 0.0,
                                     }),
+                                    dispatch: Default::default(),
                                 }
                             })
                             .collect(),
@@ -1087,11 +1109,45 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                         exhaustive_limit: DEFAULT_EXHAUSTIVE_LIMIT,
                         selection_budget_s: 60.0,
                         worker_buffers: buffers,
+                        terms: Default::default(),
                     },
                     selection: SelectionRequest::Auto,
                 }
             },
         )
+}
+
+/// The exhaustive search's prediction and the branch and bound's (forced by an exhaustive limit
+/// of 1) on `input`: the same worst-case makespan (relative 1e-9), the branch and bound proved
+/// optimal with the same number of machines, or no selection for both. Returns the exhaustive
+/// one's clusters when there is a selection.
+fn same_optimum(input: &ModelInput) -> Result<Vec<ClusterPrediction>, TestCaseError> {
+    let exhaustive = predict(input);
+    let mut forced = input.clone();
+    forced.options.exhaustive_limit = 1;
+    match (exhaustive, predict(&forced)) {
+        (Ok(e), Ok(b)) => {
+            let proved = matches!(
+                b.selection.method,
+                SelectionMethod::BranchAndBound { proved_optimal: true, gap: Some(g), .. }
+                    if g == 0.0
+            );
+            prop_assert!(proved, "{:?}", b.selection.method);
+            let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
+            prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
+            let machines =
+                |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
+            prop_assert_eq!(machines(&e), machines(&b));
+            Ok(e.clusters)
+        }
+        (
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+            Err(ModelError::NoSelectionReachesThreshold { .. }),
+        ) => Ok(Vec::new()),
+        (e, b) => Err(TestCaseError::fail(format!(
+            "exhaustive {e:?}, branch and bound {b:?}"
+        ))),
+    }
 }
 
 proptest! {
@@ -1101,28 +1157,32 @@ proptest! {
     /// makespan (relative 1e-9) and the same number of machines, or no selection for both.
     #[test]
     fn branch_and_bound_equals_the_exhaustive_search(input in small_heterogeneous_plan()) {
-        let exhaustive = predict(&input);
-        let mut forced = input.clone();
-        forced.options.exhaustive_limit = 1;
-        let bnb = predict(&forced);
-        match (exhaustive, bnb) {
-            (Ok(e), Ok(b)) => {
-                let proved = matches!(
-                    b.selection.method,
-                    SelectionMethod::BranchAndBound { proved_optimal: true, gap: Some(g), .. }
-                        if g == 0.0
-                );
-                prop_assert!(proved, "{:?}", b.selection.method);
-                let (te, tb) = (e.run.t_ex_worst, b.run.t_ex_worst);
-                prop_assert!((te - tb).abs() <= 1e-9 * te.max(tb), "{te} != {tb}");
-                let machines = |p: &Prediction| p.clusters.iter().map(|c| c.workers.len()).sum::<usize>();
-                prop_assert_eq!(machines(&e), machines(&b));
-            }
-            (
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-                Err(ModelError::NoSelectionReachesThreshold { .. }),
-            ) => {}
-            (e, b) => prop_assert!(false, "exhaustive {e:?}, branch and bound {b:?}"),
+        same_optimum(&input)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// With `contention = "mva"` (the network's rate, never above the bottleneck formulas',
+    /// so the bounds still hold) and a master's CPU per task up to a tenth of the fastest
+    /// worker's task time, the branch and bound still finds the exhaustive search's optimum.
+    #[test]
+    fn branch_and_bound_equals_the_exhaustive_search_with_the_network(
+        input in small_heterogeneous_plan(),
+        master in 0.0f64..0.1,
+        oper_cv in 0.0f64..1.5,
+    ) {
+        let mut input = input;
+        input.options.terms.contention = crate::params::Contention::Mva;
+        input.application.oper_cv = oper_cv;
+        for cluster in &mut input.system.clusters {
+            let fastest = cluster.workers.iter().map(|w| w.perf).fold(0.0, f64::max);
+            cluster.dispatch.master_s = master / fastest;
+        }
+        for c in same_optimum(&input)? {
+            let bound = c.limits.steady_performance();
+            prop_assert!(c.network.is_some_and(|n| n <= bound && n == c.perf_ste));
         }
     }
 }

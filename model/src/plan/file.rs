@@ -4,7 +4,9 @@ use serde::Deserialize;
 
 use super::pipeline::PipelineTable;
 use super::validated::{Role, SelectionMode};
-use crate::params::{DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S};
+use crate::params::{
+    Contention, ModelForm, ModelTerms, DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_SELECTION_BUDGET_S,
+};
 
 /// Default `[model] efficiency_threshold`.
 pub const DEFAULT_EFFICIENCY_THRESHOLD: f64 = 0.8;
@@ -77,8 +79,38 @@ pub(super) struct ModelTable {
     pub(super) exhaustive_limit: u64,
     #[serde(default = "default_selection_budget_s")]
     pub(super) selection_budget_s: f64,
-    #[serde(default = "default_true")]
-    pub(super) link_ramp: bool,
+    /// `extended` (the default) or `thesis`: the terms below default to the form's.
+    #[serde(default = "default_form")]
+    pub(super) form: ModelForm,
+    pub(super) wan_latency: Option<bool>,
+    pub(super) buffered_workers: Option<bool>,
+    pub(super) submaster_tail: Option<bool>,
+    pub(super) own_communication: Option<bool>,
+    pub(super) capacity: Option<bool>,
+    pub(super) link_ramp: Option<bool>,
+    pub(super) row_column_plateau: Option<bool>,
+    pub(super) master_cpu: Option<bool>,
+    /// `bottleneck` (the default) or `mva`.
+    pub(super) contention: Option<Contention>,
+}
+
+impl ModelTable {
+    /// The terms counted: the form's, each changed by its key where the plan gives it.
+    pub(super) fn terms(&self) -> ModelTerms {
+        let form = ModelTerms::of(self.form);
+        ModelTerms {
+            wan_latency: self.wan_latency.unwrap_or(form.wan_latency),
+            buffered_workers: self.buffered_workers.unwrap_or(form.buffered_workers),
+            submaster_tail: self.submaster_tail.unwrap_or(form.submaster_tail),
+            own_communication: self.own_communication.unwrap_or(form.own_communication),
+            capacity: self.capacity.unwrap_or(form.capacity),
+            link_ramp: self.link_ramp.unwrap_or(form.link_ramp),
+            row_column_plateau: self.row_column_plateau.unwrap_or(form.row_column_plateau),
+            master_cpu: self.master_cpu.unwrap_or(form.master_cpu),
+            network: form.network || self.contention == Some(Contention::Mva),
+            contention: self.contention.unwrap_or(form.contention),
+        }
+    }
 }
 
 impl Default for ModelTable {
@@ -89,7 +121,16 @@ impl Default for ModelTable {
             selection: default_selection(),
             exhaustive_limit: default_exhaustive_limit(),
             selection_budget_s: default_selection_budget_s(),
-            link_ramp: true,
+            form: default_form(),
+            wan_latency: None,
+            buffered_workers: None,
+            submaster_tail: None,
+            own_communication: None,
+            capacity: None,
+            link_ramp: None,
+            row_column_plateau: None,
+            master_cpu: None,
+            contention: None,
         }
     }
 }
@@ -99,6 +140,9 @@ fn default_threshold() -> f64 {
 }
 fn default_true() -> bool {
     true
+}
+fn default_form() -> ModelForm {
+    ModelForm::Extended
 }
 fn default_selection() -> SelectionMode {
     SelectionMode::All
@@ -120,6 +164,8 @@ pub(super) struct ClusterTable {
     pub(super) wan_in_bytes_per_s: Option<f64>,
     pub(super) wan_out_bytes_per_s: Option<f64>,
     pub(super) wan_rtt_s: Option<f64>,
+    pub(super) master_cpu_per_task_s: Option<f64>,
+    pub(super) cm_cpu_per_task_s: Option<f64>,
     pub(super) tasks_per_inter_task: Option<u64>,
     pub(super) results_per_inter_result: Option<u64>,
     pub(super) use_workers: Option<Vec<String>>,

@@ -19,6 +19,16 @@ impl Plan {
 
 /// A measured system must only name clusters and workers of the plan, with positive values.
 pub(super) fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(), PlanError> {
+    if let Some(cv) = measured
+        .oper_cv
+        .filter(|cv| !(cv.is_finite() && *cv >= 0.0))
+    {
+        return Err(invalid(
+            None,
+            "oper_cv",
+            format!("the measured coefficient of variation must be 0 or more, got {cv}"),
+        ));
+    }
     let mut seen = HashSet::new();
     for m in &measured.clusters {
         let name = m.name.as_str();
@@ -62,6 +72,23 @@ pub(super) fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(
                          external cluster; got {rtt}"
                     ),
                 ));
+            }
+        }
+        for (key, value) in [
+            ("master_cpu_per_task_s", m.master_cpu_per_task_s),
+            ("cm_cpu_per_task_s", m.cm_cpu_per_task_s),
+        ] {
+            if let Some(v) = value {
+                if !(v.is_finite() && v >= 0.0) || (cluster.main && key == "cm_cpu_per_task_s") {
+                    return Err(invalid(
+                        Some(name),
+                        key,
+                        format!(
+                            "the measured CPU per task must be 0 or more seconds (a CM's for an \
+                             external cluster); got {v}"
+                        ),
+                    ));
+                }
             }
         }
         for (key, lag) in [

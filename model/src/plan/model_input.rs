@@ -7,8 +7,8 @@ use super::{
     validated::{Plan, SelectionMode},
 };
 use crate::params::{
-    ClusterParams, ExternalLink, MeasuredSystem, ModelInput, ModelOptions, SelectionRequest,
-    SystemParams, WorkerParams,
+    ApplicationParams, ClusterParams, DispatchCosts, ExternalLink, MeasuredSystem, ModelInput,
+    ModelOptions, SelectionRequest, SystemParams, WorkerParams,
 };
 use crate::range::check_working_range;
 
@@ -22,15 +22,6 @@ impl Plan {
         let empty = MeasuredSystem::default();
         let measured = measured.unwrap_or(&empty);
         check_measured(self, measured)?;
-        // (171)(172): what a link loses to its ramp, measured, unless `[model] link_ramp`
-        // turns the terms off.
-        let ramp = |lag: Option<f64>| {
-            if self.link_ramp {
-                lag.unwrap_or(0.0)
-            } else {
-                0.0
-            }
-        };
         let mut clusters = Vec::new();
         let mut pinned = Vec::new();
         for plan in &self.clusters {
@@ -67,8 +58,8 @@ impl Plan {
                     tasks_per_inter_task: plan.tasks_per_inter_task,
                     results_per_inter_result: plan.results_per_inter_result,
                     wan_rtt_s: self.round_trip_to_master_s(plan, Some(measured)),
-                    wan_in_ramp_s: ramp(m.and_then(|m| m.wan_in_ramp_s)),
-                    wan_out_ramp_s: ramp(m.and_then(|m| m.wan_out_ramp_s)),
+                    wan_in_ramp_s: m.and_then(|m| m.wan_in_ramp_s).unwrap_or(0.0),
+                    wan_out_ramp_s: m.and_then(|m| m.wan_out_ramp_s).unwrap_or(0.0),
                 })
             };
             let mut workers = Vec::new();
@@ -99,11 +90,22 @@ impl Plan {
                     .collect(),
                 None => (0..workers.len()).collect(),
             });
+            let dispatch = DispatchCosts {
+                master_s: m
+                    .and_then(|m| m.master_cpu_per_task_s)
+                    .or(plan.master_cpu_per_task_s)
+                    .unwrap_or(0.0),
+                cm_s: m
+                    .and_then(|m| m.cm_cpu_per_task_s)
+                    .or(plan.cm_cpu_per_task_s)
+                    .unwrap_or(0.0),
+            };
             clusters.push(ClusterParams {
                 name: plan.name.clone(),
                 lan_bytes_per_s: lan,
                 workers,
                 external,
+                dispatch,
             });
         }
         let selection = match self.selection {
@@ -112,7 +114,10 @@ impl Plan {
             SelectionMode::Pinned => SelectionRequest::Pinned(pinned),
         };
         let input = ModelInput {
-            application: self.application.clone(),
+            application: ApplicationParams {
+                oper_cv: measured.oper_cv.unwrap_or(self.application.oper_cv),
+                ..self.application.clone()
+            },
             grains: self.grains.clone(),
             system: SystemParams { clusters },
             options: ModelOptions {
@@ -121,6 +126,7 @@ impl Plan {
                 exhaustive_limit: self.exhaustive_limit,
                 selection_budget_s: self.selection_budget_s,
                 worker_buffers: self.worker_buffers()?,
+                terms: self.terms,
             },
             selection,
         };

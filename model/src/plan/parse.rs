@@ -51,15 +51,18 @@ impl Plan {
                 required(a.result_bytes, "result_bytes")?,
             ),
         };
-        let application = application_params(
-            "application",
-            tasks,
-            oper,
-            task_bytes,
-            result_bytes,
-            a.task_bytes_inter,
-            a.result_bytes_inter,
-        )?;
+        let application = ApplicationParams {
+            oper_cv: a.oper_cv,
+            ..application_params(
+                "application",
+                tasks,
+                oper,
+                task_bytes,
+                result_bytes,
+                a.task_bytes_inter,
+                a.result_bytes_inter,
+            )?
+        };
         if !(a.oper_cv.is_finite() && a.oper_cv >= 0.0) {
             return Err(invalid(
                 None,
@@ -94,15 +97,18 @@ impl Plan {
             let prefix = format!("application.grain[grain = {}]", g.grain);
             grains.push(GrainCandidate {
                 grain: g.grain,
-                application: application_params(
-                    &prefix,
-                    g.tasks,
-                    g.oper,
-                    g.task_bytes,
-                    g.result_bytes,
-                    g.task_bytes_inter,
-                    g.result_bytes_inter,
-                )?,
+                application: ApplicationParams {
+                    oper_cv: a.oper_cv,
+                    ..application_params(
+                        &prefix,
+                        g.tasks,
+                        g.oper,
+                        g.task_bytes,
+                        g.result_bytes,
+                        g.task_bytes_inter,
+                        g.result_bytes_inter,
+                    )?
+                },
             });
         }
         grains.sort_by_key(|g| g.grain);
@@ -145,7 +151,6 @@ impl Plan {
         Ok(Plan {
             name: a.name,
             application,
-            oper_cv: a.oper_cv,
             iterations: a.iterations,
             grains,
             efficiency_threshold: m.efficiency_threshold,
@@ -153,7 +158,8 @@ impl Plan {
             selection: m.selection,
             exhaustive_limit: m.exhaustive_limit,
             selection_budget_s: m.selection_budget_s,
-            link_ramp: m.link_ramp,
+            form: m.form,
+            terms: m.terms(),
             clusters,
             launch: file.launch,
             testbed: file.testbed,
@@ -211,6 +217,7 @@ fn application_params(
         result_bytes,
         task_bytes_inter,
         result_bytes_inter,
+        oper_cv: 0.0,
     })
 }
 
@@ -288,6 +295,7 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
         ("wan_in_bytes_per_s", t.wan_in_bytes_per_s.is_some()),
         ("wan_out_bytes_per_s", t.wan_out_bytes_per_s.is_some()),
         ("wan_rtt_s", t.wan_rtt_s.is_some()),
+        ("cm_cpu_per_task_s", t.cm_cpu_per_task_s.is_some()),
         ("tasks_per_inter_task", t.tasks_per_inter_task.is_some()),
         (
             "results_per_inter_result",
@@ -311,12 +319,16 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
             check_positive(c, key, v, "bytes per second")?;
         }
     }
-    if let Some(rtt) = t.wan_rtt_s {
-        if !(rtt.is_finite() && rtt >= 0.0) {
+    for (key, value) in [
+        ("wan_rtt_s", t.wan_rtt_s),
+        ("master_cpu_per_task_s", t.master_cpu_per_task_s),
+        ("cm_cpu_per_task_s", t.cm_cpu_per_task_s),
+    ] {
+        if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
             return Err(invalid(
                 c,
-                "wan_rtt_s",
-                format!("must be a number of seconds, 0 or more, got {rtt}"),
+                key,
+                format!("must be a number of seconds, 0 or more, got {v}"),
             ));
         }
     }
@@ -431,6 +443,8 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
         wan_in_bytes_per_s: t.wan_in_bytes_per_s,
         wan_out_bytes_per_s: t.wan_out_bytes_per_s,
         wan_rtt_s: t.wan_rtt_s,
+        master_cpu_per_task_s: t.master_cpu_per_task_s,
+        cm_cpu_per_task_s: t.cm_cpu_per_task_s,
         tasks_per_inter_task: t.tasks_per_inter_task.unwrap_or(1),
         results_per_inter_result: t.results_per_inter_result.unwrap_or(1),
         use_workers: t.use_workers,

@@ -187,6 +187,8 @@ machines = [
                 wan_rtt_s: None,
                 wan_in_ramp_s: None,
                 wan_out_ramp_s: None,
+                master_cpu_per_task_s: None,
+                cm_cpu_per_task_s: None,
                 workers: vec![MeasuredWorker {
                     host: "x1".into(),
                     perf: 1.0,

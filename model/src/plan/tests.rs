@@ -376,7 +376,10 @@ fn a_measured_system_replaces_the_hand_written_values() {
                     chain_cv: None,
                 },
             ],
+            master_cpu_per_task_s: None,
+            cm_cpu_per_task_s: None,
         }],
+        oper_cv: None,
     };
     let input = plan.model_input(Some(&measured)).unwrap();
     let away = &input.system.clusters[1];
@@ -538,6 +541,8 @@ fn calibrated() -> MeasuredSystem {
                     stage_s: None,
                     chain_cv: None,
                 }],
+                master_cpu_per_task_s: None,
+                cm_cpu_per_task_s: None,
             },
             MeasuredCluster {
                 lan_runs: Vec::new(),
@@ -556,8 +561,11 @@ fn calibrated() -> MeasuredSystem {
                     stage_s: None,
                     chain_cv: None,
                 }],
+                master_cpu_per_task_s: None,
+                cm_cpu_per_task_s: None,
             },
         ],
+        oper_cv: None,
     }
 }
 
@@ -750,6 +758,8 @@ fn the_wan_round_trip_comes_from_the_measurement_the_plan_or_the_emulator() {
         wan_out_ramp_s: None,
         workers: Vec::new(),
         lan_runs: Vec::new(),
+        master_cpu_per_task_s: None,
+        cm_cpu_per_task_s: None,
     });
     plan.check_measured(&measured).unwrap();
     assert_eq!(plan.clusters[1].wan_rtt_s(Some(&measured)), 0.07);
@@ -773,9 +783,12 @@ fn the_wan_round_trip_comes_from_the_measurement_the_plan_or_the_emulator() {
 
 #[test]
 fn task_times_may_spread() {
-    assert_eq!(Plan::from_toml_str(SMALL).unwrap().oper_cv, 0.0);
+    assert_eq!(Plan::from_toml_str(SMALL).unwrap().application.oper_cv, 0.0);
     let spread = SMALL.replace("tasks = 10\n", "tasks = 10\noper_cv = 0.3\n");
-    assert_eq!(Plan::from_toml_str(&spread).unwrap().oper_cv, 0.3);
+    assert_eq!(
+        Plan::from_toml_str(&spread).unwrap().application.oper_cv,
+        0.3
+    );
     let err = error_of(&SMALL.replace("tasks = 10\n", "tasks = 10\noper_cv = -1\n"));
     assert!(err.contains("key `application.oper_cv`"), "{err}");
 }
@@ -894,4 +907,86 @@ fn a_server_cm_must_be_on_a_host_the_allocation_names() {
         &format!("{far}launcher = \"slurm\"\nslurm_choose = true\n"),
     );
     Plan::from_toml_str(&child).unwrap();
+}
+
+#[test]
+fn the_form_sets_the_terms_and_each_key_changes_one() {
+    use crate::params::{ModelForm, ModelTerms};
+    let extended = Plan::from_toml_str(SMALL).unwrap();
+    assert_eq!(extended.form, ModelForm::Extended);
+    assert_eq!(extended.terms, ModelTerms::of(ModelForm::Extended));
+    assert!(extended.terms.wan_latency && extended.terms.link_ramp);
+    let thesis_text = SMALL.replace("[model]\n", "[model]\nform = \"thesis\"\n");
+    let thesis = Plan::from_toml_str(&thesis_text).unwrap();
+    assert_eq!(thesis.terms, ModelTerms::of(ModelForm::Thesis));
+    assert!(!thesis.terms.buffered_workers && !thesis.terms.own_communication);
+    // the model's input carries them
+    let input = thesis.model_input(None).unwrap();
+    assert_eq!(input.options.terms, thesis.terms);
+    // a key changes its term from the form's, the others stay
+    let one_on = thesis_text.replace("[model]\n", "[model]\nlink_ramp = true\n");
+    let terms = Plan::from_toml_str(&one_on).unwrap().terms;
+    assert!(terms.link_ramp && !terms.wan_latency);
+    let one_off = SMALL.replace("[model]\n", "[model]\nwan_latency = false\n");
+    let terms = Plan::from_toml_str(&one_off).unwrap().terms;
+    assert!(!terms.wan_latency && terms.submaster_tail);
+    let err = error_of(&SMALL.replace("[model]\n", "[model]\nform = \"paper\"\n"));
+    assert!(err.contains("form") && err.contains("thesis"), "{err}");
+}
+
+#[test]
+fn contention_and_the_dispatch_costs_are_read_and_checked() {
+    use crate::params::Contention;
+    let text = SMALL
+        .replace("[model]\n", "[model]\ncontention = \"mva\"\n")
+        .replace(
+            "lan_bytes_per_s = 1000\nmachines = [\n  { host = \"m\"",
+            "lan_bytes_per_s = 1000\nmaster_cpu_per_task_s = 0.002\nmachines = [\n  { host = \"m\"",
+        )
+        .replace(
+            "wan_out_bytes_per_s = 100\n",
+            "wan_out_bytes_per_s = 100\nmaster_cpu_per_task_s = 0.001\ncm_cpu_per_task_s = 0.0005\n",
+        )
+        .replace("result_bytes = 100\n", "result_bytes = 100\noper_cv = 0.5\n");
+    let plan = Plan::from_toml_str(&text).unwrap();
+    assert_eq!(plan.terms.contention, Contention::Mva);
+    assert!(plan.terms.network);
+    let input = plan.model_input(None).unwrap();
+    assert_eq!(input.application.oper_cv, 0.5);
+    assert_eq!(input.system.clusters[0].dispatch.master_s, 0.002);
+    assert_eq!(input.system.clusters[1].dispatch.cm_s, 0.0005);
+    // a measured system's values replace them
+    let measured = MeasuredSystem {
+        oper_cv: Some(1.0),
+        clusters: vec![MeasuredCluster {
+            name: "home".into(),
+            master_cpu_per_task_s: Some(0.003),
+            ..MeasuredCluster::default()
+        }],
+        ..MeasuredSystem::default()
+    };
+    let input = plan.model_input(Some(&measured)).unwrap();
+    assert_eq!(input.application.oper_cv, 1.0);
+    assert_eq!(input.system.clusters[0].dispatch.master_s, 0.003);
+    // a CM's cost on the main cluster, a negative cost, an unknown contention: errors
+    let err = error_of(&text.replace(
+        "master_cpu_per_task_s = 0.002\n",
+        "cm_cpu_per_task_s = 0.002\n",
+    ));
+    assert!(
+        err.contains("cluster `home`, key `cm_cpu_per_task_s`"),
+        "{err}"
+    );
+    let err = error_of(&text.replace("0.0005", "-1"));
+    assert!(
+        err.contains("key `cm_cpu_per_task_s`: must be a number of seconds"),
+        "{err}"
+    );
+    let err = error_of(&text.replace("\"mva\"", "\"queues\""));
+    assert!(err.contains("contention") && err.contains("mva"), "{err}");
+    let prediction = crate::predict(&input).unwrap();
+    assert!(prediction
+        .clusters
+        .iter()
+        .all(|c| c.network == Some(c.perf_ste)));
 }

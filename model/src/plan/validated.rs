@@ -4,7 +4,10 @@
 use serde::Deserialize;
 
 use super::error::{invalid, PlanError};
-use crate::params::{ApplicationParams, GrainCandidate, MeasuredSystem, RUNTIME_WORKER_BUFFERS};
+use crate::params::{
+    ApplicationParams, GrainCandidate, MeasuredSystem, ModelForm, ModelTerms,
+    RUNTIME_WORKER_BUFFERS,
+};
 
 /// What a machine entry runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -61,11 +64,6 @@ pub struct Plan {
     pub name: String,
     /// The application at its current granularity.
     pub application: ApplicationParams,
-    /// `[application] oper_cv`: the coefficient of variation of a task's basic operations
-    /// (0, the default: every task has `oper`); `hmw simulate` draws each task's from a
-    /// log-normal distribution of mean `oper` and this spread. The closed-form model reads
-    /// only the mean.
-    pub oper_cv: f64,
     /// `[application] iterations`: an iterative application's tasks run in this many
     /// iterations with a barrier between them; `hmw simulate` divides each iteration's
     /// `tasks / iterations` tasks' operations among the workers active then (`[run]
@@ -83,10 +81,12 @@ pub struct Plan {
     pub exhaustive_limit: u64,
     /// `[model] selection_budget_s`: seconds the branch-and-bound selection may take.
     pub selection_budget_s: f64,
-    /// `[model] link_ramp`: whether an external cluster's startup and end count what its
-    /// links lose to their ramp (171)(172), from a measured system's `wan_in_ramp_s` and
-    /// `wan_out_ramp_s` (default true; false gives the model without the term).
-    pub link_ramp: bool,
+    /// `[model] form`: the thesis's model alone, or with this project's terms (the default).
+    pub form: ModelForm,
+    /// The terms beyond the thesis's model counted: the form's, each changed by its `[model]`
+    /// key (`wan_latency`, `buffered_workers`, `submaster_tail`, `own_communication`,
+    /// `capacity`, `link_ramp`) where the plan gives it.
+    pub terms: ModelTerms,
     /// The clusters, the main one first, then the others in plan order.
     pub clusters: Vec<ClusterPlan>,
     /// `[launch]`, reserved for the command that runs a plan ([`launch`](super::launch)).
@@ -116,6 +116,12 @@ pub struct ClusterPlan {
     /// clusters; may come from a measured system instead). See [`ClusterPlan::wan_rtt_s`]
     /// for its default.
     pub wan_rtt_s: Option<f64>,
+    /// `master_cpu_per_task_s`: seconds of its master's (an external cluster's sub-master's)
+    /// CPU per task (125); may come from a measured system instead.
+    pub master_cpu_per_task_s: Option<f64>,
+    /// `cm_cpu_per_task_s`: seconds of its CM's CPU per task it relays (external clusters,
+    /// (125)).
+    pub cm_cpu_per_task_s: Option<f64>,
     /// `tasks_per_inter_task` (`nt`, default 1).
     pub tasks_per_inter_task: u64,
     /// `results_per_inter_result` (`nr`, default 1).

@@ -25,8 +25,13 @@ use serde::{Deserialize, Serialize};
 struct Settings {
     /// Number of tasks.
     tasks: u64,
-    /// Compute time of one task on a worker of speed 1, in seconds.
+    /// Compute time of one task on a worker of speed 1, in seconds: the mean, with `task_cv`.
     task_seconds: f64,
+    /// Coefficient of variation of a task's time: each task takes `task_seconds` times a
+    /// log-normal draw of mean 1 and this spread (as `hmw simulate` draws a task's operations
+    /// for `[application] oper_cv`), the same for a task's index in every run; 0 (the default):
+    /// every task alike.
+    task_cv: f64,
     /// Spin the CPU instead of sleeping (sleeping keeps timing exact on an oversubscribed host).
     busy: bool,
     /// What a task does: sleep, or compute a calibrated amount of work.
@@ -45,6 +50,7 @@ impl Default for Settings {
         Settings {
             tasks: 100,
             task_seconds: 0.01,
+            task_cv: 0.0,
             busy: false,
             work: WorkKind::Sleep,
             task_bytes: 64,
@@ -119,6 +125,30 @@ fn compute(cpu_s: f64) {
 const MAX_TASKS: u64 = 100_000_000;
 const MAX_BYTES: usize = 1 << 30;
 const MAX_SECONDS: f64 = 86_400.0;
+const MAX_CV: f64 = 10.0;
+
+/// SplitMix64's mix of `x`: 64 bits that look random, the same for the same `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Task `index`'s time over the mean: a log-normal draw of mean 1 and coefficient of
+/// variation `cv` (`sigma^2 = ln(1 + cv^2)`, `exp(sigma z - sigma^2/2)`, `z` a standard
+/// normal by Box-Muller from two uniforms hashed from the index).
+fn time_factor(index: u64, cv: f64) -> f64 {
+    if cv <= 0.0 {
+        return 1.0;
+    }
+    let unit = |k: u64| {
+        ((mix(index.wrapping_mul(2).wrapping_add(k)) >> 11) + 1) as f64 / (1u64 << 53) as f64
+    };
+    let z = (-2.0 * unit(0).ln()).sqrt() * (std::f64::consts::TAU * unit(1)).cos();
+    let sigma2 = (1.0 + cv * cv).ln();
+    (sigma2.sqrt() * z - sigma2 / 2.0).exp()
+}
 
 impl Settings {
     fn check(&self) -> anyhow::Result<()> {
@@ -131,6 +161,11 @@ impl Settings {
             self.task_seconds.is_finite() && (0.0..=MAX_SECONDS).contains(&self.task_seconds),
             "[application] task_seconds = {} must be between 0 and {MAX_SECONDS}",
             self.task_seconds
+        );
+        anyhow::ensure!(
+            self.task_cv.is_finite() && (0.0..=MAX_CV).contains(&self.task_cv),
+            "[application] task_cv = {} must be between 0 and {MAX_CV}",
+            self.task_cv
         );
         anyhow::ensure!(
             self.oper.is_finite() && self.oper > 0.0,
@@ -243,7 +278,8 @@ impl Problem for Synthetic {
             self.produced += 1;
             Work {
                 fail: self.settings.fail_at == Some(self.produced - 1),
-                seconds: self.settings.task_seconds,
+                seconds: self.settings.task_seconds
+                    * time_factor(self.produced - 1, self.settings.task_cv),
                 busy: self.settings.busy,
                 compute: self.settings.work == WorkKind::Compute,
                 oper: self.settings.oper,
@@ -310,6 +346,23 @@ fn main() -> std::process::ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn task_times_have_the_mean_and_spread_asked_for() {
+        let n = 200_000u64;
+        for cv in [0.0, 0.5, 1.0] {
+            let draws: Vec<f64> = (0..n).map(|i| time_factor(i, cv)).collect();
+            let mean = draws.iter().sum::<f64>() / n as f64;
+            let sd = (draws.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n as f64).sqrt();
+            assert!((mean - 1.0).abs() < 0.01, "cv {cv}: mean {mean}");
+            assert!((sd - cv).abs() < 0.03 * cv.max(0.1), "cv {cv}: sd {sd}");
+        }
+        assert_eq!(time_factor(7, 1.0), time_factor(7, 1.0));
+        assert!(toml::from_str::<Settings>("task_cv = -1")
+            .unwrap()
+            .check()
+            .is_err());
+    }
 
     #[test]
     fn work_defaults_to_sleep_and_reads_compute() {

@@ -43,6 +43,8 @@ impl<S: TaskSource> MasterCore<S> {
         }
         tally.stats.tasks_computed += result.ids.len() as u64;
         tally.stats.busy_s += result.busy_s;
+        let per_task = result.busy_s / result.ids.len() as f64;
+        tally.stats.busy_sq_s += result.ids.len() as f64 * per_task * per_task;
         tally.stats.decode_s += result.decode_s;
         tally.stats.encode_s += result.encode_s;
         tally.window.computed += result.ids.len() as u64;

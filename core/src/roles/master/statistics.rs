@@ -62,6 +62,7 @@ impl<S: TaskSource> MasterCore<S> {
             tuner,
             adaptations: std::mem::take(&mut self.adaptations),
             parts_per_task: self.source.parts_per_task(),
+            master_cpu_s: None,
             journal: None,
             cluster_events: std::mem::take(&mut self.cluster_events),
         }

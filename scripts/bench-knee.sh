@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# A sweep across the knee (issue 41, docs/model.md section 15): one cluster of the synthetic
+# application on the testbed (configs/knee/knee.toml: tasks of 0.05 s on average, 50 KB to
+# each worker and 1 KB back, every host's LAN port shaped by tc tbf to 6 MB/s, its bucket 10 ms
+# at the rate, 60 KB: the master's port saturates near 6 workers), for 1 to 12 workers, with
+# task times of coefficient of variation 0 and 1 (the synthetic's `task_cv`, the plan's
+# `oper_cv`), three runs each, the worker counts interleaved (every count once, in an order
+# that alternates low and high, then again). Every prediction comes from one `hmw calibrate` at
+# 2 workers (task_cv = 0), made before the sweep and printed: its LAN, master's CPU per task,
+# the spread of the task times it measured (oper_cv, kept for the points at 0) and its
+# workers' perf, whose mean every worker of a point gets (the workers are alike: their tasks
+# sleep); the points at oper_cv = 1 take the plan's 1 (the synthetic's task_cv).
+#
+# Per point: the measured rate (tasks over the median makespan of its runs), the bottleneck
+# formulas' and the closed network's (tasks over the midpoint of `hmw predict`'s best and
+# worst makespan with contention = "bottleneck" and "mva"), their errors, and `hmw simulate`'s.
+# Then the seed's checks (cargo test -p hmw-model queueing, release) and its case study
+# (model/examples/queueing_case_study.rs). Last line:
+#   knee points=N cvs=2 mva_median_err=E1 mva_max_err=M1 bottleneck_median_err=E2 bottleneck_max_err=M2 knee_mva_better=K/6 seed_vectors=ok clu_ahead=P1-P2
+# E1, M1, E2, M2 over both cvs (|model - measured| / measured); K: of the three points nearest
+# the knee at each cv (the worker count where the calibrated LAN limit equals the workers'
+# rate), those where the network's error is the smaller.
+#
+# Needs root (the testbed: namespaces, cgroups, tc) and a quiet machine for its figures. A
+# reduced run that only checks it works end to end:
+#   KNEE_WORKERS="1 6 12" KNEE_RUNS=1 KNEE_TASKS=120 scripts/bench-knee.sh
+# (KNEE_WORKERS: the counts, default 1 to 12; KNEE_RUNS: runs a point, default 3; KNEE_TASKS:
+# tasks a run, default 5 s of the slower of the workers and the LAN; KEEP_DIR keeps the runs'
+# files there; KNEE_CASE_MAX: the case study's largest p, default 256; HMW_BENCH_PROFILE=debug
+# uses debug builds, default release.)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+workers_list=${KNEE_WORKERS:-1 2 3 4 5 6 7 8 9 10 11 12}
+runs=${KNEE_RUNS:-3}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+. scripts/env.sh
+. scripts/lib/common.sh
+note() { echo "bench-knee: $*" >&2; }
+packages=(-p hmw-cli -p hmw-synthetic -p hmw-testbed)
+if cargo metadata --no-deps --format-version 1 2>/dev/null | grep -q '"name":"hmw-wan-router"'; then
+    packages+=(-p hmw-wan-router)
+fi
+profile=${HMW_BENCH_PROFILE:-release}
+flag=--release
+[ "$profile" = debug ] && flag=
+cargo build --quiet $flag "${packages[@]}" || { note "build failed"; exit 1; }
+bin=$(realpath "$CARGO_TARGET_DIR")/$profile
+hmw=$bin/hmw
+testbed_bin=$bin/hmw-testbed
+testbed_name=kn$(($$ % 100000))
+work=$(mktemp -d /tmp/bench-knee.XXXXXX)
+. scripts/lib/testbed.sh
+cleanup() {
+    testbed_down
+    if [ -n "${KEEP_DIR:-}" ]; then
+        mkdir -p "$KEEP_DIR" && cp -r "$work"/. "$KEEP_DIR"/
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+base=configs/knee/knee.toml
+task_s=0.05      # the synthetic's task_seconds in the base plan
+lan=6000000      # its lan_bytes_per_s, the tbf rate
+burst=$((lan / 100 > 32768 ? lan / 100 : 32768))
+note "tbf at $lan B/s on every LAN port, burst $burst bytes (10 ms at the rate, at least 32 KiB)"
+
+# plan W CV CONTENTION TASKS: the base plan with its first W workers, task times of
+# coefficient of variation CV, that contention and that many tasks; prints its path.
+plan() {
+    local w=$1 cv=$2 contention=$3 tasks=$4 out=$work/knee-$1-$2-$3.toml
+    awk -v w="$w" '
+        match($0, /host = "lyon-[0-9]+", role = "worker"/) {
+            n = substr($0, RSTART + 13); sub(/".*/, "", n); if (n + 0 > w) next
+        }
+        { print }' "$base" |
+        sed -e "s/^oper_cv = 0.0/oper_cv = $cv/" -e "s/^task_cv = 0.0/task_cv = $cv/" \
+            -e "s/^tasks = 600/tasks = $tasks/" \
+            -e "s/^selection = \"all\"/selection = \"all\"\ncontention = \"$contention\"/" >"$out"
+    echo "$out"
+}
+# Tasks of a run at W workers: 5 s of the slower of its workers and the LAN.
+tasks_of() {
+    if [ -n "${KNEE_TASKS:-}" ]; then echo "$KNEE_TASKS"; return; fi
+    python3 -c "print(round(5 * min($1 / $task_s, $lan / 51032)))"
+}
+
+tb up "$base" --require-router >"$work/up.log" 2>&1 || {
+    note "the testbed cannot run here: $(tail -1 "$work/up.log")"
+    exit 1
+}
+testbed_plan=$base
+note "testbed up: $(tail -1 "$work/up.log")"
+
+# One calibration at 2 workers, oper_cv = 1, before the sweep.
+settle >&2
+cal=$work/system.toml
+tb exec launch -- "$hmw" calibrate "$(plan 2 0.0 bottleneck 200)" --out "$cal" \
+    --lan-tasks 600 --lan-seconds 3 \
+    >"$work/calibrate.log" 2>&1 || { tail -20 "$work/calibrate.log" >&2; note "calibrate failed"; exit 1; }
+echo "== calibration at 2 workers ($cal):"
+grep -E '^(lyon|master:|task times:|measured in|wrote)' "$work/calibrate.log" || true
+cat "$cal"
+# system W CV: the calibration for W workers, each at the mean perf measured; at CV = 1 without
+# the measured oper_cv (the plan's applies). Prints its path.
+system() {
+    local out=$work/system-$1-$2.toml
+    python3 - "$cal" "$1" "$2" >"$out" <<'PY'
+import re, sys
+text, workers, cv = open(sys.argv[1]).read(), int(sys.argv[2]), sys.argv[3]
+perfs = [float(p) for p in re.findall(r"^perf = (\S+)$", text, re.M)]
+keep = lambda key: re.search(rf"^{key} = (\S+)$", text, re.M)
+print(f'conditions = "from the calibration at 2 workers: every worker at their mean perf"')
+if cv == "0.0" and keep("oper_cv"):
+    print(f"oper_cv = {keep('oper_cv').group(1)}")
+print('[[clusters]]\nname = "lyon"')
+for key in ("lan_bytes_per_s", "master_cpu_per_task_s"):
+    if keep(key):
+        print(f"{key} = {keep(key).group(1)}")
+for w in range(1, workers + 1):
+    print(f'[[clusters.workers]]\nhost = "lyon-{w}"\nperf = {sum(perfs) / len(perfs)}')
+PY
+    echo "$out"
+}
+
+# The runs, interleaved: each pass visits every count once, alternating low and high.
+read -ra counts <<<"$workers_list"
+order=()
+lo=0 hi=$((${#counts[@]} - 1))
+while [ "$lo" -le "$hi" ]; do
+    order+=("${counts[$lo]}")
+    [ "$lo" -lt "$hi" ] && order+=("${counts[$hi]}")
+    lo=$((lo + 1)) hi=$((hi - 1))
+done
+: >"$work/runs.txt"
+for r in $(seq 1 "$runs"); do
+    for w in "${order[@]}"; do
+        for cv in 0.0 1.0; do
+            p=$(plan "$w" "$cv" bottleneck "$(tasks_of "$w")")
+            dir=$work/run-$w-$cv-$r
+            tb exec launch -- "$hmw" launch "$p" --binary "$bin/hmw-synthetic" --work-dir "$dir" \
+                >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; note "run $w workers cv $cv failed"; exit 1; }
+            makespan=$(python3 -c "import json; print(json.load(open('$dir/lyon.stats.json'))['wall_s'])")
+            echo "$w $cv $r $makespan" >>"$work/runs.txt"
+            note "run $r: $w workers, oper_cv $cv: $makespan s"
+        done
+    done
+done
+
+# The predictions and the simulation of each point.
+: >"$work/points.txt"
+for w in "${counts[@]}"; do
+    for cv in 0.0 1.0; do
+        tasks=$(tasks_of "$w")
+        measured=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $4 }' "$work/runs.txt" | median)
+        measured_system=$(system "$w" "$cv")
+        for contention in bottleneck mva; do
+            "$hmw" predict --json "$(plan "$w" "$cv" "$contention" "$tasks")" \
+                --measured "$measured_system" >"$work/predict-$w-$cv-$contention.json"
+        done
+        simulated=$("$hmw" simulate "$(plan "$w" "$cv" bottleneck "$tasks")" \
+            --measured "$measured_system" --runs 3 | tail -1 | sed 's/.*median_s=\([0-9.]*\).*/\1/')
+        echo "$w $cv $tasks $measured $simulated" >>"$work/points.txt"
+    done
+done
+
+seed=ok
+cargo test --quiet $flag -p hmw-model queueing >"$work/seed.log" 2>&1 || { seed=failed; tail -20 "$work/seed.log" >&2; }
+clu=$(cargo run --quiet $flag -p hmw-model --example queueing_case_study -- --max "${KNEE_CASE_MAX:-256}" 2>"$work/case.err" |
+    tee "$work/case.txt" | tail -1 | sed 's/^clu_ahead=//')
+
+python3 - "$work" "$seed" "$clu" <<'PY'
+import json, statistics, sys
+work, seed, clu = sys.argv[1:4]
+predicted = lambda w, cv, contention: json.load(open(f"{work}/predict-{w}-{cv}-{contention}.json"))
+rows = []
+for line in open(f"{work}/points.txt"):
+    w, cv, tasks, measured, simulated = line.split()
+    w, tasks = int(w), int(tasks)
+    row = dict(w=w, cv=cv, measured=tasks / float(measured), sim=tasks / float(simulated))
+    for contention in ("bottleneck", "mva"):
+        run = predicted(w, cv, contention)["run"]
+        row[contention] = tasks / ((run["t_ex_best"] + run["t_ex_worst"]) / 2)
+    rows.append(row)
+err = lambda r, k: abs(r[k] - r["measured"]) / r["measured"]
+print("workers  oper_cv  measured/s  bottleneck/s   err  network/s   err  simulated/s   err")
+for r in rows:
+    print(f"{r['w']:7d}  {r['cv']:>7}  {r['measured']:10.2f}  {r['bottleneck']:12.2f} "
+          f"{err(r, 'bottleneck'):5.3f}  {r['mva']:9.2f} {err(r, 'mva'):5.3f}  "
+          f"{r['sim']:11.2f} {err(r, 'sim'):5.3f}")
+# The knee: where the workers' rate reaches the bottleneck formulas' limit with the most
+# workers (the LAN's, or the master's), from the calibration.
+most = predicted(max(r["w"] for r in rows), "1.0", "bottleneck")["clusters"][0]
+per_worker = most["cperf"] / len(most["workers"])
+knee = most["perf_ste_bottleneck"] / per_worker
+better = 0
+for cv in ("0.0", "1.0"):
+    near = sorted((r for r in rows if r["cv"] == cv), key=lambda r: abs(r["w"] - knee))[:3]
+    better += sum(err(r, "mva") < err(r, "bottleneck") for r in near)
+m = [err(r, "mva") for r in rows]
+b = [err(r, "bottleneck") for r in rows]
+print(f"knee at {knee:.2f} workers ({most['bottleneck']} limit {most['perf_ste_bottleneck']:.2f} "
+      f"tasks/s, a worker {per_worker:.2f} tasks/s)")
+print(f"knee points={len(rows)} cvs=2 mva_median_err={statistics.median(m):.4f} "
+      f"mva_max_err={max(m):.4f} bottleneck_median_err={statistics.median(b):.4f} "
+      f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6 seed_vectors={seed} "
+      f"clu_ahead={clu}")
+PY
