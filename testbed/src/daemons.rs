@@ -127,15 +127,44 @@ pub fn start_sshd(st: &mut State, _cg: &CpuCgroups) -> anyhow::Result<()> {
         .map(|h| h.name.clone())
         .collect();
     for h in hosts {
-        let hdir = st.dir.join("hosts").join(&h);
-        let argv = vec![
-            "/usr/sbin/sshd".to_string(),
-            "-D".into(),
-            "-e".into(),
-            "-f".into(),
-            hdir.join("sshd_config").to_string_lossy().into(),
-        ];
-        spawn_daemon(st, Some(&h), "sshd", &argv, &hdir.join("sshd.log"))?;
+        start_sshd_on(st, &h)?;
+    }
+    Ok(())
+}
+
+/// Starts `host`'s sshd.
+fn start_sshd_on(st: &mut State, host: &str) -> anyhow::Result<()> {
+    let hdir = st.dir.join("hosts").join(host);
+    let argv = vec![
+        "/usr/sbin/sshd".to_string(),
+        "-D".into(),
+        "-e".into(),
+        "-f".into(),
+        hdir.join("sshd_config").to_string_lossy().into(),
+    ];
+    spawn_daemon(st, Some(host), "sshd", &argv, &hdir.join("sshd.log"))?;
+    Ok(())
+}
+
+/// Starts `host`'s munged with the testbed's key, and waits for its socket (10 s at most).
+fn start_munged(st: &mut State, host: &str) -> anyhow::Result<()> {
+    let key = st.dir.join("munge/munge.key").to_string_lossy().to_string();
+    let hdir = st.dir.join("hosts").join(host);
+    let argv: Vec<String> = vec![
+        "/usr/sbin/munged".into(),
+        "-F".into(),
+        "--force".into(),
+        format!("--key-file={key}"),
+        format!("--log-file={}", hdir.join("munged.log").display()),
+        format!("--seed-file={}", hdir.join("munged.seed").display()),
+        "--pid-file=/run/munge/munged.pid".into(),
+        "--num-threads=2".into(),
+    ];
+    let pid = spawn_daemon(st, Some(host), "munged", &argv, &hdir.join("munged.out"))?;
+    let socket = format!("/proc/{pid}/root/run/munge/munge.socket.2");
+    if !sys::wait_for(Duration::from_secs(10), || Path::new(&socket).exists()) {
+        let log = fs::read_to_string(hdir.join("munged.out")).unwrap_or_default();
+        bail!("munged on `{host}` has no socket after 10 s: {log}");
     }
     Ok(())
 }
@@ -261,7 +290,6 @@ pub fn start_slurm(st: &mut State) -> anyhow::Result<()> {
         .filter(|c| c.launcher == "slurm")
         .map(|c| (c.name.clone(), c.index, c.head.clone()))
         .collect();
-    let key = st.dir.join("munge/munge.key").to_string_lossy().to_string();
     for (_cluster, index, head) in clusters {
         let hosts: Vec<String> = st
             .layout
@@ -270,23 +298,7 @@ pub fn start_slurm(st: &mut State) -> anyhow::Result<()> {
             .map(|h| h.name.clone())
             .collect();
         for h in &hosts {
-            let hdir = st.dir.join("hosts").join(h);
-            let argv: Vec<String> = vec![
-                "/usr/sbin/munged".into(),
-                "-F".into(),
-                "--force".into(),
-                format!("--key-file={key}"),
-                format!("--log-file={}", hdir.join("munged.log").display()),
-                format!("--seed-file={}", hdir.join("munged.seed").display()),
-                "--pid-file=/run/munge/munged.pid".into(),
-                "--num-threads=2".into(),
-            ];
-            let pid = spawn_daemon(st, Some(h), "munged", &argv, &hdir.join("munged.out"))?;
-            let socket = format!("/proc/{pid}/root/run/munge/munge.socket.2");
-            if !sys::wait_for(Duration::from_secs(10), || Path::new(&socket).exists()) {
-                let log = fs::read_to_string(hdir.join("munged.out")).unwrap_or_default();
-                bail!("munged on `{h}` has no socket after 10 s: {log}");
-            }
+            start_munged(st, h)?;
         }
         let hosts_dir = st.dir.join("hosts");
         let cdir_log = |h: &str| hosts_dir.join(h);
@@ -330,36 +342,14 @@ pub fn revive(st: &mut State, host: &str) -> anyhow::Result<()> {
         .clone();
     let hdir = st.dir.join("hosts").join(host);
     if h.sshd {
-        let argv = vec![
-            "/usr/sbin/sshd".to_string(),
-            "-D".into(),
-            "-e".into(),
-            "-f".into(),
-            hdir.join("sshd_config").to_string_lossy().into(),
-        ];
-        spawn_daemon(st, Some(host), "sshd", &argv, &hdir.join("sshd.log"))?;
+        start_sshd_on(st, host)?;
     }
     let slurm = h
         .cluster
         .map(|c| st.layout.clusters[c].clone())
         .filter(|c| c.launcher == "slurm" && h.kind == HostKind::Machine);
     if let Some(cluster) = slurm {
-        let key = st.dir.join("munge/munge.key").to_string_lossy().to_string();
-        let argv: Vec<String> = vec![
-            "/usr/sbin/munged".into(),
-            "-F".into(),
-            "--force".into(),
-            format!("--key-file={key}"),
-            format!("--log-file={}", hdir.join("munged.log").display()),
-            format!("--seed-file={}", hdir.join("munged.seed").display()),
-            "--pid-file=/run/munge/munged.pid".into(),
-            "--num-threads=2".into(),
-        ];
-        let pid = spawn_daemon(st, Some(host), "munged", &argv, &hdir.join("munged.out"))?;
-        let socket = format!("/proc/{pid}/root/run/munge/munge.socket.2");
-        if !sys::wait_for(Duration::from_secs(10), || Path::new(&socket).exists()) {
-            bail!("munged on `{host}` has no socket after 10 s");
-        }
+        start_munged(st, host)?;
         if cluster.head == host {
             spawn_daemon(
                 st,
