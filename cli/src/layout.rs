@@ -32,7 +32,10 @@
 //! `result_bytes` where given (`hmw-synthetic` gets `tasks` from `[application]` when it is
 //! absent), and `[run] reassign_last_task`, which takes `[model] reassign_last_task` unless set.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::{
+    collections::{BTreeMap, HashSet},
+    fmt::Write as _,
+};
 
 use hmw_wan::Outage;
 
@@ -435,8 +438,10 @@ pub fn layout(
         .unwrap_or("localhost");
         let _ = writeln!(text, "{head} # cluster={}", c.name);
         let mut workers = Vec::new();
+        // Hashed: a cluster may have tens of thousands of workers.
+        let chosen: HashSet<&str> = selected[i].iter().map(String::as_str).collect();
         for m in c.workers() {
-            if !selected[i].contains(&m.host) {
+            if !chosen.contains(m.host.as_str()) {
                 continue;
             }
             workers.push(m.host.clone());
