@@ -107,15 +107,7 @@ impl Network {
 
 /// Run `spec` once, its random draws (task times) from `seed`.
 pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, SimError> {
-    let setups: Vec<ClusterSetup> = spec
-        .clusters
-        .iter()
-        .map(|c| ClusterSetup {
-            name: c.setup.name.clone(),
-            machines: c.setup.machines.clone(),
-            parent: c.setup.parent,
-        })
-        .collect();
+    let setups: Vec<&ClusterSetup> = spec.clusters.iter().map(|c| &c.setup).collect();
     let problem = match spec.iterations {
         Some(n) => SimProblem::iterative(n, spec.tasks as f64 / n.max(1) as f64, spec.cost, seed),
         None => SimProblem::new(spec.tasks, spec.cost, seed),
