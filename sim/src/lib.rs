@@ -12,6 +12,7 @@
 //!   from a [`Spec`] (`hmw simulate` builds one from a plan);
 //! - the property tests of the cores, which drive a world in arbitrary interleavings.
 
+mod agenda;
 mod engine;
 pub mod network;
 mod problem;
