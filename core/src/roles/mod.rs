@@ -20,6 +20,7 @@
 
 mod busy_since;
 mod cm;
+mod held_groups;
 mod iterations;
 mod join_time;
 mod master;
