@@ -199,6 +199,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             let at = network.arrival(now, &transfer);
             queue.push(at, Event::Arrive(transfer));
         }
+        world.recycle(std::mem::take(&mut pending));
         if world.is_done() {
             break;
         }

@@ -513,6 +513,15 @@ impl World {
         Ok(std::mem::take(&mut self.sent))
     }
 
+    /// Hand back a list of transfers a call returned, emptied: the next call fills it rather
+    /// than a new one (an engine makes millions of calls).
+    pub fn recycle(&mut self, mut spent: Vec<Transfer>) {
+        if self.sent.capacity() == 0 {
+            spent.clear();
+            self.sent = spent;
+        }
+    }
+
     /// Whether worker `node` holds tasks it has not finished.
     pub fn holds_tasks(&self, node: usize) -> bool {
         matches!(&self.slots[node], Slot::Worker(w) if !w.queue.is_empty() && !w.stopped)
@@ -694,13 +703,17 @@ impl World {
             }
         }
         self.fill_send_buffer(node, link, down, peer);
+        let done = matches!(&self.slots[node], Slot::CmUp { core, bye_sent, .. }
+            if core.is_done() && !*bye_sent);
+        if !done {
+            return;
+        }
+        // Its cluster's run is over: its statistics go to the master with the link's.
         let summary = self.link_summary(link);
         if let Slot::CmUp { core, bye_sent, .. } = &mut self.slots[node] {
-            if core.is_done() && !*bye_sent {
-                *bye_sent = true;
-                let bye = core.bye(summary);
-                self.lan(node, head, bye, false);
-            }
+            *bye_sent = true;
+            let bye = core.bye(summary);
+            self.lan(node, head, bye, false);
         }
     }
 
