@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
+. scripts/lib/sim-plan.sh
 TASKS=${TASKS:-1000000}
 CORE_TASKS=${CORE_TASKS:-200000}
 cargo build --release --quiet -p hmw-cli
@@ -20,37 +21,16 @@ hmw=${CARGO_TARGET_DIR:-target}/release/hmw
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# A plan: $1 tasks, $2 clusters of $3 workers each; a task is 10 ms on a worker of perf 100.
-plan() {
-    local tasks=$1 clusters=$2 workers=$3 c w
-    printf '[application]\nname = "bench"\ntasks = %d\noper = 1.0\ntask_bytes = 64\nresult_bytes = 64\n\n' "$tasks"
-    printf '[run]\nstatistics_interval = 0\nworker_buffers = 2\nreassign_last_task = true\nwait_for_links = true\n\n'
-    for c in $(seq "$clusters"); do
-        printf '[[cluster]]\nname = "c%d"\nlan_bytes_per_s = 1.0e9\n' "$c"
-        if [ "$c" = 1 ]; then
-            printf 'main = true\nmachines = [\n  { host = "c1-head", role = "master" },\n'
-            [ "$clusters" -gt 1 ] && printf '  { host = "c1-cm", role = "cm" },\n'
-        else
-            printf 'wan_in_bytes_per_s = 1.0e8\nwan_out_bytes_per_s = 1.0e8\nwan_rtt_s = 0.02\n'
-            printf 'machines = [\n  { host = "c%d-head", role = "submaster" },\n  { host = "c%d-cm", role = "cm" },\n' "$c" "$c"
-        fi
-        for w in $(seq "$workers"); do
-            printf '  { host = "c%d-%d", role = "worker", perf = 100.0 },\n' "$c" "$w"
-        done
-        printf ']\n\n'
-    done
-}
-
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
 
-plan "$TASKS" 8 128 > "$work/eight.toml"
+sim_plan "$TASKS" 8 128 > "$work/eight.toml"
 line=$("$hmw" simulate "$work/eight.toml" --runs 1 | tail -1)
 echo "$line"
 wall=$(field wall_s "$line")
 
 declare -A core
 for w in 4 64 1024; do
-    plan "$CORE_TASKS" 1 "$w" > "$work/w$w.toml"
+    sim_plan "$CORE_TASKS" 1 "$w" > "$work/w$w.toml"
     line=$("$hmw" simulate "$work/w$w.toml" --runs 1 --profile-master | tail -1)
     echo "workers=$w $line"
     core[$w]=$(field master_core_us_per_task "$line")
