@@ -8,7 +8,9 @@
 //! rather than by a scan of every group: `O(log g)` per result for `g` groups held, where a scan
 //! made a sub-master's cost per task grow with its workers.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use smallvec::SmallVec;
 
@@ -70,7 +72,7 @@ pub(super) struct HeldGroups<R> {
     groups: BTreeMap<u64, Group<R>>,
     next: u64,
     /// The groups of each batch, in the order held.
-    by_batch: HashMap<u64, SmallVec<[u64; 2]>>,
+    by_batch: FxHashMap<u64, SmallVec<[u64; 2]>>,
 }
 
 impl<R: TaskResult> HeldGroups<R> {
@@ -78,7 +80,7 @@ impl<R: TaskResult> HeldGroups<R> {
         HeldGroups {
             groups: BTreeMap::new(),
             next: 0,
-            by_batch: HashMap::new(),
+            by_batch: FxHashMap::default(),
         }
     }
 
@@ -217,6 +219,8 @@ fn join<R: TaskResult>(held: &mut Group<R>, group: Group<R>, nr: usize) -> Resul
 mod tests {
     use proptest::{collection::vec, prelude::*};
     use serde::{Deserialize, Serialize};
+
+    use std::collections::HashMap;
 
     use super::*;
 

@@ -17,7 +17,9 @@
 //!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
 //!   is left to compute here.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 use smallvec::smallvec;
 
@@ -100,10 +102,10 @@ pub struct SubMasterSource<T: Task> {
     queue: VecDeque<(f64, Vec<u8>, TaskId)>,
     next_batch: u64,
     /// Per batch, its inter-cluster tasks not complete yet.
-    batches: HashMap<u64, usize>,
-    parents: HashMap<TaskId, Parent<T::Output>>,
+    batches: FxHashMap<u64, usize>,
+    parents: FxHashMap<TaskId, Parent<T::Output>>,
     /// Local id -> the inter-cluster task it belongs to.
-    local: HashMap<TaskId, TaskId>,
+    local: FxHashMap<TaskId, TaskId>,
     held: HeldGroups<T::Output>,
     /// Batches completed since what is due was last looked at.
     completed: Vec<u64>,
@@ -139,9 +141,9 @@ impl<T: Task> SubMasterSource<T> {
             splitter,
             queue: VecDeque::new(),
             next_batch: 0,
-            batches: HashMap::new(),
-            parents: HashMap::new(),
-            local: HashMap::new(),
+            batches: FxHashMap::default(),
+            parents: FxHashMap::default(),
+            local: FxHashMap::default(),
             held: HeldGroups::new(),
             completed: Vec::new(),
             rescan: false,
