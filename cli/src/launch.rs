@@ -31,6 +31,7 @@ use hmw_model::{
 };
 
 use crate::{
+    cluster_command::{cluster_command, ClusterFiles},
     keygen::{host_files, write_certificates},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
@@ -214,21 +215,12 @@ pub fn run(args: LaunchArgs) -> Result<()> {
             fs::write(&hosts, &cluster.machine_file)
                 .with_context(|| format!("cannot write {}", hosts.display()))?;
             let stats = work.join(format!("{}.stats.json", cluster.name));
-            let mut command = Command::new("mpirun");
-            if args.print {
-                command.arg("--hostfile").arg(&hosts);
-            } else {
-                command.arg("--oversubscribe");
-            }
-            command
-                .args(["-np", &cluster.ranks.to_string()])
-                .arg(&binary)
-                .arg("-m")
-                .arg(&hosts)
-                .arg("-c")
-                .arg(&config_path)
-                .arg("--stats-json")
-                .arg(&stats);
+            let files = ClusterFiles {
+                hosts: &hosts,
+                config: &config_path,
+                stats: &stats,
+            };
+            let command = cluster_command(cluster, &binary, &files, args.print);
             Ok((cluster.name.clone(), command, stats))
         })
         .collect::<Result<_>>()?;

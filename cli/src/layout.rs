@@ -42,7 +42,10 @@ use hmw_wan::Outage;
 use hmw_model::{
     external::request_window,
     methodology::Prediction,
-    plan::{launch::ClusterLaunch, ClusterPlan, Plan, Role},
+    plan::{
+        launch::{ClusterLaunch, Launcher},
+        ClusterPlan, Plan, Role,
+    },
 };
 
 /// A plan that cannot be launched.
@@ -101,6 +104,8 @@ pub struct ClusterLayout {
     pub link: Option<LinkLayout>,
     /// Workers taking part.
     pub workers: Vec<String>,
+    /// How its ranks start (`[cluster.launch] launcher`).
+    pub launcher: Launcher,
 }
 
 /// One communication manager of the layout.
@@ -535,6 +540,7 @@ pub fn layout(
             machine_file: text,
             link: links[i].clone(),
             workers,
+            launcher: cluster_launch[i].launcher,
         });
     }
     // Link parents are indices into the plan; turn them into indices into `clusters`.

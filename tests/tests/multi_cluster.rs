@@ -157,6 +157,67 @@ fn a_depth_two_tree_runs_the_synthetic_app() {
     assert!(spain["tasks_done"].as_u64().unwrap() >= portugal["tasks_done"].as_u64().unwrap());
 }
 
+/// External clusters of threads (`launcher = "threads"`: each one process running its
+/// sub-master, CM and workers over the in-process transport, no mpirun) beside an MPI main
+/// cluster, in a tree: every cluster computes, the answer is verified, and `--print` shows
+/// each cluster of threads as the application with `--threads`, the main one under mpirun.
+#[test]
+fn clusters_of_threads_run_beside_an_mpi_cluster() {
+    let dir = scratch("threads");
+    let threads = "launcher = \"threads\"\nwan_delay_ms = 5\n";
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n[launch.cm]\nlost_after_s = 60\n\
+         {}{}[cluster.launch]\n{threads}{}[cluster.launch]\n{threads}parent = \"spain\"\n",
+        synthetic(80, 0.05),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+        cluster_table(
+            "portugal",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let printed = Command::new(bin("hmw"))
+        .args(["launch", &plan_path, "--print", "--work-dir"])
+        .arg(dir.join("print"))
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
+    let command_of = |name: &str| {
+        let mut lines = printed.lines();
+        lines.find(|l| l.starts_with(&format!("# cluster {name}:")));
+        lines.next().unwrap_or_default().to_owned()
+    };
+    assert!(command_of("main").starts_with("mpirun "), "{printed}");
+    for name in ["spain", "portugal"] {
+        let command = command_of(name);
+        assert!(
+            command.contains("hmw-synthetic") && command.ends_with(" --threads"),
+            "{printed}"
+        );
+        assert!(!command.contains("mpirun"), "{printed}");
+    }
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let spain = cluster(&stats, "spain");
+    let portugal = cluster(&spain["stats"], "portugal");
+    for (name, c) in [("spain", &spain), ("portugal", &portugal)] {
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{name} computed nothing: {stats:#}"
+        );
+        assert_eq!(c["lost"], false, "{name}");
+    }
+}
+
 #[test]
 fn a_wan_outage_costs_time_and_nothing_else() {
     let dir = scratch("outage");
