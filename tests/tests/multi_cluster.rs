@@ -218,6 +218,50 @@ fn clusters_of_threads_run_beside_an_mpi_cluster() {
     }
 }
 
+/// Sixteen clusters in one run: the main one under mpirun holds fifteen links, one CM rank
+/// each, to clusters of threads (a sub-master, a CM and two workers in one process each)
+/// behind WANs of round trips from 10 to 300 ms and rates from 2 to 20 MB/s, every CM's
+/// memory capped. Every link comes up, every cluster computes, the answer is verified.
+#[test]
+fn sixteen_clusters_hold_their_links() {
+    let dir = scratch("sixteen");
+    let mut plan = format!(
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n\
+         [launch.cm]\nlost_after_s = 120\nsend_memory = 1048576\nrecv_memory = 1048576\n\
+         max_memory = 41943040\n{}",
+        synthetic(600, 0.1),
+        cluster_table("main", "master", 2, "main = true"),
+    );
+    for k in 1..16 {
+        // One-way delays 5 to 150 ms, rates 2 to 20 MB/s.
+        let delay_ms = 5 + (145 * (k - 1)) / 14;
+        let rate = 2e6 * (1 + (k * 7) % 10) as f64;
+        let name = format!("c{k:02}");
+        plan.push_str(&cluster_table(
+            &name,
+            "submaster",
+            2,
+            &format!("wan_in_bytes_per_s = {rate}\nwan_out_bytes_per_s = {rate}"),
+        ));
+        plan.push_str(&format!(
+            "[cluster.launch]\nlauncher = \"threads\"\nwan_delay_ms = {delay_ms}\n"
+        ));
+    }
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(170));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let clusters = stats["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 15, "{stats:#}");
+    for c in clusters {
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{} computed nothing: {c:#}",
+            c["name"]
+        );
+        assert_eq!(c["lost"], false, "{}", c["name"]);
+    }
+}
+
 #[test]
 fn a_wan_outage_costs_time_and_nothing_else() {
     let dir = scratch("outage");
