@@ -346,8 +346,9 @@ pub(crate) fn run_for(mut args: LaunchArgs, purpose: Purpose) -> Result<PathBuf>
                 launch_table.host_timeout_s
             )
         })?;
+    let names: Vec<String> = layout.clusters.iter().map(|c| c.name.clone()).collect();
     let mut local = LocalStarter {
-        names: layout.clusters.iter().map(|c| c.name.clone()).collect(),
+        clusters: &layout.clusters,
         work: &work,
         binary: &binary,
         config: &config_path,
@@ -401,7 +402,7 @@ pub(crate) fn run_for(mut args: LaunchArgs, purpose: Purpose) -> Result<PathBuf>
             deployment.follow_journal(&journal, staged.unwrap_or(0))?;
         }
         let clusters = Clusters {
-            names: local.names.clone(),
+            names: names.clone(),
             machine_files: layout
                 .clusters
                 .iter()
@@ -425,7 +426,7 @@ pub(crate) fn run_for(mut args: LaunchArgs, purpose: Purpose) -> Result<PathBuf>
     if args.print {
         for (index, machine_file) in machine_files.iter().enumerate() {
             let command = local.command(index, machine_file, false)?;
-            println!("# cluster {}: on its head node", local.names[index]);
+            println!("# cluster {}: on its head node", names[index]);
             println!("{}", shell_line(&command));
         }
         println!(
@@ -439,7 +440,6 @@ pub(crate) fn run_for(mut args: LaunchArgs, purpose: Purpose) -> Result<PathBuf>
         }
         return Ok(PathBuf::new());
     }
-    let names = local.names.clone();
     let clusters = Clusters {
         starter: &mut local,
         names,

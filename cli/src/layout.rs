@@ -32,14 +32,20 @@
 //! `result_bytes` where given (`hmw-synthetic` gets `tasks` from `[application]` when it is
 //! absent), and `[run] reassign_last_task`, which takes `[model] reassign_last_task` unless set.
 
-use std::{collections::BTreeMap, fmt::Write as _};
+use std::{
+    collections::{BTreeMap, HashSet},
+    fmt::Write as _,
+};
 
 use hmw_wan::Outage;
 
 use hmw_model::{
     external::request_window,
     methodology::Prediction,
-    plan::{launch::ClusterLaunch, ClusterPlan, Plan, Role},
+    plan::{
+        launch::{ClusterLaunch, Launcher},
+        ClusterPlan, Plan, Role,
+    },
 };
 
 /// A plan that cannot be launched.
@@ -98,6 +104,8 @@ pub struct ClusterLayout {
     pub link: Option<LinkLayout>,
     /// Workers taking part.
     pub workers: Vec<String>,
+    /// How its ranks start (`[cluster.launch] launcher`).
+    pub launcher: Launcher,
 }
 
 /// One communication manager of the layout.
@@ -435,8 +443,10 @@ pub fn layout(
         .unwrap_or("localhost");
         let _ = writeln!(text, "{head} # cluster={}", c.name);
         let mut workers = Vec::new();
+        // Hashed: a cluster may have tens of thousands of workers.
+        let chosen: HashSet<&str> = selected[i].iter().map(String::as_str).collect();
         for m in c.workers() {
-            if !selected[i].contains(&m.host) {
+            if !chosen.contains(m.host.as_str()) {
                 continue;
             }
             workers.push(m.host.clone());
@@ -530,6 +540,7 @@ pub fn layout(
             machine_file: text,
             link: links[i].clone(),
             workers,
+            launcher: cluster_launch[i].launcher,
         });
     }
     // Link parents are indices into the plan; turn them into indices into `clusters`.

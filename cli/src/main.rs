@@ -4,6 +4,8 @@
 mod calibrate;
 mod capacity;
 mod check;
+#[cfg(feature = "mpi")]
+mod cluster_command;
 mod keygen;
 #[cfg(feature = "mpi")]
 mod launch;

@@ -20,7 +20,9 @@ use std::{
 use anyhow::{bail, Context as _, Result};
 
 use crate::{
+    cluster_command::{cluster_command, ClusterFiles},
     launch_record::{LaunchRecord, JOURNAL},
+    layout::ClusterLayout,
     remote::RemoteCluster,
 };
 
@@ -112,10 +114,11 @@ impl HostWatch {
     }
 }
 
-/// Every cluster on this machine, each its own `mpirun`: its files in the work folder.
+/// Every cluster on this machine, each its own `mpirun` (or process, for a cluster of
+/// threads): its files in the work folder.
 pub(crate) struct LocalStarter<'a> {
-    /// The clusters' names, the main one first.
-    pub(crate) names: Vec<String>,
+    /// The clusters as laid out, the main one first.
+    pub(crate) clusters: &'a [ClusterLayout],
     pub(crate) work: &'a Path,
     pub(crate) binary: &'a Path,
     pub(crate) config: &'a Path,
@@ -128,38 +131,32 @@ pub(crate) struct LocalStarter<'a> {
 impl LocalStarter<'_> {
     /// Where cluster `index`'s statistics land.
     pub(crate) fn stats(&self, index: usize) -> PathBuf {
-        self.work.join(format!("{}.stats.json", self.names[index]))
+        self.work
+            .join(format!("{}.stats.json", self.clusters[index].name))
     }
 }
 
 impl ClusterStarter for LocalStarter<'_> {
     fn command(&mut self, index: usize, machine_file: &str, resume: bool) -> Result<Command> {
-        let hosts = self.work.join(format!("{}.hosts", self.names[index]));
+        let cluster = ClusterLayout {
+            machine_file: machine_file.to_owned(),
+            ranks: RemoteCluster::hostfile(machine_file).lines().count(),
+            ..self.clusters[index].clone()
+        };
+        let hosts = self.work.join(format!("{}.hosts", cluster.name));
         fs::write(&hosts, machine_file)
             .with_context(|| format!("cannot write {}", hosts.display()))?;
-        let ranks = machine_file
-            .lines()
-            .filter(|line| !line.split('#').next().unwrap_or("").trim().is_empty())
-            .count();
-        let mut command = Command::new("mpirun");
-        if self.print {
-            command.arg("--hostfile").arg(&hosts);
-        } else {
-            command.arg("--oversubscribe");
-        }
-        command
-            .args(["-np", &ranks.to_string()])
-            .arg(self.binary)
-            .arg("-m")
-            .arg(&hosts)
-            .arg("-c")
-            .arg(self.config)
-            .arg("--stats-json")
-            .arg(self.stats(index));
+        let stats = self.stats(index);
+        let files = ClusterFiles {
+            hosts: &hosts,
+            config: self.config,
+            stats: &stats,
+        };
+        let mut command = cluster_command(&cluster, self.binary, &files, self.print);
         if !self.print {
             command
                 .arg("--live-json")
-                .arg(crate::watch::feed_path(self.work, &self.names[index]));
+                .arg(crate::watch::feed_path(self.work, &cluster.name));
         }
         if index == 0 {
             let journal = self.work.join(JOURNAL);

@@ -8,6 +8,7 @@
 //! overhead is added beyond what the plan (or a calibration) gives.
 
 use std::{
+    collections::HashMap,
     path::{Path, PathBuf},
     time::Instant,
 };
@@ -142,17 +143,18 @@ pub fn spec_of(plan_path: &Path, measured: Option<&Path>) -> Result<Simulation> 
             .iter()
             .find(|c| c.name == cluster.name)
             .with_context(|| format!("cluster {} is not in the plan", cluster.name))?;
-        // Each worker's performance in a run, its own communication counted (100).
+        // Each worker's performance in a run, its own communication counted (100); a host
+        // named twice has its first entry's. Hashed: a cluster may have tens of thousands.
+        let mut perf_of = HashMap::with_capacity(params.workers.len());
+        for w in &params.workers {
+            perf_of
+                .entry(w.host.as_str())
+                .or_insert_with(|| w.run_perf(&input.application));
+        }
         let perf = machines
             .ranks
             .iter()
-            .map(|line| {
-                params
-                    .workers
-                    .iter()
-                    .find(|w| w.host == line.host)
-                    .map_or(0.0, |w| w.run_perf(&input.application))
-            })
+            .map(|line| perf_of.get(line.host.as_str()).copied().unwrap_or(0.0))
             .collect();
         let (speed_changes, rate_changes) = changes_of(plan_path, plan_cluster)?;
         let wan = match (&cluster.link, &params.external) {

@@ -88,6 +88,9 @@ pub fn link_config(
         inactivity_timeout_ms,
         congestion
     );
+    if let Some(max) = cm.max_memory {
+        config.max_memory = Some(max);
+    }
     config
         .validate()
         .map_err(|e| CmLineError(format!("{at}: {e}")))?;
@@ -100,4 +103,45 @@ pub fn link_config(
         }
     }
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[cm]`'s keys reach the link: the memory cap among them, the link's own default
+    /// (256 MiB, or the starting sizes if more) when it is absent; a cap below the starting
+    /// sizes (buffers and every connection's first window) is refused with the figures.
+    #[test]
+    fn the_cm_table_caps_the_links_memory() {
+        let certs = tempfile::tempdir().unwrap();
+        for file in ["ca.pem", "a-b.pem", "a-b.key.pem"] {
+            std::fs::write(certs.path().join(file), "").unwrap();
+        }
+        let machines = MachineFile::parse(
+            Path::new("a.hosts"),
+            "m\nw\nc # M 1 7000 name=a-b peer=b-a cluster=b\n",
+        )
+        .unwrap();
+        let mut cm = CmConfig {
+            certs: Some(certs.path().to_owned()),
+            send_memory: Some(1 << 20),
+            recv_memory: Some(1 << 20),
+            ..CmConfig::default()
+        };
+        let default = link_config(&machines, 2, &cm).unwrap();
+        assert_eq!(default.max_memory(), 256 << 20);
+        cm.max_memory = Some(40 << 20);
+        let capped = link_config(&machines, 2, &cm).unwrap();
+        assert_eq!(
+            (capped.send_memory, capped.max_memory()),
+            (1 << 20, 40 << 20)
+        );
+        cm.max_memory = Some(16 << 20);
+        let refused = link_config(&machines, 2, &cm).unwrap_err().to_string();
+        assert!(
+            refused.contains("a.hosts:3") && refused.contains("max_memory"),
+            "{refused}"
+        );
+    }
 }

@@ -359,8 +359,11 @@ impl RunConfig {
 ///                          # removes some as they pay; each has its own congestion window)
 /// streams = 2              # streams per connection
 /// ```
-/// `block_size`, `send_memory`, `recv_memory`, `inactivity_timeout_ms` and `congestion`
-/// (`cubic`, `bbr`, `newreno`) override the link's defaults (see `cm/README.md`).
+/// `block_size`, `send_memory`, `recv_memory`, `max_memory`, `inactivity_timeout_ms` and
+/// `congestion` (`cubic`, `bbr`, `newreno`) override the link's defaults (see
+/// `cm/README.md`): `max_memory` caps what each CM's link sizes itself to, buffers and QUIC
+/// windows together (a run of many links on one machine); the link refuses one below its
+/// starting sizes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CmConfig {
@@ -383,6 +386,9 @@ pub struct CmConfig {
     pub send_memory: Option<usize>,
     /// Memory for messages received and not yet read, bytes.
     pub recv_memory: Option<usize>,
+    /// The most memory each CM's link sizes itself to: its buffers and its connections' QUIC
+    /// receive windows, bytes.
+    pub max_memory: Option<usize>,
     /// Milliseconds without a packet after which a connection is dead.
     pub inactivity_timeout_ms: Option<u64>,
     /// Congestion controller of every connection.
@@ -401,6 +407,7 @@ impl Default for CmConfig {
             block_size: None,
             send_memory: None,
             recv_memory: None,
+            max_memory: None,
             inactivity_timeout_ms: None,
             congestion: None,
         }

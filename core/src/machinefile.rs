@@ -366,6 +366,8 @@ impl MachineFile {
                 annotations,
             });
         }
+        // A line is some 300 bytes and a file may have a million: none spare.
+        ranks.shrink_to_fit();
         let file = MachineFile {
             path: path.to_owned(),
             ranks,

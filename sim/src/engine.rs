@@ -3,15 +3,12 @@
 //! [`World`] of cores, whose sends become new events at the time the network gives them.
 //! No clock and no thread: the same spec and seed give the same run.
 
-use std::{
-    cmp::Ordering,
-    collections::BinaryHeap,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use hmw_core::{config::RunConfig, stats::RunStats};
 
 use crate::{
+    agenda::Agenda,
     network::{secs, Serial, WanDirection},
     problem::SimProblem,
     spec::ClusterSetup,
@@ -29,30 +26,6 @@ enum Event {
     LinkChange(usize),
     /// Time passes: the cores' timers.
     Tick,
-}
-
-struct Timed {
-    at: Duration,
-    seq: u64,
-    event: Event,
-}
-
-impl PartialEq for Timed {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl Eq for Timed {}
-impl PartialOrd for Timed {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Timed {
-    /// Earliest first (the heap is a max-heap), then in the order scheduled.
-    fn cmp(&self, other: &Self) -> Ordering {
-        (other.at, other.seq).cmp(&(self.at, self.seq))
-    }
 }
 
 /// What one simulated run gave.
@@ -107,15 +80,7 @@ impl Network {
 
 /// Run `spec` once, its random draws (task times) from `seed`.
 pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, SimError> {
-    let setups: Vec<ClusterSetup> = spec
-        .clusters
-        .iter()
-        .map(|c| ClusterSetup {
-            name: c.setup.name.clone(),
-            machines: c.setup.machines.clone(),
-            parent: c.setup.parent,
-        })
-        .collect();
+    let setups: Vec<&ClusterSetup> = spec.clusters.iter().map(|c| &c.setup).collect();
     let problem = match spec.iterations {
         Some(n) => SimProblem::iterative(n, spec.tasks as f64 / n.max(1) as f64, spec.cost, seed),
         None => SimProblem::new(spec.tasks, spec.cost, seed),
@@ -186,12 +151,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             })
             .collect(),
     };
-    let mut queue = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |queue: &mut BinaryHeap<Timed>, at: Duration, event: Event| {
-        seq += 1;
-        queue.push(Timed { at, seq, event });
-    };
+    let mut queue = Agenda::new();
     let lost_after = secs(spec.config.cm.lost_after_s);
     let give_up_after = spec.config.cm.give_up_after();
     // An outage is silence: the link's connections die, and the CMs see it down, only after
@@ -209,13 +169,13 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 continue;
             }
             for at in [seen, end] {
-                push(&mut queue, at, Event::LinkChange(link));
+                queue.push(at, Event::LinkChange(link));
                 // The CMs' deadlines, just past them: the master side's, the far side's.
                 for after in [lost_after, give_up_after] {
                     let deadline = at
                         .saturating_add(after)
                         .saturating_add(Duration::from_millis(1));
-                    push(&mut queue, deadline, Event::LinkChange(link));
+                    queue.push(deadline, Event::LinkChange(link));
                 }
             }
         }
@@ -226,7 +186,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
     } else {
         0.5
     });
-    push(&mut queue, tick, Event::Tick);
+    queue.push(tick, Event::Tick);
 
     let mut now = Duration::ZERO;
     let mut events = 0u64;
@@ -237,12 +197,13 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
     loop {
         for transfer in pending.drain(..) {
             let at = network.arrival(now, &transfer);
-            push(&mut queue, at, Event::Arrive(transfer));
+            queue.push(at, Event::Arrive(transfer));
         }
+        world.recycle(std::mem::take(&mut pending));
         if world.is_done() {
             break;
         }
-        let Some(Timed { at, event, .. }) = queue.pop() else {
+        let Some((at, event)) = queue.pop() else {
             return Err(SimError::Stalled {
                 at_s: now.as_secs_f64(),
                 gathered: world.gathered(),
@@ -257,11 +218,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 pending = world.deliver(now, transfer)?;
                 if let Some(operations) = world.start_task(to) {
                     let busy = compute_time(to, now, operations);
-                    push(
-                        &mut queue,
-                        now.saturating_add(secs(busy)),
-                        Event::Computed(to, busy),
-                    );
+                    queue.push(now.saturating_add(secs(busy)), Event::Computed(to, busy));
                 }
             }
             Event::Computed(node, busy) => {
@@ -269,11 +226,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 pending = world.finish_task(node, busy)?;
                 if let Some(operations) = world.start_task(node) {
                     let busy = compute_time(node, now, operations);
-                    push(
-                        &mut queue,
-                        now.saturating_add(secs(busy)),
-                        Event::Computed(node, busy),
-                    );
+                    queue.push(now.saturating_add(secs(busy)), Event::Computed(node, busy));
                 }
             }
             Event::LinkChange(link) => {
@@ -285,7 +238,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
             }
             Event::Tick => {
                 pending = world.tick(now);
-                let next = queue.peek().map(|t| t.at);
+                let next = queue.next_time();
                 if next.is_none()
                     && pending.is_empty()
                     && now.saturating_sub(last_activity) > patience
@@ -300,7 +253,7 @@ pub fn simulate(spec: &Spec, seed: u64, options: Options) -> Result<Outcome, Sim
                 if let Some(next) = next.filter(|&n| n > now.saturating_add(tick * 1000)) {
                     at = next;
                 }
-                push(&mut queue, at, Event::Tick);
+                queue.push(at, Event::Tick);
             }
         }
     }

@@ -13,6 +13,7 @@
 //! - the property tests of the cores, which drive a world in arbitrary interleavings, and
 //!   those of a pipeline run's cores (controller, heads, nodes, CMs).
 
+mod agenda;
 mod engine;
 pub mod network;
 mod problem;

@@ -83,8 +83,9 @@ pub struct SimProblem {
     /// Each task taken back from a lost or dropped cluster gives way to this many (0: it
     /// goes whole).
     redivide_into: u32,
-    /// Tasks that gave way to others, by number.
+    /// Tasks that gave way to others, by number, and how many did.
     replaced: Vec<bool>,
+    redivided: u64,
     cost: TaskCost,
     /// Log-normal parameters of the operations' factor (mean 1).
     sigma: f64,
@@ -104,6 +105,7 @@ impl SimProblem {
             new_tasks: 0,
             redivide_into: 0,
             replaced: vec![false; tasks as usize],
+            redivided: 0,
             cost,
             sigma: (1.0 + cost.cv * cost.cv).ln().sqrt(),
             rng: Rng::new(seed, 1),
@@ -174,7 +176,7 @@ impl SimProblem {
 
     /// Tasks that gave way to others.
     pub fn redivided(&self) -> u64 {
-        self.replaced.iter().filter(|&&r| r).count() as u64
+        self.redivided
     }
 
     /// How often each task was gathered.
@@ -225,11 +227,16 @@ impl Problem for SimProblem {
 
     fn gather_joined(&mut self, ids: &[TaskId], result: SimResult) {
         // At the main master a task's id is its number: the source hands them out in order.
-        let mut got = result.0.clone();
-        got.sort_unstable();
-        let mut expected = ids.to_vec();
-        expected.sort_unstable();
-        self.mismatched |= got != expected;
+        self.mismatched |= match (ids, result.0.as_slice()) {
+            ([id], [k]) => id != k,
+            _ => {
+                let mut got = result.0.clone();
+                got.sort_unstable();
+                let mut expected = ids.to_vec();
+                expected.sort_unstable();
+                got != expected
+            }
+        };
         let gathered = result.0.len();
         for k in result.0 {
             if let Some(n) = self.seen.get_mut(k as usize) {
@@ -250,7 +257,10 @@ impl Problem for SimProblem {
         if self.redivide_into == 0 || self.steps.is_some() {
             return None;
         }
-        self.replaced[task.k as usize] = true;
+        let replaced = &mut self.replaced[task.k as usize];
+        if !std::mem::replace(replaced, true) {
+            self.redivided += 1;
+        }
         let share = task.operations / f64::from(self.redivide_into);
         Some(
             (0..self.redivide_into)
@@ -295,6 +305,22 @@ mod tests {
         assert!((sd / mean - 0.5).abs() < 0.03, "{}", sd / mean);
         let mut fixed = SimProblem::new(3, TaskCost::fixed(4.0), 3);
         assert_eq!(fixed.next_task().unwrap().operations, 4.0);
+    }
+
+    /// A task taken back and divided in three leaves the count of tasks to gather two higher,
+    /// once, however often it is offered again.
+    #[test]
+    fn the_task_count_follows_the_tasks_divided() {
+        let mut p = SimProblem::new(10, TaskCost::fixed(3.0), 1).redividing(3);
+        assert_eq!(p.task_count(), Some(10));
+        let first = p.next_task().unwrap();
+        let parts = p.redivide(first.k, &first).unwrap();
+        assert_eq!(parts.len(), 3);
+        assert!(parts.iter().all(|t| t.operations == 1.0));
+        assert_eq!((p.redivided(), p.task_count()), (1, Some(12)));
+        let part = &parts[0];
+        p.redivide(part.k, part).unwrap();
+        assert_eq!((p.redivided(), p.task_count()), (2, Some(14)));
     }
 
     /// Two iterations of the work of 8 tasks of 2 operations: the first divided for 4

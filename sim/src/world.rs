@@ -11,12 +11,12 @@
 //! `hmw` run: [`MasterCore`] over the application's problem, the sub-master core
 //! [`SubMasterCore::for_cluster`] builds.
 
-use std::{collections::VecDeque, time::Duration};
+use std::{borrow::Borrow, collections::VecDeque, time::Duration};
 
 use hmw_core::{
     config::{ConfigFile, RunConfig},
     machinefile::{Facing, MachineFile},
-    protocol::{decode, encode, TaskIds, ToMaster, ToWorker, WireResult},
+    protocol::{decode, encode, tasks_in_batch, tasks_in_result, TaskIds, WireResult},
     roles::{
         CmMasterSide, CmOutput, CmSubMasterSide, Computed, LinkOutbox, LinkView, MasterCore,
         Output, ProblemSource, Queued, Received, SubMasterCore, TaskSource, WorkerCore,
@@ -153,6 +153,9 @@ pub struct World {
     /// First node of each cluster (its rank 0).
     base: Vec<usize>,
     slots: Vec<Slot>,
+    /// The nodes with timers (masters, sub-masters, CMs), in order: not the workers, which
+    /// may be a million.
+    timed: Vec<usize>,
     cluster_of: Vec<usize>,
     /// Indexed by the child cluster; `None` for the main cluster.
     links: Vec<Option<Link>>,
@@ -171,15 +174,17 @@ pub struct World {
 }
 
 impl World {
-    /// The cores of `clusters` (the main one first), with `config`, the main master's
-    /// `problem`, messages counted at `sizes`, schedulers made by `make_scheduler`.
-    pub fn new(
-        clusters: &[ClusterSetup],
+    /// The cores of `clusters` (the main one first; owned or borrowed), with `config`, the
+    /// main master's `problem`, messages counted at `sizes`, schedulers made by
+    /// `make_scheduler`.
+    pub fn new<C: Borrow<ClusterSetup>>(
+        clusters: &[C],
         config: &ConfigFile,
         problem: SimProblem,
         sizes: Sizes,
         make_scheduler: MakeScheduler<'_>,
     ) -> Result<Self, SimError> {
+        let clusters: &[&ClusterSetup] = &clusters.iter().map(Borrow::borrow).collect::<Vec<_>>();
         let setup = |m: String| SimError::Setup(m);
         let mut base = Vec::new();
         let mut next = 0;
@@ -276,10 +281,14 @@ impl World {
                 slots.push(slot);
             }
         }
+        let timed = (0..slots.len())
+            .filter(|&n| !matches!(slots[n], Slot::Worker(_)))
+            .collect();
         Ok(World {
             names: clusters.iter().map(|c| c.name.clone()).collect(),
             base,
             slots,
+            timed,
             cluster_of,
             links,
             sizes,
@@ -380,7 +389,8 @@ impl World {
     /// of CMs. Returns what they send.
     pub fn tick(&mut self, now: Duration) -> Vec<Transfer> {
         self.now = self.now.max(now);
-        for node in 0..self.slots.len() {
+        for at in 0..self.timed.len() {
+            let node = self.timed[at];
             match &mut self.slots[node] {
                 Slot::Master(core) => {
                     core.on_timer(now, &mut self.out);
@@ -503,6 +513,15 @@ impl World {
         Ok(std::mem::take(&mut self.sent))
     }
 
+    /// Hand back a list of transfers a call returned, emptied: the next call fills it rather
+    /// than a new one (an engine makes millions of calls).
+    pub fn recycle(&mut self, mut spent: Vec<Transfer>) {
+        if self.sent.capacity() == 0 {
+            spent.clear();
+            self.sent = spent;
+        }
+    }
+
     /// Whether worker `node` holds tasks it has not finished.
     pub fn holds_tasks(&self, node: usize) -> bool {
         matches!(&self.slots[node], Slot::Worker(w) if !w.queue.is_empty() && !w.stopped)
@@ -535,11 +554,11 @@ impl World {
                 let r = match &mut self.master_handle {
                     Some(spent) => {
                         let clock = std::time::Instant::now();
-                        let r = core.handle(now, from_rank, &bytes, &mut self.out);
+                        let r = main_master_handle(core, now, from_rank, &bytes, &mut self.out);
                         *spent += clock.elapsed();
                         r
                     }
-                    None => core.handle(now, from_rank, &bytes, &mut self.out),
+                    None => main_master_handle(core, now, from_rank, &bytes, &mut self.out),
                 };
                 self.check(to, r)?;
                 self.flush_head(to);
@@ -684,13 +703,17 @@ impl World {
             }
         }
         self.fill_send_buffer(node, link, down, peer);
+        let done = matches!(&self.slots[node], Slot::CmUp { core, bye_sent, .. }
+            if core.is_done() && !*bye_sent);
+        if !done {
+            return;
+        }
+        // Its cluster's run is over: its statistics go to the master with the link's.
         let summary = self.link_summary(link);
         if let Slot::CmUp { core, bye_sent, .. } = &mut self.slots[node] {
-            if core.is_done() && !*bye_sent {
-                *bye_sent = true;
-                let bye = core.bye(summary);
-                self.lan(node, head, bye, false);
-            }
+            *bye_sent = true;
+            let bye = core.bye(summary);
+            self.lan(node, head, bye, false);
         }
     }
 
@@ -771,16 +794,16 @@ impl World {
     fn size_of(&self, bytes: &[u8], to_worker: bool, over_link: bool, link: usize) -> f64 {
         let s = &self.sizes;
         if to_worker {
-            if let Ok(ToWorker::Tasks(batch)) = decode::<ToWorker>(bytes, "size") {
-                let n = batch.len() as f64;
+            if let Some(n) = tasks_in_batch(bytes) {
+                let n = n as f64;
                 let nt = self.links[link].as_ref().map_or(1, |l| l.nt).max(1) as f64;
                 return match s.task_bytes_inter {
                     Some(inter) if over_link => inter * n / nt,
                     _ => n * s.task_bytes,
                 };
             }
-        } else if let Ok(ToMaster::Result { result, .. }) = decode::<ToMaster>(bytes, "size") {
-            let n = result.ids.len() as f64;
+        } else if let Some(n) = tasks_in_result(bytes) {
+            let n = n as f64;
             return match s.result_bytes_inter {
                 Some(inter) if over_link || n > 1.0 => inter,
                 _ => n * s.result_bytes,
@@ -788,6 +811,20 @@ impl World {
         }
         bytes.len() as f64
     }
+}
+
+/// The main master's core handles a message: every call goes through this function, never
+/// inlined, so that callgrind counts the main master's work alone
+/// (`--toggle-collect='*main_master_handle*'`, `scripts/bench/callgrind-simulate.sh`).
+#[inline(never)]
+fn main_master_handle(
+    core: &mut MasterCore<ProblemSource<SimProblem>>,
+    now: Duration,
+    from_rank: usize,
+    bytes: &[u8],
+    out: &mut Vec<Output>,
+) -> Result<(), CoreError> {
+    core.handle(now, from_rank, bytes, out)
 }
 
 /// The main master's core, as the master's driver builds it (with the same constructor).
@@ -827,6 +864,7 @@ mod tests {
 
     use super::*;
     use crate::problem::TaskCost;
+    use hmw_core::protocol::ToWorker;
 
     /// The batches on their way down link `link` among `transfers`.
     fn batches_down(transfers: &[Transfer]) -> usize {

@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use anyhow::{bail, Context};
-use hmw_model::plan::launch::Launcher;
 use hmw_model::plan::{Plan, Role};
 use hmw_wan::{DirectionConfig, Outage};
 use serde::{Deserialize, Serialize};
@@ -314,12 +313,7 @@ impl Layout {
                 subnet: format!("{}.{}.{index}.0/24", octets[0], octets[1]),
                 router_addr: addr(index as u8, 254),
                 lan_bytes_per_s: c.lan_bytes_per_s,
-                launcher: match launch.launcher {
-                    Launcher::Local => "local",
-                    Launcher::Ssh => "ssh",
-                    Launcher::Slurm => "slurm",
-                }
-                .to_string(),
+                launcher: launch.launcher.name().to_string(),
                 head,
                 gateway,
                 to_cluster,

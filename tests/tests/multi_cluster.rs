@@ -157,6 +157,111 @@ fn a_depth_two_tree_runs_the_synthetic_app() {
     assert!(spain["tasks_done"].as_u64().unwrap() >= portugal["tasks_done"].as_u64().unwrap());
 }
 
+/// External clusters of threads (`launcher = "threads"`: each one process running its
+/// sub-master, CM and workers over the in-process transport, no mpirun) beside an MPI main
+/// cluster, in a tree: every cluster computes, the answer is verified, and `--print` shows
+/// each cluster of threads as the application with `--threads`, the main one under mpirun.
+#[test]
+fn clusters_of_threads_run_beside_an_mpi_cluster() {
+    let dir = scratch("threads");
+    let threads = "launcher = \"threads\"\nwan_delay_ms = 5\n";
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n[launch.cm]\nlost_after_s = 60\n\
+         {}{}[cluster.launch]\n{threads}{}[cluster.launch]\n{threads}parent = \"spain\"\n",
+        synthetic(80, 0.05),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table(
+            "spain",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+        cluster_table(
+            "portugal",
+            "submaster",
+            2,
+            "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
+        ),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let printed = Command::new(bin("hmw"))
+        .args(["launch", &plan_path, "--print", "--work-dir"])
+        .arg(dir.join("print"))
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
+    let command_of = |name: &str| {
+        let mut lines = printed.lines();
+        lines.find(|l| l.starts_with(&format!("# cluster {name}:")));
+        lines.next().unwrap_or_default().to_owned()
+    };
+    assert!(command_of("main").starts_with("mpirun "), "{printed}");
+    for name in ["spain", "portugal"] {
+        let command = command_of(name);
+        assert!(
+            command.contains("hmw-synthetic") && command.ends_with(" --threads"),
+            "{printed}"
+        );
+        assert!(!command.contains("mpirun"), "{printed}");
+    }
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let spain = cluster(&stats, "spain");
+    let portugal = cluster(&spain["stats"], "portugal");
+    for (name, c) in [("spain", &spain), ("portugal", &portugal)] {
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{name} computed nothing: {stats:#}"
+        );
+        assert_eq!(c["lost"], false, "{name}");
+    }
+}
+
+/// Sixteen clusters in one run: the main one under mpirun holds fifteen links, one CM rank
+/// each, to clusters of threads (a sub-master, a CM and two workers in one process each)
+/// behind WANs of round trips from 10 to 300 ms and rates from 2 to 20 MB/s, every CM's
+/// memory capped. Every link comes up, every cluster computes, the answer is verified.
+#[test]
+fn sixteen_clusters_hold_their_links() {
+    let dir = scratch("sixteen");
+    let mut plan = format!(
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n\
+         [launch.cm]\nlost_after_s = 120\nsend_memory = 1048576\nrecv_memory = 1048576\n\
+         max_memory = 41943040\n{}",
+        synthetic(600, 0.1),
+        cluster_table("main", "master", 2, "main = true"),
+    );
+    for k in 1..16 {
+        // One-way delays 5 to 150 ms, rates 2 to 20 MB/s.
+        let delay_ms = 5 + (145 * (k - 1)) / 14;
+        let rate = 2e6 * (1 + (k * 7) % 10) as f64;
+        let name = format!("c{k:02}");
+        plan.push_str(&cluster_table(
+            &name,
+            "submaster",
+            2,
+            &format!("wan_in_bytes_per_s = {rate}\nwan_out_bytes_per_s = {rate}"),
+        ));
+        plan.push_str(&format!(
+            "[cluster.launch]\nlauncher = \"threads\"\nwan_delay_ms = {delay_ms}\n"
+        ));
+    }
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(170));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let clusters = stats["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 15, "{stats:#}");
+    for c in clusters {
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{} computed nothing: {c:#}",
+            c["name"]
+        );
+        assert_eq!(c["lost"], false, "{}", c["name"]);
+    }
+}
+
 #[test]
 fn a_wan_outage_costs_time_and_nothing_else() {
     let dir = scratch("outage");

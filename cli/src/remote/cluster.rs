@@ -89,9 +89,10 @@ impl RemoteCluster {
     /// The hosts of a machine file, once each, in order.
     pub(crate) fn hosts_of(machine_file: &str) -> Vec<String> {
         let mut hosts: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for line in machine_file.lines() {
             let host = line.split('#').next().unwrap_or("").trim();
-            if !host.is_empty() && !hosts.iter().any(|h| h == host) {
+            if !host.is_empty() && seen.insert(host) {
                 hosts.push(host.to_owned());
             }
         }

@@ -57,7 +57,8 @@ pub(crate) struct Deployment {
 pub(crate) type ClusterCommand = (String, Command, PathBuf);
 
 /// Whether any cluster of the plan runs elsewhere than on this machine; an error when some do
-/// and some do not (a cluster on this machine has no address its peers could reach).
+/// and some do not (a cluster on this machine has no address its peers could reach). A
+/// cluster of threads runs where the others do: on its head when some run on their hosts.
 pub(crate) fn is_remote(plan: &Plan) -> Result<bool> {
     let mut launchers = Vec::new();
     for cluster in &plan.clusters {
@@ -71,15 +72,19 @@ pub(crate) fn is_remote(plan: &Plan) -> Result<bool> {
         .filter(|(_, l)| *l == Launcher::Local)
         .map(|(n, _)| *n)
         .collect();
+    let remote = launchers
+        .iter()
+        .any(|(_, l)| matches!(l, Launcher::Ssh | Launcher::Slurm));
+    if !remote {
+        return Ok(false);
+    }
     if local.is_empty() {
         return Ok(true);
     }
-    if local.len() == launchers.len() {
-        return Ok(false);
-    }
     bail!(
         "clusters {} run on this machine (launcher = \"local\") and the others on their own \
-         hosts: give every cluster a launcher of \"ssh\" or \"slurm\", or none",
+         hosts: give every cluster a launcher of \"ssh\", \"slurm\" or \"threads\", or \
+         none",
         local.join(", ")
     )
 }
@@ -125,6 +130,14 @@ impl Deployment {
                 .launch_settings()
                 .with_context(|| format!("cluster {}: [cluster.launch]", cluster.name))?;
             let mut hosts = RemoteCluster::hosts_of(&cluster.machine_file);
+            if !launch.launcher.uses_mpi() && hosts.len() > 1 {
+                bail!(
+                    "cluster {}: launcher = \"threads\" runs every rank in one process on one \
+                     host, and its machines name {}: give them all one host",
+                    cluster.name,
+                    hosts.join(", ")
+                );
+            }
             let allocation = allocations.iter().find(|a| a.remote.name == cluster.name);
             let remote = match allocation {
                 Some(allocation) => {
@@ -317,7 +330,12 @@ impl Stager {
         let config = toml::to_string(&config)?;
         let at = |name: &str| format!("{}/{name}", remote.dir);
         let ranks = RemoteCluster::hostfile(machine_file).lines().count();
-        let mut mpirun = remote.mpirun(ranks, &launch.mpirun_args);
+        // A cluster of threads is the application alone, every rank a thread of it.
+        let mut mpirun = if launch.launcher.uses_mpi() {
+            remote.mpirun(ranks, &launch.mpirun_args)
+        } else {
+            Vec::new()
+        };
         mpirun.extend([
             remote_binary,
             "-m".into(),
@@ -326,8 +344,15 @@ impl Stager {
             at("run.toml"),
             "--stats-json".into(),
             at("stats.json"),
-            "--check-placement".into(),
         ]);
+        mpirun.push(
+            if launch.launcher.uses_mpi() {
+                "--check-placement"
+            } else {
+                "--threads"
+            }
+            .into(),
+        );
         if main {
             mpirun.extend(
                 self.main_args[usize::from(journal.is_some())]

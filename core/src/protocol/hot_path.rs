@@ -208,6 +208,26 @@ pub(super) fn decode_result(bytes: &[u8]) -> Option<(ResultRef<'_>, u32)> {
     Some((result, room))
 }
 
+/// The count that follows variant `variant` at the start of `bytes`: a batch's tasks after
+/// `TASKS`, a result's ids after `RESULT`. Only the first bytes are read.
+fn count_after(bytes: &[u8], variant: u64) -> Option<usize> {
+    let mut r = Reader(bytes);
+    if r.varint(u32::MAX.into())? != variant {
+        return None;
+    }
+    usize::try_from(r.varint(u64::MAX)?).ok()
+}
+
+/// The tasks in a `ToWorker::Tasks`, from its first bytes alone; `None` for another message.
+pub(super) fn batch_len(bytes: &[u8]) -> Option<usize> {
+    count_after(bytes, TASKS)
+}
+
+/// The ids of a `ToMaster::Result`, from its first bytes alone; `None` for another message.
+pub(super) fn result_len(bytes: &[u8]) -> Option<usize> {
+    count_after(bytes, RESULT)
+}
+
 /// A task of a batch as [`read_tasks`] finds it: its id, operations, and where its body lies
 /// in the message.
 type TaskAt = (TaskId, f64, Range<usize>);
@@ -366,6 +386,8 @@ mod tests {
             prop_assert_eq!(encode_result(result.clone(), room), bytes.clone());
             let decoded = owned(decode_result(&bytes).expect("its own encoding"));
             prop_assert!(same(&decoded, &message));
+            prop_assert_eq!(result_len(&bytes), Some(result.ids.len()));
+            prop_assert_eq!(batch_len(&bytes), None);
         }
 
         #[test]
@@ -385,6 +407,8 @@ mod tests {
             prop_assert_eq!(encode(&decoded), bytes.clone());
             let mut taken = Vec::new();
             take_tasks(bytes.clone(), |task| taken.push(task)).expect("its own encoding");
+            prop_assert_eq!(batch_len(&bytes), Some(tasks.len()));
+            prop_assert_eq!(result_len(&bytes), None);
             prop_assert_eq!(encode(&ToWorker::Tasks(taken)), bytes);
         }
 

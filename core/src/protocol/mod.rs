@@ -344,6 +344,20 @@ impl bincode::enc::write::Writer for Buffer<'_> {
     }
 }
 
+/// The number of tasks in a [`ToWorker::Tasks`] that [`encode`] or a [`BatchWriter`] wrote,
+/// read from its first bytes without decoding the tasks (the rest is not checked); `None` for
+/// any other message.
+pub fn tasks_in_batch(bytes: &[u8]) -> Option<usize> {
+    hot_path::batch_len(bytes)
+}
+
+/// The number of tasks a [`ToMaster::Result`] that [`encode`] wrote stands for (its ids), read
+/// from its first bytes without decoding the result (the rest is not checked); `None` for any
+/// other message.
+pub fn tasks_in_result(bytes: &[u8]) -> Option<usize> {
+    hot_path::result_len(bytes)
+}
+
 /// Decode a value encoded by [`encode`]; `what` names it in the error.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, DecodeError> {
     bincode::serde::decode_from_slice(bytes, bincode::config::standard())

@@ -22,6 +22,7 @@
 
 mod busy_since;
 mod cm;
+mod held_groups;
 mod iterations;
 mod join_time;
 mod master;

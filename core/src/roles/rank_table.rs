@@ -13,16 +13,15 @@ pub(crate) struct RankTable<T> {
     len: usize,
 }
 
-impl<T> Default for RankTable<T> {
-    fn default() -> Self {
-        RankTable {
-            slots: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
 impl<T> RankTable<T> {
+    /// An empty table with room for ranks below `ranks` (a cluster of a million workers
+    /// would otherwise grow it by doubling, up to twice the memory it needs).
+    pub(crate) fn with_ranks(ranks: usize) -> Self {
+        let mut slots = Vec::with_capacity(ranks);
+        slots.resize_with(ranks, || None);
+        RankTable { slots, len: 0 }
+    }
+
     /// Set `rank`'s value (replacing any).
     pub(crate) fn insert(&mut self, rank: usize, value: T) {
         if rank >= self.slots.len() {
@@ -96,7 +95,8 @@ mod tests {
 
     #[test]
     fn behaves_as_a_map_ordered_by_rank() {
-        let mut table = RankTable::default();
+        let mut table = RankTable::with_ranks(3);
+        assert_eq!((table.len(), table.get(&2)), (0, None));
         assert_eq!(table.len(), 0);
         table.insert(5, "e");
         table.insert(2, "b");

@@ -17,17 +17,20 @@
 //!   `nr` tasks, at most `nr` groups wait, and everything waiting goes up as soon as nothing
 //!   is left to compute here.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
+
+use rustc_hash::FxHashMap;
 
 use smallvec::smallvec;
 
 use super::{
+    held_groups::{Cost, Group, HeldGroups, Rule},
     join_time::JoinTime,
     master::MasterCore,
     task_source::{Next, TaskSource},
 };
 use crate::{
-    app::{Split, Splitter, Task, TaskId, TaskResult},
+    app::{Split, Splitter, Task, TaskId},
     config::ConfigFile,
     error::CoreError,
     machinefile::MachineFile,
@@ -78,44 +81,6 @@ struct Parent<R> {
     cost: Cost,
 }
 
-/// What computing some tasks cost, summed over the workers that computed them.
-#[derive(Debug, Default, Clone, Copy)]
-struct Cost {
-    operations: f64,
-    busy_s: f64,
-    decode_s: f64,
-    encode_s: f64,
-}
-
-impl Cost {
-    fn of(result: &ResultRef) -> Self {
-        Cost {
-            operations: result.operations,
-            busy_s: result.busy_s,
-            decode_s: result.decode_s,
-            encode_s: result.encode_s,
-        }
-    }
-
-    fn add(&mut self, other: Cost) {
-        self.operations += other.operations;
-        self.busy_s += other.busy_s;
-        self.decode_s += other.decode_s;
-        self.encode_s += other.encode_s;
-    }
-}
-
-/// A result held to be joined with others before it goes up.
-struct Group<R> {
-    /// SubMasterSource ids of the inter-cluster tasks it stands for.
-    ids: TaskIds,
-    /// The batch of its first task (only results of one batch join when `nr` is at most
-    /// the largest batch).
-    batch: u64,
-    cost: Cost,
-    result: R,
-}
-
 /// Inter-cluster tasks from the upstream communication manager, as a sub-master's source.
 pub struct SubMasterSource<T: Task> {
     rank: usize,
@@ -137,11 +102,15 @@ pub struct SubMasterSource<T: Task> {
     queue: VecDeque<(f64, Vec<u8>, TaskId)>,
     next_batch: u64,
     /// Per batch, its inter-cluster tasks not complete yet.
-    batches: HashMap<u64, usize>,
-    parents: HashMap<TaskId, Parent<T::Output>>,
+    batches: FxHashMap<u64, usize>,
+    parents: FxHashMap<TaskId, Parent<T::Output>>,
     /// Local id -> the inter-cluster task it belongs to.
-    local: HashMap<TaskId, TaskId>,
-    held: Vec<Group<T::Output>>,
+    local: FxHashMap<TaskId, TaskId>,
+    held: HeldGroups<T::Output>,
+    /// Batches completed since what is due was last looked at.
+    completed: Vec<u64>,
+    /// The rule of joining changed (`nr`, or the largest batch): look at every group held.
+    rescan: bool,
     outbox: VecDeque<Vec<u8>>,
     /// Results sent up that the master has not acknowledged as journaled
     /// ([`ToWorker::Journaled`]): sent again to a master started again ([`ToWorker::Resend`]).
@@ -175,10 +144,12 @@ impl<T: Task> SubMasterSource<T> {
             splitter,
             queue: VecDeque::new(),
             next_batch: 0,
-            batches: HashMap::new(),
-            parents: HashMap::new(),
-            local: HashMap::new(),
-            held: Vec::new(),
+            batches: FxHashMap::default(),
+            parents: FxHashMap::default(),
+            local: FxHashMap::default(),
+            held: HeldGroups::new(),
+            completed: Vec::new(),
+            rescan: false,
             outbox: VecDeque::new(),
             unacknowledged: Vec::new(),
             stopped: false,
@@ -282,74 +253,53 @@ impl<T: Task> SubMasterSource<T> {
         match self.batches.get_mut(&batch) {
             Some(left) if *left > 0 => {
                 *left -= 1;
+                if *left == 0 {
+                    self.batches.remove(&batch);
+                    self.completed.push(batch);
+                }
                 Ok(())
             }
             _ => Err(self.protocol(format!("batch {batch} completed more than once"))),
         }
     }
 
-    /// Results of several batches may join (see the module's doc).
-    fn joins_across_batches(&self) -> bool {
-        self.nr > self.batch_size
+    /// How groups join now: results of several batches join when `nr` is larger than the
+    /// largest batch (see the module's doc).
+    fn rule(&self) -> Rule {
+        Rule {
+            nr: self.nr,
+            across: self.nr > self.batch_size,
+        }
+    }
+
+    /// Nothing is left to compute here: every group held may go.
+    fn idle(&self) -> bool {
+        self.queue.is_empty() && self.local.is_empty()
     }
 
     /// Join `group` into a held group that accepts it, or hold it alone; then send what is
     /// due.
     fn hold(&mut self, group: Group<T::Output>) {
-        let across = self.joins_across_batches();
-        let candidate = self.joining.measure(|| {
-            let mut candidate = Some(group);
-            for held in &mut self.held {
-                let group = candidate.take().expect("still unjoined inside the loop");
-                if held.ids.len() + group.ids.len() > self.nr
-                    || !(across || held.batch == group.batch)
-                {
-                    candidate = Some(group);
-                    continue;
-                }
-                match held.result.join(group.result) {
-                    Ok(()) => {
-                        held.ids.extend(group.ids);
-                        held.cost.add(group.cost);
-                        break;
-                    }
-                    Err(back) => {
-                        candidate = Some(Group {
-                            result: back,
-                            ..group
-                        })
-                    }
-                }
-            }
-            candidate
-        });
-        if let Some(group) = candidate {
-            self.held.push(group);
-        }
-        self.send_due();
+        let rule = self.rule();
+        let held = &mut self.held;
+        let place = self.joining.measure(|| held.join_or_hold(group, rule));
+        self.send_due(Some(place));
     }
 
-    /// Send the groups that are full, and those that have nothing more to wait for.
-    fn send_due(&mut self) {
-        let nr = self.nr;
-        let across = self.joins_across_batches();
-        let idle = self.queue.is_empty() && self.local.is_empty();
-        let mut keep = Vec::with_capacity(self.held.len());
-        let mut due = Vec::new();
-        for group in std::mem::take(&mut self.held) {
-            let batch_complete = self.batches.get(&group.batch).is_none_or(|&left| left == 0);
-            if group.ids.len() >= nr || idle || (!across && batch_complete) {
-                due.push(group);
-            } else {
-                keep.push(group);
-            }
-        }
-        // Across batches, at most `nr` groups wait: the oldest goes first.
-        while across && keep.len() > nr {
-            due.push(keep.remove(0));
-        }
-        self.held = keep;
-        self.batches.retain(|_, left| *left > 0);
+    /// Send the groups that are full, and those that have nothing more to wait for: among
+    /// those that changed (the group at `touched`, the batches just completed), or all of
+    /// them when nothing is left to compute or the rule of joining changed.
+    fn send_due(&mut self, touched: Option<u64>) {
+        let rule = self.rule();
+        let due = if self.idle() || self.rescan {
+            self.rescan = false;
+            let batches = &self.batches;
+            let complete = |batch| batches.get(&batch).is_none_or(|&left| left == 0);
+            self.held.take_due(rule, self.idle(), complete)
+        } else {
+            self.held.take_due_after(touched, &self.completed, rule)
+        };
+        self.completed.clear();
         for group in due {
             self.send(group);
         }
@@ -469,7 +419,7 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
             }
         }
         // The last local task done may leave groups with nothing more to wait for.
-        self.send_due();
+        self.send_due(None);
         Ok(())
     }
 
@@ -487,7 +437,10 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
                 let batch = self.next_batch;
                 self.next_batch += 1;
                 self.offered = self.offered.saturating_sub(1);
-                self.batch_size = self.batch_size.max(tasks.len());
+                if tasks.len() > self.batch_size {
+                    self.batch_size = tasks.len();
+                    self.rescan = true;
+                }
                 self.batches.insert(batch, tasks.len());
                 let ids: Vec<TaskId> = tasks.iter().map(|t| t.id).collect();
                 for task in tasks {
@@ -504,6 +457,7 @@ impl<T: Task> TaskSource for SubMasterSource<T> {
             ToWorker::Join(nr) => {
                 tracing::info!(nr, "re-planning: joining up to nr results from now on");
                 self.nr = (nr as usize).max(1);
+                self.rescan = true;
             }
             ToWorker::Stop => {
                 // SubMasterSource has every result it needs: what is queued or held is not.

@@ -163,6 +163,12 @@ impl Waiting {
         }
     }
 
+    /// Room for ranks below `ranks`, reserved at once rather than by doubling.
+    pub(crate) fn reserve_ranks(&mut self, ranks: usize) {
+        self.slots
+            .reserve_exact(ranks.saturating_sub(self.slots.len()));
+    }
+
     /// Rank `rank` is fed: a worker or not.
     pub(crate) fn register(&mut self, rank: usize, worker: bool) {
         self.slot(rank).worker = worker;
@@ -248,12 +254,16 @@ impl Waiting {
 
     /// Put every rank set aside back.
     pub(crate) fn restore_all(&mut self) {
-        for rank in std::mem::take(&mut self.aside) {
+        // The list keeps its buffer: a sub-master sets its ranks aside and restores them at
+        // every batch its CM brings.
+        let mut aside = std::mem::take(&mut self.aside);
+        for rank in aside.drain(..) {
             if self.slots[rank].aside {
                 self.slots[rank].aside = false;
                 self.refile(rank);
             }
         }
+        self.aside = aside;
     }
 }
 

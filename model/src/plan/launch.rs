@@ -16,7 +16,7 @@
 //! [[cluster]]
 //! # ...
 //! [cluster.launch]
-//! launcher = "local"           # how its ranks start: local, ssh or slurm
+//! launcher = "local"           # how its ranks start: local, ssh, slurm or threads
 //! parent = "argentina"         # the cluster it hangs from (default: the main cluster)
 //! wan_delay_ms = 25            # one-way delay of the emulated WAN
 //! wan_jitter_ms = 0
@@ -39,6 +39,9 @@
 //! stage_binary = false         # copy the launching machine's binary instead
 //! environment = ["module load openmpi"]          # run first, in the remote shell
 //! mpirun_args = ["--mca", "btl", "self,tcp"]     # added to mpirun's options
+//! # launcher = "threads": every rank a thread of one process (`APP --threads`), no MPI:
+//! # on this machine, or on its head over ssh when the other clusters run on their hosts
+//! # (the ssh keys above apply; its machine entries are then labels on that one host)
 //! # launcher = "slurm": as ssh, mpirun inside an sbatch allocation of the plan's hosts
 //! partition = "batch"
 //! account = "project-42"
@@ -112,6 +115,27 @@ pub enum Launcher {
     Ssh,
     /// A Slurm allocation on the cluster's nodes.
     Slurm,
+    /// Every rank a thread of one process over the in-process transport (`APP --threads`),
+    /// no MPI: the same roles and CM links, for a cluster that is one large node. On this
+    /// machine when every other cluster is too, else on the cluster's head over ssh.
+    Threads,
+}
+
+impl Launcher {
+    /// Its name in a plan.
+    pub fn name(self) -> &'static str {
+        match self {
+            Launcher::Local => "local",
+            Launcher::Ssh => "ssh",
+            Launcher::Slurm => "slurm",
+            Launcher::Threads => "threads",
+        }
+    }
+
+    /// Whether the cluster's ranks run under `mpirun` (every launcher but `threads`).
+    pub fn uses_mpi(self) -> bool {
+        self != Launcher::Threads
+    }
 }
 
 /// `[cluster.launch]`.
@@ -362,6 +386,9 @@ mod tests {
             ..nothing
         };
         assert!(early.check().unwrap_err().contains("at_s = -1"));
+        let threads: toml::Table = toml::from_str("launcher = \"threads\"").unwrap();
+        let l: ClusterLaunch = parse_or_default(Some(&threads)).unwrap();
+        assert!(l.launcher == Launcher::Threads && !l.launcher.uses_mpi());
         let bad: toml::Table = toml::from_str("launcher = \"pbs\"").unwrap();
         let err = parse_or_default::<ClusterLaunch>(Some(&bad)).unwrap_err();
         assert!(err.to_string().contains("pbs"), "{err}");

@@ -16,6 +16,7 @@
 //!
 //! - `validated.rs`: the validated plan ([`Plan`], its clusters and machines);
 //! - `file.rs`: the plan file as written, before validation;
+//! - `hostlist.rs`: host ranges (`node[1-16384]`), one machine entry for many hosts;
 //! - `parse.rs`: the file's values checked into a [`Plan`];
 //! - `load.rs`: plans and measured-system files read from disk;
 //! - `model_input.rs`: a plan, and the values measured, as the model's input;
@@ -32,6 +33,7 @@
 
 mod error;
 mod file;
+mod hostlist;
 pub mod launch;
 mod load;
 mod location;

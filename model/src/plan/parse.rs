@@ -5,8 +5,8 @@ use std::collections::HashSet;
 
 use super::{
     error::{check_positive, check_size, invalid, invalid_machine, PlanError},
-    file::{ClusterTable, PlanFile},
-    launch, location,
+    file::{ClusterTable, MachineTable, PlanFile},
+    hostlist, launch, location,
     pipeline::validate_pipeline,
     syntax::{cluster_spans, syntax_error},
     validated::{ClusterPlan, Machine, Plan, Role, SelectionMode},
@@ -285,7 +285,11 @@ fn validate_clusters(
     Ok(clusters)
 }
 
-fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<ClusterPlan, PlanError> {
+fn validate_cluster(
+    mut t: ClusterTable,
+    selection: SelectionMode,
+) -> Result<ClusterPlan, PlanError> {
+    t.machines = expand_host_ranges(&t.name, std::mem::take(&mut t.machines))?;
     let name = t.name.as_str();
     let c = Some(name);
     if let Some(v) = t.lan_bytes_per_s {
@@ -459,4 +463,21 @@ fn validate_cluster(t: ClusterTable, selection: SelectionMode) -> Result<Cluster
             .collect(),
         launch: t.launch,
     })
+}
+
+/// Each machine entry whose host is a range (`node[1-16384]`) as one entry per host.
+fn expand_host_ranges(
+    cluster: &str,
+    machines: Vec<MachineTable>,
+) -> Result<Vec<MachineTable>, PlanError> {
+    if !machines.iter().any(|m| m.host.contains(['[', ']'])) {
+        return Ok(machines);
+    }
+    let mut expanded = Vec::with_capacity(machines.len());
+    for m in machines {
+        let hosts = hostlist::expand(&m.host)
+            .map_err(|message| invalid(Some(cluster), "machines.host", message))?;
+        expanded.extend(hosts.into_iter().map(|host| MachineTable { host, ..m }));
+    }
+    Ok(expanded)
 }

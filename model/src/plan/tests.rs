@@ -502,6 +502,44 @@ fn a_host_may_appear_twice() {
     assert_eq!(input.system.clusters[1].workers.len(), 3);
 }
 
+/// `host = "x[3-5]"` is three worker entries with the role and `perf` written once, which
+/// `use_workers` names one by one; a bad range is an error naming the cluster and the key.
+#[test]
+fn a_host_range_is_one_entry_per_host() {
+    let text = SMALL.replace(
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n",
+        "  { host = \"x2\", role = \"worker\", perf = 3.0 },\n  { host = \"x[03-5]\", role = \"worker\", perf = 4.0 },\n",
+    );
+    let plan = Plan::from_toml_str(&text).unwrap();
+    let workers: Vec<(&str, Option<f64>)> = plan.clusters[1]
+        .workers()
+        .map(|m| (m.host.as_str(), m.perf))
+        .collect();
+    assert_eq!(
+        workers,
+        [
+            ("x1", Some(2.0)),
+            ("x2", Some(3.0)),
+            ("x03", Some(4.0)),
+            ("x04", Some(4.0)),
+            ("x05", Some(4.0))
+        ]
+    );
+    let pinned = text.replace("use_workers = [\"x1\"]", "use_workers = [\"x04\"]");
+    let input = Plan::from_toml_str(&pinned)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    assert_eq!(
+        input.selection,
+        SelectionRequest::Pinned(vec![vec![0], vec![3]])
+    );
+    assert_eq!(
+        error_of(&text.replace("x[03-5]", "x[5-3]")),
+        "cluster `away`, key `machines.host`: `x[5-3]`: the range `5-3` runs backwards"
+    );
+}
+
 /// A file in the temporary directory, removed when dropped.
 struct TempFile(std::path::PathBuf);
 

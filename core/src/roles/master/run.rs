@@ -35,8 +35,9 @@ impl<S: TaskSource> MasterCore<S> {
         scheduler: Box<dyn Scheduler>,
         mut source: S,
     ) -> Self {
-        let mut tallies = RankTable::default();
+        let mut tallies = RankTable::with_ranks(machines.ranks.len());
         let mut waiting = Waiting::default();
+        waiting.reserve_ranks(machines.ranks.len());
         for (rank, line) in machines.ranks.iter().enumerate().skip(1) {
             let kind = match &line.cm {
                 None => Kind::Worker,
