@@ -61,6 +61,13 @@ pub(crate) struct Section {
     pub(crate) calibration: Vec<String>,
     /// `hmw report`'s output.
     pub(crate) report: String,
+    /// The plan given `[model] contention = "mva"` (a copy of `plan` in the work folder).
+    pub(crate) mva_plan: String,
+    /// `hmw predict`'s `NAME workers: ...` lines with it, when they differ from `workers`
+    /// (empty when they do not).
+    pub(crate) mva_workers: Vec<String>,
+    /// `hmw report`'s comparison with it (to its `verdict` line).
+    pub(crate) mva_report: String,
     /// `hmw simulate`'s output.
     pub(crate) simulate: String,
 }
@@ -101,7 +108,8 @@ impl Document<'_> {
         }
         let _ = write!(
             out,
-            "\n```\n{}\n{}\n```\n",
+            "\n```\n{}\n{}\n{}\n```\n",
+            self.totals.contention_line(),
             self.totals.simulation_line(),
             self.totals.validation_line()
         );
@@ -150,8 +158,8 @@ impl Document<'_> {
     fn results(&self, out: &mut String) {
         out.push_str("## Results\n\n");
         out.push_str(
-            "| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | simulated, median of 3 (s) | measured (s) | error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |\n\
-             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|\n",
+            "| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | MVA best, worst (s) | simulated, median of 3 (s) | measured (s) | error | MVA error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | MVA inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|\n",
         );
         for row in self.rows {
             let shown = if row.counted {
@@ -159,24 +167,33 @@ impl Document<'_> {
             } else {
                 format!("{} (apart: capped, not counted)", row.name)
             };
-            let s = &row.summary;
+            let (s, mva) = (&row.summary, &row.mva.summary);
             let _ = writeln!(
                 out,
-                "| [{shown}](#{}) | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| [{shown}](#{}) | `{}` | {} | {} | {} | {} | {}, {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 row.name,
                 added(row),
                 s.bottlenecks.replace(',', ", "),
                 s.best_s,
                 s.worst_s,
                 percent(&s.band_width),
+                mva.best_s,
+                mva.worst_s,
+                if row.mva.other_workers {
+                    " (other workers)"
+                } else {
+                    ""
+                },
                 row.simulated_s,
                 s.makespan_s,
                 percent(&s.err),
+                percent(&mva.err),
                 percent(&row.sim_err),
                 percent(&row.spread).replace('+', ""),
                 listed_ratios(row),
                 row.scaled_err.as_ref().map_or_else(|| "-".to_owned(), percent),
-                if row.judged_inside() { "yes" } else { "**no**" },
+                yes_no(row.judged_inside()),
+                yes_no(row.judged_mva_inside()),
                 row.judged_shares_within(),
                 row.judged_clusters_eff_within(),
                 row.launcher_s.as_deref().unwrap_or("nan"),
@@ -200,6 +217,31 @@ impl Document<'_> {
             t.closed_misses,
             n = t.scenarios,
         );
+        let _ = write!(
+            out,
+            "The same runs against the model with `[model] contention = \"mva\"` (a cluster's rate\n\
+             from its closed network, `docs/model.md` section 16; each scenario by its predictor, so\n\
+             the outages by the simulation under both): median absolute error {}, inside in {} of\n\
+             the {n}, against {} and {} with the bottleneck formulas (the plans as they are): {}.\n",
+            words(&t.mva_median_err),
+            t.mva_inside,
+            words(&t.median_err),
+            t.inside,
+            if t.mva_no_worse() {
+                "no worse"
+            } else {
+                "worse"
+            },
+            n = t.scenarios,
+        );
+        if t.mva_other_workers > 0 {
+            let _ = write!(
+                out,
+                "In {} of them the network's rate selects other workers than the runs used: its\n\
+                 figures there predict another run.\n",
+                t.mva_other_workers
+            );
+        }
         if let Some((raw, scaled)) = &t.testbed {
             let _ = write!(
                 out,
@@ -291,6 +333,31 @@ impl Document<'_> {
         }
         let _ = write!(
             out,
+            "```\n\nThe same run against the model with `[model] contention = \"mva\"` (`{name}.mva.toml`:\n\
+             the plan above with that key, kept in `plans/` beside the results).\n"
+        );
+        if !section.mva_workers.is_empty() {
+            let _ = writeln!(
+                out,
+                "With it the model selects other workers than the runs used: {}; these figures\n\
+                 predict that run.",
+                section.mva_workers.join("; ")
+            );
+        }
+        let _ = write!(
+            out,
+            "\n```\n$ hmw report STATS --plan {name}.mva.toml --measured {name}.system.toml\n"
+        );
+        let mva_given = format!("{given} with contention = mva");
+        for line in section.mva_report.lines() {
+            let _ = writeln!(
+                out,
+                "{}",
+                line.replace(section.mva_plan.as_str(), &mva_given)
+            );
+        }
+        let _ = write!(
+            out,
             "```\n\n```\n$ hmw simulate {shown} --measured {name}.system.toml --runs 3\n"
         );
         for line in section.simulate.lines() {
@@ -299,6 +366,15 @@ impl Document<'_> {
             }
         }
         let _ = write!(out, "```\n\n![{name}]({chart})\n");
+    }
+}
+
+/// A verdict in the table: `yes`, or a `no` that stands out.
+fn yes_no(inside: bool) -> &'static str {
+    if inside {
+        "yes"
+    } else {
+        "**no**"
     }
 }
 
@@ -349,6 +425,11 @@ mod tests {
         tb.real_compute = true;
         tb.added = Some("ba6d65a".to_owned());
         tb.launcher_s = Some("4.6".to_owned());
+        tb.mva.summary.best_s = Figure::parse("1.300").unwrap();
+        tb.mva.summary.worst_s = Figure::parse("1.330").unwrap();
+        tb.mva.summary.err = Figure::parse("-0.1429").unwrap();
+        tb.mva.summary.inside = false;
+        tb.mva.other_workers = true;
         let mut capped = row(
             "two-clusters-capped",
             &report("6.110", "6.056", "6.156", "0.0010"),
@@ -373,6 +454,11 @@ mod tests {
                 .to_owned(),
             simulate: "== simulated val (/repo/configs/validation/tb-tsp-hetero.toml): 3 runs\n\
                        simulate runs=3 median_s=1.2974\n"
+                .to_owned(),
+            mva_plan: "/repo/target/validation/quick/plans/tb-tsp-hetero.mva.toml".to_owned(),
+            mva_workers: vec!["lyon workers: lyon-1".to_owned()],
+            mva_report: "== val: predicted (/repo/target/validation/quick/plans/tb-tsp-hetero.mva.toml, measured values from /repo/target/validation/quick/tb-tsp-hetero.system.toml)\n\
+                         verdict FAIL: measured makespan 1.125 s outside the tolerance 1.2 to 1.4 s\n"
                 .to_owned(),
         }]
     }
@@ -429,10 +515,10 @@ LAN measured in this run, just before local-comm (its prediction uses this):
 
 ## Results
 
-| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | simulated, median of 3 (s) | measured (s) | error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |
-|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|
-| [tb-tsp-hetero](#tb-tsp-hetero) | `ba6d65a` | local:compute | 1.274 | 1.305 | +1.5 % | 1.2974 | 1.125 | -12.8 % | -13.3 % | 3.8 % | 0.876, 0.891, - | -2.1 % | **no** | 1/1 | 1/1 | 4.6 |
-| [two-clusters-capped (apart: capped, not counted)](#two-clusters-capped) | `uncommitted` | local:compute | 6.056 | 6.156 | +1.5 % | 6.110 | 6.110 | +0.1 % | +0.0 % | 0.2 % | - | - | yes | 1/1 | 1/1 | 5.5 |
+| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | MVA best, worst (s) | simulated, median of 3 (s) | measured (s) | error | MVA error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | MVA inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|
+| [tb-tsp-hetero](#tb-tsp-hetero) | `ba6d65a` | local:compute | 1.274 | 1.305 | +1.5 % | 1.300, 1.330 (other workers) | 1.2974 | 1.125 | -12.8 % | -14.3 % | -13.3 % | 3.8 % | 0.876, 0.891, - | -2.1 % | **no** | **no** | 1/1 | 1/1 | 4.6 |
+| [two-clusters-capped (apart: capped, not counted)](#two-clusters-capped) | `uncommitted` | local:compute | 6.056 | 6.156 | +1.5 % | 6.056, 6.156 | 6.110 | 6.110 | +0.1 % | +0.1 % | +0.0 % | 0.2 % | - | - | yes | yes | 1/1 | 1/1 | 5.5 |
 
 Over the 1 counted scenarios: median absolute error 12.8 %,
 largest 12.8 %. `hmw simulate` (the real cores in virtual
@@ -440,6 +526,12 @@ time, median of three seeded runs; error `(measured - simulated) / simulated`): 
 error 13.3 %, largest 13.3 %; within max(5 %, the spread of
 the scenario's three runs) in 0 of the 1; closer than the closed form in 0 of
 the 1 scenarios where the closed form misses by more than 3 %.
+The same runs against the model with `[model] contention = \"mva\"` (a cluster's rate
+from its closed network, `docs/model.md` section 16; each scenario by its predictor, so
+the outages by the simulation under both): median absolute error 14.3 %, inside in 0 of
+the 1, against 12.8 % and 0 with the bottleneck formulas (the plans as they are): worse.
+In 1 of them the network's rate selects other workers than the runs used: its
+figures there predict another run.
 On the testbed scenarios the median absolute error is 12.8 %, and 2.1 % at the
 machine speed of their calibrations.
 
@@ -474,6 +566,17 @@ $ hmw report STATS --plan configs/validation/tb-tsp-hetero.toml --measured tb-ts
 lyon: 3 workers busy
 ```
 
+The same run against the model with `[model] contention = \"mva\"` (`tb-tsp-hetero.mva.toml`:
+the plan above with that key, kept in `plans/` beside the results).
+With it the model selects other workers than the runs used: lyon workers: lyon-1; these figures
+predict that run.
+
+```
+$ hmw report STATS --plan tb-tsp-hetero.mva.toml --measured tb-tsp-hetero.system.toml
+== val: predicted (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9 with contention = mva, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
+verdict FAIL: measured makespan 1.125 s outside the tolerance 1.2 to 1.4 s
+```
+
 ```
 $ hmw simulate configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.system.toml --runs 3
 == simulated val (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9): 3 runs
@@ -482,6 +585,7 @@ $ hmw simulate configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.sy
 ![tb-tsp-hetero](charts/tb-tsp-hetero.svg)
 
 ```
+contention mva_median_err=0.1429 mva_inside=0/1 bottleneck_median_err=0.1276 bottleneck_inside=0/1 mva_no_worse=false mva_other_workers=1
 simulation sim_median_err=0.1329 sim_max_err=0.1329 sim_within=0/1 sim_closer=0/1
 validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0/0 eff_within=1/1 real_compute=1 calibrated=true capped=0 band_width_median=0.0150
 ```
@@ -518,7 +622,8 @@ validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0
         assert!(!text.contains("LAN measured") && !text.contains("Failures:"));
         assert!(!text.contains("On the testbed scenarios"));
         assert!(text.contains("Over the 0 counted scenarios: median absolute error nan %,\n"));
-        assert!(text.contains("more than 3 %.\n\n## Where the differences come from\n"));
+        assert!(text.contains("bottleneck formulas (the plans as they are): worse.\n\n## Where the differences come from\n"));
+        assert!(!text.contains("rate selects other workers than the runs used"));
         assert!(text.ends_with("band_width_median=nan\n```\n"));
         doc.mode = Mode::Quick;
         assert!(doc.render().contains("(quick mode)"));
