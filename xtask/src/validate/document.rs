@@ -53,7 +53,8 @@ pub(crate) struct Section {
     pub(crate) description: String,
     /// `hmw predict`'s `NAME workers: ...` lines.
     pub(crate) workers: Vec<String>,
-    /// The first `lan_bytes_per_s` written in the plan run.
+    /// The first `lan_bytes_per_s` written in the plan run, when the suite wrote it there (the
+    /// LAN measured just before); empty when the plan is run as committed.
     pub(crate) lan: String,
     /// `hmw calibrate`'s `--lan-runs` for it.
     pub(crate) lan_runs: [&'static str; 2],
@@ -262,7 +263,7 @@ impl Document<'_> {
 
     fn section(&self, out: &mut String, section: &Section) {
         let (name, shown, plan) = (&section.name, &section.shown, &section.plan);
-        let rewritten = plan != shown;
+        let rewritten = !section.lan.is_empty();
         let _ = write!(
             out,
             "\n## {name}\n\n{}\n\nPlan: [`{shown}`](../{shown}){}.\n",
@@ -446,7 +447,7 @@ mod tests {
             plan: "/repo/configs/validation/tb-tsp-hetero.toml".to_owned(),
             description: "Real computation on the testbed.".to_owned(),
             workers: vec!["lyon workers: lyon-1 lyon-2".to_owned(), "spain workers: s-1".to_owned()],
-            lan: "1.0e9".to_owned(),
+            lan: String::new(),
             lan_runs: ["--lan-runs", "1"],
             calibration: vec!["cluster  worker  ops/s".to_owned(), "measured in: workers 9 s".to_owned()],
             report: "== val: predicted (/repo/configs/validation/tb-tsp-hetero.toml, measured values from /repo/target/validation/quick/tb-tsp-hetero.system.toml)\n\
@@ -544,13 +545,11 @@ Failures:
 
 Real computation on the testbed.
 
-Plan: [`configs/validation/tb-tsp-hetero.toml`](../configs/validation/tb-tsp-hetero.toml) (with the LAN measured just before the run).
+Plan: [`configs/validation/tb-tsp-hetero.toml`](../configs/validation/tb-tsp-hetero.toml).
 Workers used: lyon workers: lyon-1 lyon-2; spain workers: s-1.
 Added in commit `ba6d65a`.
 Measured makespans of its 3 runs: 1.105, 1.125, 1.148 s (the median is compared).
 The workers' CPU time per basic operation in each run, over the calibration's: 0.876, 0.891, nan.
-The run used this plan with `lan_bytes_per_s = 1.0e9` (bytes per second, measured
-by the LAN calibration just before it) in place of the value written in it.
 
 Its inputs, measured just before its runs (kept as `tb-tsp-hetero.system.toml` beside them):
 
@@ -562,7 +561,7 @@ measured in: workers 9 s
 
 ```
 $ hmw report STATS --plan configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.system.toml --svg charts/tb-tsp-hetero.svg
-== val: predicted (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
+== val: predicted (configs/validation/tb-tsp-hetero.toml, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
 lyon: 3 workers busy
 ```
 
@@ -573,13 +572,13 @@ predict that run.
 
 ```
 $ hmw report STATS --plan tb-tsp-hetero.mva.toml --measured tb-tsp-hetero.system.toml
-== val: predicted (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9 with contention = mva, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
+== val: predicted (configs/validation/tb-tsp-hetero.toml with contention = mva, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
 verdict FAIL: measured makespan 1.125 s outside the tolerance 1.2 to 1.4 s
 ```
 
 ```
 $ hmw simulate configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.system.toml --runs 3
-== simulated val (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9): 3 runs
+== simulated val (configs/validation/tb-tsp-hetero.toml): 3 runs
 ```
 
 ![tb-tsp-hetero](charts/tb-tsp-hetero.svg)
@@ -593,6 +592,40 @@ validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0
         let expected =
             format!("{expected_head}{DEFINITIONS}{expected_results}{DIFFERENCES}{expected_tail}");
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_plan_given_the_measured_lan() {
+        let rows = vec![row(
+            "local-comm",
+            &report("3.100", "3.000", "3.050", "0.0248"),
+        )];
+        let totals = Totals::of(&rows);
+        let copy = "/repo/target/validation/quick/plans/local-comm.toml";
+        let section = Section {
+            name: "local-comm".to_owned(),
+            shown: "configs/validation/local-comm.toml".to_owned(),
+            plan: copy.to_owned(),
+            lan: "2.9300e+09".to_owned(),
+            report: format!("== val: predicted ({copy}) against measured (s)\n"),
+            mva_plan: "/repo/target/validation/quick/plans/local-comm.mva.toml".to_owned(),
+            mva_report: "== val: predicted (/repo/target/validation/quick/plans/local-comm.mva.toml) against measured (s)\n".to_owned(),
+            mva_workers: Vec::new(),
+            simulate: format!("== simulated val ({copy}): 3 runs\n"),
+            ..sections().remove(0)
+        };
+        let text = document(&rows, &totals, &[], &[section]);
+        let given = "configs/validation/local-comm.toml with lan_bytes_per_s = 2.9300e+09";
+        for expected in [
+            "(../configs/validation/local-comm.toml) (with the LAN measured just before the run).\n",
+            "The run used this plan with `lan_bytes_per_s = 2.9300e+09` (bytes per second, measured\n",
+            &format!("== val: predicted ({given}) against measured (s)\n"),
+            &format!("== val: predicted ({given} with contention = mva) against measured (s)\n"),
+            &format!("== simulated val ({given}): 3 runs\n"),
+        ] {
+            assert!(text.contains(expected), "{expected}");
+        }
+        assert!(!text.contains("target/validation/quick/plans"));
     }
 
     #[test]

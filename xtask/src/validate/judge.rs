@@ -138,10 +138,10 @@ pub(crate) fn judge(
             mva_workers
         },
         workers: plan_workers,
-        lan: if plan == scenario.plan {
-            String::new()
-        } else {
+        lan: if scenario.lan_measured() {
             written_lan(&read_output(Path::new(plan))?)
+        } else {
+            String::new()
         },
         plan: plan.to_owned(),
         lan_runs: scenario.lan_runs(),
