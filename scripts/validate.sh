@@ -5,7 +5,11 @@
 # them (as root: `hmw-testbed` creates namespaces and cgroups), compares the measured
 # makespan and efficiency with the model's prediction for the same plan (`hmw predict`,
 # `hmw report`), and rewrites docs/validation.md with the table and the charts
-# (docs/validation/*.svg).
+# (docs/validation/*.svg). Each scenario's runs are measured once and compared with two
+# predictions: the plan as it is (a cluster's rate from the bottleneck formulas, the default)
+# and the plan given `[model] contention = "mva"` (its closed network, docs/model.md section
+# 16; a copy in the work folder, plans/NAME.mva.toml). Every verdict and the gate are the
+# first one's; the second is reported beside it.
 #
 #   scripts/validate.sh           # every scenario, three runs each,
 #                                 # rewrites docs/validation.md
@@ -38,7 +42,15 @@
 # (the measured makespan against the median of three seeded runs; sim_within counts the
 # scenarios whose simulated error is at most max(5 %, the spread of its measured runs: (longest -
 # shortest) / median); sim_closer counts the scenarios where it is closer than the closed form
-# among the M where the closed form misses by more than 3 %).
+# among the M where the closed form misses by more than 3 %). The line before that compares
+# the two contention models on the same runs, over the same N scenarios, each by its
+# predictor as in the last line (the outages by the simulation under both):
+#   contention mva_median_err=E1 mva_inside=K1/N bottleneck_median_err=E2 bottleneck_inside=K2/N mva_no_worse=B mva_other_workers=W
+# (E2 and K2 are the last line's median_err and inside; B is true when E1 <= E2 and K1 >= K2;
+# W counts the scenarios where the network's rate selects other workers than the runs used,
+# `selection = "auto"`: its figures there predict another run). Each scenario prints its own
+# `contention mva_best_s=.. mva_worst_s=.. mva_err=.. mva_inside=.. bottleneck_err=..
+# bottleneck_inside=..` line after its report line.
 #
 # The suite itself (the scenario table, the runs, the parsing of what the tools print, the
 # verdicts and totals, the document, the testbed taken down on every way out) is the Rust of

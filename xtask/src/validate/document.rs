@@ -53,7 +53,8 @@ pub(crate) struct Section {
     pub(crate) description: String,
     /// `hmw predict`'s `NAME workers: ...` lines.
     pub(crate) workers: Vec<String>,
-    /// The first `lan_bytes_per_s` written in the plan run.
+    /// The first `lan_bytes_per_s` written in the plan run, when the suite wrote it there (the
+    /// LAN measured just before); empty when the plan is run as committed.
     pub(crate) lan: String,
     /// `hmw calibrate`'s `--lan-runs` for it.
     pub(crate) lan_runs: [&'static str; 2],
@@ -61,6 +62,13 @@ pub(crate) struct Section {
     pub(crate) calibration: Vec<String>,
     /// `hmw report`'s output.
     pub(crate) report: String,
+    /// The plan given `[model] contention = "mva"` (a copy of `plan` in the work folder).
+    pub(crate) mva_plan: String,
+    /// `hmw predict`'s `NAME workers: ...` lines with it, when they differ from `workers`
+    /// (empty when they do not).
+    pub(crate) mva_workers: Vec<String>,
+    /// `hmw report`'s comparison with it (to its `verdict` line).
+    pub(crate) mva_report: String,
     /// `hmw simulate`'s output.
     pub(crate) simulate: String,
 }
@@ -101,7 +109,8 @@ impl Document<'_> {
         }
         let _ = write!(
             out,
-            "\n```\n{}\n{}\n```\n",
+            "\n```\n{}\n{}\n{}\n```\n",
+            self.totals.contention_line(),
             self.totals.simulation_line(),
             self.totals.validation_line()
         );
@@ -150,8 +159,8 @@ impl Document<'_> {
     fn results(&self, out: &mut String) {
         out.push_str("## Results\n\n");
         out.push_str(
-            "| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | simulated, median of 3 (s) | measured (s) | error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |\n\
-             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|\n",
+            "| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | MVA best, worst (s) | simulated, median of 3 (s) | measured (s) | error | MVA error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | MVA inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |\n\
+             |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|\n",
         );
         for row in self.rows {
             let shown = if row.counted {
@@ -159,24 +168,33 @@ impl Document<'_> {
             } else {
                 format!("{} (apart: capped, not counted)", row.name)
             };
-            let s = &row.summary;
+            let (s, mva) = (&row.summary, &row.mva.summary);
             let _ = writeln!(
                 out,
-                "| [{shown}](#{}) | `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| [{shown}](#{}) | `{}` | {} | {} | {} | {} | {}, {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 row.name,
                 added(row),
                 s.bottlenecks.replace(',', ", "),
                 s.best_s,
                 s.worst_s,
                 percent(&s.band_width),
+                mva.best_s,
+                mva.worst_s,
+                if row.mva.other_workers {
+                    " (other workers)"
+                } else {
+                    ""
+                },
                 row.simulated_s,
                 s.makespan_s,
                 percent(&s.err),
+                percent(&mva.err),
                 percent(&row.sim_err),
                 percent(&row.spread).replace('+', ""),
                 listed_ratios(row),
                 row.scaled_err.as_ref().map_or_else(|| "-".to_owned(), percent),
-                if row.judged_inside() { "yes" } else { "**no**" },
+                yes_no(row.judged_inside()),
+                yes_no(row.judged_mva_inside()),
                 row.judged_shares_within(),
                 row.judged_clusters_eff_within(),
                 row.launcher_s.as_deref().unwrap_or("nan"),
@@ -200,6 +218,31 @@ impl Document<'_> {
             t.closed_misses,
             n = t.scenarios,
         );
+        let _ = write!(
+            out,
+            "The same runs against the model with `[model] contention = \"mva\"` (a cluster's rate\n\
+             from its closed network, `docs/model.md` section 16; each scenario by its predictor, so\n\
+             the outages by the simulation under both): median absolute error {}, inside in {} of\n\
+             the {n}, against {} and {} with the bottleneck formulas (the plans as they are): {}.\n",
+            words(&t.mva_median_err),
+            t.mva_inside,
+            words(&t.median_err),
+            t.inside,
+            if t.mva_no_worse() {
+                "no worse"
+            } else {
+                "worse"
+            },
+            n = t.scenarios,
+        );
+        if t.mva_other_workers > 0 {
+            let _ = write!(
+                out,
+                "In {} of them the network's rate selects other workers than the runs used: its\n\
+                 figures there predict another run.\n",
+                t.mva_other_workers
+            );
+        }
         if let Some((raw, scaled)) = &t.testbed {
             let _ = write!(
                 out,
@@ -220,7 +263,7 @@ impl Document<'_> {
 
     fn section(&self, out: &mut String, section: &Section) {
         let (name, shown, plan) = (&section.name, &section.shown, &section.plan);
-        let rewritten = plan != shown;
+        let rewritten = !section.lan.is_empty();
         let _ = write!(
             out,
             "\n## {name}\n\n{}\n\nPlan: [`{shown}`](../{shown}){}.\n",
@@ -291,6 +334,31 @@ impl Document<'_> {
         }
         let _ = write!(
             out,
+            "```\n\nThe same run against the model with `[model] contention = \"mva\"` (`{name}.mva.toml`:\n\
+             the plan above with that key, kept in `plans/` beside the results).\n"
+        );
+        if !section.mva_workers.is_empty() {
+            let _ = writeln!(
+                out,
+                "With it the model selects other workers than the runs used: {}; these figures\n\
+                 predict that run.",
+                section.mva_workers.join("; ")
+            );
+        }
+        let _ = write!(
+            out,
+            "\n```\n$ hmw report STATS --plan {name}.mva.toml --measured {name}.system.toml\n"
+        );
+        let mva_given = format!("{given} with contention = mva");
+        for line in section.mva_report.lines() {
+            let _ = writeln!(
+                out,
+                "{}",
+                line.replace(section.mva_plan.as_str(), &mva_given)
+            );
+        }
+        let _ = write!(
+            out,
             "```\n\n```\n$ hmw simulate {shown} --measured {name}.system.toml --runs 3\n"
         );
         for line in section.simulate.lines() {
@@ -299,6 +367,15 @@ impl Document<'_> {
             }
         }
         let _ = write!(out, "```\n\n![{name}]({chart})\n");
+    }
+}
+
+/// A verdict in the table: `yes`, or a `no` that stands out.
+fn yes_no(inside: bool) -> &'static str {
+    if inside {
+        "yes"
+    } else {
+        "**no**"
     }
 }
 
@@ -349,6 +426,11 @@ mod tests {
         tb.real_compute = true;
         tb.added = Some("ba6d65a".to_owned());
         tb.launcher_s = Some("4.6".to_owned());
+        tb.mva.summary.best_s = Figure::parse("1.300").unwrap();
+        tb.mva.summary.worst_s = Figure::parse("1.330").unwrap();
+        tb.mva.summary.err = Figure::parse("-0.1429").unwrap();
+        tb.mva.summary.inside = false;
+        tb.mva.other_workers = true;
         let mut capped = row(
             "two-clusters-capped",
             &report("6.110", "6.056", "6.156", "0.0010"),
@@ -365,7 +447,7 @@ mod tests {
             plan: "/repo/configs/validation/tb-tsp-hetero.toml".to_owned(),
             description: "Real computation on the testbed.".to_owned(),
             workers: vec!["lyon workers: lyon-1 lyon-2".to_owned(), "spain workers: s-1".to_owned()],
-            lan: "1.0e9".to_owned(),
+            lan: String::new(),
             lan_runs: ["--lan-runs", "1"],
             calibration: vec!["cluster  worker  ops/s".to_owned(), "measured in: workers 9 s".to_owned()],
             report: "== val: predicted (/repo/configs/validation/tb-tsp-hetero.toml, measured values from /repo/target/validation/quick/tb-tsp-hetero.system.toml)\n\
@@ -373,6 +455,11 @@ mod tests {
                 .to_owned(),
             simulate: "== simulated val (/repo/configs/validation/tb-tsp-hetero.toml): 3 runs\n\
                        simulate runs=3 median_s=1.2974\n"
+                .to_owned(),
+            mva_plan: "/repo/target/validation/quick/plans/tb-tsp-hetero.mva.toml".to_owned(),
+            mva_workers: vec!["lyon workers: lyon-1".to_owned()],
+            mva_report: "== val: predicted (/repo/target/validation/quick/plans/tb-tsp-hetero.mva.toml, measured values from /repo/target/validation/quick/tb-tsp-hetero.system.toml)\n\
+                         verdict FAIL: measured makespan 1.125 s outside the tolerance 1.2 to 1.4 s\n"
                 .to_owned(),
         }]
     }
@@ -429,10 +516,10 @@ LAN measured in this run, just before local-comm (its prediction uses this):
 
 ## Results
 
-| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | simulated, median of 3 (s) | measured (s) | error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |
-|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|
-| [tb-tsp-hetero](#tb-tsp-hetero) | `ba6d65a` | local:compute | 1.274 | 1.305 | +1.5 % | 1.2974 | 1.125 | -12.8 % | -13.3 % | 3.8 % | 0.876, 0.891, - | -2.1 % | **no** | 1/1 | 1/1 | 4.6 |
-| [two-clusters-capped (apart: capped, not counted)](#two-clusters-capped) | `uncommitted` | local:compute | 6.056 | 6.156 | +1.5 % | 6.110 | 6.110 | +0.1 % | +0.0 % | 0.2 % | - | - | yes | 1/1 | 1/1 | 5.5 |
+| scenario | added in | bottleneck (predicted) | predicted best (s) | predicted worst (s) | band width | MVA best, worst (s) | simulated, median of 3 (s) | measured (s) | error | MVA error | simulated error | runs' spread | CPU per operation, runs / calibration | error at the calibration's speed | inside | MVA inside | shares within 5 points | efficiency (busy) within 5 points | `hmw launch` wall time (s) |
+|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|---:|
+| [tb-tsp-hetero](#tb-tsp-hetero) | `ba6d65a` | local:compute | 1.274 | 1.305 | +1.5 % | 1.300, 1.330 (other workers) | 1.2974 | 1.125 | -12.8 % | -14.3 % | -13.3 % | 3.8 % | 0.876, 0.891, - | -2.1 % | **no** | **no** | 1/1 | 1/1 | 4.6 |
+| [two-clusters-capped (apart: capped, not counted)](#two-clusters-capped) | `uncommitted` | local:compute | 6.056 | 6.156 | +1.5 % | 6.056, 6.156 | 6.110 | 6.110 | +0.1 % | +0.1 % | +0.0 % | 0.2 % | - | - | yes | yes | 1/1 | 1/1 | 5.5 |
 
 Over the 1 counted scenarios: median absolute error 12.8 %,
 largest 12.8 %. `hmw simulate` (the real cores in virtual
@@ -440,6 +527,12 @@ time, median of three seeded runs; error `(measured - simulated) / simulated`): 
 error 13.3 %, largest 13.3 %; within max(5 %, the spread of
 the scenario's three runs) in 0 of the 1; closer than the closed form in 0 of
 the 1 scenarios where the closed form misses by more than 3 %.
+The same runs against the model with `[model] contention = \"mva\"` (a cluster's rate
+from its closed network, `docs/model.md` section 16; each scenario by its predictor, so
+the outages by the simulation under both): median absolute error 14.3 %, inside in 0 of
+the 1, against 12.8 % and 0 with the bottleneck formulas (the plans as they are): worse.
+In 1 of them the network's rate selects other workers than the runs used: its
+figures there predict another run.
 On the testbed scenarios the median absolute error is 12.8 %, and 2.1 % at the
 machine speed of their calibrations.
 
@@ -452,13 +545,11 @@ Failures:
 
 Real computation on the testbed.
 
-Plan: [`configs/validation/tb-tsp-hetero.toml`](../configs/validation/tb-tsp-hetero.toml) (with the LAN measured just before the run).
+Plan: [`configs/validation/tb-tsp-hetero.toml`](../configs/validation/tb-tsp-hetero.toml).
 Workers used: lyon workers: lyon-1 lyon-2; spain workers: s-1.
 Added in commit `ba6d65a`.
 Measured makespans of its 3 runs: 1.105, 1.125, 1.148 s (the median is compared).
 The workers' CPU time per basic operation in each run, over the calibration's: 0.876, 0.891, nan.
-The run used this plan with `lan_bytes_per_s = 1.0e9` (bytes per second, measured
-by the LAN calibration just before it) in place of the value written in it.
 
 Its inputs, measured just before its runs (kept as `tb-tsp-hetero.system.toml` beside them):
 
@@ -470,18 +561,30 @@ measured in: workers 9 s
 
 ```
 $ hmw report STATS --plan configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.system.toml --svg charts/tb-tsp-hetero.svg
-== val: predicted (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
+== val: predicted (configs/validation/tb-tsp-hetero.toml, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
 lyon: 3 workers busy
+```
+
+The same run against the model with `[model] contention = \"mva\"` (`tb-tsp-hetero.mva.toml`:
+the plan above with that key, kept in `plans/` beside the results).
+With it the model selects other workers than the runs used: lyon workers: lyon-1; these figures
+predict that run.
+
+```
+$ hmw report STATS --plan tb-tsp-hetero.mva.toml --measured tb-tsp-hetero.system.toml
+== val: predicted (configs/validation/tb-tsp-hetero.toml with contention = mva, measured values from target/validation/quick/tb-tsp-hetero.system.toml)
+verdict FAIL: measured makespan 1.125 s outside the tolerance 1.2 to 1.4 s
 ```
 
 ```
 $ hmw simulate configs/validation/tb-tsp-hetero.toml --measured tb-tsp-hetero.system.toml --runs 3
-== simulated val (configs/validation/tb-tsp-hetero.toml with lan_bytes_per_s = 1.0e9): 3 runs
+== simulated val (configs/validation/tb-tsp-hetero.toml): 3 runs
 ```
 
 ![tb-tsp-hetero](charts/tb-tsp-hetero.svg)
 
 ```
+contention mva_median_err=0.1429 mva_inside=0/1 bottleneck_median_err=0.1276 bottleneck_inside=0/1 mva_no_worse=false mva_other_workers=1
 simulation sim_median_err=0.1329 sim_max_err=0.1329 sim_within=0/1 sim_closer=0/1
 validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0/0 eff_within=1/1 real_compute=1 calibrated=true capped=0 band_width_median=0.0150
 ```
@@ -489,6 +592,40 @@ validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0
         let expected =
             format!("{expected_head}{DEFINITIONS}{expected_results}{DIFFERENCES}{expected_tail}");
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn a_plan_given_the_measured_lan() {
+        let rows = vec![row(
+            "local-comm",
+            &report("3.100", "3.000", "3.050", "0.0248"),
+        )];
+        let totals = Totals::of(&rows);
+        let copy = "/repo/target/validation/quick/plans/local-comm.toml";
+        let section = Section {
+            name: "local-comm".to_owned(),
+            shown: "configs/validation/local-comm.toml".to_owned(),
+            plan: copy.to_owned(),
+            lan: "2.9300e+09".to_owned(),
+            report: format!("== val: predicted ({copy}) against measured (s)\n"),
+            mva_plan: "/repo/target/validation/quick/plans/local-comm.mva.toml".to_owned(),
+            mva_report: "== val: predicted (/repo/target/validation/quick/plans/local-comm.mva.toml) against measured (s)\n".to_owned(),
+            mva_workers: Vec::new(),
+            simulate: format!("== simulated val ({copy}): 3 runs\n"),
+            ..sections().remove(0)
+        };
+        let text = document(&rows, &totals, &[], &[section]);
+        let given = "configs/validation/local-comm.toml with lan_bytes_per_s = 2.9300e+09";
+        for expected in [
+            "(../configs/validation/local-comm.toml) (with the LAN measured just before the run).\n",
+            "The run used this plan with `lan_bytes_per_s = 2.9300e+09` (bytes per second, measured\n",
+            &format!("== val: predicted ({given}) against measured (s)\n"),
+            &format!("== val: predicted ({given} with contention = mva) against measured (s)\n"),
+            &format!("== simulated val ({given}): 3 runs\n"),
+        ] {
+            assert!(text.contains(expected), "{expected}");
+        }
+        assert!(!text.contains("target/validation/quick/plans"));
     }
 
     #[test]
@@ -518,7 +655,8 @@ validation scenarios=1 inside=0 median_err=0.1276 max_err=0.1276 shares_within=0
         assert!(!text.contains("LAN measured") && !text.contains("Failures:"));
         assert!(!text.contains("On the testbed scenarios"));
         assert!(text.contains("Over the 0 counted scenarios: median absolute error nan %,\n"));
-        assert!(text.contains("more than 3 %.\n\n## Where the differences come from\n"));
+        assert!(text.contains("bottleneck formulas (the plans as they are): worse.\n\n## Where the differences come from\n"));
+        assert!(!text.contains("rate selects other workers than the runs used"));
         assert!(text.ends_with("band_width_median=nan\n```\n"));
         doc.mode = Mode::Quick;
         assert!(doc.render().contains("(quick mode)"));

@@ -1,6 +1,7 @@
 //! A scenario judged from what its tools left in the work folder (`NAME.report.txt`,
-//! `NAME.simulate.txt`, `NAME.predict.json`, `NAME.calibrate.log`, the runs' folders and
-//! logs): its row of the results and its section of the document.
+//! `NAME.simulate.txt`, `NAME.predict.json`, `NAME.calibrate.log`, the same report and
+//! prediction with `contention = "mva"` in `NAME.mva.report.txt` and `NAME.mva.predict.txt`,
+//! the runs' folders and logs): its row of the results and its section of the document.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +14,7 @@ use super::numbers::Figure;
 use super::process::output_of;
 use super::row::{
     error_from_middle, median_run, simulated_error, simulation_within, speed_scaled_median, spread,
-    Row, Run, SimulationVerdict,
+    MvaPrediction, Row, Run, SimulationVerdict,
 };
 use super::scenario::{description, written_lan, PlanFacts, Scenario};
 use super::tools::{
@@ -22,11 +23,13 @@ use super::tools::{
 };
 
 /// The row and the section of `scenario`, whose tools ran `plan` (its facts `facts`; on the
-/// testbed when `on_testbed`) and left their files in `work`; `runs` its runs, in order.
+/// testbed when `on_testbed`) and were given `mva_plan` (`plan` with `contention = "mva"`)
+/// for the second prediction, and left their files in `work`; `runs` its runs, in order.
 pub(crate) fn judge(
     work: &Path,
     scenario: &Scenario,
     plan: &str,
+    mva_plan: &str,
     facts: &PlanFacts,
     on_testbed: bool,
     runs: &[Run],
@@ -41,6 +44,18 @@ pub(crate) fn judge(
     let report_output = read_output(&report_txt)?;
     let summary = ReportSummary::from_output(&report_output)
         .with_context(|| format!("in {}", report_txt.display()))?;
+    let mva_report_txt = file(".mva.report.txt");
+    let mva_report_output = read_output(&mva_report_txt)?;
+    let mva_summary = ReportSummary::from_output(&mva_report_output)
+        .with_context(|| format!("in {}", mva_report_txt.display()))?;
+    // The workers each prediction selects: the plan's own are those the runs used.
+    let workers = |suffix: &str| -> Result<Vec<String>> {
+        Ok(predicted_workers(&read_output(&file(suffix))?)
+            .into_iter()
+            .map(str::to_owned)
+            .collect())
+    };
+    let (plan_workers, mva_workers) = (workers(".predict.txt")?, workers(".mva.predict.txt")?);
     let median = median_run(runs).ok_or_else(|| anyhow!("no run"))?;
     let makespans: Vec<Figure> = runs.iter().map(|r| r.launched.makespan_s.clone()).collect();
     let spread = spread(&makespans).ok_or_else(|| anyhow!("no run"))?;
@@ -94,6 +109,10 @@ pub(crate) fn judge(
         launcher_s: launcher_wall_time(&launch_log).map(str::to_owned),
         // The simulation's target: within max(5 %, the spread of the measured runs).
         sim_within: simulation_within(&sim_err, &spread),
+        mva: MvaPrediction {
+            summary: mva_summary,
+            other_workers: mva_workers != plan_workers,
+        },
         summary,
         makespans,
         spread,
@@ -113,14 +132,16 @@ pub(crate) fn judge(
         name: name.to_owned(),
         shown: scenario.plan.clone(),
         description: description(&read_output(Path::new(&scenario.plan))?),
-        workers: predicted_workers(&read_output(&file(".predict.txt"))?)
-            .into_iter()
-            .map(str::to_owned)
-            .collect(),
-        lan: if plan == scenario.plan {
-            String::new()
+        mva_workers: if mva_workers == plan_workers {
+            Vec::new()
         } else {
+            mva_workers
+        },
+        workers: plan_workers,
+        lan: if scenario.lan_measured() {
             written_lan(&read_output(Path::new(plan))?)
+        } else {
+            String::new()
         },
         plan: plan.to_owned(),
         lan_runs: scenario.lan_runs(),
@@ -129,9 +150,24 @@ pub(crate) fn judge(
             .map(str::to_owned)
             .collect(),
         report: report_output,
+        mva_plan: mva_plan.to_owned(),
+        mva_report: comparison(&mva_report_output).to_owned(),
         simulate: simulate_output,
     };
     Ok((row, section))
+}
+
+/// `hmw report`'s comparison of the prediction with the run: its output up to its `verdict`
+/// line (what follows it is the run alone); all of it when there is none.
+fn comparison(report: &str) -> &str {
+    let mut end = 0;
+    for line in report.split_inclusive('\n') {
+        end += line.len();
+        if line.starts_with("verdict ") {
+            return &report[..end];
+        }
+    }
+    report
 }
 
 /// The commit that added the file `path` (`git log --diff-filter=A`).
@@ -146,4 +182,23 @@ fn added_in(path: &str) -> Option<String> {
     ]))?;
     let hash = out.trim_end();
     (!hash.is_empty()).then(|| hash.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::comparison;
+
+    #[test]
+    fn a_reports_comparison() {
+        let report = "== val: predicted (p) against measured (s)\nmakespan s  1 2 3\n\
+                      verdict PASS: measured makespan 6.097 s inside the tolerance\n\
+                      lyon: 2 workers busy 98.5 %\nreport name=val tasks=3\n";
+        assert_eq!(
+            comparison(report),
+            "== val: predicted (p) against measured (s)\nmakespan s  1 2 3\n\
+             verdict PASS: measured makespan 6.097 s inside the tolerance\n"
+        );
+        assert_eq!(comparison("no verdict\nhere"), "no verdict\nhere");
+        assert_eq!(comparison("verdict FAIL: x"), "verdict FAIL: x");
+    }
 }

@@ -118,6 +118,17 @@ impl SimulationVerdict {
     }
 }
 
+/// The same runs against the model with `[model] contention = "mva"` (the plan as it is, the
+/// default `bottleneck`, is the row's `summary`): docs/model.md section 16.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct MvaPrediction {
+    /// `hmw report` on the median run with the plan given that key.
+    pub(crate) summary: ReportSummary,
+    /// It selects other workers than the plan as it is, which the runs used: its figures are
+    /// a prediction of another run.
+    pub(crate) other_workers: bool,
+}
+
 /// A scenario's line of the results: what its runs measured against what was predicted.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Row {
@@ -125,6 +136,8 @@ pub(crate) struct Row {
     pub(crate) name: String,
     /// `hmw report` on its median run.
     pub(crate) summary: ReportSummary,
+    /// The same with `contention = "mva"`.
+    pub(crate) mva: MvaPrediction,
     /// The launcher's own wall time of the median run.
     pub(crate) launcher_s: Option<String>,
     /// Each run's makespan, in the order they ran.
@@ -170,9 +183,19 @@ impl Row {
 
     /// Inside its tolerance, by its predictor.
     pub(crate) fn judged_inside(&self) -> bool {
+        self.inside_by(&self.summary)
+    }
+
+    /// Inside its tolerance with `contention = "mva"`, by its predictor.
+    pub(crate) fn judged_mva_inside(&self) -> bool {
+        self.inside_by(&self.mva.summary)
+    }
+
+    /// Inside, by its predictor, the closed form's verdict `closed_form`.
+    fn inside_by(&self, closed_form: &ReportSummary) -> bool {
         self.simulation
             .as_ref()
-            .map_or(self.summary.inside, |s| s.inside)
+            .map_or(closed_form.inside, |s| s.inside)
     }
 
     /// Inside the gate's tolerance, by its predictor.
@@ -184,9 +207,19 @@ impl Row {
 
     /// Its makespan error, by its predictor.
     pub(crate) fn judged_err(&self) -> &Figure {
+        self.err_by(&self.summary)
+    }
+
+    /// Its makespan error with `contention = "mva"`, by its predictor.
+    pub(crate) fn judged_mva_err(&self) -> &Figure {
+        self.err_by(&self.mva.summary)
+    }
+
+    /// The error, by its predictor, the closed form's verdict `closed_form`.
+    fn err_by<'a>(&'a self, closed_form: &'a ReportSummary) -> &'a Figure {
         match &self.simulation {
             Some(_) => &self.sim_err,
-            None => &self.summary.err,
+            None => &closed_form.err,
         }
     }
 
@@ -250,6 +283,25 @@ impl Row {
         )
     }
 
+    /// The line comparing the two contention models on its runs (the closed form's figures).
+    pub(crate) fn contention_line(&self) -> String {
+        let (mva, bottleneck) = (&self.mva.summary, &self.summary);
+        format!(
+            "  contention mva_best_s={} mva_worst_s={} mva_err={} mva_inside={} bottleneck_err={} bottleneck_inside={}{}",
+            mva.best_s,
+            mva.worst_s,
+            mva.err,
+            mva.inside,
+            bottleneck.err,
+            bottleneck.inside,
+            if self.mva.other_workers {
+                " mva_other_workers=true"
+            } else {
+                ""
+            }
+        )
+    }
+
     /// The full suite's failure: a makespan error beyond the wild error.
     pub(crate) fn wild_failure(&self) -> Option<String> {
         let (err, wild) = (self.judged_err(), WILD_ERROR.parse::<f64>().unwrap_or(0.25));
@@ -309,7 +361,7 @@ pub(crate) mod fixture {
     //! Rows as a real run makes them, for the tests of the totals and the document.
 
     use crate::validate::numbers::Figure;
-    use crate::validate::row::{simulated_error, simulation_within, spread, Row};
+    use crate::validate::row::{simulated_error, simulation_within, spread, MvaPrediction, Row};
     use crate::validate::tools::ReportSummary;
 
     /// A row of a closed-form scenario from its report line.
@@ -326,6 +378,10 @@ pub(crate) mod fixture {
             name: name.to_owned(),
             launcher_s: Some("5.5".to_owned()),
             sim_within: simulation_within(&sim_err, &spread),
+            mva: MvaPrediction {
+                summary: summary.clone(),
+                other_workers: false,
+            },
             summary,
             makespans,
             spread,
@@ -483,6 +539,41 @@ mod tests {
         assert!(r.simulated_line().ends_with(
             "predictor=simulate sim_inside=true sim_gate_inside=true sim_band_width=0.0000 sim_shares_within=0/2 sim_clusters_eff_within=1/2"
         ));
+    }
+
+    #[test]
+    fn the_two_contention_models() {
+        let mut r = row("local-comm", &report("6.097", "6.055", "6.155", "-0.0010"));
+        r.mva.summary = ReportSummary::parse(
+            &report("6.097", "6.320", "6.420", "-0.0431").replace(" inside=true", " inside=false"),
+        )
+        .unwrap();
+        assert_eq!(r.judged_mva_err().text(), "-0.0431");
+        assert_eq!(r.judged_err().text(), "-0.0010");
+        assert!(!r.judged_mva_inside() && r.judged_inside());
+        assert_eq!(
+            r.contention_line(),
+            "  contention mva_best_s=6.320 mva_worst_s=6.420 mva_err=-0.0431 mva_inside=false \
+             bottleneck_err=-0.0010 bottleneck_inside=true"
+        );
+        r.mva.other_workers = true;
+        assert!(r
+            .contention_line()
+            .ends_with(" bottleneck_inside=true mva_other_workers=true"));
+        // A scenario the simulation judges is judged alike under both.
+        let simulated = Simulated::from_output(
+            "simulate runs=3 median_s=6.0900 min_s=6.0800 max_s=6.1000 events=1 wall_s=0.1\n",
+        )
+        .unwrap();
+        r.sim_err = simulated_error(&r.summary.makespan_s, &simulated.median_s);
+        r.simulation = Some(SimulationVerdict::new(
+            &r.summary.makespan_s,
+            &simulated,
+            (Count { passed: 1, of: 1 }, Count { passed: 1, of: 1 }),
+        ));
+        assert_eq!(r.judged_mva_err(), r.judged_err());
+        assert_eq!(r.judged_mva_err().text(), "0.0011");
+        assert!(r.judged_mva_inside() && r.judged_inside());
     }
 
     #[test]

@@ -251,6 +251,65 @@ fn measured_lan_line(line: &str, value: &str) -> Option<String> {
     })
 }
 
+/// The plan `text` with `[model] contention = "VALUE"` (docs/model.md section 16): the key
+/// written first in its `[model]` table in place of any it had, or a `[model]` table of that
+/// key added at the end when the plan has none; read back to check that it says so.
+pub(crate) fn with_contention(text: &str, value: &str) -> Result<String> {
+    let key = format!("contention = \"{value}\"\n");
+    let (mut out, mut in_model, mut has_model) = (String::with_capacity(text.len()), false, false);
+    for line in text.split_inclusive('\n') {
+        if let Some(name) = table_header(line) {
+            in_model = name == "model";
+            if in_model {
+                has_model = true;
+                out.push_str(line);
+                if !line.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&key);
+                continue;
+            }
+        }
+        if in_model && sets_key(line, "contention") {
+            continue;
+        }
+        out.push_str(line);
+    }
+    if !has_model {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("\n[model]\n");
+        out.push_str(&key);
+    }
+    let read: toml::Value = toml::from_str(&out).context("the plan with `[model] contention`")?;
+    let written = read
+        .get("model")
+        .and_then(|model| model.get("contention"))
+        .and_then(toml::Value::as_str);
+    anyhow::ensure!(
+        written == Some(value),
+        "the plan with `[model] contention = \"{value}\"` reads {written:?}"
+    );
+    Ok(out)
+}
+
+/// The name of the table a `[NAME]` line opens; empty for an array of tables' `[[NAME]]`.
+fn table_header(line: &str) -> Option<&str> {
+    let inner = line.trim().strip_prefix('[')?;
+    if inner.starts_with('[') {
+        return Some("");
+    }
+    inner.split_once(']').map(|(name, _)| name.trim())
+}
+
+/// Whether `line` sets `key` (`key = ...`).
+fn sets_key(line: &str, key: &str) -> bool {
+    line.trim_start()
+        .strip_prefix(key)
+        .is_some_and(|rest| rest.trim_start().starts_with('='))
+}
+
 /// The text of the first `lan_bytes_per_s = N` of a plan, `N` as written.
 pub(crate) fn written_lan(plan_text: &str) -> String {
     plan_text
@@ -347,6 +406,45 @@ wan_outages = [\"3-9\"]
             with_measured_lan("lan_bytes_per_s = 1#x", "2"),
             "lan_bytes_per_s = 2# measured just now by lan-calibration.toml"
         );
+    }
+
+    #[test]
+    fn the_contention_given_to_a_plan() {
+        let model = "[application]\nname = \"x\"\n\n[model]   # the model\nselection = \"all\"\n\n[[cluster]]\nname = \"lyon\"\n";
+        let mva = with_contention(model, "mva").unwrap();
+        assert_eq!(
+            mva,
+            model.replace("# the model\n", "# the model\ncontention = \"mva\"\n")
+        );
+        // A contention written in the plan is replaced, one in another table left alone.
+        let written = model.replace(
+            "selection = \"all\"\n",
+            "contention  = \"bottleneck\"\nselection = \"all\"\n",
+        ) + "contention = \"kept\"\n";
+        let mva = with_contention(&written, "mva").unwrap();
+        assert!(!mva.contains("bottleneck") && mva.contains("contention = \"kept\""));
+        assert_eq!(mva.matches("contention = \"mva\"").count(), 1);
+        // A plan without `[model]` gets one at its end, also after a last line without its
+        // line end.
+        assert_eq!(
+            with_contention("[run]\nworker_buffers = 2", "mva").unwrap(),
+            "[run]\nworker_buffers = 2\n\n[model]\ncontention = \"mva\"\n"
+        );
+        // Every plan of the suite reads back as its own plan with the key.
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for s in selected(&root, Mode::Full, None).unwrap() {
+            let text = std::fs::read_to_string(root.join(&s.plan)).unwrap();
+            let mva: toml::Value = toml::from_str(&with_contention(&text, "mva").unwrap()).unwrap();
+            let mut plan: toml::Value = toml::from_str(&text).unwrap();
+            plan["model"]
+                .as_table_mut()
+                .unwrap()
+                .insert("contention".into(), "mva".into());
+            assert_eq!(mva, plan, "{}", s.name);
+        }
+        // A plan the key cannot be written in is an error, not a plan that says otherwise.
+        assert!(with_contention("model = 3\n", "mva").is_err());
+        assert!(with_contention("[model\n", "mva").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The suite from end to end: each scenario calibrated, predicted, simulated, run three times
-//! and reported on (on the testbed for the tb-* scenarios), the verdicts, the totals, the
-//! document, the last lines and the exit status.
+//! and reported on (on the testbed for the tb-* scenarios), its runs reported on again against
+//! the model with `[model] contention = "mva"`, the verdicts, the totals, the document, the
+//! last lines and the exit status.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -18,7 +19,9 @@ use super::process::{
     cat_to_stderr, interrupted, output_of, run_logged, tail_to_stderr, wait_for_the_end,
 };
 use super::row::{median_run, Row, Run};
-use super::scenario::{selected, with_measured_lan, PlanFacts, Scenario, LAN_CALIBRATION_PLAN};
+use super::scenario::{
+    selected, with_contention, with_measured_lan, PlanFacts, Scenario, LAN_CALIBRATION_PLAN,
+};
 use super::testbed::Testbed;
 use super::tools::{calibration_time, read_output, Launched, Simulated};
 use super::totals::Totals;
@@ -342,6 +345,20 @@ impl Suite {
         Ok(Some(copy.to_string_lossy().into_owned()))
     }
 
+    /// The plan `plan` of `scenario` with `[model] contention = "mva"`: a copy in the work
+    /// folder's `plans/NAME.mva.toml`.
+    fn mva_plan_for(&self, scenario: &Scenario, plan: &str) -> Result<String> {
+        let text = read_output(Path::new(plan))?;
+        let copy = self
+            .paths
+            .work
+            .join("plans")
+            .join(format!("{}.mva.toml", scenario.name));
+        let mva = with_contention(&text, "mva").with_context(|| plan.to_owned())?;
+        std::fs::write(&copy, mva).with_context(|| format!("cannot write {}", copy.display()))?;
+        Ok(copy.to_string_lossy().into_owned())
+    }
+
     /// One scenario: its row and section, or its failure.
     fn scenario(&mut self, scenario: &Scenario) -> Result<()> {
         let name = scenario.name.as_str();
@@ -357,6 +374,9 @@ impl Suite {
             return Ok(());
         };
         let facts = PlanFacts::read(Path::new(&plan))?;
+        // The same runs are predicted again with the network's rate (docs/model.md section
+        // 16): the plan as it is predicts with the default, the bottleneck formulas.
+        let mva_plan = self.mva_plan_for(scenario, &plan)?;
         // Calibrated just before the runs (on the testbed, its hosts up first); every figure
         // of the model (prediction, simulation, report) from that calibration.
         let on_testbed = facts.testbed;
@@ -431,6 +451,15 @@ impl Suite {
             cat_to_stderr(&predict_txt);
             return Ok(());
         }
+        let mva_predict_txt = self.work(&format!("{name}.mva.predict.txt"));
+        if !run_logged(
+            &mut self.hmw(&[&["predict", &mva_plan][..], &measured].concat()),
+            &mva_predict_txt,
+        )? {
+            self.fail(format!("{name}: hmw predict failed with contention = mva"));
+            cat_to_stderr(&mva_predict_txt);
+            return Ok(());
+        }
         // The same plan in virtual time: the real cores against the plan's workers and links.
         let simulate_txt = self.work(&format!("{name}.simulate.txt"));
         if !run_logged(
@@ -483,8 +512,33 @@ impl Suite {
             cat_to_stderr(&report_txt);
             return Ok(());
         }
-        let (row, section) = judge(&self.paths.work, scenario, &plan, &facts, on_testbed, &runs)?;
+        // The same run against the prediction with the network's rate.
+        let mva_report_txt = self.work(&format!("{name}.mva.report.txt"));
+        if !run_logged(
+            &mut self.hmw(
+                &[
+                    &["report", &median.launched.stats, "--plan", &mva_plan][..],
+                    &measured,
+                ]
+                .concat(),
+            ),
+            &mva_report_txt,
+        )? {
+            self.fail(format!("{name}: hmw report failed with contention = mva"));
+            cat_to_stderr(&mva_report_txt);
+            return Ok(());
+        }
+        let (row, section) = judge(
+            &self.paths.work,
+            scenario,
+            &plan,
+            &mva_plan,
+            &facts,
+            on_testbed,
+            &runs,
+        )?;
         println!("  {}", row.summary.line);
+        println!("{}", row.contention_line());
         if self.mode == Mode::Full {
             if let Some(failure) = row.wild_failure() {
                 self.fail(failure);
@@ -545,6 +599,7 @@ impl Suite {
         std::fs::write(doc, text + &kept)
             .with_context(|| format!("cannot write {}", doc.display()))?;
         println!("validate: wrote {}", doc.display());
+        println!("{}", totals.contention_line());
         println!("{}", totals.simulation_line());
         let code = if self.failures.is_empty() {
             ExitCode::SUCCESS

@@ -1,4 +1,4 @@
-//! The totals over the counted scenarios, and the suite's two last lines.
+//! The totals over the counted scenarios, and the suite's three last lines.
 
 use super::keyvalue::Count;
 use super::numbers::abs_median_max;
@@ -41,6 +41,12 @@ pub(crate) struct Totals {
     /// The testbed scenarios' median absolute error, raw and at their calibrations' speed
     /// (when some were scaled).
     pub(crate) testbed: Option<(String, String)>,
+    /// With `contention = "mva"`: those inside their tolerance, by each scenario's predictor.
+    pub(crate) mva_inside: u64,
+    /// Its median absolute error, by each scenario's predictor (`%.4f`).
+    pub(crate) mva_median_err: String,
+    /// The scenarios where it selects other workers than the runs used.
+    pub(crate) mva_other_workers: u64,
 }
 
 impl Totals {
@@ -64,8 +70,12 @@ impl Totals {
             closed_misses: 0,
             sim_closer: 0,
             testbed: None,
+            mva_inside: 0,
+            mva_median_err: String::new(),
+            mva_other_workers: 0,
         };
         let (mut errors, mut sim_errors, mut widths) = (Vec::new(), Vec::new(), Vec::new());
+        let mut mva_errors = Vec::new();
         let (mut testbed_errors, mut scaled_errors) = (Vec::new(), Vec::new());
         for row in counted {
             totals.inside += u64::from(row.judged_inside());
@@ -82,6 +92,9 @@ impl Totals {
             totals.capped += u64::from(row.capped);
             totals.calibrated &= row.calibrated;
             errors.push(row.judged_err().clone());
+            totals.mva_inside += u64::from(row.judged_mva_inside());
+            mva_errors.push(row.judged_mva_err().clone());
+            totals.mva_other_workers += u64::from(row.mva.other_workers);
             sim_errors.push(row.sim_err.clone());
             totals.sim_within += u64::from(row.sim_within);
             widths.push(row.judged_band_width().clone());
@@ -98,6 +111,7 @@ impl Totals {
         }
         (totals.median_err, totals.max_err) = abs_median_max(&errors);
         (totals.sim_median_err, totals.sim_max_err) = abs_median_max(&sim_errors);
+        totals.mva_median_err = abs_median_max(&mva_errors).0;
         totals.band_width_median = abs_median_max(&widths).0;
         if !scaled_errors.is_empty() {
             totals.testbed = Some((
@@ -106,6 +120,31 @@ impl Totals {
             ));
         }
         totals
+    }
+
+    /// The network's rate (`contention = "mva"`) predicts the same runs no worse than the
+    /// bottleneck formulas': a median absolute error no larger (as printed) and as many
+    /// scenarios inside or more; false when there is no median (no counted scenario).
+    pub(crate) fn mva_no_worse(&self) -> bool {
+        let median = |text: &str| text.parse::<f64>().unwrap_or(f64::NAN);
+        median(&self.mva_median_err) <= median(&self.median_err) && self.mva_inside >= self.inside
+    }
+
+    /// `contention mva_median_err=E1 mva_inside=K1/N bottleneck_median_err=E2
+    /// bottleneck_inside=K2/N mva_no_worse=B mva_other_workers=W`: the two contention
+    /// models on the same runs (the bottleneck's figures are the last line's).
+    pub(crate) fn contention_line(&self) -> String {
+        format!(
+            "contention mva_median_err={} mva_inside={}/{n} bottleneck_median_err={} \
+             bottleneck_inside={}/{n} mva_no_worse={} mva_other_workers={}",
+            self.mva_median_err,
+            self.mva_inside,
+            self.median_err,
+            self.inside,
+            self.mva_no_worse(),
+            self.mva_other_workers,
+            n = self.scenarios
+        )
     }
 
     /// `simulation sim_median_err=X sim_max_err=Y sim_within=J/N sim_closer=K/M`.
@@ -189,6 +228,57 @@ mod tests {
         vec![two, tb, outage, capped]
     }
 
+    /// `row`'s prediction with `contention = "mva"`: its error and whether it is inside.
+    fn mva(row: &mut Row, err: &str, inside: bool) {
+        row.mva.summary.err = Figure::parse(err).unwrap();
+        row.mva.summary.inside = inside;
+    }
+
+    #[test]
+    fn the_two_contention_models_over_the_same_runs() {
+        let mut rows = rows();
+        mva(&mut rows[0], "-0.0200", true);
+        mva(&mut rows[1], "-0.0400", true);
+        rows[1].mva.other_workers = true;
+        // wan-outage is judged by the simulation under both; two-clusters-capped not counted.
+        mva(&mut rows[2], "0.5000", false);
+        mva(&mut rows[3], "0.9000", false);
+        rows[3].mva.other_workers = true;
+        let totals = Totals::of(&rows);
+        // |errors| 0.0200, 0.0400 and the simulation's 0.0064: more inside, a larger median.
+        assert_eq!(
+            totals.contention_line(),
+            "contention mva_median_err=0.0200 mva_inside=3/3 bottleneck_median_err=0.0064 \
+             bottleneck_inside=2/3 mva_no_worse=false mva_other_workers=1"
+        );
+        // The bottleneck's figures are the last line's.
+        assert!(totals
+            .validation_line()
+            .contains(" inside=2 median_err=0.0064 "));
+        // As good on both counts is no worse.
+        let mut rows = self::rows();
+        mva(&mut rows[1], "-0.1276", false);
+        let totals = Totals::of(&rows);
+        assert!(totals.mva_no_worse());
+        assert!(totals.contention_line().contains(
+            "mva_median_err=0.0064 mva_inside=2/3 bottleneck_median_err=0.0064 bottleneck_inside=2/3 mva_no_worse=true"
+        ));
+        // A smaller error but one scenario fewer inside is worse.
+        mva(&mut rows[0], "0.0009", false);
+        let totals = Totals::of(&rows);
+        assert_eq!(
+            (totals.mva_median_err.as_str(), totals.mva_inside),
+            ("0.0064", 1)
+        );
+        assert!(!totals.mva_no_worse());
+        // The same count inside and a smaller median is no worse.
+        mva(&mut rows[0], "0.0009", true);
+        mva(&mut rows[1], "-0.0030", false);
+        let totals = Totals::of(&rows);
+        assert_eq!(totals.mva_median_err, "0.0030");
+        assert!(totals.mva_no_worse());
+    }
+
     #[test]
     fn totals_over_the_counted_scenarios() {
         let totals = Totals::of(&rows());
@@ -239,6 +329,11 @@ mod tests {
         assert_eq!(
             totals.simulation_line(),
             "simulation sim_median_err=nan sim_max_err=nan sim_within=0/0 sim_closer=0/0"
+        );
+        assert_eq!(
+            totals.contention_line(),
+            "contention mva_median_err=nan mva_inside=0/0 bottleneck_median_err=nan \
+             bottleneck_inside=0/0 mva_no_worse=false mva_other_workers=0"
         );
         assert_eq!(totals.testbed, None);
         let mut uncalibrated = self::rows();
