@@ -33,8 +33,8 @@
 #   misplaced  mpirun without --map-by seq puts a rank elsewhere: the rank's own check stops
 #              the cluster, naming the line and both hosts
 #   lost       the launcher's ssh connection to spain killed mid-run: spain's processes end
-#              within 10 s, the run completes with the others (after lost_after_s),
-#              verified=true
+#              within 10 s, the launcher starts spain again ([launch] restarts: its job died),
+#              the run completes, verified=true
 #   sigint     SIGINT to hmw launch mid-run (the Slurm plan): within 10 s no process of the run
 #              on any host, no Slurm job in the queue, no run folder
 #   sigkill    SIGKILL to it, then hmw launch --cleanup STATE: the same (timed from the signal)
@@ -310,7 +310,7 @@ done
 wait $launcher
 lost_status=$?
 if [ $lost_status = 0 ] && [ "$lost_s" != nan ] && grep -q 'verified=true' "$work/lost.log" &&
-    grep -q 'cluster spain: failed while the main cluster runs' "$work/lost.log"; then
+    grep -q 'cluster spain: failed (.*); started again' "$work/lost.log"; then
     lost_ok=ok
 else
     note "lost: exit $lost_status, spain's processes gone after ${lost_s} s: $(run_processes | grep '^spain-' | head -2 | paste -sd,); $(tail -4 "$work/lost.log")"
