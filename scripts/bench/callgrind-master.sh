@@ -5,7 +5,8 @@
 #     the core alone (no MPI, no clock, its workers answered in a fixed order): deterministic,
 #     the same count at every run of the same build whatever the machine's load;
 #   - run, total: in the master's loop (`Master::run`, or `runner::play_with` where it is
-#     inlined) and in its whole process, in a real run of `hmw-dispatch` under mpirun, the
+#     inlined) and in its whole process (the run's setup included: with a journal, the binary's
+#     fingerprint), in a real run of `hmw-dispatch` under mpirun, the
 #     master alone under callgrind. These count the polls the master makes while it waits, so
 #     they move by a few percent from run to run with the machine's timing.
 # With JOURNAL=1 the master keeps its journal of results (--journal): the last line then adds
@@ -14,10 +15,12 @@
 #   BIN_DIR  the folder of the builds (default target/release-lto, the build that
 #            scripts/bench-dispatch.sh measures): BIN_DIR/hmw-dispatch and
 #            BIN_DIR/examples/master_handle (`cargo build --profile release-lto -p
-#            hmw-dispatch -p hmw-core --example master_handle`); two builds, before and after
-#            a change, compare in one session.
+#            hmw-dispatch` and `cargo build --profile release-lto -p hmw-core --example
+#            master_handle`: `--example` restricts one command to the examples); two
+#            builds, before and after a change, compare in one session.
 #   TASKS    default 40000
-# Last line: `callgrind_master tasks=N handle=H run=R total=T` (instructions per task).
+# Last line: `callgrind_master tasks=N handle=H run=R total=T run_and_setup=S` (instructions per
+# task; S the statistic `run` was until 2026-11-29, see below).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/setup.sh valgrind
@@ -26,8 +29,8 @@ bin_dir=${1:-target/release-lto}
 tasks=${2:-40000}
 for bin in "$bin_dir/hmw-dispatch" "$bin_dir/examples/master_handle"; do
     [ -x "$bin" ] || {
-        echo "callgrind_master: no $bin (cargo build --profile release-lto -p hmw-dispatch" \
-            "-p hmw-core --example master_handle)" >&2
+        echo "callgrind_master: no $bin (cargo build --profile release-lto -p hmw-dispatch;" \
+            "cargo build --profile release-lto -p hmw-core --example master_handle)" >&2
         exit 1
     }
 done
@@ -55,8 +58,15 @@ annotated=$(callgrind_annotate --inclusive=yes "$work/run.out" 2>/dev/null)
 # "count (share) file:function" lines, the count with thousands separators).
 inclusive() { { grep -E "$1" <<<"$annotated" || true; } | head -1 | awk '{ gsub(",", "", $1); print $1 }'; }
 total=$(inclusive 'PROGRAM TOTALS')
-run=$(inclusive 'Master<.*>::run|runner::play_with')
-line="callgrind_master tasks=$tasks handle=$(per_task "$handle") run=$(per_task "$run") total=$(per_task "$total")"
+# The master's loop. Until 2026-11-29 `run` was the first of `Master::run` and
+# `runner::play_with` in callgrind's order, which is play_with's when the loop is inlined in it
+# and otherwise play_with's too, the larger: it then counted what the run does once before
+# its loop (with a journal, the SHA-256 of the binary, about 1.3e9 instructions for a 40 MB
+# build) as if it were per task. It is printed beside, as `run_and_setup`.
+run=$(inclusive 'Master<.*>::run \[')
+[ -n "$run" ] || run=$(inclusive 'runner::play_with')
+run_and_setup=$(inclusive 'Master<.*>::run|runner::play_with')
+line="callgrind_master tasks=$tasks handle=$(per_task "$handle") run=$(per_task "$run") total=$(per_task "$total") run_and_setup=$(per_task "$run_and_setup")"
 if [ "${JOURNAL:-0}" = 1 ]; then
     # The journal over the tasks: each result (64 bytes of payload) and its record.
     line="$line journal_bytes_per_result=$(per_task "$(stat -c %s "$work/journal.hmwj")")"
