@@ -3,7 +3,8 @@
 //! `journal` module) owns the file and the thread that syncs it.
 //!
 //! A journal is [`MAGIC`] followed by records, each `length: u32 | crc32: u32 | payload`
-//! (little-endian; the CRC-32 of the payload), the payload's first byte its [`Kind`]:
+//! (little-endian; the CRC-32 of the payload, filled in by [`seal`] before the record is
+//! written out), the payload's first byte its [`Kind`]:
 //!
 //! - one [`JournalHeader`] first: what a restart must find unchanged (the application's
 //!   parameters, the binary's and the plan's fingerprints);
@@ -146,18 +147,34 @@ pub enum Record<'a> {
     },
 }
 
-/// Appends a record of `kind` to `out`, its payload written by `payload` after the kind byte:
-/// the length and checksum are filled in once it is written, so no payload is copied twice.
+/// Appends a record of `kind` to `out`, its payload written by `payload` after the kind byte,
+/// its length filled in once it is written (no payload is copied twice), its checksum left for
+/// [`seal`]: the master appends, the thread that writes the file seals.
 fn append_record(out: &mut Vec<u8>, kind: Kind, payload: impl FnOnce(&mut Vec<u8>)) {
     let start = out.len();
     out.extend_from_slice(&[0; RECORD_OVERHEAD]);
     out.push(kind as u8);
     payload(out);
-    let body = &out[start + RECORD_OVERHEAD..];
-    let length = u32::try_from(body.len()).expect("a journal record over 4 GiB");
-    let crc = crc32fast::hash(body);
+    let length = out.len() - start - RECORD_OVERHEAD;
+    let length = u32::try_from(length).expect("a journal record over 4 GiB");
     out[start..start + 4].copy_from_slice(&length.to_le_bytes());
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Fills in the checksum of every record of `records` (whole records as the `append_*`
+/// functions wrote them, from a record's start), before they are written out; it stops at
+/// bytes that are not a whole record. Sealing twice changes nothing.
+pub fn seal(records: &mut [u8]) {
+    let mut at = 0;
+    while at + RECORD_OVERHEAD <= records.len() {
+        let length = u32::from_le_bytes(records[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let end = at + RECORD_OVERHEAD + length;
+        let Some(payload) = records.get(at + RECORD_OVERHEAD..end) else {
+            return;
+        };
+        let crc = crc32fast::hash(payload);
+        records[at + 4..at + 8].copy_from_slice(&crc.to_le_bytes());
+        at = end;
+    }
 }
 
 /// Appends the header record to `out` (after [`MAGIC`]).
@@ -408,6 +425,7 @@ mod tests {
                 },
             );
         }
+        seal(&mut out[MAGIC.len()..]);
         out
     }
 
@@ -417,6 +435,7 @@ mod tests {
         append_redivided(&mut journal, 7, 4);
         append_resumed(&mut journal, 12.5, 2);
         append_started(&mut journal, 13.5);
+        seal(&mut journal[MAGIC.len()..]);
         let scan = scan(&journal).unwrap();
         assert_eq!(scan.header, header());
         assert_eq!(scan.good_len, journal.len());

@@ -58,6 +58,7 @@ pub(crate) fn open<P: Problem>(
     if !args.resume {
         let mut bytes = journal::MAGIC.to_vec();
         journal::append_header(&mut bytes, &now);
+        journal::seal(&mut bytes[journal::MAGIC.len()..]);
         let mut file = File::create(path).map_err(|e| failed("create it", e))?;
         file.write_all(&bytes)
             .and_then(|()| file.sync_all())
@@ -125,6 +126,7 @@ pub(crate) fn open<P: Problem>(
         .map_err(|e| failed("cut its torn tail", e))?;
     let mut mark = Vec::new();
     journal::append_resumed(&mut mark, now.started_unix_s, replayed);
+    journal::seal(&mut mark);
     use std::io::Seek as _;
     file.seek(std::io::SeekFrom::End(0))
         .and_then(|_| file.write_all(&mark))

@@ -1,10 +1,13 @@
 //! The journal's file and the thread that syncs it: group commit.
 //!
 //! The master appends each record to a buffer in memory, under a lock, and goes on; a writer
-//! thread takes the buffer, writes it to the file and syncs the file (`fdatasync`), every
+//! thread takes the buffer, seals its records (their checksums: off the master's thread),
+//! writes it to the file and syncs the file (`fdatasync`), every
 //! record of the interval in one sync. It does so when the oldest record waiting is
-//! `sync_interval` old, or as soon as `max_unsynced` bytes wait. The master waits for the disk
-//! only when that many bytes wait already, so that a crash loses at most:
+//! `sync_interval` old, or as soon as half of `max_unsynced` bytes wait: the other half is the
+//! master's room while that sync runs (taking the whole budget at once made the master wait
+//! for every sync on a fast stream of results). The master waits for the disk only when
+//! `max_unsynced` bytes wait or are being written, so that a crash loses at most:
 //!
 //! - the records appended in the last `sync_interval` plus the time one write and sync take,
 //! - and never more than `max_unsynced` bytes plus one record.
@@ -70,6 +73,8 @@ impl Shared {
 pub(crate) struct JournalWriter {
     shared: Arc<Shared>,
     max_unsynced: usize,
+    /// The writer takes what waits once this much does: half of `max_unsynced`.
+    write_at: usize,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -98,6 +103,7 @@ impl JournalWriter {
         Ok(JournalWriter {
             shared,
             max_unsynced,
+            write_at: write_at(max_unsynced),
             thread: Some(thread),
         })
     }
@@ -121,7 +127,7 @@ impl JournalWriter {
         state.pending_records += 1;
         state.pending_results += u64::from(result);
         // The writer needs waking only to start the interval's clock or when enough waits.
-        let wake = state.oldest.is_none() || state.pending.len() >= self.max_unsynced;
+        let wake = state.oldest.is_none() || state.pending.len() >= self.write_at;
         if state.oldest.is_none() {
             state.oldest = Some(Instant::now());
         }
@@ -168,9 +174,15 @@ impl Drop for JournalWriter {
     }
 }
 
+/// How many bytes waiting start a write: half the budget of unsynced bytes (at least one).
+fn write_at(max_unsynced: usize) -> usize {
+    (max_unsynced / 2).max(1)
+}
+
 /// The writer thread: waits until the oldest record is due (or enough wait, or the close),
 /// then writes and syncs everything that waits.
 fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
+    let write_at = write_at(policy.max_unsynced);
     let mut spare = Vec::new();
     let (mark, mut synced) = policy.synced_mark.clone().unzip();
     let mut synced = synced.take().unwrap_or(0);
@@ -190,7 +202,7 @@ fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
             .oldest
             .map_or_else(Instant::now, |t| t + policy.interval);
         let now = Instant::now();
-        if !state.closing && state.pending.len() < policy.max_unsynced && now < due {
+        if !state.closing && state.pending.len() < write_at && now < due {
             state = shared
                 .changed
                 .wait_timeout(state, due - now)
@@ -204,6 +216,7 @@ fn write_loop(shared: &Shared, mut file: File, policy: SyncPolicy) {
         state.oldest = None;
         state.writing = batch.len();
         drop(state);
+        hmw_core::journal::seal(&mut batch);
         let written = file.write_all(&batch).and_then(|()| file.sync_data());
         if written.is_ok() {
             synced += batch.len() as u64;
@@ -283,7 +296,7 @@ mod tests {
         std::fs::remove_dir_all(dir).unwrap();
     }
 
-    /// The loss bound, by size: once `max_unsynced` bytes wait they are written without
+    /// The loss bound, by size: once half of `max_unsynced` bytes wait they are written without
     /// waiting for the interval, and the master never runs further ahead of the disk.
     #[test]
     fn a_full_buffer_is_written_at_once() {
