@@ -136,45 +136,14 @@ pub fn advise(
 mod tests {
     use super::*;
     use crate::pipeline::flow::evaluate;
-    use crate::pipeline::system::{
-        PipelineApp, PipelineCluster, PipelineNode, PipelineOptions, StageParams,
-    };
+    use crate::pipeline::system::{one_cluster, PipelineOptions};
 
     fn system(stage_s: &[f64]) -> PipelineSystem {
-        PipelineSystem {
-            app: PipelineApp {
-                items: 10,
-                item_bytes: 0.0,
-                stages: stage_s
-                    .iter()
-                    .map(|_| StageParams {
-                        name: "s".into(),
-                        oper: 1.0,
-                        output_bytes: 0.0,
-                    })
-                    .collect(),
-            },
-            nodes: (0..stage_s.len())
-                .map(|k| PipelineNode {
-                    cluster: 0,
-                    host: format!("n{k}"),
-                    stage_s: stage_s.to_vec(),
-                    repeat_cv: 0.0,
-                })
-                .collect(),
-            clusters: vec![PipelineCluster {
-                name: "main".into(),
-                parent: None,
-                lan_bytes_per_s: 1e9,
-                wan_in_bytes_per_s: 1.0,
-                wan_out_bytes_per_s: 1.0,
-                wan_rtt_s: 0.0,
-            }],
-            options: PipelineOptions {
-                message_overhead_s: 0.01,
-                ..PipelineOptions::default()
-            },
-        }
+        let options = PipelineOptions {
+            message_overhead_s: 0.01,
+            ..PipelineOptions::default()
+        };
+        one_cluster(10, stage_s, stage_s.len(), options)
     }
 
     #[test]

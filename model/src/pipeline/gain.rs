@@ -211,46 +211,16 @@ pub fn remap_gain(
 mod tests {
     use super::*;
     use crate::pipeline::mate::model_mapping;
-    use crate::pipeline::system::{
-        PipelineApp, PipelineCluster, PipelineNode, PipelineOptions, StageParams,
-    };
+    use crate::pipeline::system::{one_cluster, PipelineOptions};
 
     /// Two stages of 1 s on nodes 0 and 1, a spare node 2.
     fn system() -> PipelineSystem {
-        PipelineSystem {
-            app: PipelineApp {
-                items: 100,
-                item_bytes: 0.0,
-                stages: (0..2)
-                    .map(|i| StageParams {
-                        name: format!("s{i}"),
-                        oper: 1.0,
-                        output_bytes: 0.0,
-                    })
-                    .collect(),
-            },
-            nodes: (0..3)
-                .map(|k| PipelineNode {
-                    cluster: 0,
-                    host: format!("n{k}"),
-                    stage_s: vec![1.0, 1.0],
-                    repeat_cv: 0.0,
-                })
-                .collect(),
-            clusters: vec![PipelineCluster {
-                name: "main".into(),
-                parent: None,
-                lan_bytes_per_s: 1e9,
-                wan_in_bytes_per_s: 1.0,
-                wan_out_bytes_per_s: 1.0,
-                wan_rtt_s: 0.0,
-            }],
-            options: PipelineOptions {
-                calibration_repeats: 1,
-                detection_items: 4,
-                ..PipelineOptions::default()
-            },
-        }
+        let options = PipelineOptions {
+            calibration_repeats: 1,
+            detection_items: 4,
+            ..PipelineOptions::default()
+        };
+        one_cluster(100, &[1.0, 1.0], 3, options)
     }
 
     #[test]

@@ -290,3 +290,44 @@ impl Mapping {
         Ok(())
     }
 }
+
+/// A system for tests: `items` items, stages of one operation, `nodes` nodes of one cluster
+/// each taking `stage_s` for them, with `options`.
+#[cfg(test)]
+pub(crate) fn one_cluster(
+    items: u64,
+    stage_s: &[f64],
+    nodes: usize,
+    options: PipelineOptions,
+) -> PipelineSystem {
+    PipelineSystem {
+        app: PipelineApp {
+            items,
+            item_bytes: 0.0,
+            stages: (0..stage_s.len())
+                .map(|i| StageParams {
+                    name: format!("s{i}"),
+                    oper: 1.0,
+                    output_bytes: 0.0,
+                })
+                .collect(),
+        },
+        nodes: (0..nodes)
+            .map(|k| PipelineNode {
+                cluster: 0,
+                host: format!("n{k}"),
+                stage_s: stage_s.to_vec(),
+                repeat_cv: 0.0,
+            })
+            .collect(),
+        clusters: vec![PipelineCluster {
+            name: "main".into(),
+            parent: None,
+            lan_bytes_per_s: 1e9,
+            wan_in_bytes_per_s: 1.0,
+            wan_out_bytes_per_s: 1.0,
+            wan_rtt_s: 0.0,
+        }],
+        options,
+    }
+}
