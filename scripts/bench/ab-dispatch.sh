@@ -5,7 +5,8 @@
 #   ab_dispatch a_median=X b_median=Y b_over_a=R
 # Usage: scripts/bench/ab-dispatch.sh A_BINARY B_BINARY   (environment: RUNS, TASKS, WORKERS;
 #        B_JOURNAL=1 gives B's master a journal of its results, --journal, in a temporary
-#        folder: the same binary twice measures what the journal costs)
+#        folder: the same binary twice measures what the journal costs; B_JOURNAL_DIR puts it
+#        in another folder, /dev/shm for one in memory: the master's cost without the disk's)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . scripts/env.sh
@@ -16,7 +17,8 @@ RUNS=${RUNS:-7}
 TASKS=${TASKS:-20000}
 WORKERS=${WORKERS:-4}
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+jdir=$(mktemp -d -p "${B_JOURNAL_DIR:-$work}")
+trap 'rm -rf "$work" "$jdir"' EXIT
 for _ in $(seq $((WORKERS + 1))); do echo localhost; done >"$work/hosts"
 printf '[run]\nstatistics_interval = 0\n[application]\ntasks = %d\n' "$TASKS" >"$work/run.toml"
 rate() {
@@ -27,7 +29,7 @@ rate() {
         sed -n 's/.*tasks_per_s=\([0-9.]*\).*/\1/p' | tail -1
 }
 b_args=()
-[ "${B_JOURNAL:-0}" = 1 ] && b_args=(--journal "$work/journal.hmwj")
+[ "${B_JOURNAL:-0}" = 1 ] && b_args=(--journal "$jdir/journal.hmwj")
 : >"$work/a"
 : >"$work/b"
 for i in $(seq "$RUNS"); do
