@@ -19,6 +19,9 @@
 #   scripts/validate.sh --only A,B  # those scenarios alone, under the mode's rules; writes
 #                                 # only under $CARGO_TARGET_DIR/validation/only
 #
+# Each scenario also says how busy this machine's processors were during each of its runs (in
+# cores): near all of them, the emulated hosts shared them and got less than their quotas.
+#
 # Exits non-zero on a run that fails; in quick mode (the gate scripts/test.sh runs) also when a
 # counted scenario's median makespan of its three runs is outside [0.90 best, 1.10 worst] (a
 # testbed scenario's runs each scaled to the machine's speed at its calibration: their CPU

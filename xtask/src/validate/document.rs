@@ -298,6 +298,18 @@ impl Document<'_> {
                     row.cpu_drift_text().replace(',', ", ")
                 );
             }
+            if row.machine_busy.iter().any(Option::is_some) {
+                let _ =
+                    writeln!(
+                    out,
+                    "This machine's processors busy during each run, in cores of {}: {} (every \
+                     host, the WAN's router and the launcher share them: near {} the hosts \
+                     got less than their quotas).",
+                    self.generated.cores,
+                    row.machine_busy_text().replace(',', ", ").replace("nan", "-"),
+                    self.generated.cores
+                );
+            }
         }
         // A plan rewritten for the run is shown as the committed plan and the value it was
         // given: readers cannot open the copy.
@@ -422,6 +434,7 @@ mod tests {
         tb.sim_err = Figure::parse("-0.1329").unwrap();
         tb.sim_within = false;
         tb.cpu_drift = Some(vec![Figure::parse("0.876"), Figure::parse("0.891"), None]);
+        tb.machine_busy = vec![Figure::parse("1.94"), None, Figure::parse("1.20")];
         tb.scaled_err = Figure::parse("-0.0213");
         tb.real_compute = true;
         tb.added = Some("ba6d65a".to_owned());
@@ -550,6 +563,7 @@ Workers used: lyon workers: lyon-1 lyon-2; spain workers: s-1.
 Added in commit `ba6d65a`.
 Measured makespans of its 3 runs: 1.105, 1.125, 1.148 s (the median is compared).
 The workers' CPU time per basic operation in each run, over the calibration's: 0.876, 0.891, nan.
+This machine's processors busy during each run, in cores of 2: 1.94, -, 1.20 (every host, the WAN's router and the launcher share them: near 2 the hosts got less than their quotas).
 
 Its inputs, measured just before its runs (kept as `tb-tsp-hetero.system.toml` beside them):
 

@@ -104,8 +104,13 @@ pub(crate) fn judge(
         .as_ref()
         .map(|m| error_from_middle(m, &summary.best_s, &summary.worst_s));
     let launch_log = read_output(&work.join(format!("{}.launch.log", median.name)))?;
+    let machine_busy = runs
+        .iter()
+        .map(|r| r.machine_busy.map(|b| Figure::fixed(b, 2)))
+        .collect();
     let row = Row {
         name: name.to_owned(),
+        machine_busy,
         launcher_s: launcher_wall_time(&launch_log).map(str::to_owned),
         // The simulation's target: within max(5 %, the spread of the measured runs).
         sim_within: simulation_within(&sim_err, &spread),

@@ -1,7 +1,14 @@
 //! This machine: how busy its processors are (to wait for a quiet machine before a
 //! calibration), how many it has, its load.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    thread::JoinHandle,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
 
 use anyhow::{anyhow, Context, Result};
 
@@ -32,6 +39,67 @@ pub(crate) fn settle() -> Result<String> {
         start.elapsed().as_secs_f64(),
         100.0 * busy
     ))
+}
+
+/// How busy this machine's processors are while a run goes: `/proc/stat` read every 200 ms
+/// on a thread of its own, from [`start`](Self::start) to [`stop`](Self::stop).
+pub(crate) struct BusyRecorder {
+    running: Arc<AtomicBool>,
+    thread: JoinHandle<BusyTrace>,
+}
+
+/// What a [`BusyRecorder`] read: `(unix seconds, all ticks, idle ticks)`, in time order.
+#[derive(Debug, Default)]
+pub(crate) struct BusyTrace(Vec<(f64, u64, u64)>);
+
+impl BusyRecorder {
+    /// Starts reading.
+    pub(crate) fn start() -> Self {
+        let running = Arc::new(AtomicBool::new(true));
+        let thread = std::thread::spawn({
+            let running = running.clone();
+            move || {
+                let mut trace = BusyTrace::default();
+                while running.load(Ordering::Relaxed) {
+                    if let Ok((total, idle)) = processor_times() {
+                        trace.0.push((unix_now(), total, idle));
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                trace
+            }
+        });
+        BusyRecorder { running, thread }
+    }
+
+    /// Stops reading: what it read.
+    pub(crate) fn stop(self) -> BusyTrace {
+        self.running.store(false, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+impl BusyTrace {
+    /// The processors busy on average from `from` to `to` (unix seconds), in cores of
+    /// `cores`: between the first reading at or after `from` and the last at or before `to`;
+    /// `None` when fewer than two readings fall in between.
+    pub(crate) fn busy_cores(&self, from: f64, to: f64, cores: usize) -> Option<f64> {
+        let inside: Vec<&(f64, u64, u64)> = self
+            .0
+            .iter()
+            .filter(|(t, ..)| *t >= from && *t <= to)
+            .collect();
+        let (&&(_, total0, idle0), &&(_, total1, idle1)) = (inside.first()?, inside.last()?);
+        let total = total1.checked_sub(total0).filter(|&t| t > 0)?;
+        let idle = idle1.saturating_sub(idle0);
+        Some(cores as f64 * (1.0 - idle as f64 / total as f64))
+    }
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The processors' time so far, all of it and idle, in ticks (`/proc/stat`).
@@ -86,6 +154,25 @@ mod tests {
         assert_eq!(parse_processor_times("cpu  10 1 5"), None);
         assert_eq!(parse_processor_times("cpu  10 x 5 100 4 1 1 2"), None);
         assert!(processor_times().is_ok());
+    }
+
+    #[test]
+    fn busy_cores_between_two_readings() {
+        let trace = BusyTrace(vec![
+            (10.0, 1000, 600),
+            (10.2, 1040, 610),
+            (10.4, 1080, 620),
+            (10.6, 1120, 700),
+        ]);
+        // From 10.1 to 10.5, the readings at 10.2 and 10.4: 40 ticks, 10 idle: 3/4 of two.
+        assert_eq!(trace.busy_cores(10.1, 10.5, 2), Some(1.5));
+        assert_eq!(trace.busy_cores(10.1, 10.3, 2), None);
+        assert_eq!(BusyTrace::default().busy_cores(0.0, 1.0, 2), None);
+        let recorder = BusyRecorder::start();
+        std::thread::sleep(Duration::from_millis(500));
+        let trace = recorder.stop();
+        let busy = trace.busy_cores(0.0, f64::MAX, cores()).unwrap();
+        assert!((0.0..=cores() as f64).contains(&busy), "{busy}");
     }
 
     #[test]

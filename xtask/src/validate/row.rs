@@ -19,6 +19,8 @@ pub(crate) struct Run {
     pub(crate) launched: Launched,
     /// Its folder (`hmw launch --work-dir`).
     pub(crate) dir: PathBuf,
+    /// This machine's processors busy during it, in cores (`None` when not read).
+    pub(crate) machine_busy: Option<f64>,
 }
 
 /// The run with the median makespan (of an even count, the lower of the two middle ones;
@@ -147,6 +149,9 @@ pub(crate) struct Row {
     /// Each run's CPU time per basic operation over the calibration's (`None` for a run
     /// without it); `None` for a scenario not computing on the testbed.
     pub(crate) cpu_drift: Option<Vec<Option<Figure>>>,
+    /// This machine's processors busy during each run, in cores (`None` for a run whose
+    /// window was not read).
+    pub(crate) machine_busy: Vec<Option<Figure>>,
     /// The median makespan at the calibration's machine speed, when `cpu_drift` is known.
     pub(crate) scaled: Option<Figure>,
     /// Its error from the predicted range's middle.
@@ -258,6 +263,18 @@ impl Row {
                 .collect::<Vec<_>>()
                 .join(","),
         }
+    }
+
+    /// The machine's busy cores in each run as `b1,b2,b3` (`nan` for a run without it).
+    pub(crate) fn machine_busy_text(&self) -> String {
+        self.machine_busy
+            .iter()
+            .map(|b| {
+                b.as_ref()
+                    .map_or_else(|| "nan".to_owned(), Figure::to_string)
+            })
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The line that reports the median at the calibration's speed, when it was computed.
@@ -386,6 +403,7 @@ pub(crate) mod fixture {
             makespans,
             spread,
             cpu_drift: None,
+            machine_busy: Vec::new(),
             scaled: None,
             scaled_err: None,
             simulated_s,
@@ -427,6 +445,7 @@ mod tests {
             .unwrap()
             .unwrap(),
             dir: PathBuf::from(name),
+            machine_busy: None,
         }
     }
 

@@ -11,8 +11,9 @@ use anyhow::{anyhow, Context, Result};
 
 use super::calendar::utc_minute;
 use super::document::{kept_by_hand, Document, Generated, LanNotes, Section};
+use super::files::read_json;
 use super::judge::judge;
-use super::machine::{cores, load_average, settle};
+use super::machine::{cores, load_average, settle, BusyRecorder, BusyTrace};
 use super::numbers::{exponent, fixed, Figure};
 use super::options::{self, Mode};
 use super::process::{
@@ -483,8 +484,12 @@ impl Suite {
             } else {
                 format!("{name}-run{r}")
             };
-            match self.launch(&plan, &run_name, Some(&system), on_testbed)? {
+            let busy = BusyRecorder::start();
+            let launched = self.launch(&plan, &run_name, Some(&system), on_testbed)?;
+            let busy = busy.stop();
+            match launched {
                 Some(launched) => runs.push(Run {
+                    machine_busy: machine_busy_in(&busy, &launched.stats),
                     dir: self.paths.work.join("runs").join(&run_name),
                     name: run_name,
                     launched,
@@ -539,6 +544,13 @@ impl Suite {
         )?;
         println!("  {}", row.summary.line);
         println!("{}", row.contention_line());
+        if row.machine_busy.iter().any(Option::is_some) {
+            println!(
+                "  machine busy during the runs (cores of {}): {}",
+                cores(),
+                row.machine_busy_text()
+            );
+        }
         if self.mode == Mode::Full {
             if let Some(failure) = row.wild_failure() {
                 self.fail(failure);
@@ -641,4 +653,13 @@ fn generated() -> Generated {
         cores: cores(),
         load: load_average(),
     }
+}
+
+/// The machine's processors busy while the run of `stats` (its `started_unix_s` and
+/// `wall_s`) went, in cores; `None` when the file does not say or too few readings fall in.
+fn machine_busy_in(busy: &BusyTrace, stats: &str) -> Option<f64> {
+    let stats = read_json(Path::new(stats)).ok()?;
+    let start = stats.get("started_unix_s")?.as_f64()?;
+    let wall = stats.get("wall_s")?.as_f64()?;
+    busy.busy_cores(start, start + wall, cores())
 }
