@@ -654,16 +654,20 @@ struct MidRun {
     launcher: Spawned,
     groups: Vec<u32>,
     processes: Vec<u32>,
+    /// The run's folder, kept while the launcher writes into it.
+    _dir: Scratch,
 }
 
 /// Start `hmw launch` on two clusters (400 tasks of 0.1 s: 20 s of work) and return once both
-/// clusters have computed for 3 s.
+/// clusters have computed for 3 s. No cluster is started again when it fails (`[launch]
+/// restarts = 0`): these runs check how the launcher meets a failure or a signal; restarts
+/// have their own checks (`brazil_killed` here, `scripts/faults.sh`).
 fn launch_mid_run(name: &str) -> MidRun {
     let dir = scratch(name);
     let plan = format!(
         "{}[run]\nstatistics_interval = 1\n[launch.cm]\nlost_after_s = 60\n\
          {}{}[cluster.launch]\nwan_delay_ms = 5\n",
-        synthetic(400, 0.1),
+        synthetic(400, 0.1).replacen("[launch]\n", "[launch]\nrestarts = 0\n", 1),
         cluster_table("main", "master", 1, "main = true"),
         cluster_table(
             "spain",
@@ -694,6 +698,7 @@ fn launch_mid_run(name: &str) -> MidRun {
         launcher,
         groups,
         processes,
+        _dir: dir,
     }
 }
 
@@ -735,6 +740,7 @@ fn signal_the_launcher(name: &str, signal: &str, within: Duration) -> hmw_tests:
         launcher,
         groups,
         processes,
+        ..
     } = run;
     let finished = launcher.finish(Duration::from_secs(30));
     assert!(!finished.status.success(), "{finished:#?}");
@@ -775,6 +781,7 @@ fn a_failed_main_cluster_stops_the_others_without_a_grace_period() {
         launcher,
         groups,
         processes,
+        ..
     } = run;
     let finished = launcher.finish(Duration::from_secs(60));
     assert!(!finished.status.success(), "{finished:#?}");
@@ -862,6 +869,7 @@ fn ranks_whose_mpirun_died_are_killed_with_the_launcher() {
         launcher,
         groups,
         processes,
+        ..
     } = run;
     let finished = launcher.finish(Duration::from_secs(30));
     assert!(!finished.status.success(), "{finished:#?}");

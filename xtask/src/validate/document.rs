@@ -303,8 +303,8 @@ impl Document<'_> {
                     writeln!(
                     out,
                     "This machine's processors busy during each run, in cores of {}: {} (every \
-                     host, the WAN's router and the launcher share them: near {} the hosts \
-                     got less than their quotas).",
+                     host, the WAN's router and the launcher share them; near {} the hosts \
+                     get less than their quotas).",
                     self.generated.cores,
                     row.machine_busy_text().replace(',', ", ").replace("nan", "-"),
                     self.generated.cores
@@ -563,7 +563,7 @@ Workers used: lyon workers: lyon-1 lyon-2; spain workers: s-1.
 Added in commit `ba6d65a`.
 Measured makespans of its 3 runs: 1.105, 1.125, 1.148 s (the median is compared).
 The workers' CPU time per basic operation in each run, over the calibration's: 0.876, 0.891, nan.
-This machine's processors busy during each run, in cores of 2: 1.94, -, 1.20 (every host, the WAN's router and the launcher share them: near 2 the hosts got less than their quotas).
+This machine's processors busy during each run, in cores of 2: 1.94, -, 1.20 (every host, the WAN's router and the launcher share them; near 2 the hosts get less than their quotas).
 
 Its inputs, measured just before its runs (kept as `tb-tsp-hetero.system.toml` beside them):
 

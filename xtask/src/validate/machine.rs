@@ -42,7 +42,8 @@ pub(crate) fn settle() -> Result<String> {
 }
 
 /// How busy this machine's processors are while a run goes: `/proc/stat` read every 200 ms
-/// on a thread of its own, from [`start`](Self::start) to [`stop`](Self::stop).
+/// on a thread of its own, from [`start`](Self::start) to [`stop`](Self::stop), and once
+/// more as it stops.
 pub(crate) struct BusyRecorder {
     running: Arc<AtomicBool>,
     thread: JoinHandle<BusyTrace>,
@@ -61,11 +62,10 @@ impl BusyRecorder {
             move || {
                 let mut trace = BusyTrace::default();
                 while running.load(Ordering::Relaxed) {
-                    if let Ok((total, idle)) = processor_times() {
-                        trace.0.push((unix_now(), total, idle));
-                    }
+                    trace.read();
                     std::thread::sleep(Duration::from_millis(200));
                 }
+                trace.read();
                 trace
             }
         });
@@ -80,6 +80,13 @@ impl BusyRecorder {
 }
 
 impl BusyTrace {
+    /// One more reading, now.
+    fn read(&mut self) {
+        if let Ok((total, idle)) = processor_times() {
+            self.0.push((unix_now(), total, idle));
+        }
+    }
+
     /// The processors busy on average from `from` to `to` (unix seconds), in cores of
     /// `cores`: between the first reading at or after `from` and the last at or before `to`;
     /// `None` when fewer than two readings fall in between.
