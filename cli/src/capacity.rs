@@ -17,6 +17,7 @@ pub(crate) fn perf_at_capacity(worker: &WorkerStats) -> Option<(f64, f64)> {
 
 /// The same without (106) (`[model] capacity = false`, the thesis's form): the busy-second
 /// rate and the compute thread's share of a core, the count before (106).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // only calibrate
 pub(crate) fn perf_at_share(worker: &WorkerStats) -> Option<(f64, f64)> {
     let (_, share) = computing_share(worker)?;
     Some((worker.ops_per_s, share))
