@@ -23,13 +23,12 @@ pub(crate) fn settle() -> Result<String> {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
     let start = Instant::now();
-    let (mut total, mut idle) = processor_times()?;
+    let mut before = processor_times()?;
     let busy = loop {
         std::thread::sleep(Duration::from_secs(1));
-        let (total2, idle2) = processor_times()?;
-        let busy =
-            1.0 - idle2.saturating_sub(idle) as f64 / total2.saturating_sub(total).max(1) as f64;
-        (total, idle) = (total2, idle2);
+        let after = processor_times()?;
+        let busy = busy_share(before, after);
+        before = after;
         if busy <= 0.10 || start.elapsed() >= Duration::from_secs(60) {
             break busy;
         }
@@ -97,10 +96,14 @@ impl BusyTrace {
             .filter(|(t, ..)| *t >= from && *t <= to)
             .collect();
         let (&&(_, total0, idle0), &&(_, total1, idle1)) = (inside.first()?, inside.last()?);
-        let total = total1.checked_sub(total0).filter(|&t| t > 0)?;
-        let idle = idle1.saturating_sub(idle0);
-        Some(cores as f64 * (1.0 - idle as f64 / total as f64))
+        (total1 > total0).then(|| cores as f64 * busy_share((total0, idle0), (total1, idle1)))
     }
+}
+
+/// The share of the processors' time that was busy between two readings of
+/// [`processor_times`] (all of it busy when no tick passed).
+fn busy_share((total0, idle0): (u64, u64), (total1, idle1): (u64, u64)) -> f64 {
+    1.0 - idle1.saturating_sub(idle0) as f64 / total1.saturating_sub(total0).max(1) as f64
 }
 
 fn unix_now() -> f64 {
