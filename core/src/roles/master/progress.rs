@@ -31,7 +31,7 @@ impl<S: TaskSource> MasterCore<S> {
             match &tally.kind {
                 Kind::Worker => {
                     local.workers = local.workers.map(|n| n + 1);
-                    local.tasks_done += tally.stats.tasks_done;
+                    local.tasks_done += tally.counts.tasks_done;
                     local.window_tasks += w.tasks;
                     local.window_operations += w.operations;
                     local.window_busy_s += w.busy_s;
@@ -48,7 +48,7 @@ impl<S: TaskSource> MasterCore<S> {
                         name: name.clone(),
                         local: false,
                         workers: *workers,
-                        tasks_done: tally.stats.tasks_done,
+                        tasks_done: tally.counts.tasks_done,
                         window_tasks: w.tasks,
                         window_operations: w.operations,
                         window_busy_s: w.busy_s,
@@ -209,7 +209,7 @@ impl<S: TaskSource> MasterCore<S> {
                     (_, false, true) => Presence::Dropped,
                     (_, false, false) => Presence::Active,
                 },
-                tasks_done: tally.stats.tasks_done,
+                tasks_done: tally.counts.tasks_done,
                 tasks_per_s: estimate.map_or(0.0, |e| e.tasks_per_s),
                 capacity_tasks_per_s: estimate
                     .and_then(|e| e.available_ops_per_s)

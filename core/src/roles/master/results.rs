@@ -41,16 +41,16 @@ impl<S: TaskSource> MasterCore<S> {
                 ),
             });
         }
-        tally.stats.tasks_computed += result.ids.len() as u64;
-        tally.stats.busy_s += result.busy_s;
+        tally.counts.tasks_computed += result.ids.len() as u64;
+        tally.counts.busy_s += result.busy_s;
         let per_task = result.busy_s / result.ids.len() as f64;
-        tally.stats.busy_sq_s += result.ids.len() as f64 * per_task * per_task;
-        tally.stats.decode_s += result.decode_s;
-        tally.stats.encode_s += result.encode_s;
+        tally.counts.busy_sq_s += result.ids.len() as f64 * per_task * per_task;
+        tally.counts.decode_s += result.decode_s;
+        tally.counts.encode_s += result.encode_s;
         tally.window.computed += result.ids.len() as u64;
         tally.window.messages += 1;
         tally.window.busy_s += result.busy_s;
-        tally.stats.operations += result.operations;
+        tally.counts.operations += result.operations;
         tally.window.computed_operations += result.operations;
         for id in &result.ids {
             tally.outstanding.remove(id);
@@ -85,7 +85,7 @@ impl<S: TaskSource> MasterCore<S> {
             result.ids.iter().all(|&id| id >= next_id) && self.source.adopt(&result.ids)
         };
         if fresh {
-            tally.stats.tasks_done += result.ids.len() as u64;
+            tally.counts.tasks_done += result.ids.len() as u64;
             tally.window.tasks += result.ids.len() as u64;
             tally.window.operations += result.operations;
             self.useful_operations += result.operations;
@@ -204,7 +204,7 @@ impl<S: TaskSource> MasterCore<S> {
             ToMaster::Back if tally.gone && matches!(tally.kind, Kind::Cm { .. }) => {
                 tally.gone = false;
                 tally.rejoins += 1;
-                tally.done_at_rejoin = tally.stats.tasks_done;
+                tally.done_at_rejoin = tally.counts.tasks_done;
                 tally.busy = BusySince::default();
                 self.note_cluster(from, "back");
                 tracing::warn!(rank = from, "cluster back: it takes new tasks again");

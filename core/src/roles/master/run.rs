@@ -9,7 +9,7 @@ use std::{
 
 use rustc_hash::FxHashMap;
 
-use super::state::{Held, Kind, MasterCore, Phase, Tally, Window, LOST_PATIENCE};
+use super::state::{Counts, Held, Kind, MasterCore, Phase, Tally, Window, LOST_PATIENCE};
 use crate::roles::{
     busy_since::BusySince, iterations::IterationTracker, output::Output, rank_table::RankTable,
     task_source::TaskSource, under_way::UnderWay,
@@ -69,6 +69,7 @@ impl<S: TaskSource> MasterCore<S> {
                 Tally {
                     kind,
                     stats,
+                    counts: Counts::default(),
                     outstanding: Held::default(),
                     handed: 0,
                     gone: false,

@@ -13,6 +13,7 @@ impl<S: TaskSource> MasterCore<S> {
         for tally in self.tallies.values_mut() {
             // Copies still out when the run ended were computed for nothing.
             tally.stats.discharged += tally.outstanding.len() as u64;
+            tally.counts.copy_into(&mut tally.stats);
             tally.stats.derive(wall);
             match &tally.kind {
                 Kind::Worker => workers.push(tally.stats.clone()),
