@@ -17,10 +17,26 @@ pub const MAX_PAUSE: Duration = Duration::from_millis(2);
 pub const QUICK_POLLING: Duration = Duration::from_micros(100);
 const FIRST_SLEEP: Duration = Duration::from_micros(20);
 
+/// The longest pause of a rank whose transport wakes it when a message arrives
+/// ([`crate::Transport::wakes_on_arrival`]): its pauses end early for any message, so they may
+/// be long, and an idle rank of a cluster of threads wakes ten times a second, not five
+/// hundred (a federation of 64 such clusters on one machine spent cores on the wake-ups).
+pub const MAX_PAUSE_WOKEN_ON_ARRIVAL: Duration = Duration::from_millis(100);
+
 /// Backoff state of a waiting loop.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Idle {
     phase: Phase,
+    max_pause: Duration,
+}
+
+impl Default for Idle {
+    fn default() -> Self {
+        Idle {
+            phase: Phase::Fresh,
+            max_pause: MAX_PAUSE,
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -35,13 +51,35 @@ enum Phase {
 }
 
 impl Idle {
+    /// The backoff of a loop that is woken whenever something arrives for it: its pauses
+    /// grow to [`MAX_PAUSE_WOKEN_ON_ARRIVAL`].
+    pub fn woken_on_arrival() -> Self {
+        Idle {
+            phase: Phase::Fresh,
+            max_pause: MAX_PAUSE_WOKEN_ON_ARRIVAL,
+        }
+    }
+
+    /// The backoff of a loop that waits on `transport` alone: [`woken_on_arrival`]'s when
+    /// the transport wakes it as a message arrives, else the default.
+    ///
+    /// [`woken_on_arrival`]: Self::woken_on_arrival
+    pub fn for_transport(transport: &(impl crate::Transport + ?Sized)) -> Self {
+        if transport.wakes_on_arrival() {
+            Self::woken_on_arrival()
+        } else {
+            Self::default()
+        }
+    }
+
     /// Something happened: the next wait starts short again.
     pub fn reset(&mut self) {
         self.phase = Phase::Fresh;
     }
 
     /// How long to wait before the next poll: zero (poll again at once) for [`QUICK_POLLING`]
-    /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`].
+    /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`] (or
+    /// [`MAX_PAUSE_WOKEN_ON_ARRIVAL`]: [`for_transport`](Self::for_transport)).
     pub fn next_pause(&mut self) -> Duration {
         self.next_pause_with(Instant::now)
     }
@@ -59,7 +97,7 @@ impl Idle {
                 Phase::Quick(since)
             }
             Phase::Quick(_) => Phase::Sleep(FIRST_SLEEP),
-            Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(MAX_PAUSE)),
+            Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(self.max_pause)),
         };
         match self.phase {
             Phase::Sleep(pause) => pause,

@@ -42,6 +42,9 @@ pub enum TransportError {
     Aborted,
 }
 
+/// What a rank has called when a message arrives for it ([`Transport::on_arrival`]).
+pub type ArrivalHook = std::sync::Arc<dyn Fn() + Send + Sync>;
+
 /// Point-to-point messages between the ranks of one cluster.
 pub trait Transport {
     /// This rank.
@@ -57,6 +60,19 @@ pub trait Transport {
     /// whole `timeout` even when a message arrives earlier: callers pass short timeouts
     /// (see [`idle`]). A zero timeout polls once (and may yield the CPU).
     fn wait(&mut self, timeout: Duration) -> Result<Option<Envelope>, TransportError>;
+    /// Whether [`wait`](Self::wait) returns as soon as a message arrives (a blocking receive),
+    /// rather than polling at the end of its timeout: then an idle rank may wait long without
+    /// delaying a message. Default: no (MPI cannot wake a sleeping thread).
+    fn wakes_on_arrival(&self) -> bool {
+        false
+    }
+    /// Have `hook` called each time a message arrives for this rank, so that a loop waiting
+    /// on something else too (a CM on its WAN link) is woken for it. Whether the transport
+    /// can: default no.
+    fn on_arrival(&mut self, hook: ArrivalHook) -> bool {
+        drop(hook);
+        false
+    }
     /// Wait until every message this rank sent has left its buffers.
     fn flush(&mut self) -> Result<(), TransportError>;
     /// A received message's buffer, no longer needed: the transport may receive the next

@@ -7,14 +7,14 @@
 use std::{
     sync::{
         atomic::{AtomicBool, Ordering},
-        Arc,
+        Arc, OnceLock,
     },
     time::Duration,
 };
 
 use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::{Envelope, Transport, TransportError};
+use crate::{ArrivalHook, Envelope, Transport, TransportError};
 
 /// One rank's end of an in-process cluster.
 pub struct LocalTransport {
@@ -23,6 +23,8 @@ pub struct LocalTransport {
     inbox: Receiver<Envelope>,
     /// Set when a rank failed: every rank's next receive fails, as `MPI_Abort` ends a job.
     aborted: Arc<AtomicBool>,
+    /// Each rank's [`Transport::on_arrival`] hook, called by its senders.
+    hooks: Arc<[OnceLock<ArrivalHook>]>,
 }
 
 impl LocalTransport {
@@ -30,6 +32,7 @@ impl LocalTransport {
     pub fn cluster(size: usize) -> Vec<LocalTransport> {
         let (senders, receivers): (Vec<_>, Vec<_>) = (0..size).map(|_| unbounded()).unzip();
         let aborted = Arc::new(AtomicBool::new(false));
+        let hooks: Arc<[OnceLock<ArrivalHook>]> = (0..size).map(|_| OnceLock::new()).collect();
         receivers
             .into_iter()
             .enumerate()
@@ -38,6 +41,7 @@ impl LocalTransport {
                 peers: senders.clone(),
                 inbox,
                 aborted: aborted.clone(),
+                hooks: hooks.clone(),
             })
             .collect()
     }
@@ -75,7 +79,11 @@ impl Transport for LocalTransport {
             from: self.rank,
             bytes,
         })
-        .map_err(|_| TransportError::Disconnected(to))
+        .map_err(|_| TransportError::Disconnected(to))?;
+        if let Some(hook) = self.hooks[to].get() {
+            hook();
+        }
+        Ok(())
     }
 
     fn try_recv(&mut self) -> Result<Option<Envelope>, TransportError> {
@@ -95,6 +103,15 @@ impl Transport for LocalTransport {
         }
     }
 
+    fn wakes_on_arrival(&self) -> bool {
+        true
+    }
+
+    /// One hook per rank: a second call keeps the first.
+    fn on_arrival(&mut self, hook: ArrivalHook) -> bool {
+        self.hooks[self.rank].set(hook).is_ok()
+    }
+
     fn flush(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
@@ -103,6 +120,46 @@ impl Transport for LocalTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rank waiting long on the in-process transport is woken by a message at once: its idle
+    /// backoff may grow to `MAX_PAUSE_WOKEN_ON_ARRIVAL` without delaying messages.
+    #[test]
+    fn a_long_wait_ends_when_a_message_arrives() {
+        let mut ranks = LocalTransport::cluster(2);
+        let mut one = ranks.pop().unwrap();
+        let mut zero = ranks.pop().unwrap();
+        let mut idle = crate::idle::Idle::for_transport(&zero);
+        while idle.next_pause().is_zero() {}
+        let longest = (0..20).map(|_| idle.next_pause()).max().unwrap();
+        assert_eq!(longest, crate::idle::MAX_PAUSE_WOKEN_ON_ARRIVAL);
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            one.send(0, vec![9]).unwrap();
+        });
+        let start = std::time::Instant::now();
+        let envelope = zero.wait(Duration::from_secs(10)).unwrap().unwrap();
+        assert_eq!(envelope.bytes, vec![9]);
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        sender.join().unwrap();
+    }
+
+    #[test]
+    fn a_rank_s_hook_is_called_for_each_message_it_is_sent() {
+        let mut ranks = LocalTransport::cluster(2);
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = calls.clone();
+        assert!(ranks[1].on_arrival(Arc::new(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })));
+        ranks[0].send(1, vec![1]).unwrap();
+        ranks[0].send(1, vec![2]).unwrap();
+        ranks[1].send(0, vec![3]).unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn messages_between_ranks_keep_their_order() {

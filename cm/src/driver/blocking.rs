@@ -11,6 +11,19 @@ use super::link::Link;
 use crate::config::LinkConfig;
 use crate::stats::{BufferUsage, LinkStats};
 
+/// What wakes a thread waiting on a link ([`BlockingLink::recv_timeout_or`]) for something
+/// else that happened: a message on its cluster's side, say. Cheap to clone; any thread may
+/// ring it.
+#[derive(Debug, Clone, Default)]
+pub struct Doorbell(std::sync::Arc<tokio::sync::Notify>);
+
+impl Doorbell {
+    /// Wake the waiter, or the next one if none waits now.
+    pub fn ring(&self) {
+        self.0.notify_one();
+    }
+}
+
 /// A [`Link`] usable from threads outside any async runtime. It is `Send + Sync`: several
 /// threads may send and receive through one link at the same time. Do not call it from
 /// inside an async runtime.
@@ -85,6 +98,25 @@ impl BlockingLink {
             match tokio::time::timeout(timeout, self.link().recv()).await {
                 Ok(result) => result.map(Some),
                 Err(_) => Ok(None),
+            }
+        })
+    }
+
+    /// The next message, or `None` if none arrived within `timeout` or `bell` rang first (a
+    /// ring while nobody waits is kept for the next wait).
+    pub fn recv_timeout_or(
+        &self,
+        timeout: Duration,
+        bell: &Doorbell,
+    ) -> Result<Option<Bytes>, LinkError> {
+        if let Some(message) = self.try_recv()? {
+            return Ok(Some(message));
+        }
+        self.block_on(async {
+            tokio::select! {
+                result = self.link().recv() => result.map(Some),
+                () = bell.0.notified() => Ok(None),
+                () = tokio::time::sleep(timeout) => Ok(None),
             }
         })
     }

@@ -6,9 +6,14 @@
 //! doing ([`LinkView`]) and performs its outputs; it sleeps in between on the link's receive,
 //! so a WAN message wakes it at once.
 
-use std::time::{Duration, Instant};
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
-use hmw_cm::{cm_line::link_config, BlockingLink, LinkError, LinkStats, TrySendError};
+use hmw_cm::{
+    cm_line::link_config, driver::Doorbell, BlockingLink, LinkError, LinkStats, TrySendError,
+};
 
 use crate::error::RunError;
 pub(crate) use hmw_core::roles::Outbound;
@@ -18,7 +23,10 @@ use hmw_core::{
     roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView},
     stats::{LinkSummary, Outage},
 };
-use hmw_transport::{idle::Idle, Transport};
+use hmw_transport::{
+    idle::{Idle, MAX_PAUSE},
+    Transport,
+};
 
 /// Messages a CM takes from its link before it looks at MPI again.
 pub(crate) const MESSAGES_PER_TURN: usize = 64;
@@ -56,6 +64,9 @@ pub(crate) fn summarize(stats: &LinkStats) -> LinkSummary {
 /// [`crate::drivers::pipeline`]).
 pub(crate) struct Wan {
     link: BlockingLink,
+    /// Rung by the cluster's messages to this CM, when its transport can: a wait on the link
+    /// then ends for them too.
+    bell: Option<Doorbell>,
 }
 
 impl Wan {
@@ -74,12 +85,27 @@ impl Wan {
         Ok(())
     }
 
-    /// The next message from the peer, waiting at most `timeout`.
-    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
-        let received = if timeout.is_zero() {
-            self.link.try_recv()
+    /// Have the cluster's messages to this CM end its waits on the link, when `transport` can
+    /// say when one arrives (in-process): then the CM may idle long, and the backoff returned
+    /// grows to long pauses; over MPI, which cannot, it polls its cluster between short ones.
+    pub(crate) fn wake_on_cluster(&mut self, transport: &mut dyn Transport) -> Idle {
+        let bell = Doorbell::default();
+        let ring = bell.clone();
+        if transport.on_arrival(Arc::new(move || ring.ring())) {
+            self.bell = Some(bell);
+            Idle::woken_on_arrival()
         } else {
-            self.link.recv_timeout(timeout)
+            Idle::default()
+        }
+    }
+
+    /// The next message from the peer, waiting at most `timeout` (less when the cluster's
+    /// messages ring: [`wake_on_cluster`](Self::wake_on_cluster)).
+    pub(crate) fn recv(&mut self, timeout: Duration) -> Result<Option<Vec<u8>>, RunError> {
+        let received = match &self.bell {
+            _ if timeout.is_zero() => self.link.try_recv(),
+            Some(bell) => self.link.recv_timeout_or(timeout, bell),
+            None => self.link.recv_timeout(timeout),
         };
         match received {
             Ok(message) => Ok(message.map(|b| b.to_vec())),
@@ -145,7 +171,7 @@ pub(crate) fn open_link(
 ) -> Result<Wan, RunError> {
     let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
     let link = BlockingLink::start(config).map_err(link_error)?;
-    Ok(Wan { link })
+    Ok(Wan { link, bell: None })
 }
 
 /// Run CM `rank` until its master (or the far side) ends the run. `outbound` shapes the
@@ -174,10 +200,14 @@ pub(crate) fn run(
     }
 }
 
-/// The sleep before the next poll of the link: none after activity.
-pub(crate) fn pause(active: bool, idle: &mut Idle) -> Duration {
+/// The sleep before the next poll of the link: none after activity, and no longer than the
+/// default backoff's while `core` has messages the link had no room for (the link frees room
+/// without waking anyone).
+pub(crate) fn pause(active: bool, idle: &mut Idle, core: &impl LinkOutbox) -> Duration {
     if active {
         Duration::ZERO
+    } else if core.next_for_link().is_some() {
+        idle.next_pause().min(MAX_PAUSE)
     } else {
         idle.next_pause()
     }
@@ -190,7 +220,7 @@ fn run_master_side(
     mut core: CmMasterSide,
 ) -> Result<(), RunError> {
     let clock = Instant::now();
-    let mut idle = Idle::default();
+    let mut idle = wan.wake_on_cluster(transport);
     let mut out = Vec::new();
     loop {
         let mut active = false;
@@ -199,7 +229,7 @@ fn run_master_side(
             core.on_cluster(&envelope.bytes)?;
             wan.push(&mut core)?;
         }
-        let mut wait = pause(active, &mut idle);
+        let mut wait = pause(active, &mut idle, &core);
         for _ in 0..MESSAGES_PER_TURN {
             let Some(bytes) = wan.recv(wait)? else {
                 break;
@@ -249,11 +279,11 @@ fn perform_master_side(
 /// A CM in an external cluster, in front of its sub-master.
 fn run_submaster_side(
     transport: &mut dyn Transport,
-    wan: Wan,
+    mut wan: Wan,
     mut core: CmSubMasterSide,
 ) -> Result<(), RunError> {
     let clock = Instant::now();
-    let mut idle = Idle::default();
+    let mut idle = wan.wake_on_cluster(transport);
     let mut out = Vec::new();
     let mut wan = Some(wan);
     loop {
@@ -270,7 +300,7 @@ fn run_submaster_side(
         let Some(link) = wan.as_mut() else {
             return Ok(());
         };
-        let mut wait = pause(active, &mut idle);
+        let mut wait = pause(active, &mut idle, &core);
         for _ in 0..MESSAGES_PER_TURN {
             let Some(bytes) = link.recv(wait)? else {
                 break;

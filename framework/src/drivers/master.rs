@@ -90,7 +90,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
 
     /// The loop: messages and timers to the core until it is done.
     fn serve(&mut self, clock: Instant, out: &mut Vec<Output>) -> Result<(), RunError> {
-        let mut idle = Idle::default();
+        let mut idle = Idle::for_transport(&*self.transport);
         self.core.start(clock.elapsed(), out)?;
         self.perform(out)?;
         while !self.core.is_done() {
@@ -105,7 +105,7 @@ impl<'a, S: TaskSource> Master<'a, S> {
             // While messages flow the wait is one probe and `now` still holds: one clock read
             // for the core and the backoff alike, and for the messages already there behind
             // the first (up to `BURST`).
-            let pause = idle.next_pause_at(instant);
+            let pause = until_timer(idle.next_pause_at(instant), self.core.poll_timeout(), now);
             if let Some(envelope) = self.transport.wait(pause)? {
                 idle.reset();
                 if !pause.is_zero() {
@@ -131,14 +131,18 @@ impl<'a, S: TaskSource> Master<'a, S> {
     fn fail(&mut self, clock: Instant, out: &mut Vec<Output>) {
         out.clear();
         self.core.fail(clock.elapsed(), out);
-        let mut idle = Idle::default();
+        let mut idle = Idle::for_transport(&*self.transport);
         while self.perform(out).is_ok() && !self.core.is_done() {
             let now = clock.elapsed();
             if self.core.poll_timeout().is_some_and(|at| now >= at) {
                 self.core.on_timer(now, out);
                 continue;
             }
-            match self.transport.wait(idle.next_pause()) {
+            match self.transport.wait(until_timer(
+                idle.next_pause(),
+                self.core.poll_timeout(),
+                now,
+            )) {
                 Ok(Some(envelope)) => {
                     let _ = self
                         .core
@@ -193,4 +197,9 @@ impl<'a, S: TaskSource> Master<'a, S> {
         }
         Ok(())
     }
+}
+
+/// `pause`, cut short so that the wait ends when the core's timer (`at`, if any) is due.
+fn until_timer(pause: Duration, at: Option<Duration>, now: Duration) -> Duration {
+    at.map_or(pause, |at| pause.min(at.saturating_sub(now)))
 }

@@ -118,7 +118,7 @@ impl<E: Into<RunError>> From<E> for Failure {
 /// After a failure the master knows of: wait until it stops this rank (or the whole cluster
 /// ends), then fail with `error`.
 fn wait_for_the_end(transport: &mut dyn Transport, error: RunError) -> Result<(), RunError> {
-    let mut idle = Idle::default();
+    let mut idle = Idle::for_transport(transport);
     loop {
         match transport.wait(idle.next_pause()) {
             Ok(Some(envelope)) => {
@@ -303,7 +303,12 @@ fn serve<T: Task>(
     let mut tasks = VecDeque::new();
     core.start(&mut out);
     perform(transport, &mut out)?;
-    let mut idle = Idle::default();
+    let mut idle = Idle::for_transport(transport);
+    // Whether the transport wakes this rank when a message arrives (in-process): then a rank
+    // with nothing computing waits on it alone, and one computing on its task alone.
+    let woken_on_arrival = transport.wakes_on_arrival();
+    // A message the last wait returned.
+    let mut waited = None;
     let mut coding = CodingSample::default();
     // This thread's CPU clock when it began a full pause that may find nothing at its end.
     let mut full_pause_from = None;
@@ -317,7 +322,11 @@ fn serve<T: Task>(
             deliver(transport, &mut core, &mut usage, computed, false, &mut out)?;
             active = true;
         }
-        if let Some(envelope) = transport.try_recv()? {
+        let envelope = match waited.take() {
+            Some(envelope) => Some(envelope),
+            None => transport.try_recv()?,
+        };
+        if let Some(envelope) = envelope {
             active = true;
             // The message's buffer carries its (last) task, then that task's result.
             let received = core.handle(envelope.bytes, rank, &mut tasks)?;
@@ -347,7 +356,14 @@ fn serve<T: Task>(
             usage.add_waiting(thread_cpu_s() - from);
         }
         let full = core.holds_all_it_asked_for();
-        let pause = if full { FULL_PAUSE } else { idle.next_pause() };
+        // While a task computes, only its end needs this rank at once when messages wake it
+        // anyway: a task that comes meanwhile waits for the computing one to end. (Over MPI
+        // the polls also move this rank's sends along, so they stay short.)
+        let pause = if full || (woken_on_arrival && core.computing()) {
+            FULL_PAUSE
+        } else {
+            idle.next_pause()
+        };
         if pause.is_zero() {
             // The idle backoff's quick polling: poll the transport again at once.
             continue;
@@ -357,6 +373,11 @@ fn serve<T: Task>(
         } else if !core.computing() {
             // Past the quick polling, with nothing in hand: idle until the master answers.
             usage.fell_idle();
+        }
+        if woken_on_arrival && !core.computing() {
+            // Nothing computes: only a message can come, and it wakes us.
+            waited = transport.wait(pause)?;
+            continue;
         }
         // Sleep on the result channel: a finished task wakes us at once; the master's
         // messages are polled at the end of each pause.

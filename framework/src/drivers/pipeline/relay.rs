@@ -57,7 +57,7 @@ fn serve(
                 return Ok(());
             }
         }
-        let mut wait = pause(active, &mut idle);
+        let mut wait = pause(active, &mut idle, core);
         for _ in 0..MESSAGES_PER_TURN {
             let Some(link) = wan.as_mut() else {
                 return Ok(());
