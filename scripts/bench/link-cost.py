@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""What a link costs the main cluster (issue 43, item 4), at several numbers of clusters.
+
+For each N of CLUSTERS, a federation of N clusters on this machine (scripts/lib/federation.py:
+the main one under mpirun, N - 1 clusters of threads behind emulated WANs), twice:
+  - idle: one task of 20 s per worker; 5 s of the run's middle are sampled;
+  - busy: tasks of 0.4 s (5 tasks/s per cluster of two workers) for about 12 s; the window
+    runs between two of the master's progress lines (`[run] statistics_interval = 1`), from
+    the third second on, so that its tasks gathered and its CPU are counted over one span.
+Each process's CPU time and memory come from /proc (the main cluster's ranks told apart by
+their rank, `OMPI_COMM_WORLD_RANK`, against the machine file's lines: rank 0 the master, then
+the workers, then a CM per external cluster); the tasks from the master's live feed.
+
+Prints, per N:
+  link_cost clusters=N idle_master_pct=.. idle_cm_pct=.. idle_threads_cluster_pct=..
+    cm_rss_mb=.. threads_cluster_rss_mb=.. busy_tasks_per_s=.. busy_master_us_per_task=..
+    busy_cm_us_per_task=.. busy_cm_pct=.. busy_machine_cores=..
+(`idle_cm_pct`, `busy_cm_pct`: one main-side CM rank's share of a core, the mean over the
+links; `busy_cm_us_per_task`: the CM ranks' CPU over the tasks their clusters delivered;
+`busy_master_us_per_task`: the master's CPU over every task gathered.)
+
+Usage: scripts/bench/link-cost.py HMW [CLUSTERS...]   (default 8 16 32 64; HMW the `hmw`
+binary, `hmw-synthetic` beside it). Run on a quiet machine; it leaves nothing behind.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import federation  # noqa: E402
+
+HZ = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+WORKERS = 2
+
+
+def machine_busy_ticks():
+    fields = list(map(int, open("/proc/stat").readline().split()[1:]))
+    return sum(fields) - fields[3] - fields[4]
+
+
+def roles_of(work):
+    """The main cluster's roles in rank order, from its machine file."""
+    roles = []
+    for line in open(os.path.join(work, "main.hosts")):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        host = line.split()[0]
+        roles.append("master" if host.endswith("-head") else "cm" if host.endswith("-cm") else "worker")
+    return roles
+
+
+def processes(work):
+    """{pid: (kind, cpu_ticks, rss_bytes)} of the run's processes: `master`, `cm`, `worker`
+    for the main cluster's ranks, `threads` for a cluster of threads."""
+    roles = roles_of(work)
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline").read().split("\0")
+            if not any(work in arg for arg in cmdline) or "hmw-synthetic" not in cmdline[0]:
+                continue
+            stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            ticks = int(stat[11]) + int(stat[12])
+            rss = int(stat[21]) * PAGE
+            if "--threads" in cmdline:
+                kind = "threads"
+            else:
+                environ = open(f"/proc/{pid}/environ").read().split("\0")
+                rank = next(int(v.split("=", 1)[1]) for v in environ if v.startswith("OMPI_COMM_WORLD_RANK="))
+                kind = roles[rank]
+            found[pid] = (kind, ticks, rss)
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+    return found
+
+
+def live_lines(work):
+    path = os.path.join(work, "main.live.jsonl")
+    try:
+        return open(path).read().splitlines()
+    except OSError:
+        return []
+
+
+def wait_for_line(work, after, deadline):
+    """The first live record past the `after`-th, and the line count then."""
+    while time.time() < deadline:
+        lines = live_lines(work)
+        if len(lines) > after:
+            return json.loads(lines[-1]), len(lines)
+        time.sleep(0.02)
+    raise SystemExit(f"link-cost: no progress line in {work} in time")
+
+
+def cpu_by_kind(before, after):
+    """Seconds of CPU per kind between two snapshots, and the number of processes."""
+    seconds, counts = {}, {}
+    for pid, (kind, ticks, _) in after.items():
+        if pid in before:
+            seconds[kind] = seconds.get(kind, 0.0) + (ticks - before[pid][1]) / HZ
+            counts[kind] = counts.get(kind, 0) + 1
+    return seconds, counts
+
+
+def launch(hmw, work, plan_text):
+    os.makedirs(work)
+    plan = os.path.join(work, "..", os.path.basename(work) + ".toml")
+    with open(plan, "w") as f:
+        f.write(plan_text)
+    log = open(os.path.join(work, "..", os.path.basename(work) + ".log"), "w")
+    return subprocess.Popen(
+        [hmw, "launch", plan, "--work-dir", work], stdout=log, stderr=subprocess.STDOUT
+    )
+
+
+def finish(run, work):
+    try:
+        run.wait(timeout=300)
+    except subprocess.TimeoutExpired:
+        run.terminate()
+        run.wait(timeout=60)
+        raise SystemExit(f"link-cost: the run in {work} did not end in time")
+    if run.returncode != 0:
+        raise SystemExit(f"link-cost: the run in {work} failed ({run.returncode}); see its log")
+
+
+def idle(hmw, root, clusters):
+    work = os.path.join(root, f"idle{clusters}")
+    run = launch(hmw, work, federation.plan(clusters, WORKERS * clusters, 20.0, WORKERS, 1.0))
+    wait_for_line(work, 0, time.time() + 180)
+    time.sleep(2)
+    before = processes(work)
+    start = time.time()
+    time.sleep(5)
+    after = processes(work)
+    span = time.time() - start
+    finish(run, work)
+    seconds, counts = cpu_by_kind(before, after)
+    rss = lambda kind: [r for (k, _, r) in after.values() if k == kind]  # noqa: E731
+    cm_rss, threads_rss = rss("cm"), rss("threads")
+    return {
+        "idle_master_pct": 100 * seconds.get("master", 0) / span,
+        "idle_cm_pct": 100 * seconds.get("cm", 0) / span / max(counts.get("cm", 1), 1),
+        "idle_threads_cluster_pct": 100 * seconds.get("threads", 0) / span / max(counts.get("threads", 1), 1),
+        "cm_rss_mb": sum(cm_rss) / max(len(cm_rss), 1) / 1e6,
+        "threads_cluster_rss_mb": sum(threads_rss) / max(len(threads_rss), 1) / 1e6,
+    }
+
+
+def busy(hmw, root, clusters):
+    work = os.path.join(root, f"busy{clusters}")
+    task_s = 0.4
+    tasks = int(12 * WORKERS * clusters / task_s)
+    run = launch(hmw, work, federation.plan(clusters, tasks, task_s, WORKERS, 1.0))
+    _, seen = wait_for_line(work, 0, time.time() + 180)
+    _, seen = wait_for_line(work, seen + 1, time.time() + 30)
+    first, seen = wait_for_line(work, seen, time.time() + 30)
+    before, busy_before = processes(work), machine_busy_ticks()
+    _, seen = wait_for_line(work, seen + 4, time.time() + 30)
+    last, seen = wait_for_line(work, seen, time.time() + 30)
+    after, busy_after = processes(work), machine_busy_ticks()
+    finish(run, work)
+    span = last["sample"]["t_s"] - first["sample"]["t_s"]
+    done = last["sample"]["tasks_done"] - first["sample"]["tasks_done"]
+    linked = sum(c["tasks_done"] for c in last["linked"]) - sum(c["tasks_done"] for c in first["linked"])
+    seconds, counts = cpu_by_kind(before, after)
+    return {
+        "busy_tasks_per_s": done / span,
+        "busy_master_us_per_task": 1e6 * seconds.get("master", 0) / max(done, 1),
+        "busy_cm_us_per_task": 1e6 * seconds.get("cm", 0) / max(linked, 1),
+        "busy_cm_pct": 100 * seconds.get("cm", 0) / span / max(counts.get("cm", 1), 1),
+        "busy_machine_cores": (busy_after - busy_before) / HZ / span,
+    }
+
+
+def main():
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    hmw = os.path.abspath(sys.argv[1])
+    sizes = [int(n) for n in sys.argv[2:]] or [8, 16, 32, 64]
+    root = tempfile.mkdtemp(prefix="hmw-link-cost-")
+    try:
+        for clusters in sizes:
+            figures = {**idle(hmw, root, clusters), **busy(hmw, root, clusters)}
+            line = " ".join(f"{k}={v:.2f}" for k, v in figures.items())
+            print(f"link_cost clusters={clusters} {line}", flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
