@@ -33,7 +33,7 @@ use hmw_model::{
 pub(crate) use crate::pipeline::Purpose;
 use crate::{
     keygen::{host_files, write_certificates},
-    launch_record::{LaunchRecord, JOURNAL},
+    launch_record::{unix_now, LaunchRecord, JOURNAL},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,
@@ -129,6 +129,8 @@ struct Running {
     silent: Vec<String>,
     /// Said that it ended before the main cluster.
     reported: bool,
+    /// When it was (last) started, seconds since the UNIX epoch.
+    started_unix_s: f64,
 }
 
 /// Every cluster started so far. [`Started::stop`] kills each one's process group that is
@@ -602,6 +604,7 @@ impl Clusters<'_> {
     /// Starts cluster `index`'s job (resuming the main master when `resume`), its output to
     /// its log (the main cluster's to this terminal), its `mpirun`'s id in `WORK/NAME.pid`.
     fn start(&mut self, index: usize, resume: bool, work: &Path, remote: bool) -> Result<Running> {
+        let started_unix_s = unix_now();
         let name = self.names[index].clone();
         let mut command = self
             .starter
@@ -647,6 +650,7 @@ impl Clusters<'_> {
             reported: false,
             watch,
             silent: Vec::new(),
+            started_unix_s,
         })
     }
 
@@ -749,6 +753,7 @@ fn run_clusters(
     // External clusters first (their CMs connect and wait), the main cluster last.
     let mut started = Started::default();
     let start = Instant::now();
+    let launched_unix_s = unix_now();
     let main_name = layout.clusters[0].name.clone();
     for index in (0..clusters.names.len()).rev() {
         if interrupted() {
@@ -894,8 +899,28 @@ fn run_clusters(
                     100.0 * (stats.wall_s - worst) / worst
                 );
             }
+            let started_at = |name: &str| {
+                running
+                    .iter()
+                    .find(|r| r.name == name)
+                    .map(|r| r.started_unix_s)
+            };
+            let startup = crate::startup::startup(&stats, launched_unix_s, started_at).map_or_else(
+                String::new,
+                |s| {
+                    println!(
+                        "== startup: every link up {:.1} s after the launch (the clusters' own \
+                         starts overlapped {:.1} times)",
+                        s.all_links_s, s.overlap
+                    );
+                    format!(
+                        " startup_s={:.2} startup_overlap={:.1}",
+                        s.all_links_s, s.overlap
+                    )
+                },
+            );
             println!(
-                "launch clusters={} tasks={} makespan_s={:.3} stats={}",
+                "launch clusters={} tasks={} makespan_s={:.3}{startup} stats={}",
                 layout.clusters.len(),
                 stats.tasks,
                 stats.wall_s,

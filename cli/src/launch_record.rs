@@ -143,7 +143,8 @@ impl LaunchRecord {
     }
 }
 
-fn unix_now() -> f64 {
+/// Now, in seconds since the UNIX epoch.
+pub(crate) fn unix_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

@@ -26,6 +26,8 @@ mod report;
 mod restart;
 mod row_column;
 mod simulate;
+#[cfg(feature = "mpi")]
+mod startup;
 mod top;
 #[cfg(feature = "mpi")]
 mod wan_probe;

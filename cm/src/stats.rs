@@ -102,6 +102,8 @@ pub const MAX_COUNT_CHANGES_KEPT: usize = 100;
 pub struct LinkStats {
     /// Seconds since the link was started.
     pub elapsed_s: f64,
+    /// When its first connection joined, in seconds since the UNIX epoch (none yet: `None`).
+    pub first_connected_unix_s: Option<f64>,
     /// Messages accepted into the send buffer (`send`, `send_bytes`, `try_send`...).
     pub messages_sent: u64,
     /// Message bytes accepted into the send buffer: counted when `send` returns, before they
@@ -192,7 +194,8 @@ pub struct ConnectionTimeline {
     started_unix_s: f64,
     outages: VecDeque<OutageSpan>,
     joined: usize,
-    ever_joined: bool,
+    /// When the first connection joined.
+    first_joined: Option<Instant>,
     down_since: Option<Instant>,
     time_disconnected: Duration,
     last_outage: Option<Duration>,
@@ -237,7 +240,7 @@ impl ConnectionTimeline {
             started_unix_s: unix_s,
             outages: VecDeque::new(),
             joined: 0,
-            ever_joined: false,
+            first_joined: None,
             down_since: None,
             time_disconnected: Duration::ZERO,
             last_outage: None,
@@ -260,7 +263,7 @@ impl ConnectionTimeline {
     pub fn joined(&mut self, now: Instant) {
         self.joined += 1;
         self.established += 1;
-        self.ever_joined = true;
+        self.first_joined.get_or_insert(now);
         if self.rejoins_due > 0 {
             self.rejoins_due -= 1;
             self.reconnections += 1;
@@ -368,6 +371,7 @@ impl ConnectionTimeline {
         stats.last_reconnect_latency_s = self.last_outage.map(|d| d.as_secs_f64());
         stats.max_reconnect_latency_s = self.max_outage.map(|d| d.as_secs_f64());
         stats.outages = self.outages.iter().copied().collect();
+        stats.first_connected_unix_s = self.first_joined.map(|t| self.unix_s(t));
     }
 
     /// How long the link has been without any connection (since the start if it never had
@@ -382,7 +386,7 @@ impl ConnectionTimeline {
 
     /// Whether any connection ever joined.
     pub fn ever_joined(&self) -> bool {
-        self.ever_joined
+        self.first_joined.is_some()
     }
 }
 
@@ -412,6 +416,11 @@ mod tests {
         let mut stats = empty_stats();
         t.fill(t0 + Duration::from_secs(6), &mut stats);
         assert_eq!(stats.last_reconnect_latency_s, Some(3.0));
+        assert_eq!(
+            stats.first_connected_unix_s,
+            Some(t.unix_s(t0)),
+            "the first join, not the latest"
+        );
         assert_eq!(stats.time_disconnected_s, 3.0);
         assert_eq!(stats.disconnected_for_s, None);
         t.left(t0 + Duration::from_secs(7), true, false);

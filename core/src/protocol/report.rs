@@ -140,6 +140,9 @@ pub struct LinkSummary {
     /// connection came back (`end_unix_s` absent while still down), latest last.
     #[serde(default)]
     pub outages: Vec<Outage>,
+    /// When its first connection joined, in seconds since the UNIX epoch (never: `None`).
+    #[serde(default)]
+    pub first_connected_unix_s: Option<f64>,
 }
 
 /// A stretch of time a link had no connection, in seconds since the UNIX epoch.

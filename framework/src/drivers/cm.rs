@@ -57,6 +57,7 @@ pub(crate) fn summarize(stats: &LinkStats) -> LinkSummary {
                 end_unix_s: o.end_unix_s,
             })
             .collect(),
+        first_connected_unix_s: stats.first_connected_unix_s,
     }
 }
 
