@@ -12,7 +12,7 @@ use super::{
     format::{amount, hms, perf, seconds},
     json::to_json,
     source::MeasuredSource,
-    text::to_text,
+    text::{to_text, TABLE_WIDTH},
 };
 
 fn prediction(text: &str) -> (Plan, Prediction) {
@@ -119,6 +119,50 @@ fn text_follows_the_methodology() {
     assert!(text.contains("exhaustive search over 32767 combinations (limit 65536)"));
     assert!(text.contains("spain workers: aoquir3 aoquir8"));
     assert!(text.contains("results_per_inter_result = 2"));
+}
+
+/// Many clusters: the table's columns go in blocks no wider than the limit, every cluster in
+/// one of them, in order.
+#[test]
+fn a_table_of_many_clusters_goes_in_blocks() {
+    let mut text = String::from(
+        "[application]\nname = \"many\"\ntasks = 4000\noper = 1.0\ntask_bytes = 100\n\
+         result_bytes = 100\n",
+    );
+    for k in 0..24 {
+        text.push_str(&format!(
+            "[[cluster]]\nname = \"cluster{k:02}\"\nlan_bytes_per_s = 1e9\n"
+        ));
+        if k == 0 {
+            text.push_str(
+                "main = true\nmachines = [\n  { host = \"m-head\", role = \"master\" },\n\
+                 { host = \"m-cm\", role = \"cm\" },\n",
+            );
+        } else {
+            text.push_str(&format!(
+                "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7\nwan_rtt_s = 0.05\n\
+                 machines = [\n  {{ host = \"c{k}-head\", role = \"submaster\" }},\n\
+                 {{ host = \"c{k}-cm\", role = \"cm\" }},\n"
+            ));
+        }
+        text.push_str(&format!(
+            "  {{ host = \"w{k}\", role = \"worker\", perf = 10.0 }},\n]\n"
+        ));
+    }
+    let (plan, p) = prediction(&text);
+    let printed = to_text(&plan, &p, None);
+    let table =
+        &printed[printed.find("== Clusters ==").unwrap()..printed.find("== Whole run ==").unwrap()];
+    assert!(table.lines().all(|l| l.len() <= TABLE_WIDTH), "{table}");
+    // Header lines start with the labels' blank column; the lines naming workers do not.
+    let headers: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with(' ') && l.trim_start().starts_with("cluster"))
+        .collect();
+    assert!(headers.len() > 1, "{table}");
+    let names: Vec<&str> = headers.iter().flat_map(|l| l.split_whitespace()).collect();
+    let expected: Vec<String> = (0..24).map(|k| format!("cluster{k:02}")).collect();
+    assert_eq!(names, expected);
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The prediction as text, in the order of the methodology: the header, the local cluster
 //! analysis, the clusters' table, the whole run, the granularity candidates, the tuning advice.
 
-use std::fmt::Write as _;
+use std::{fmt::Write as _, ops::Range};
 
 use hmw_model::plan::Plan;
 use hmw_model::{
@@ -16,6 +16,10 @@ use super::{
 
 /// One row of the clusters table: its label and how to print a cluster's cell.
 type TableRow = (&'static str, fn(&ClusterPrediction) -> String);
+
+/// The widest the clusters' table may be: with more clusters than fit, their columns go in
+/// blocks, one under the other, each with the rows' labels.
+pub(super) const TABLE_WIDTH: usize = 100;
 
 /// The prediction as text, in the order of the methodology; the measured-system file it used,
 /// if any, with its date and conditions in the header.
@@ -226,17 +230,25 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
                 .unwrap_or(0)
         })
         .collect();
-    let _ = write!(w, "{:label_width$}", "");
-    for (c, width) in p.clusters.iter().zip(&widths) {
-        let _ = write!(w, "  {:>width$}", c.name);
-    }
-    let _ = writeln!(w);
-    for ((label, _), row) in rows.iter().zip(&cells) {
-        let _ = write!(w, "{label:label_width$}");
-        for (cell, width) in row.iter().zip(&widths) {
-            let _ = write!(w, "  {cell:>width$}");
+    for (b, block) in column_blocks(label_width, &widths, TABLE_WIDTH)
+        .into_iter()
+        .enumerate()
+    {
+        if b > 0 {
+            let _ = writeln!(w);
+        }
+        let _ = write!(w, "{:label_width$}", "");
+        for k in block.clone() {
+            let _ = write!(w, "  {:>width$}", p.clusters[k].name, width = widths[k]);
         }
         let _ = writeln!(w);
+        for ((label, _), row) in rows.iter().zip(&cells) {
+            let _ = write!(w, "{label:label_width$}");
+            for k in block.clone() {
+                let _ = write!(w, "  {:>width$}", row[k], width = widths[k]);
+            }
+            let _ = writeln!(w);
+        }
     }
     for c in &p.clusters {
         let _ = writeln!(w, "{} workers: {}", c.name, c.workers.join(" "));
@@ -429,4 +441,24 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
         };
     }
     out
+}
+
+/// The columns `0..widths.len()` (each two spaces and its width) in consecutive blocks that fit
+/// within `limit` beside labels of `label_width`, at least one column a block.
+fn column_blocks(label_width: usize, widths: &[usize], limit: usize) -> Vec<Range<usize>> {
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    let mut used = label_width;
+    for (k, width) in widths.iter().enumerate() {
+        if k > start && used + 2 + width > limit {
+            blocks.push(start..k);
+            start = k;
+            used = label_width;
+        }
+        used += 2 + width;
+    }
+    if start < widths.len() {
+        blocks.push(start..widths.len());
+    }
+    blocks
 }
