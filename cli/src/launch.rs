@@ -32,8 +32,9 @@ use hmw_model::{
 
 pub(crate) use crate::pipeline::Purpose;
 use crate::{
+    clock::unix_now,
     keygen::{host_files, write_certificates},
-    launch_record::{unix_now, LaunchRecord, JOURNAL},
+    launch_record::{LaunchRecord, JOURNAL},
     layout::{layout, ClusterLayout, Layout, LinkLayout, Target},
     ports::free_port,
     predict::MeasuredSource,

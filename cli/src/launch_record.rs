@@ -8,6 +8,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::clock::unix_now;
 use anyhow::{bail, Context as _, Result};
 use serde::{Deserialize, Serialize};
 
@@ -141,13 +142,6 @@ impl LaunchRecord {
         }
         args
     }
-}
-
-/// Now, in seconds since the UNIX epoch.
-pub(crate) fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod calibrate;
 mod capacity;
 mod check;
+mod clock;
 #[cfg(feature = "mpi")]
 mod cluster_command;
 mod keygen;

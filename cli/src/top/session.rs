@@ -9,6 +9,7 @@ use std::{
     time::{Duration, Instant, SystemTime},
 };
 
+use crate::clock::unix_now;
 use anyhow::{bail, Result};
 use ratatui::{
     backend::CrosstermBackend,
@@ -186,10 +187,4 @@ fn load_fresh_age(path: &Path, modified: SystemTime, state: &LiveState) -> Resul
         load_fresh(path)?;
     }
     Ok(())
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

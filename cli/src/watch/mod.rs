@@ -26,9 +26,10 @@ use std::{
     process::ExitStatus,
     sync::mpsc::{self, Receiver, RecvTimeoutError, Sender},
     thread::{self, JoinHandle},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant},
 };
 
+use crate::clock::unix_now;
 use anyhow::{Context as _, Result};
 use hmw_core::stats::RunStats;
 use hmw_model::Prediction;
@@ -131,12 +132,6 @@ pub(crate) fn setup(layout: &Layout, prediction: Option<(&Prediction, f64)>) -> 
         clusters,
         prediction: run,
     }
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 impl Watch {
