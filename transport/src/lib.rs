@@ -69,8 +69,7 @@ pub trait Transport {
     /// Have `hook` called each time a message arrives for this rank, so that a loop waiting
     /// on something else too (a CM on its WAN link) is woken for it. Whether the transport
     /// can: default no.
-    fn on_arrival(&mut self, hook: ArrivalHook) -> bool {
-        drop(hook);
+    fn on_arrival(&mut self, _hook: ArrivalHook) -> bool {
         false
     }
     /// Wait until every message this rank sent has left its buffers.
