@@ -78,6 +78,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                     wan_rtt_s: 0.0,
                     wan_in_ramp_s: 0.0,
                     wan_out_ramp_s: 0.0,
+                    parent: None,
                 }
             });
             ClusterParams {

@@ -35,6 +35,7 @@ pub mod plan;
 pub mod queueing;
 pub mod range;
 pub mod row_column;
+pub mod shared_links;
 pub mod tuning;
 
 pub use cluster::{Case, ClusterModel};

@@ -127,6 +127,10 @@ pub struct ExternalLink {
     /// `L_out`: the same for the results it carries back (170). Read by (172).
     #[serde(default)]
     pub wan_out_ramp_s: f64,
+    /// The cluster this one's link goes to, an index into [`SystemParams::clusters`]; `None`
+    /// for the main cluster (a star). Read by (173)-(174).
+    #[serde(default)]
+    pub parent: Option<usize>,
 }
 
 /// The CPU the processes that hand out a cluster's tasks spend per task: its master (a
@@ -278,6 +282,10 @@ pub struct ModelTerms {
     /// (170)-(172): an external cluster's startup and end count what its links lose to their
     /// ramp (`[model] link_ramp`); off, nothing.
     pub link_ramp: bool,
+    /// (173)-(174): a link of a tree carries its subtree's traffic, shared in proportion to
+    /// what each cluster asks when it is oversubscribed (`[model] shared_links`); off, each
+    /// cluster has its own link's rate alone.
+    pub shared_links: bool,
     /// (101): the matrix product's row/column strategy stabilises where (78) stops climbing,
     /// at the least of its arguments that do not depend on the row/column (`[model]
     /// row_column_plateau`); off, (80) at the available performance.
@@ -304,6 +312,7 @@ impl ModelTerms {
             own_communication: on,
             capacity: on,
             link_ramp: on,
+            shared_links: on,
             row_column_plateau: on,
             master_cpu: on,
             network: on,

@@ -420,6 +420,7 @@ mod tests {
                             wan_rtt_s: 0.0,
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
+                            parent: None,
                         }),
                         dispatch: Default::default(),
                     },

@@ -122,6 +122,8 @@ pub struct Prediction {
 pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
+    let shared = crate::shared_links::with_shared_links(input);
+    let input = shared.as_ref();
     let threshold = input.options.efficiency_threshold;
     let reassign = input.options.cluster_options();
     let app = &input.application;

@@ -35,6 +35,7 @@ fn link(wan_in: f64, wan_out: f64) -> Option<ExternalLink> {
         wan_rtt_s: 0.0,
         wan_in_ramp_s: 0.0,
         wan_out_ramp_s: 0.0,
+        parent: None,
     })
 }
 
@@ -739,6 +740,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                             wan_rtt_s: 0.0,
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
+                            parent: None,
                         }),
                         dispatch: Default::default(),
                     });
@@ -848,6 +850,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                             wan_rtt_s: 0.0,
                             wan_in_ramp_s: 0.0,
                             wan_out_ramp_s: 0.0,
+                            parent: None,
                         }),
                         dispatch: Default::default(),
                     });
@@ -1097,6 +1100,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                         wan_rtt_s: rtt * c as f64,
                                         wan_in_ramp_s: 0.0,
                                         wan_out_ramp_s: 0.0,
+                                        parent: None,
                                     }),
                                     dispatch: Default::default(),
                                 }

@@ -88,6 +88,7 @@ pub(super) struct ModelTable {
     pub(super) own_communication: Option<bool>,
     pub(super) capacity: Option<bool>,
     pub(super) link_ramp: Option<bool>,
+    pub(super) shared_links: Option<bool>,
     pub(super) row_column_plateau: Option<bool>,
     pub(super) master_cpu: Option<bool>,
     /// `bottleneck` (the default) or `mva`.
@@ -105,6 +106,7 @@ impl ModelTable {
             own_communication: self.own_communication.unwrap_or(form.own_communication),
             capacity: self.capacity.unwrap_or(form.capacity),
             link_ramp: self.link_ramp.unwrap_or(form.link_ramp),
+            shared_links: self.shared_links.unwrap_or(form.shared_links),
             row_column_plateau: self.row_column_plateau.unwrap_or(form.row_column_plateau),
             master_cpu: self.master_cpu.unwrap_or(form.master_cpu),
             network: form.network || self.contention == Some(Contention::Mva),
@@ -128,6 +130,7 @@ impl Default for ModelTable {
             own_communication: None,
             capacity: None,
             link_ramp: None,
+            shared_links: None,
             row_column_plateau: None,
             master_cpu: None,
             contention: None,

@@ -60,6 +60,7 @@ impl Plan {
                     wan_rtt_s: self.round_trip_to_master_s(plan, Some(measured)),
                     wan_in_ramp_s: m.and_then(|m| m.wan_in_ramp_s).unwrap_or(0.0),
                     wan_out_ramp_s: m.and_then(|m| m.wan_out_ramp_s).unwrap_or(0.0),
+                    parent: self.parent_index(plan),
                 })
             };
             let mut workers = Vec::new();

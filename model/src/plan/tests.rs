@@ -843,6 +843,60 @@ fn iterations_are_from_one_to_the_tasks() {
     }
 }
 
+/// A tree whose regional link carries three clusters' tasks: 3 x 60 B/s asked of 100 B/s.
+fn regional_tree(shared_links: bool) -> String {
+    let cluster = |name: &str, parent: Option<&str>| {
+        let parent = parent.map_or(String::new(), |p| format!("parent = \"{p}\"\n"));
+        format!(
+            "[[cluster]]\nname = \"{name}\"\nlan_bytes_per_s = 1e6\nwan_in_bytes_per_s = 100\n\
+             wan_out_bytes_per_s = 100\nmachines = [\n{{ host = \"{name}-s\", role = \"submaster\" }},\n\
+             {{ host = \"{name}-1\", role = \"worker\", perf = 1.0 }},\n]\n[cluster.launch]\n{parent}"
+        )
+    };
+    format!(
+        "[application]\nname = \"tree\"\ntasks = 200\noper = 1.0\ntask_bytes = 60\n\
+         result_bytes = 1\n[model]\nshared_links = {shared_links}\n\
+         [[cluster]]\nname = \"home\"\nmain = true\nlan_bytes_per_s = 1e6\nmachines = [\n\
+         {{ host = \"m\", role = \"master\" }},\n{{ host = \"w1\", role = \"worker\", perf = 1.0 }},\n]\n{}{}{}",
+        cluster("hub", None),
+        cluster("leaf1", Some("hub")),
+        cluster("leaf2", Some("hub"))
+    )
+}
+
+#[test]
+fn a_regional_link_is_shared_by_its_subtree() {
+    let predict = |shared| {
+        let plan = Plan::from_toml_str(&regional_tree(shared)).unwrap();
+        let input = plan.model_input(None).unwrap();
+        let parents: Vec<_> = input
+            .system
+            .clusters
+            .iter()
+            .map(|c| c.external.as_ref().and_then(|l| l.parent))
+            .collect();
+        assert_eq!(parents, vec![None, None, Some(1), Some(1)]);
+        crate::methodology::predict(&input).unwrap()
+    };
+    let alone = predict(false);
+    let shared = predict(true);
+    // Each external cluster alone draws 60 B/s of its own 100 B/s: computation bound.
+    assert!(alone.clusters[1..].iter().all(|c| c.perf_ste == 1.0));
+    // Together they ask 180 B/s of the hub's 100: each gets 100/180 of its rate, wan_in bound,
+    // and what the three get fills the hub's link.
+    for c in &shared.clusters[1..] {
+        assert!((c.perf_ste - 100.0 / 180.0).abs() < 1e-12, "{}", c.perf_ste);
+        assert_eq!(c.bottleneck.to_string(), "wan_in");
+    }
+    let bytes: f64 = shared.clusters[1..].iter().map(|c| c.perf_ste * 60.0).sum();
+    assert!((bytes - 100.0).abs() < 1e-9);
+    assert!(shared.run.t_ex_worst > 1.3 * alone.run.t_ex_worst);
+    // The thesis's form counts no shared link.
+    let thesis = regional_tree(false).replace("shared_links = false", "form = \"thesis\"");
+    let plan = Plan::from_toml_str(&thesis).unwrap();
+    assert!(!plan.model_input(None).unwrap().options.terms.shared_links);
+}
+
 #[test]
 fn a_cluster_down_a_tree_adds_the_round_trips_of_its_path() {
     let far = "\n[[cluster]]\nname = \"far\"\nlan_bytes_per_s = 1000\nwan_in_bytes_per_s = 100\n\

@@ -154,6 +154,17 @@ impl Plan {
             })
     }
 
+    /// The index in [`Plan::clusters`] of the cluster `cluster` hangs from (`[cluster.launch]
+    /// parent`); `None` for the main cluster's children and for a parent that names no
+    /// cluster (the launcher reports it).
+    pub fn parent_index(&self, cluster: &ClusterPlan) -> Option<usize> {
+        let name = cluster.launch_settings().ok().and_then(|l| l.parent)?;
+        self.clusters
+            .iter()
+            .position(|c| c.name == name)
+            .filter(|&k| !self.clusters[k].main)
+    }
+
     /// The round trip between the master and `cluster`'s sub-master, seconds: the sum of
     /// [`ClusterPlan::wan_rtt_s`] over the links of its path up the tree (`[cluster.launch]
     /// parent`, default the main cluster); 0 for the main cluster. A parent that names no
