@@ -62,6 +62,76 @@ fn path_up(parents: &[Option<usize>], c: usize) -> Vec<usize> {
     path
 }
 
+/// `D_a` for every link `a` (named by the cluster at its lower end): the demands of the
+/// clusters whose path crosses it, its own among them (174).
+fn subtree_loads(parents: &[Option<usize>], demands: &[f64]) -> Vec<f64> {
+    let mut load = vec![0.0; parents.len()];
+    for (c, demand) in demands.iter().enumerate() {
+        for a in path_up(parents, c) {
+            load[a] += demand;
+        }
+    }
+    load
+}
+
+/// What the clusters of its subtree ask of a cluster's link to its parent, each way, against
+/// its rate: `D_a` (174) and `cap_a`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkLoad {
+    /// The cluster at the link's lower end, an index into the system's clusters.
+    pub cluster: usize,
+    /// Bytes a second of tasks asked, `D_a` in.
+    pub asked_in: f64,
+    /// The link's rate of tasks, `tput_in`.
+    pub rate_in: f64,
+    /// Bytes a second of results asked, `D_a` out.
+    pub asked_out: f64,
+    /// The link's rate of results, `tput_out`.
+    pub rate_out: f64,
+}
+
+impl LinkLoad {
+    /// The larger of what is asked over the rate, the two ways: above 1, oversubscribed.
+    pub fn load(&self) -> f64 {
+        (self.asked_in / self.rate_in).max(self.asked_out / self.rate_out)
+    }
+}
+
+/// The load of every external cluster's link (173)(174), in the system's order.
+pub fn link_loads(input: &ModelInput) -> Vec<LinkLoad> {
+    let clusters = &input.system.clusters;
+    let parents = parents_of(input);
+    let (d_in, d_out): (Vec<f64>, Vec<f64>) = standalone_demands(input).into_iter().unzip();
+    let (load_in, load_out) = (
+        subtree_loads(&parents, &d_in),
+        subtree_loads(&parents, &d_out),
+    );
+    clusters
+        .iter()
+        .enumerate()
+        .filter_map(|(c, cluster)| {
+            let link = cluster.external.as_ref()?;
+            Some(LinkLoad {
+                cluster: c,
+                asked_in: load_in[c],
+                rate_in: link.wan_in_bytes_per_s,
+                asked_out: load_out[c],
+                rate_out: link.wan_out_bytes_per_s,
+            })
+        })
+        .collect()
+}
+
+/// Each cluster's parent (`None`: the main cluster, or the main cluster itself).
+fn parents_of(input: &ModelInput) -> Vec<Option<usize>> {
+    input
+        .system
+        .clusters
+        .iter()
+        .map(|c| c.external.as_ref().and_then(|l| l.parent))
+        .collect()
+}
+
 /// `f_c`, the share of its demand each cluster gets from the links of its path (174):
 /// `f_c = min(1, min over links a on c's path of cap_a / D_a)`, with `D_a` the demands (173)
 /// of the clusters whose path crosses `a` (a's subtree, `a` among them) and `cap_a` its rate.
@@ -76,14 +146,8 @@ fn path_up(parents: &[Option<usize>], c: usize) -> Vec<usize> {
 /// lower one's fraction is counted against a demand the upper one already cut, so its share
 /// is pessimistic.
 pub fn link_shares(parents: &[Option<usize>], caps: &[f64], demands: &[f64]) -> Vec<f64> {
-    let n = parents.len();
-    let mut load = vec![0.0; n];
-    for (c, demand) in demands.iter().enumerate() {
-        for a in path_up(parents, c) {
-            load[a] += demand;
-        }
-    }
-    (0..n)
+    let load = subtree_loads(parents, demands);
+    (0..parents.len())
         .map(|c| {
             path_up(parents, c)
                 .into_iter()
@@ -106,10 +170,7 @@ pub fn link_shares(parents: &[Option<usize>], caps: &[f64], demands: &[f64]) -> 
 /// from the main cluster.
 pub fn with_shared_links(input: &ModelInput) -> Cow<'_, ModelInput> {
     let clusters = &input.system.clusters;
-    let parents: Vec<Option<usize>> = clusters
-        .iter()
-        .map(|c| c.external.as_ref().and_then(|l| l.parent))
-        .collect();
+    let parents = parents_of(input);
     if !input.options.terms.shared_links || parents.iter().all(Option::is_none) {
         return Cow::Borrowed(input);
     }

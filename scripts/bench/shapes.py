@@ -10,7 +10,7 @@ cluster; in the tree a region's other clusters hang from its first over a region
 5 ms, and its uplink carries the whole region (`docs/model.md` (173)-(174)). Tasks of
 TASK_S seconds (sleeps) and TASK_BYTES bytes each way.
 
-Prints a line per run, then:
+Prints `hmw predict --compare`'s verdict, a line per run, then:
   shapes clusters=N regions=R flat_pred_s=B-W tree_pred_s=B-W flat_s=.. tree_s=..
     flat_err=E1 tree_err=E2 shape_gap=G predicted_ratio=P measured_ratio=M shape_ok=BOOL
 (`flat_s`, `tree_s`: the median of the rounds' makespans; `E1`, `E2`: measured over the middle
@@ -51,12 +51,17 @@ def shape_plan(clusters, regions, tree):
     )
 
 
-def predicted(hmw, plan):
+def predicted(hmw, flat, tree):
+    """Each shape's predicted range and `hmw predict --compare`'s verdict."""
     out = subprocess.run(
-        [hmw, "predict", plan, "--json"], check=True, capture_output=True, text=True
+        [hmw, "predict", flat, "--compare", tree, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
-    run = json.loads(out)["run"]
-    return run["t_ex_best"], run["t_ex_worst"]
+    compare = json.loads(out)["compare"]
+    ranges = {s["plan"]: (s["t_ex_best"], s["t_ex_worst"]) for s in compare["shapes"]}
+    return ranges, compare["verdict"].strip()
 
 
 def measured(hmw, plan, work):
@@ -81,12 +86,13 @@ def main():
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     root = tempfile.mkdtemp(prefix="hmw-shapes-")
     try:
-        plans, pred, runs = {}, {}, {"flat": [], "tree": []}
+        plans, runs = {}, {"flat": [], "tree": []}
         for shape in runs:
             plans[shape] = os.path.join(root, f"{shape}.toml")
             with open(plans[shape], "w") as f:
                 f.write(shape_plan(clusters, regions, shape == "tree"))
-            pred[shape] = predicted(hmw, plans[shape])
+        pred, verdict = predicted(hmw, plans["flat"], plans["tree"])
+        print(f"predicted: {verdict}", flush=True)
         for r in range(rounds):
             for shape in runs:
                 work = os.path.join(root, f"{shape}{r}")

@@ -9,6 +9,7 @@ use hmw_model::plan::{load_plan, model_input_with_measured};
 use hmw_model::predict;
 
 use super::{
+    compare::{self, Shape},
     json::to_json,
     pipeline::{self, SlowdownSpec},
     source::MeasuredSource,
@@ -33,6 +34,11 @@ pub struct PredictArgs {
     /// percentage of the predicted makespan), e.g. `bottleneck=3@30%`.
     #[arg(long, value_name = "SPEC")]
     pub slowdown: Option<SlowdownSpec>,
+    /// Other plans of the same application on another shape of the federation (a star, a
+    /// tree of regions): each predicted, then all side by side with why the fastest wins
+    /// (text: a last section; JSON: `compare`). The measured system, if given, serves all.
+    #[arg(long, value_name = "PLAN", num_args = 1..)]
+    pub compare: Vec<PathBuf>,
 }
 
 /// Runs `hmw predict`.
@@ -44,6 +50,14 @@ pub fn run(args: PredictArgs) -> Result<()> {
     if args.slowdown.is_some() {
         return pipeline::not_a_pipeline("--slowdown");
     }
+    let shapes = if args.compare.is_empty() {
+        Vec::new()
+    } else {
+        std::iter::once(&args.plan)
+            .chain(&args.compare)
+            .map(|path| Shape::predicted(path, args.measured.as_deref()))
+            .collect::<Result<Vec<_>>>()?
+    };
     let (input, measured) = model_input_with_measured(&plan, &args.plan, args.measured.as_deref())?;
     let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
     let source = args
@@ -58,10 +72,16 @@ pub fn run(args: PredictArgs) -> Result<()> {
         if !row_column.is_empty() {
             json["row_column"] = serde_json::to_value(&row_column)?;
         }
+        if !shapes.is_empty() {
+            json["compare"] = compare::to_json(&shapes);
+        }
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", to_text(&plan, &prediction, source));
         print!("{}", crate::row_column::to_text(&row_column));
+        if !shapes.is_empty() {
+            print!("{}", compare::to_text(&shapes));
+        }
     }
     Ok(())
 }

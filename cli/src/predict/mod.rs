@@ -5,9 +5,11 @@
 //! The parts, each a file: `command.rs` (the arguments and the command), `source.rs` (the
 //! measured-system file a prediction used), `json.rs` (the prediction as one JSON object),
 //! `text.rs` (the prediction as text, in the order of the methodology), `format.rs` (numbers,
-//! times and links as the text prints them), `pipeline.rs` (a pipeline plan's prediction).
+//! times and links as the text prints them), `pipeline.rs` (a pipeline plan's prediction),
+//! `compare.rs` (other shapes of the federation beside it, `--compare`).
 
 mod command;
+mod compare;
 mod format;
 mod json;
 pub mod pipeline;
