@@ -19,8 +19,10 @@
 # ssh and Slurm launchers, every rank's host, the keys on each host, a lost connection, SIGINT
 # and SIGKILL with --cleanup; one testbed, a few minutes). Then the fault check
 # (scripts/faults.sh --quick: the launcher killed and resumed, an external cluster's CM killed
-# and its cluster started again, on the testbed; about three minutes). Their last lines are
-# printed last.
+# and its cluster started again, on the testbed; about three minutes). Then the scale check
+# (QUICK=1 scripts/bench-scale.sh: sixteen clusters as a star and as a tree, predicted and
+# run, and the simulator at 16,384 workers; about a minute). Their last lines are printed
+# last.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t_start=$(date +%s)
@@ -97,6 +99,7 @@ step watch "the watch check" scripts/check-watch.sh
 step testbed "the testbed's check" scripts/testbed-check.sh
 step deploy "the deployment check" scripts/deploy-check.sh
 step faults "the fault check" scripts/faults.sh --quick
+step scale "the scale check" env QUICK=1 scripts/bench-scale.sh
 
 # cargo test prints one summary line per test binary, nextest one for all (`N tests run: P
 # passed, F failed, ...`); add them up for a closing line.
@@ -105,7 +108,7 @@ awk '/^test result:/ { p += $4; f += $6 }
                           if ($i ~ /^passed/) p += $(i - 1)
                           if ($i ~ /^failed/) f += $(i - 1) } }
      END { printf "%d passed, %d failed\n", p, f }' "$log"
-for name in validation apps watch testbed deploy faults; do
+for name in validation apps watch testbed deploy faults scale; do
     tail -1 "$steps_dir/$name.log"
 done
 $checks_ok && $tests_ok && $steps_ok

@@ -32,54 +32,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import federation  # noqa: E402
+from procs import HZ, cpu_by_kind, machine_busy_ticks, processes  # noqa: E402
 
-HZ = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 WORKERS = 2
-
-
-def machine_busy_ticks():
-    fields = list(map(int, open("/proc/stat").readline().split()[1:]))
-    return sum(fields) - fields[3] - fields[4]
-
-
-def roles_of(work):
-    """The main cluster's roles in rank order, from its machine file."""
-    roles = []
-    for line in open(os.path.join(work, "main.hosts")):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        host = line.split()[0]
-        roles.append("master" if host.endswith("-head") else "cm" if host.endswith("-cm") else "worker")
-    return roles
-
-
-def processes(work):
-    """{pid: (kind, cpu_ticks, rss_bytes)} of the run's processes: `master`, `cm`, `worker`
-    for the main cluster's ranks, `threads` for a cluster of threads."""
-    roles = roles_of(work)
-    found = {}
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cmdline = open(f"/proc/{pid}/cmdline").read().split("\0")
-            if not any(work in arg for arg in cmdline) or "hmw-synthetic" not in cmdline[0]:
-                continue
-            stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-            ticks = int(stat[11]) + int(stat[12])
-            rss = int(stat[21]) * PAGE
-            if "--threads" in cmdline:
-                kind = "threads"
-            else:
-                environ = open(f"/proc/{pid}/environ").read().split("\0")
-                rank = next(int(v.split("=", 1)[1]) for v in environ if v.startswith("OMPI_COMM_WORLD_RANK="))
-                kind = roles[rank]
-            found[pid] = (kind, ticks, rss)
-        except (OSError, StopIteration, ValueError, IndexError):
-            continue
-    return found
 
 
 def live_lines(work):
@@ -98,16 +53,6 @@ def wait_for_line(work, after, deadline):
             return json.loads(lines[-1]), len(lines)
         time.sleep(0.02)
     raise SystemExit(f"link-cost: no progress line in {work} in time")
-
-
-def cpu_by_kind(before, after):
-    """Seconds of CPU per kind between two snapshots, and the number of processes."""
-    seconds, counts = {}, {}
-    for pid, (kind, ticks, _) in after.items():
-        if pid in before:
-            seconds[kind] = seconds.get(kind, 0.0) + (ticks - before[pid][1]) / HZ
-            counts[kind] = counts.get(kind, 0) + 1
-    return seconds, counts
 
 
 def launch(hmw, work, plan_text):
