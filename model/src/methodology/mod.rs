@@ -116,7 +116,9 @@ pub struct Prediction {
 
 /// Section 3, the whole methodology on `input`: resource selection (3.2 step 2), balance and
 /// whole tasks (3.2 steps 4-5, (61)(94)), per-cluster and run predictions (3.2 step 6, (5)-(7)),
-/// the local cluster analysis (3.1, (58)(59)) and tuning advice (3.3). Fails on an input that
+/// the local cluster analysis (3.1, (58)(59)) and tuning advice (3.3), every step on the
+/// links' rates a tree's shared links leave each cluster ((173)-(174),
+/// [`crate::shared_links::with_shared_links`]). Fails on an input that
 /// breaks the model's invariants or leaves its working range ([`check_working_range`]), or when
 /// `auto` finds no selection that reaches the threshold.
 pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
