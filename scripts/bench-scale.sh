@@ -15,7 +15,10 @@
 # QUICK=1 (what scripts/test.sh runs): 16 clusters in 4 regions, 10 tasks of 1 s a worker,
 # 200 KB, uplinks of 1 MB/s, one round; 16 x 1,024 workers, 1,000,000 tasks (about a minute).
 # With QUICK=1 it fails unless every task was gathered once and the shape the model predicts
-# faster is the faster measured. Run the full one on a quiet machine.
+# faster is the faster measured. With SWEEP=1 it first runs the full plans once at 8, 16, 32
+# and 64 clusters (regions of 4 up to 32 clusters, of 8 at 64) and draws their growth curves
+# in docs/benchmarks/ (scripts/bench/growth-chart.py): the makespans against their
+# predictions, the startup, the memory. Run the full one on a quiet machine.
 # Last line:
 #   scale clusters=N mpi_clusters=M workers=W verified=B startup_s=S startup_overlap=O
 #   busy_pct=P flat_err=E1 tree_err=E2 shape_gap=G shape_ok=B rss_gb=R sim_workers=N
@@ -40,6 +43,32 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $2" | head -1; }
+
+if [ "${SWEEP:-0}" = 1 ]; then
+    declare -A curve
+    # The middle of a predicted range B-W.
+    mid() { awk -v r="$1" 'BEGIN { split(r, b, "-"); printf "%.3f", (b[1] + b[2]) / 2 }'; }
+    for n in 8 16 32 64; do
+        python3 scripts/bench/shapes.py "$hmw" "$n" $((n < 64 ? n / 4 : 8)) 1 | tee "$work/sweep.log"
+        l=$(tail -1 "$work/sweep.log")
+        curve[flat]+="$n:$(field flat_s "$l"),"
+        curve[tree]+="$n:$(field tree_s "$l"),"
+        curve[flat_pred]+="$n:$(mid "$(field flat_pred_s "$l")"),"
+        curve[tree_pred]+="$n:$(mid "$(field tree_pred_s "$l")"),"
+        curve[startup]+="$n:$(field startup_s "$l"),"
+        curve[overlap]+="$n:$(awk -v o="$(field startup_overlap "$l")" -v n="$n" 'BEGIN { printf "%.3f", o / (n - 1) }'),"
+        curve[rss]+="$n:$(field rss_gb "$l"),"
+    done
+    mkdir -p docs/benchmarks
+    chart=scripts/bench/growth-chart.py
+    python3 $chart docs/benchmarks/scale-makespan.svg "Star and tree: measured and predicted" \
+        clusters seconds "star=${curve[flat]}" "star, predicted=${curve[flat_pred]}" \
+        "tree=${curve[tree]}" "tree, predicted=${curve[tree_pred]}"
+    python3 $chart docs/benchmarks/scale-startup.svg "Startup of the star" clusters \
+        "seconds, or links" "startup_s=${curve[startup]}" "overlap / links=${curve[overlap]}"
+    python3 $chart docs/benchmarks/scale-memory.svg "Peak memory of the application's processes" clusters \
+        GB "rss_gb=${curve[rss]}"
+fi
 
 python3 scripts/bench/shapes.py "$hmw" "$clusters" "$regions" "$rounds" | tee "$work/shapes.log"
 shapes=$(tail -1 "$work/shapes.log")

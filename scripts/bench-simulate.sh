@@ -10,6 +10,8 @@
 #  - a million workers: 64 clusters of 16,384 (the main one and 63 behind WANs, 16 tasks per
 #    inter-cluster message and 16 results per inter-cluster result) and 10,000,000 tasks of
 #    1 s: the whole command's wall-clock seconds and peak memory (targets: 120 s, 8 GiB).
+# With CHART=1 it draws the master core's cost per task against the workers in
+# docs/benchmarks/simulate-master-core.svg (scripts/bench/growth-chart.py).
 # The plans are generated here (scripts/lib/sim-plan.sh), under a temporary folder. Figures
 # vary with the machine's load: run it on a quiet machine. Smaller sizes for a quick check:
 # TASKS, CORE_TASKS, SIM_CLUSTERS, SIM_WORKERS (per cluster), SIM_TASKS.
@@ -46,6 +48,13 @@ for w in 4 64 1024 16384; do
     echo "workers=$w $line"
     core[$w]=$(field master_core_us_per_task "$line")
 done
+
+if [ "${CHART:-0}" = 1 ]; then
+    mkdir -p docs/benchmarks
+    python3 scripts/bench/growth-chart.py docs/benchmarks/simulate-master-core.svg \
+        "The master core's cost per task, one cluster" workers "microseconds" \
+        "master core=4:${core[4]},64:${core[64]},1024:${core[1024]},16384:${core[16384]}"
+fi
 
 # The whole command, plan loading and layout included: GNU time's elapsed seconds and peak
 # resident kilobytes.

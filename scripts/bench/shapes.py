@@ -86,7 +86,7 @@ def measured(hmw, plan, work, tasks):
     second of the main master or one of its CM ranks (% of a core), the peak memory of the
     application's processes (GB), the startup and its overlap from the launcher's last line,
     and whether every task's result came back once (the master's statistics)."""
-    log = os.path.join(work + ".log")
+    log = work + ".log"
     run = subprocess.Popen(
         [hmw, "launch", plan, "--work-dir", work],
         stdout=open(log, "w"),
