@@ -605,10 +605,6 @@ fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
             .sum::<u64>()
 }
 
-/// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
-/// cluster computes during one round trip (its requests take that long to come back), plus
-/// two, the model's (98). `None` without a prediction or a round trip (`wan_rtt_s` or an
-/// emulated delay).
 /// The annotations that start a CM's link warm (`path_send= path_recv= path_rtt_ms=`): the
 /// plan's WAN rates of external cluster `cluster` and its round trip, for the CM in its parent
 /// cluster (`parent_side`: it sends the tasks) or the one in the cluster itself (it sends the
@@ -633,6 +629,10 @@ fn path_hint(cluster: &ClusterPlan, parent_side: bool) -> String {
     )
 }
 
+/// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
+/// cluster computes during one round trip (its requests take that long to come back), plus
+/// two, the model's (98). `None` without a prediction or a round trip (`wan_rtt_s` or an
+/// emulated delay).
 fn window_for(
     plan: &Plan,
     prediction: Option<&Prediction>,
