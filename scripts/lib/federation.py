@@ -17,8 +17,7 @@ region's traffic.
 
 
 def cluster_table(name, head_role, workers, extra):
-    """One `[[cluster]]`: its head (`head_role`), a CM and `workers` workers of perf 10 (a
-    task of `oper` 10 x its seconds: the model's task time is the synthetic one's)."""
+    """One `[[cluster]]`: its head (`head_role`), a CM and `workers` workers of perf 10."""
     machines = [
         f'  {{ host = "{name}-head", role = "{head_role}" }},',
         f'  {{ host = "{name}-cm", role = "cm" }},',
@@ -48,7 +47,8 @@ def plan(
     emulate_rates=False,
 ):
     """The plan's text: `clusters` clusters in all, `tasks` tasks of `task_seconds` seconds
-    on a worker (perf 10 at speed 1) and `task_bytes` bytes each way, progress lines every
+    on a worker (perf 10 at speed 1, `oper` 10 times the seconds, so that the model's task
+    time is the synthetic one's) and `task_bytes` bytes each way, progress lines every
     `statistics_interval` seconds (0: none); a star, or with `tree` a tree of `regions`
     regions. With
     `uplink_bytes_per_s`, the link of each region's first cluster to the main cluster has
