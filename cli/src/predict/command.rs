@@ -50,14 +50,12 @@ pub fn run(args: PredictArgs) -> Result<()> {
     if args.slowdown.is_some() {
         return pipeline::not_a_pipeline("--slowdown");
     }
-    let shapes = if args.compare.is_empty() {
-        Vec::new()
-    } else {
-        std::iter::once(&args.plan)
-            .chain(&args.compare)
-            .map(|path| Shape::predicted(path, args.measured.as_deref()))
-            .collect::<Result<Vec<_>>>()?
-    };
+    // The other shapes first, so that an error in one comes before any output.
+    let others = args
+        .compare
+        .iter()
+        .map(|path| Shape::predicted(path, args.measured.as_deref()))
+        .collect::<Result<Vec<_>>>()?;
     let (input, measured) = model_input_with_measured(&plan, &args.plan, args.measured.as_deref())?;
     let prediction = predict(&input).map_err(|e| anyhow!("{}: {e}", args.plan.display()))?;
     let source = args
@@ -72,14 +70,16 @@ pub fn run(args: PredictArgs) -> Result<()> {
         if !row_column.is_empty() {
             json["row_column"] = serde_json::to_value(&row_column)?;
         }
-        if !shapes.is_empty() {
+        if !others.is_empty() {
+            let shapes = compare::shapes(&args.plan, input, prediction, others);
             json["compare"] = compare::to_json(&shapes);
         }
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         print!("{}", to_text(&plan, &prediction, source));
         print!("{}", crate::row_column::to_text(&row_column));
-        if !shapes.is_empty() {
+        if !others.is_empty() {
+            let shapes = compare::shapes(&args.plan, input, prediction, others);
             print!("{}", compare::to_text(&shapes));
         }
     }

@@ -17,11 +17,34 @@ use hmw_model::{
 
 use super::format::seconds;
 
-/// One shape: its plan's path, its name for the table, the model's input and its prediction.
+/// One shape: its name for the table, the model's input, its prediction and the links its
+/// clusters ask beyond their rate (173)(174), the most loaded first.
 pub(super) struct Shape {
     name: String,
     input: ModelInput,
     prediction: Prediction,
+    oversubscribed: Vec<LinkLoad>,
+}
+
+/// The shapes compared: the plan at `path` (its input and prediction already made) first, then
+/// `others`.
+pub(super) fn shapes(
+    path: &Path,
+    input: ModelInput,
+    prediction: Prediction,
+    others: Vec<Shape>,
+) -> Vec<Shape> {
+    std::iter::once(Shape::new(name_of(path), input, prediction))
+        .chain(others)
+        .collect()
+}
+
+/// A plan's name in the table: its file's stem.
+fn name_of(path: &Path) -> String {
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into(),
+    )
 }
 
 impl Shape {
@@ -35,21 +58,28 @@ impl Shape {
             ));
         }
         let (input, _) = model_input_with_measured(&plan, path, measured)?;
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into(),
-        );
-        Shape::of(name, input).map_err(|e| anyhow!("{}: {e}", path.display()))
+        Shape::of(name_of(path), input).map_err(|e| anyhow!("{}: {e}", path.display()))
     }
 
     /// The shape `name` of the model's input `input`, predicted.
     fn of(name: String, input: ModelInput) -> Result<Shape, hmw_model::ModelError> {
         let prediction = predict(&input)?;
-        Ok(Shape {
+        Ok(Shape::new(name, input, prediction))
+    }
+
+    /// The shape `name` of `input` and its `prediction`.
+    fn new(name: String, input: ModelInput, prediction: Prediction) -> Shape {
+        let mut oversubscribed: Vec<LinkLoad> = link_loads(&input)
+            .into_iter()
+            .filter(|l| l.load() > 1.0)
+            .collect();
+        oversubscribed.sort_by(|a, b| b.load().total_cmp(&a.load()));
+        Shape {
             name,
             input,
             prediction,
-        })
+            oversubscribed,
+        }
     }
 
     /// The middle of the predicted range, seconds.
@@ -86,16 +116,6 @@ impl Shape {
             .iter()
             .filter_map(|c| c.external.as_ref().map(|l| (l.wan_rtt_s, c.name.as_str())))
             .fold((0.0, "-"), |a, b| if b.0 > a.0 { b } else { a })
-    }
-
-    /// The links asked more than their rate (173)(174), the most loaded first.
-    fn oversubscribed(&self) -> Vec<LinkLoad> {
-        let mut loads: Vec<LinkLoad> = link_loads(&self.input)
-            .into_iter()
-            .filter(|l| l.load() > 1.0)
-            .collect();
-        loads.sort_by(|a, b| b.load().total_cmp(&a.load()));
-        loads
     }
 
     /// The main master's CPU per task, seconds (125), 0 when not known.
@@ -144,10 +164,10 @@ pub(super) fn to_text(shapes: &[Shape]) -> String {
         format!("{:.0}", s.longest_round_trip().0 * 1e3)
     });
     row(w, "links asked beyond their rate", &|s| {
-        s.oversubscribed().len().to_string()
+        s.oversubscribed.len().to_string()
     });
     row(w, "most loaded link (asked / rate)", &|s| {
-        s.oversubscribed()
+        s.oversubscribed
             .first()
             .map_or("-".into(), |l| format!("{:.2}", l.load()))
     });
@@ -170,7 +190,7 @@ pub(super) fn to_json(shapes: &[Shape]) -> serde_json::Value {
                 "steady_tasks_per_s": s.steady_tasks_per_s(),
                 "main_links": s.main_links(),
                 "longest_rtt_s": s.longest_round_trip().0,
-                "oversubscribed_links": s.oversubscribed().iter().map(|l| serde_json::json!({
+                "oversubscribed_links": s.oversubscribed.iter().map(|l| serde_json::json!({
                     "cluster": s.cluster_name(l.cluster),
                     "load": l.load(),
                 })).collect::<Vec<_>>(),
@@ -207,7 +227,7 @@ fn reasons(faster: &Shape, slower: &Shape) -> String {
     let (rate_f, rate_s) = (faster.steady_tasks_per_s(), slower.steady_tasks_per_s());
     if rate_s < 0.99 * rate_f {
         let mut because = format!("its steady rate is {rate_s:.2} tasks/s against {rate_f:.2}");
-        let links = slower.oversubscribed();
+        let links = &slower.oversubscribed;
         if let Some(worst) = links.first() {
             let _ = write!(
                 because,
@@ -284,8 +304,8 @@ mod tests {
         let shapes = [shape(false), shape(true)];
         assert_eq!(shapes[0].main_links(), 3);
         assert_eq!(shapes[1].main_links(), 1);
-        assert!(shapes[0].oversubscribed().is_empty());
-        let loads = shapes[1].oversubscribed();
+        assert!(shapes[0].oversubscribed.is_empty());
+        let loads = &shapes[1].oversubscribed;
         assert_eq!(loads.len(), 1);
         assert_eq!(shapes[1].cluster_name(loads[0].cluster), "hub");
         assert!((loads[0].load() - 1.8).abs() < 1e-12);
