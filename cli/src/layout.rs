@@ -506,7 +506,7 @@ pub fn layout(
             } else {
                 String::new()
             };
-            let window = window_for(plan, prediction, child, link)
+            let window = window_for(plan, prediction, child, link, &children)
                 .map(|w| format!(" window={w}"))
                 .unwrap_or_default();
             let workers = subtree_workers(child, &selected, &children);
@@ -589,20 +589,25 @@ fn mark_taking_part(
 
 /// Workers of `i`'s whole subtree.
 fn subtree_workers(i: usize, selected: &[Vec<String>], children: &[Vec<usize>]) -> usize {
-    selected[i].len()
-        + children[i]
-            .iter()
-            .map(|&c| subtree_workers(c, selected, children))
-            .sum::<usize>()
+    subtree_sum(i, children, &|k| selected[k].len())
 }
 
 /// Tasks of `i`'s whole subtree.
 fn subtree_tasks(i: usize, own: &[u64], children: &[Vec<usize>]) -> u64 {
-    own[i]
+    subtree_sum(i, children, &|k| own[k])
+}
+
+/// `value` of cluster `i` and of every cluster below it, summed.
+fn subtree_sum<T: std::iter::Sum + std::ops::Add<Output = T>>(
+    i: usize,
+    children: &[Vec<usize>],
+    value: &impl Fn(usize) -> T,
+) -> T {
+    value(i)
         + children[i]
             .iter()
-            .map(|&c| subtree_tasks(c, own, children))
-            .sum::<u64>()
+            .map(|&c| subtree_sum(c, children, value))
+            .sum::<T>()
 }
 
 /// The annotations that start a CM's link warm (`path_send= path_recv= path_rtt_ms=`): the
@@ -630,21 +635,28 @@ fn path_hint(cluster: &ClusterPlan, parent_side: bool) -> String {
 }
 
 /// Inter-cluster tasks the parent's CM may send ahead of cluster `child`'s requests: what the
-/// cluster computes during one round trip (its requests take that long to come back), plus
-/// two, the model's (98). `None` without a prediction or a round trip (`wan_rtt_s` or an
-/// emulated delay).
+/// cluster and every cluster below it compute during one round trip of its link (their
+/// requests take that long to come back; the link carries the whole subtree's tasks), plus
+/// two, the model's (98). `None` without a prediction of the cluster or a round trip
+/// (`wan_rtt_s` or an emulated delay).
 fn window_for(
     plan: &Plan,
     prediction: Option<&Prediction>,
     child: usize,
     link: &LinkLayout,
+    children: &[Vec<usize>],
 ) -> Option<u64> {
+    let prediction = prediction?;
+    let steady_of = |k: usize| {
+        prediction
+            .clusters
+            .iter()
+            .find(|pc| pc.name == plan.clusters[k].name)
+            .map(|pc| pc.perf_ste)
+    };
+    steady_of(child)?;
+    let steady = subtree_sum(child, children, &|k| steady_of(k).unwrap_or(0.0));
     let cluster = &plan.clusters[child];
-    let steady = prediction?
-        .clusters
-        .iter()
-        .find(|pc| pc.name == cluster.name)?
-        .perf_ste;
     // The plan's round trip (`wan_rtt_s`, else twice the emulated delay), and the jitter.
     let round_trip_s = cluster.wan_rtt_s(None) + 2.0 * link.jitter_ms / 1e3;
     request_window(
@@ -727,6 +739,49 @@ mod tests {
         );
         let layout = lay(&plan_text("none")).unwrap();
         assert!(!layout.clusters[0].machine_file.contains("path_"));
+    }
+
+    /// A regional cluster's link carries its subtree's tasks: the window its parent's CM
+    /// keeps ahead is sized from the subtree's rate, not from the region's own.
+    #[test]
+    fn a_regional_link_s_window_is_its_subtree_s() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../configs/validation/depth2-tree.toml"
+        );
+        let plan = hmw_model::plan::load_plan(std::path::Path::new(path)).unwrap();
+        let prediction = hmw_model::predict(&plan.model_input(None).unwrap()).unwrap();
+        let mut next = 7000;
+        let layout = layout(&plan, Some(&prediction), Target::Deployment, None, || {
+            next += 1;
+            next
+        })
+        .unwrap();
+        let window_to = |from: usize, to: &str| -> u64 {
+            let line = layout.clusters[from]
+                .machine_file
+                .lines()
+                .find(|l| l.contains(&format!(" name={}-{to} ", plan.clusters[from].name)))
+                .unwrap()
+                .to_owned();
+            let (_, after) = line.split_once(" window=").expect(&line);
+            after.split(' ').next().unwrap().parse().unwrap()
+        };
+        let rate = |name: &str| {
+            let c = prediction.clusters.iter().find(|c| c.name == name).unwrap();
+            c.perf_ste
+        };
+        // 20 ms each way: a round trip of 40 ms; nt = 1, oper = 1
+        let window = |tasks_per_s: f64| request_window(tasks_per_s, 1.0, 1, 0.04).unwrap();
+        assert_ne!(
+            window(rate("spain") + rate("brazil")),
+            window(rate("spain"))
+        );
+        assert_eq!(
+            window_to(0, "spain"),
+            window(rate("spain") + rate("brazil"))
+        );
+        assert_eq!(window_to(1, "brazil"), window(rate("brazil")));
     }
 
     #[test]
