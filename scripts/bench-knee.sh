@@ -6,7 +6,8 @@
 # task times of coefficient of variation 0 and 1 (the synthetic's `task_cv`, the plan's
 # `oper_cv`), three runs each, the worker counts interleaved (every count once, in an order
 # that alternates low and high, then again). Every prediction comes from one `hmw calibrate` at
-# 2 workers (task_cv = 0), made before the sweep and printed: its LAN, master's CPU per task,
+# 2 workers (task_cv = 0), made before the sweep and printed: its LAN and the spread of the
+# LAN's time per task (lan_scv), master's CPU per task,
 # the spread of the task times it measured (oper_cv, kept for the points at 0) and its
 # workers' perf, whose mean every worker of a point gets (the workers are alike: their tasks
 # sleep); the points at oper_cv = 1 take the plan's 1 (the synthetic's task_cv).
@@ -114,7 +115,7 @@ print(f'conditions = "from the calibration at 2 workers: every worker at their m
 if cv == "0.0" and keep("oper_cv"):
     print(f"oper_cv = {keep('oper_cv').group(1)}")
 print('[[clusters]]\nname = "lyon"')
-for key in ("lan_bytes_per_s", "master_cpu_per_task_s"):
+for key in ("lan_bytes_per_s", "lan_scv", "master_cpu_per_task_s"):
     if keep(key):
         print(f"{key} = {keep(key).group(1)}")
 for w in range(1, workers + 1):

@@ -87,6 +87,7 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                 workers,
                 external,
                 dispatch: Default::default(),
+                lan_scv: None,
             }
         })
         .collect();

@@ -66,9 +66,23 @@ impl ClusterModel {
     ) -> Option<Self> {
         let options = options.into();
         let lan = cluster.lan_bytes_per_s;
+        let lan_scv = cluster.lan_service_scv();
         match &cluster.external {
-            None => Self::local(application, lan, cluster.dispatch, perfs, options),
-            Some(link) => Self::external(application, lan, link, cluster.dispatch, perfs, options),
+            None => Self::local(
+                application,
+                (lan, lan_scv),
+                cluster.dispatch,
+                perfs,
+                options,
+            ),
+            Some(link) => Self::external(
+                application,
+                (lan, lan_scv),
+                link,
+                cluster.dispatch,
+                perfs,
+                options,
+            ),
         }
     }
 
@@ -76,7 +90,7 @@ impl ClusterModel {
     /// and the closed network's steady performance when `contention = "mva"` needs it.
     fn contention(
         application: &ApplicationParams,
-        lan_bytes_per_s: f64,
+        lan: (f64, f64),
         dispatch: DispatchCosts,
         perfs: &[f64],
         options: ClusterOptions,
@@ -85,16 +99,8 @@ impl ClusterModel {
         let dispatch = Self::counted(dispatch, options);
         limits.master = dispatch_limit(application.oper, dispatch.master_s);
         limits.cm = dispatch_limit(application.oper, dispatch.cm_s);
-        (options.terms.contention == Contention::Mva).then(|| {
-            Self::network_of(
-                application,
-                lan_bytes_per_s,
-                dispatch,
-                perfs,
-                options,
-                limits,
-            )
-        })?
+        (options.terms.contention == Contention::Mva)
+            .then(|| Self::network_of(application, lan, dispatch, perfs, options, limits))?
     }
 
     /// The master's and CM's CPU per task as the terms count them: none without (125).
@@ -106,10 +112,10 @@ impl ClusterModel {
         }
     }
 
-    /// (126)-(128) for these workers.
+    /// (126)-(128) for these workers; `lan`: the LAN's bytes per second and (175) `scv_lan`.
     fn network_of(
         application: &ApplicationParams,
-        lan_bytes_per_s: f64,
+        (lan_bytes_per_s, lan_scv): (f64, f64),
         dispatch: DispatchCosts,
         perfs: &[f64],
         options: ClusterOptions,
@@ -120,6 +126,7 @@ impl ClusterModel {
             oper_cv: application.oper_cv,
             comm_bytes: application.comm_bytes(),
             lan_bytes_per_s,
+            lan_scv,
             perfs,
             worker_buffers: options.worker_buffers,
             dispatch,
@@ -141,7 +148,7 @@ impl ClusterModel {
         if self.network.is_none() && options.terms.network {
             self.network = Self::network_of(
                 application,
-                cluster.lan_bytes_per_s,
+                (cluster.lan_bytes_per_s, cluster.lan_service_scv()),
                 Self::counted(cluster.dispatch, options),
                 perfs,
                 options,
@@ -155,7 +162,7 @@ impl ClusterModel {
     /// buffers (99) —, (44).
     pub fn local(
         application: &ApplicationParams,
-        lan_bytes_per_s: f64,
+        (lan_bytes_per_s, lan_scv): (f64, f64),
         dispatch: DispatchCosts,
         perfs: &[f64],
         end: ClusterOptions,
@@ -180,7 +187,7 @@ impl ClusterModel {
         };
         let network = Self::contention(
             application,
-            lan_bytes_per_s,
+            (lan_bytes_per_s, lan_scv),
             main_dispatch,
             perfs,
             end,
@@ -231,7 +238,7 @@ impl ClusterModel {
     /// without it, (50)/(55) with reassignment, as the thesis has it.
     pub fn external(
         application: &ApplicationParams,
-        lan_bytes_per_s: f64,
+        (lan_bytes_per_s, lan_scv): (f64, f64),
         link: &ExternalLink,
         dispatch: DispatchCosts,
         perfs: &[f64],
@@ -276,7 +283,7 @@ impl ClusterModel {
         };
         let network = Self::contention(
             application,
-            lan_bytes_per_s,
+            (lan_bytes_per_s, lan_scv),
             dispatch,
             perfs,
             options,
@@ -436,6 +443,7 @@ mod tests {
                 parent: None,
             }),
             dispatch: Default::default(),
+            lan_scv: None,
         }
     }
 
@@ -531,6 +539,7 @@ mod tests {
             workers: vec![],
             external: None,
             dispatch: Default::default(),
+            lan_scv: None,
         };
         let model = ClusterModel::new(&srmsd(), &main, &perfs, false).unwrap();
         assert!(model.is_computation_bound());

@@ -21,12 +21,12 @@ pub fn dispatch_limit(oper: f64, cpu_per_task_s: f64) -> f64 {
     }
 }
 
-/// The squared coefficient of variation taken for the service of the master, the CM and the
-/// LAN: 1, the product form's. They move the same work and bytes for every task, but what
-/// each takes varies with what else their machine does (the scheduler, the kernel's buffers,
-/// a shaped port's bursts), and nothing measures it; only the workers' service, whose
-/// variation `oper_cv` gives, is corrected (129). (Taken as 0, the residual-time term (118)
-/// brings a cluster of constant task times back to the bottleneck's rate.)
+/// The squared coefficient of variation taken for the service of the master and the CM, and
+/// of the LAN when `hmw calibrate` has not measured it (175): 1, the product form's. They move
+/// the same work and bytes for every task, but what each takes varies with what else their
+/// machine does (the scheduler, the kernel's buffers, a shaped port's bursts). (Taken as 0,
+/// the residual-time term (118) brings a cluster of constant task times back to the
+/// bottleneck's rate.)
 pub const DISPATCH_SCV: f64 = 1.0;
 
 /// What a cluster's network is made of.
@@ -40,6 +40,8 @@ pub struct ClusterNetwork<'a> {
     pub comm_bytes: f64,
     /// `tput_lan` (`tput_sc`).
     pub lan_bytes_per_s: f64,
+    /// `scv_lan` (175): the squared coefficient of variation of the LAN's time per task.
+    pub lan_scv: f64,
     /// The workers' performances (as the model reads them, (100)).
     pub perfs: &'a [f64],
     /// Tasks each worker holds (`[run] worker_buffers`).
@@ -53,8 +55,8 @@ impl ClusterNetwork<'_> {
     /// external cluster's) and the LAN (`s_comm / tput_lan` per task) as queues every task
     /// visits; one kind of class per distinct `perf`, as many copies as workers of it, each
     /// of `b` customers (its tasks) with a queue of its own of `oper / perf` per task. A
-    /// worker's service varies as its tasks' operations, `scv = oper_cv^2` (129); the
-    /// master's, the CM's and the LAN's keep the product form's exponential service
+    /// worker's service varies as its tasks' operations, `scv = oper_cv^2` (129), the LAN's as
+    /// measured (175); the master's and the CM's keep the product form's exponential service
     /// ([`DISPATCH_SCV`]).
     pub fn network(&self) -> ClosedNetwork {
         let lan_s = self.comm_bytes / self.lan_bytes_per_s;
@@ -74,7 +76,7 @@ impl ClusterNetwork<'_> {
                 population: self.worker_buffers.max(1),
                 think_s: 0.0,
                 demands_s: demands.clone(),
-                scv: vec![DISPATCH_SCV; demands.len()],
+                scv: vec![DISPATCH_SCV, DISPATCH_SCV, self.lan_scv],
                 own_queue: Some(OwnQueue {
                     demand_s: self.oper / perf,
                     scv: self.oper_cv * self.oper_cv,
@@ -130,6 +132,7 @@ mod tests {
             oper_cv: 1.0,
             comm_bytes: 200.0,
             lan_bytes_per_s: 10_000.0,
+            lan_scv: 1.0,
             perfs: &[10.0],
             worker_buffers: 1,
             dispatch: DispatchCosts {
@@ -159,6 +162,7 @@ mod tests {
             oper_cv: 0.0,
             comm_bytes: 1.0,
             lan_bytes_per_s: 100.0,
+            lan_scv: 1.0,
             perfs: &perfs,
             worker_buffers: 2,
             dispatch: DispatchCosts::default(),
@@ -178,6 +182,7 @@ mod tests {
             oper_cv,
             comm_bytes: 1.0,
             lan_bytes_per_s: 6.0,
+            lan_scv: 1.0,
             perfs: &perfs,
             worker_buffers: 2,
             dispatch: DispatchCosts::default(),
@@ -186,6 +191,16 @@ mod tests {
         let steady = knee(0.0).performance(&bound).unwrap();
         let variable = knee(1.0).performance(&bound).unwrap();
         assert!(variable < steady && steady < 6.0, "{variable} {steady}");
+        // a LAN measured less variable than exponential (175) waits less
+        let smoother = ClusterNetwork {
+            lan_scv: 0.5,
+            ..knee(1.0)
+        };
+        let smoother = smoother.performance(&bound).unwrap();
+        assert!(
+            variable < smoother && smoother < 6.0,
+            "{variable} {smoother}"
+        );
         // far from the knee (a LAN ten times faster) the workers' rate comes back
         let fast = ClusterNetwork {
             lan_bytes_per_s: 600.0,

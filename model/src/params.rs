@@ -161,9 +161,18 @@ pub struct ClusterParams {
     /// The CPU its master and CM spend per task.
     #[serde(default)]
     pub dispatch: DispatchCosts,
+    /// `scv_lan` (175): the squared coefficient of variation of the LAN's time per task, as
+    /// `hmw calibrate` measures it; `None`: the product form's 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lan_scv: Option<f64>,
 }
 
 impl ClusterParams {
+    /// `scv_lan` (175): the measured one, or the product form's 1.
+    pub fn lan_service_scv(&self) -> f64 {
+        self.lan_scv.unwrap_or(crate::contention::DISPATCH_SCV)
+    }
+
     /// The performances of the workers at `indices` (indices into
     /// [`ClusterParams::workers`]) running `app`: in a run (100) when `terms` count a worker's
     /// own communication, else `perf`; indices out of range are skipped.
@@ -455,6 +464,9 @@ pub struct MeasuredCluster {
     /// Measured LAN throughput, bytes per second.
     #[serde(default)]
     pub lan_bytes_per_s: Option<f64>,
+    /// `scv_lan` (175): the squared coefficient of variation of the LAN's time per task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lan_scv: Option<f64>,
     /// Measured WAN throughput main -> this cluster, bytes per second.
     #[serde(default)]
     pub wan_in_bytes_per_s: Option<f64>,

@@ -407,6 +407,7 @@ mod tests {
                         workers: vec![worker("pgs-1", 0.7909e-3), worker("pgs-3", 0.7951e-3)],
                         external: None,
                         dispatch: Default::default(),
+                        lan_scv: None,
                     },
                     ClusterParams {
                         name: "spain".into(),
@@ -423,6 +424,7 @@ mod tests {
                             parent: None,
                         }),
                         dispatch: Default::default(),
+                        lan_scv: None,
                     },
                 ],
             },

@@ -2,7 +2,7 @@
 //! with 1, half and all of a cluster's workers, each run long enough.
 
 use anyhow::{bail, Context as _, Result};
-use hmw_core::stats::RunStats;
+use hmw_core::stats::{ResultGaps, RunStats};
 use hmw_model::{
     params::{ApplicationParams, MeasuredLanRuns},
     plan::Plan,
@@ -18,6 +18,8 @@ pub(super) struct LanRuns {
     pub(super) values: Vec<f64>,
     /// Runs too short to count (the first of a cluster sizes the others).
     pub(super) discarded: u32,
+    /// The gaps between results at the master over the runs counted.
+    pub(super) gaps: ResultGaps,
 }
 
 impl LanRuns {
@@ -32,6 +34,13 @@ impl LanRuns {
             min: self.min(),
             max: self.max(),
         }
+    }
+
+    /// `scv_lan` (175): the squared coefficient of variation of the gaps between results at
+    /// the master. Its workers reply at once, so the LAN is busy throughout and a gap is the
+    /// time it took to move one task and one result.
+    pub(super) fn service_scv(&self) -> Option<f64> {
+        self.gaps.scv()
     }
 
     pub(super) fn mean(&self) -> f64 {
@@ -113,6 +122,7 @@ impl LanCalibration<'_> {
                 tasks_per_run: 0,
                 values: Vec::new(),
                 discarded: 0,
+                gaps: ResultGaps::default(),
             };
             while runs.values.len() < args.lan_runs as usize {
                 self.bar.set_message(format!(
@@ -149,6 +159,9 @@ impl LanCalibration<'_> {
                     continue;
                 }
                 runs.tasks_per_run = runs.tasks_per_run.max(tasks);
+                if let Some(gaps) = &stats.result_gaps {
+                    runs.gaps.merge(gaps);
+                }
                 runs.values
                     .push(tasks as f64 * bytes_per_task / stats.wall_s);
                 self.bar.inc(1);

@@ -171,6 +171,7 @@ pub(super) fn calibrate(
         system.clusters.push(MeasuredCluster {
             name: cluster.name.clone(),
             lan_bytes_per_s: used,
+            lan_scv: lan.last().and_then(LanRuns::service_scv),
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,

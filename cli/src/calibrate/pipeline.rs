@@ -86,6 +86,7 @@ pub(super) fn calibrate(args: &CalibrateArgs, plan: &Plan, work: &Path) -> Resul
                     wan_out_ramp_s: None,
                     master_cpu_per_task_s: None,
                     cm_cpu_per_task_s: None,
+                    lan_scv: None,
                     workers: Vec::new(),
                     lan_runs: Vec::new(),
                 });

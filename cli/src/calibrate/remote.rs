@@ -396,6 +396,7 @@ fn measure_remote(
         let mut entry = MeasuredCluster {
             name: cluster.name.clone(),
             lan_bytes_per_s: lan.last().map(LanRuns::mean),
+            lan_scv: lan.last().and_then(LanRuns::service_scv),
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,

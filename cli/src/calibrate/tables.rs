@@ -102,6 +102,13 @@ pub(super) fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -
             "value used (lan_bytes_per_s): the mean with all {} workers, the load of a run",
             all.workers
         );
+        if let Some(scv) = all.service_scv() {
+            let _ = writeln!(
+                out,
+                "the gaps between results with all of them: squared coefficient of variation \
+                 {scv:.3} (lan_scv, (175))"
+            );
+        }
     }
     out
 }

@@ -109,10 +109,20 @@ fn lan_figures() {
         tasks_per_run: 10,
         values: vec![1.0, 2.0, 3.0],
         discarded: 0,
+        gaps: Default::default(),
     };
     assert_eq!(runs.mean(), 2.0);
     assert_eq!(runs.std_dev(), 1.0);
     assert_eq!((runs.min(), runs.max()), (1.0, 3.0));
+    assert_eq!(runs.service_scv(), None);
+    // gaps of 1, 2 and 3 s: mean 2, sample variance 1
+    let mut gaps = hmw_core::stats::ResultGaps::default();
+    for gap_s in [1.0, 2.0, 3.0] {
+        gaps.add(gap_s);
+    }
+    let runs = LanRuns { gaps, ..runs };
+    let scv = runs.service_scv().unwrap();
+    assert!((scv - 0.25).abs() < 1e-12, "{scv}");
 }
 
 #[test]

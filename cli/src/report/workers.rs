@@ -225,6 +225,7 @@ mod tests {
                 lan_runs: Vec::new(),
                 master_cpu_per_task_s: None,
                 cm_cpu_per_task_s: None,
+                lan_scv: None,
             }],
             oper_cv: None,
         }

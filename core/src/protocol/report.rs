@@ -249,6 +249,11 @@ pub struct RunStats {
     /// its CPU per task is this over `tasks`; `None` when not measured.
     #[serde(default)]
     pub master_cpu_s: Option<f64>,
+    /// The gaps between the results this master received, one after the other: with every
+    /// rank replying at once (`hmw calibrate`'s LAN runs), the spread of the LAN's service
+    /// (`docs/model.md` (175)); `None` before two results.
+    #[serde(default)]
+    pub result_gaps: Option<ResultGaps>,
     /// The main master's journal of results, when it kept one (`--journal`).
     #[serde(default)]
     pub journal: Option<JournalStats>,
@@ -267,6 +272,50 @@ pub struct ClusterEvent {
     pub cluster: String,
     /// `lost` or `back`.
     pub event: String,
+}
+
+/// The gaps between consecutive results at a master: their number, sum and sum of squares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResultGaps {
+    /// Gaps counted (results after the first).
+    pub count: u64,
+    /// Their sum, seconds.
+    pub sum_s: f64,
+    /// The sum of their squares, seconds squared.
+    pub sum_sq_s: f64,
+}
+
+impl ResultGaps {
+    /// Count one more gap of `gap_s` seconds.
+    pub fn add(&mut self, gap_s: f64) {
+        self.count += 1;
+        self.sum_s += gap_s;
+        self.sum_sq_s += gap_s * gap_s;
+    }
+
+    /// Count `other`'s gaps too (another run's).
+    pub fn merge(&mut self, other: &ResultGaps) {
+        self.count += other.count;
+        self.sum_s += other.sum_s;
+        self.sum_sq_s += other.sum_sq_s;
+    }
+
+    /// The mean gap, seconds; `None` without a gap.
+    pub fn mean_s(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum_s / self.count as f64)
+    }
+
+    /// Their squared coefficient of variation (sample variance over the squared mean);
+    /// `None` with fewer than two gaps or a mean of 0.
+    pub fn scv(&self) -> Option<f64> {
+        let n = self.count as f64;
+        let mean = self.mean_s()?;
+        if self.count < 2 || mean <= 0.0 {
+            return None;
+        }
+        let variance = (self.sum_sq_s / n - mean * mean).max(0.0) * n / (n - 1.0);
+        Some(variance / (mean * mean))
+    }
 }
 
 /// What the main master's journal holds at the end of a run.

@@ -60,6 +60,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                     workers: workers(&[("pgs-1", 0.7909e-3), ("pgs-3", 0.7951e-3)]),
                     external: None,
                     dispatch: Default::default(),
+                    lan_scv: None,
                 },
                 ClusterParams {
                     name: "brazil".into(),
@@ -73,6 +74,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                     ]),
                     external: link(26_384.0, 25_430.0),
                     dispatch: Default::default(),
+                    lan_scv: None,
                 },
                 ClusterParams {
                     name: "spain".into(),
@@ -89,6 +91,7 @@ fn three_clusters(selection: SelectionRequest) -> ModelInput {
                     ]),
                     external: link(21_802.0, 21_206.0),
                     dispatch: Default::default(),
+                    lan_scv: None,
                 },
             ],
         },
@@ -391,6 +394,7 @@ fn single_cluster(
                 workers: workers(&[("h1", 1.0)]),
                 external: None,
                 dispatch: Default::default(),
+                lan_scv: None,
             }],
         },
         options: ModelOptions {
@@ -479,6 +483,7 @@ fn an_external_cluster_below_the_threshold_that_nothing_lifts_is_dropped() {
         workers: workers(&[("e1", 1.0), ("e2", 0.25)]),
         external: link(1.0, 1.0),
         dispatch: Default::default(),
+        lan_scv: None,
     });
     let p = predict(&input).unwrap();
     let ext = &p.clusters[1];
@@ -553,6 +558,7 @@ fn results_to_join_beyond_what_a_plan_accepts_are_a_remark_not_advice() {
         workers: workers(&[("e1", 1.0)]),
         external: link(1e9, 1.0),
         dispatch: Default::default(),
+        lan_scv: None,
     });
     let p = predict(&input).unwrap();
     assert_eq!(p.clusters[1].bottleneck, Bottleneck::WanOut);
@@ -725,6 +731,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                     workers: named("m", &main),
                     external: None,
                     dispatch: Default::default(),
+                    lan_scv: None,
                 }];
                 for (k, (perfs, lan, wan_in, wan_out, nt, nr)) in externals.into_iter().enumerate()
                 {
@@ -743,6 +750,7 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                             parent: None,
                         }),
                         dispatch: Default::default(),
+                        lan_scv: None,
                     });
                 }
                 let selection = match mode {
@@ -834,6 +842,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                     workers: named("m", &main),
                     external: None,
                     dispatch: Default::default(),
+                    lan_scv: None,
                 }];
                 for (k, (perfs, (lan, wan_in, wan_out), (nt, nr))) in
                     externals.into_iter().enumerate()
@@ -853,6 +862,7 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                             parent: None,
                         }),
                         dispatch: Default::default(),
+                        lan_scv: None,
                     });
                 }
                 let selection = match mode {
@@ -1103,6 +1113,7 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                         parent: None,
                                     }),
                                     dispatch: Default::default(),
+                                    lan_scv: None,
                                 }
                             })
                             .collect(),

@@ -74,6 +74,17 @@ pub(super) fn check_measured(plan: &Plan, measured: &MeasuredSystem) -> Result<(
                 ));
             }
         }
+        if let Some(scv) = m.lan_scv {
+            if !(scv.is_finite() && scv >= 0.0) {
+                return Err(invalid(
+                    Some(name),
+                    "lan_scv",
+                    format!(
+                        "the LAN's squared coefficient of variation must be 0 or more; got {scv}"
+                    ),
+                ));
+            }
+        }
         for (key, value) in [
             ("master_cpu_per_task_s", m.master_cpu_per_task_s),
             ("cm_cpu_per_task_s", m.cm_cpu_per_task_s),

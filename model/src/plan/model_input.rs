@@ -107,6 +107,7 @@ impl Plan {
                 workers,
                 external,
                 dispatch,
+                lan_scv: m.and_then(|m| m.lan_scv),
             });
         }
         let selection = match self.selection {

@@ -189,6 +189,7 @@ machines = [
                 wan_out_ramp_s: None,
                 master_cpu_per_task_s: None,
                 cm_cpu_per_task_s: None,
+                lan_scv: None,
                 workers: vec![MeasuredWorker {
                     host: "x1".into(),
                     perf: 1.0,

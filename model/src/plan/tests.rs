@@ -378,6 +378,7 @@ fn a_measured_system_replaces_the_hand_written_values() {
             ],
             master_cpu_per_task_s: None,
             cm_cpu_per_task_s: None,
+            lan_scv: None,
         }],
         oper_cv: None,
     };
@@ -581,6 +582,7 @@ fn calibrated() -> MeasuredSystem {
                 }],
                 master_cpu_per_task_s: None,
                 cm_cpu_per_task_s: None,
+                lan_scv: None,
             },
             MeasuredCluster {
                 lan_runs: Vec::new(),
@@ -601,6 +603,7 @@ fn calibrated() -> MeasuredSystem {
                 }],
                 master_cpu_per_task_s: None,
                 cm_cpu_per_task_s: None,
+                lan_scv: None,
             },
         ],
         oper_cv: None,
@@ -798,6 +801,7 @@ fn the_wan_round_trip_comes_from_the_measurement_the_plan_or_the_emulator() {
         lan_runs: Vec::new(),
         master_cpu_per_task_s: None,
         cm_cpu_per_task_s: None,
+        lan_scv: None,
     });
     plan.check_measured(&measured).unwrap();
     assert_eq!(plan.clusters[1].wan_rtt_s(Some(&measured)), 0.07);
@@ -1053,6 +1057,7 @@ fn contention_and_the_dispatch_costs_are_read_and_checked() {
         clusters: vec![MeasuredCluster {
             name: "home".into(),
             master_cpu_per_task_s: Some(0.003),
+            lan_scv: Some(0.4),
             ..MeasuredCluster::default()
         }],
         ..MeasuredSystem::default()
@@ -1060,6 +1065,12 @@ fn contention_and_the_dispatch_costs_are_read_and_checked() {
     let input = plan.model_input(Some(&measured)).unwrap();
     assert_eq!(input.application.oper_cv, 1.0);
     assert_eq!(input.system.clusters[0].dispatch.master_s, 0.003);
+    assert_eq!(input.system.clusters[0].lan_service_scv(), 0.4);
+    assert_eq!(input.system.clusters[1].lan_service_scv(), 1.0);
+    let mut negative = measured.clone();
+    negative.clusters[0].lan_scv = Some(-0.1);
+    let err = plan.check_measured(&negative).unwrap_err().to_string();
+    assert!(err.contains("`home`") && err.contains("lan_scv"), "{err}");
     // a CM's cost on the main cluster, a negative cost, an unknown contention: errors
     let err = error_of(&text.replace(
         "master_cpu_per_task_s = 0.002\n",

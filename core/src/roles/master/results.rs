@@ -41,6 +41,11 @@ impl<S: TaskSource> MasterCore<S> {
                 ),
             });
         }
+        if let Some(last) = self.last_result_at {
+            self.result_gaps
+                .add(self.now.saturating_sub(last).as_secs_f64());
+        }
+        self.last_result_at = Some(self.now);
         tally.counts.tasks_computed += result.ids.len() as u64;
         tally.counts.busy_s += result.busy_s;
         let per_task = result.busy_s / result.ids.len() as f64;

@@ -23,7 +23,7 @@ use crate::{
     protocol::{encode, ToMaster, ToMasterRef, ToWorker},
     scheduler::{Scheduler, Waiting},
     spare::SpareBuffers,
-    stats::{ClusterReport, RunStats, WorkerStats},
+    stats::{ClusterReport, ResultGaps, RunStats, WorkerStats},
 };
 
 impl<S: TaskSource> MasterCore<S> {
@@ -145,6 +145,8 @@ impl<S: TaskSource> MasterCore<S> {
             now: Duration::ZERO,
             wall: Duration::ZERO,
             links_up: None,
+            last_result_at: None,
+            result_gaps: ResultGaps::default(),
             feeds_clusters,
             next_report: Duration::MAX,
             progress: Vec::new(),

@@ -21,7 +21,9 @@ use crate::{
     protocol::{LinkState, WireTaskRef},
     scheduler::{Scheduler, Waiting},
     spare::SpareBuffers,
-    stats::{Adaptation, ClusterEvent, ClusterReport, ProgressSample, RunStats, WorkerStats},
+    stats::{
+        Adaptation, ClusterEvent, ClusterReport, ProgressSample, ResultGaps, RunStats, WorkerStats,
+    },
 };
 
 /// A task handed out and not yet gathered.
@@ -312,6 +314,9 @@ pub struct MasterCore<S> {
     pub(super) now: Duration,
     pub(super) wall: Duration,
     pub(super) links_up: Option<Duration>,
+    /// When the last result came, and the gaps between results so far.
+    pub(super) last_result_at: Option<Duration>,
+    pub(super) result_gaps: ResultGaps,
     /// Whether to note when every link is up (links join during the run).
     pub(super) feeds_clusters: bool,
     pub(super) next_report: Duration,

@@ -64,6 +64,7 @@ impl<S: TaskSource> MasterCore<S> {
             adaptations: std::mem::take(&mut self.adaptations),
             parts_per_task: self.source.parts_per_task(),
             master_cpu_s: None,
+            result_gaps: (self.result_gaps.count > 0).then_some(self.result_gaps),
             journal: None,
             cluster_events: std::mem::take(&mut self.cluster_events),
         }
