@@ -49,6 +49,7 @@ pub(crate) fn pipeline_config(
         replica_buffers: options.replica_buffers,
         calibration_repeats: options.calibration_repeats,
         detection_items: options.detection_items,
+        detection_by_cost: options.detection_by_cost,
         sends: options.sends,
         message_overhead_s: options.message_overhead_s,
         wan_stage: options.wan_stage,

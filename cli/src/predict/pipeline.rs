@@ -214,12 +214,14 @@ pub fn to_text(plan: &Plan, system: &PipelineSystem, p: &PipelinePrediction) -> 
     );
     let _ = writeln!(
         t,
-        "mapping {} ({} nodes on {} clusters), threshold {}, window {} items",
+        "mapping {} ({} nodes on {} clusters), threshold {}, window {} items, watched over {} \
+         items",
         p.chosen.mode.name(),
         system.nodes.len(),
         system.clusters.len(),
         threshold_text(threshold, p.threshold),
-        p.window
+        p.window,
+        p.detection_items
     );
     let _ = writeln!(t, "\n== Stages ==");
     let _ = writeln!(

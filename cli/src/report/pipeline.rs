@@ -299,6 +299,7 @@ mod tests {
             predicted_latency_s: 0.1,
             threshold: Some(0.4),
             window: 4,
+            detection_items: 8,
         };
         let decision = |at_s, decision| PipeDecision {
             at_s,

@@ -11,7 +11,8 @@
 //! window = 12                   # items in flight (default: (166))
 //! replica_buffers = 2
 //! calibration_repeats = 3       # the first warms up; the others are timed
-//! detection_items = 8
+//! detection_items = 8           # the least; with detection_by_cost, as a remap costs (176)
+//! detection_by_cost = true
 //! sends = "async"
 //! message_overhead_s = 0.0
 //! wan_stage = true
@@ -81,9 +82,13 @@ pub struct PipelineConfig {
     /// Items of the chain each node times when calibrated (the first warms up, uncounted).
     #[serde(default = "three")]
     pub calibration_repeats: u64,
-    /// Recent times per replica whose median meets the threshold.
+    /// Recent times per replica whose median meets the threshold: the least of them, with
+    /// `detection_by_cost`.
     #[serde(default = "eight")]
     pub detection_items: u64,
+    /// Watch a group over as many items as a remap costs (`docs/model.md` (176)).
+    #[serde(default = "yes")]
+    pub detection_by_cost: bool,
     /// How stages send, for the model.
     #[serde(default)]
     pub sends: Sends,

@@ -25,6 +25,10 @@ pub struct MappingRecord {
     pub threshold: Option<f64>,
     /// Items the source keeps in flight with it (166).
     pub window: u64,
+    /// Items each group is watched over, the median of their times against the threshold
+    /// (176).
+    #[serde(default)]
+    pub detection_items: u64,
 }
 
 /// What the controller decided.

@@ -74,11 +74,33 @@ pub fn never_makespan(at_s: f64, items_before: f64, items: u64, slowed_bottlenec
 }
 
 /// Equation (162): from the slowdown to the decision, `t_detect = (floor(k/2) + 1) Tr' +
-/// L_after`: the median of the last `k` times of the slowed stage passes the threshold once
+/// L_after` (`k` of (176)): the median of the last `k` times of the slowed stage passes the threshold once
 /// more than half of them are slowed, one every `Tr'`, and the last of them reaches the sink
 /// (where the times are read) after the latency of the parts behind the stage.
 pub fn detection_time(detection_items: u64, slowed_bottleneck_s: f64, latency_after_s: f64) -> f64 {
     (detection_items / 2 + 1) as f64 * slowed_bottleneck_s + latency_after_s
+}
+
+/// Equation (176): the items a group is watched over, `k = max(k_min, ceil(2 (t_drain +
+/// t_cal) / t_b))` with `detection_by_cost`, else `k_min` (`detection_items`): `t_drain`
+/// (163) and `t_cal` (164) of the mapping unslowed, `t_b` its bottleneck. The median of the
+/// last `k` times passes the threshold once more than half are slow, so a slowdown must
+/// have lasted about `k t_b / 2`, what a remap costs, before the run pays for one: a slowdown
+/// shorter than a remap is not worth a remap, and one that lasts pays for its remap's cost at
+/// most twice (waiting as long as a change costs, the rent-or-buy rule).
+pub fn detection_items(system: &PipelineSystem, window: u64, evaluation: &Evaluation) -> u64 {
+    let least = system.options.detection_items.max(1);
+    if !system.options.detection_by_cost || evaluation.bottleneck_s <= 0.0 {
+        return least;
+    }
+    let remap_s = drain_time(window, evaluation.bottleneck_s, evaluation.latency_s)
+        + calibration_time(system);
+    let items = (2.0 * remap_s / evaluation.bottleneck_s).ceil();
+    if items.is_finite() {
+        least.max(items.min(1e9) as u64)
+    } else {
+        least
+    }
 }
 
 /// Equation (163): the drain, `t_drain = (W - 1) Tr' + L'`: the last of the `W` items in
@@ -182,7 +204,8 @@ pub fn remap_gain(
     let slow = &gain.slowed;
     let (overhead_s, items_at_remap) = if system.options.remap_cost {
         let after: f64 = slow.parts[tripped + 1..].iter().map(|p| p.latency_s).sum();
-        gain.detect_s = detection_time(system.options.detection_items, slow.bottleneck_s, after);
+        let k = detection_items(system, window, &before);
+        gain.detect_s = detection_time(k, slow.bottleneck_s, after);
         gain.drain_s = drain_time(window, slow.bottleneck_s, slow.latency_s);
         gain.calibrate_s = calibration_time(&slowed_system);
         (
@@ -213,11 +236,12 @@ mod tests {
     use crate::pipeline::mate::model_mapping;
     use crate::pipeline::system::{one_cluster, PipelineOptions};
 
-    /// Two stages of 1 s on nodes 0 and 1, a spare node 2.
+    /// Two stages of 1 s on nodes 0 and 1, a spare node 2; groups watched over 4 items.
     fn system() -> PipelineSystem {
         let options = PipelineOptions {
             calibration_repeats: 1,
             detection_items: 4,
+            detection_by_cost: false,
             ..PipelineOptions::default()
         };
         one_cluster(100, &[1.0, 1.0], 3, options)
@@ -261,6 +285,31 @@ mod tests {
         free.options.remap_cost = false;
         let g = remap_gain(&free, &mapping, Some(0.5), &slowdown, model_mapping).unwrap();
         assert!((g.adaptive_s - (21.0 + new.latency_s + 79.0 * new.bottleneck_s)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn groups_are_watched_over_as_many_items_as_a_remap_costs() {
+        let mut s = system();
+        let mapping = Mapping::one_stage_per_node(&[0, 1]);
+        let before = evaluate(&s, &mapping).unwrap();
+        let window = window_items(&s, &mapping, &before);
+        assert_eq!(window, 4);
+        assert_eq!(detection_items(&s, window, &before), 4);
+        // (176): a drain of 3 * 1 + 2 s and a calibration of 2 s, twice over, at 1 s an item
+        s.options.detection_by_cost = true;
+        assert_eq!(detection_items(&s, window, &before), 14);
+        // never fewer than detection_items
+        s.options.detection_items = 20;
+        assert_eq!(detection_items(&s, window, &before), 20);
+        // and (162) detects over them: 8 slowed items at 3 s
+        s.options.detection_items = 4;
+        let slowdown = Slowdown {
+            node: 1,
+            factor: 3.0,
+            at_s: 21.0,
+        };
+        let g = remap_gain(&s, &mapping, Some(0.5), &slowdown, model_mapping).unwrap();
+        assert_eq!(g.detect_s, 24.0);
     }
 
     #[test]

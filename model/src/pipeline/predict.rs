@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::advice::{advise, PipelineAdvice};
 use super::calibration::{greedy, naive, pool_times, relative_threshold};
 use super::flow::{evaluate, window_items, Evaluation};
-use super::gain::{remap_gain, RemapGain, Slowdown};
+use super::gain::{detection_items, remap_gain, RemapGain, Slowdown};
 use super::mate::model_mapping;
 use super::system::{Mapping, MappingError, PipelineSystem};
 use crate::plan::{MappingMode, Threshold};
@@ -32,6 +32,8 @@ pub struct PipelinePrediction {
     pub alternatives: Vec<MappedPipeline>,
     /// Items the source keeps in flight (166).
     pub window: u64,
+    /// Items each group is watched over against the threshold (176).
+    pub detection_items: u64,
     /// The threshold `X` of (157) the run uses; `None`: never.
     pub threshold: Option<f64>,
     /// The advice on the chosen mapping.
@@ -108,8 +110,10 @@ pub fn predict_pipeline(
             })
         })
         .transpose()?;
+    let window = window_items(system, &chosen.mapping, &chosen.evaluation);
     Ok(PipelinePrediction {
-        window: window_items(system, &chosen.mapping, &chosen.evaluation),
+        window,
+        detection_items: detection_items(system, window, &chosen.evaluation),
         advice: advise(system, &chosen.mapping, &chosen.evaluation),
         threshold,
         gain,

@@ -99,8 +99,11 @@ pub struct PipelineOptions {
     /// Items of the whole pipeline each node computes when it is calibrated (the first warms
     /// up and is not counted).
     pub calibration_repeats: u64,
-    /// Recent items whose median time the runtime sets against its threshold.
+    /// Recent items whose median time the runtime sets against its threshold: `k` of (162),
+    /// or the least of it with `detection_by_cost` (176).
     pub detection_items: u64,
+    /// Watch a group over as many items as a remap costs (176), at least `detection_items`.
+    pub detection_by_cost: bool,
 }
 
 impl Default for PipelineOptions {
@@ -114,6 +117,7 @@ impl Default for PipelineOptions {
             replica_buffers: 2,
             calibration_repeats: 3,
             detection_items: 8,
+            detection_by_cost: true,
         }
     }
 }

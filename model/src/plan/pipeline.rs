@@ -31,6 +31,8 @@ pub(super) struct PipelineTable {
     #[serde(default = "eight")]
     detection_items: u64,
     #[serde(default = "yes")]
+    detection_by_cost: bool,
+    #[serde(default = "yes")]
     wan_stage: bool,
     #[serde(default = "yes")]
     remap_cost: bool,
@@ -223,6 +225,7 @@ pub(super) fn validate_pipeline(table: PipelineTable) -> Result<PipelinePlan, Pl
             replica_buffers: table.replica_buffers,
             calibration_repeats: table.calibration_repeats,
             detection_items: table.detection_items,
+            detection_by_cost: table.detection_by_cost,
         },
     })
 }

@@ -103,6 +103,8 @@ pub struct ControllerCore<S> {
     bottleneck_s: f64,
     threshold: Option<f64>,
     window: u64,
+    /// Items each group is watched over (176).
+    detection_items: u64,
     monitor: Monitor,
     calibrations: BTreeMap<Address, Calibration>,
     /// The address of each node of the model's input, in its order.
@@ -141,6 +143,7 @@ impl<S: ItemSource> ControllerCore<S> {
             bottleneck_s: 0.0,
             threshold: None,
             window: 1,
+            detection_items: 1,
             monitor: Monitor::default(),
             calibrations: BTreeMap::new(),
             model_nodes: Vec::new(),

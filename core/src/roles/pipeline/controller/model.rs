@@ -85,6 +85,7 @@ impl<S: ItemSource> ControllerCore<S> {
                 replica_buffers: config.replica_buffers,
                 calibration_repeats: config.calibration_repeats,
                 detection_items: config.detection_items,
+                detection_by_cost: config.detection_by_cost,
             },
         })
     }

@@ -148,6 +148,8 @@ impl<S: ItemSource> ControllerCore<S> {
         self.bottleneck_s = evaluation.bottleneck_s;
         self.threshold = hmw_model::pipeline::threshold_value(system, self.setup.config.threshold);
         self.window = hmw_model::pipeline::flow::window_items(system, &mapping, evaluation);
+        self.detection_items =
+            hmw_model::pipeline::gain::detection_items(system, self.window, evaluation);
         let hosts = assignment
             .groups
             .iter()
@@ -174,6 +176,7 @@ impl<S: ItemSource> ControllerCore<S> {
             predicted_latency_s: evaluation.latency_s,
             threshold: self.threshold,
             window: self.window,
+            detection_items: self.detection_items,
         });
         if assignment.epoch > 1 {
             self.decide(
@@ -219,7 +222,7 @@ impl<S: ItemSource> ControllerCore<S> {
         if !pending.is_empty() {
             return Ok(());
         }
-        self.monitor = Monitor::new(&self.assignment, self.setup.config.detection_items);
+        self.monitor = Monitor::new(&self.assignment, self.detection_items);
         self.phase = Phase::Running;
         if self.assignment.epoch > 1 {
             self.decide(now, DecisionKind::Resume { epoch });
