@@ -159,7 +159,8 @@ impl ClusterModel {
     }
 
     /// The main cluster: equations (11), (12), (26), (37), (39)/(43) — (39) with the workers'
-    /// buffers (99) —, (44).
+    /// buffers (99) —, (44). The LAN is given as its bytes per second and the spread of its
+    /// time per task, `scv_lan` (175).
     pub fn local(
         application: &ApplicationParams,
         (lan_bytes_per_s, lan_scv): (f64, f64),
@@ -235,7 +236,8 @@ impl ClusterModel {
     /// reassignment, (49)/(54), whatever `reassign_last_task` says: a sub-master hands out no
     /// tail copies (it cannot know its master has no task left for it), so its slowest
     /// worker's last task is waited for as (49) assumes, with the workers' buffers (99);
-    /// without it, (50)/(55) with reassignment, as the thesis has it.
+    /// without it, (50)/(55) with reassignment, as the thesis has it. The LAN as for
+    /// [`ClusterModel::local`].
     pub fn external(
         application: &ApplicationParams,
         (lan_bytes_per_s, lan_scv): (f64, f64),
