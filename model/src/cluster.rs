@@ -1,7 +1,7 @@
 //! The three states of one cluster running a given set of workers: startup, steady state (with
 //! its bottleneck) and end, best and worst (`docs/model.md` section 2).
 
-use super::contention::{dispatch_limit, ClusterNetwork};
+use super::contention::{dispatch_limit, ClusterNetwork, DISPATCH_SCV};
 use super::execution::{cluster_performance, execution_time};
 use super::external::{self, ExternalLimitsInput};
 use super::limits::{Bottleneck, PerformanceLimits};
@@ -66,7 +66,7 @@ impl ClusterModel {
     ) -> Option<Self> {
         let options = options.into();
         let lan = cluster.lan_bytes_per_s;
-        let lan_scv = cluster.lan_service_scv();
+        let lan_scv = cluster.lan_scv.unwrap_or(DISPATCH_SCV);
         match &cluster.external {
             None => Self::local(
                 application,
@@ -148,7 +148,10 @@ impl ClusterModel {
         if self.network.is_none() && options.terms.network {
             self.network = Self::network_of(
                 application,
-                (cluster.lan_bytes_per_s, cluster.lan_service_scv()),
+                (
+                    cluster.lan_bytes_per_s,
+                    cluster.lan_scv.unwrap_or(DISPATCH_SCV),
+                ),
                 Self::counted(cluster.dispatch, options),
                 perfs,
                 options,

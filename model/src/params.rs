@@ -168,11 +168,6 @@ pub struct ClusterParams {
 }
 
 impl ClusterParams {
-    /// `scv_lan` (175): the measured one, or the product form's 1.
-    pub fn lan_service_scv(&self) -> f64 {
-        self.lan_scv.unwrap_or(crate::contention::DISPATCH_SCV)
-    }
-
     /// The performances of the workers at `indices` (indices into
     /// [`ClusterParams::workers`]) running `app`: in a run (100) when `terms` count a worker's
     /// own communication, else `perf`; indices out of range are skipped.

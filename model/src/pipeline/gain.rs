@@ -74,9 +74,10 @@ pub fn never_makespan(at_s: f64, items_before: f64, items: u64, slowed_bottlenec
 }
 
 /// Equation (162): from the slowdown to the decision, `t_detect = (floor(k/2) + 1) Tr' +
-/// L_after` (`k` of (176)): the median of the last `k` times of the slowed stage passes the threshold once
-/// more than half of them are slowed, one every `Tr'`, and the last of them reaches the sink
-/// (where the times are read) after the latency of the parts behind the stage.
+/// L_after` (`k` of (176)): the median of the last `k` times of the slowed stage passes the
+/// threshold once more than half of them are slowed, one every `Tr'`, and the last of them
+/// reaches the sink (where the times are read) after the latency of the parts behind the
+/// stage.
 pub fn detection_time(detection_items: u64, slowed_bottleneck_s: f64, latency_after_s: f64) -> f64 {
     (detection_items / 2 + 1) as f64 * slowed_bottleneck_s + latency_after_s
 }
