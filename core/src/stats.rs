@@ -5,8 +5,9 @@ use std::{fmt::Write as _, time::Duration};
 
 use crate::live::Estimate;
 pub use crate::protocol::report::{
-    Adaptation, ClusterEstimate, ClusterEvent, ClusterReport, ClusterStats, JournalStats,
-    LinkSummary, Outage, ProgressSample, RankPlacement, ResultGaps, RunStats, WorkerStats,
+    sample_scv, Adaptation, ClusterEstimate, ClusterEvent, ClusterReport, ClusterStats,
+    JournalStats, LinkSummary, Outage, ProgressSample, RankPlacement, ResultGaps, RunStats,
+    WorkerStats,
 };
 
 impl WorkerStats {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use hmw_core::stats::{RunStats, WorkerStats};
+use hmw_core::stats::{sample_scv, RunStats, WorkerStats};
 
 /// `c_m` (125): the seconds of its thread's CPU the run's master spent handling messages
 /// (`[run] master_cpu`), over the tasks it gathered; `None` when it did not count them.
@@ -16,13 +16,11 @@ pub(super) fn master_cpu_per_task_s(stats: &RunStats) -> Option<f64> {
 /// and the sum of their squares, and the tasks it covers; `None` with fewer than two tasks or
 /// no squares counted.
 fn squared_variation(worker: &WorkerStats) -> Option<(f64, f64)> {
-    let n = worker.tasks_computed as f64;
-    if worker.tasks_computed < 2 || worker.busy_sq_s <= 0.0 || worker.busy_s <= 0.0 {
+    if worker.busy_sq_s <= 0.0 {
         return None;
     }
-    let mean = worker.busy_s / n;
-    let variance = (worker.busy_sq_s / n - mean * mean).max(0.0) * n / (n - 1.0);
-    Some((variance / (mean * mean), n))
+    let scv = sample_scv(worker.tasks_computed, worker.busy_s, worker.busy_sq_s)?;
+    Some((scv, worker.tasks_computed as f64))
 }
 
 /// `oper_cv` (129): the coefficient of variation of a task's time on a worker, each worker's

@@ -300,22 +300,23 @@ impl ResultGaps {
         self.sum_sq_s += other.sum_sq_s;
     }
 
-    /// The mean gap, seconds; `None` without a gap.
-    pub fn mean_s(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum_s / self.count as f64)
-    }
-
-    /// Their squared coefficient of variation (sample variance over the squared mean);
-    /// `None` with fewer than two gaps or a mean of 0.
+    /// Their squared coefficient of variation ([`sample_scv`]).
     pub fn scv(&self) -> Option<f64> {
-        let n = self.count as f64;
-        let mean = self.mean_s()?;
-        if self.count < 2 || mean <= 0.0 {
-            return None;
-        }
-        let variance = (self.sum_sq_s / n - mean * mean).max(0.0) * n / (n - 1.0);
-        Some(variance / (mean * mean))
+        sample_scv(self.count, self.sum_s, self.sum_sq_s)
     }
+}
+
+/// The squared coefficient of variation of `count` values from their `sum` and the sum of
+/// their squares `sum_sq`: the sample variance (`count - 1`) over the squared mean; `None`
+/// with fewer than two values or a sum of 0 or less.
+pub fn sample_scv(count: u64, sum: f64, sum_sq: f64) -> Option<f64> {
+    if count < 2 || sum <= 0.0 {
+        return None;
+    }
+    let n = count as f64;
+    let mean = sum / n;
+    let variance = (sum_sq / n - mean * mean).max(0.0) * n / (n - 1.0);
+    Some(variance / (mean * mean))
 }
 
 /// What the main master's journal holds at the end of a run.
