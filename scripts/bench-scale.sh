@@ -2,18 +2,19 @@
 # Scale benchmark (issue 43): a federation of many clusters on this machine, and the
 # simulator at a million workers.
 #  - scripts/bench/shapes.py: the federation of scripts/lib/federation.py (the main cluster
-#    under mpirun, every other one a cluster of threads behind an emulated WAN held to its
-#    rates) as a star and as a tree of regions, each predicted (`hmw predict --compare`) and
+#    and MPI_CLUSTERS - 1 others under mpirun, every other one a cluster of threads, each
+#    behind an emulated WAN held to its rates) as a star and as a tree of regions, each predicted (`hmw predict --compare`) and
 #    run in interleaved rounds: each shape's error, their gap, whether the model picked the
 #    faster, the star's startup, the busiest second of the main master or a CM rank, the
 #    memory of the application's processes, every task gathered once;
 #  - `hmw simulate` of SIM_CLUSTERS clusters of SIM_WORKERS workers and SIM_TASKS tasks of 1 s
 #    (scripts/lib/sim-plan.sh, 16 tasks a message between clusters): its wall-clock seconds
 #    and peak memory.
-# Full (default): 64 clusters in 8 regions, 5 tasks of 2 s a worker, 100 KB each way,
-# uplinks of 400 KB/s, three rounds (about 5 minutes); 64 x 16,384 workers, 10,000,000 tasks.
-# QUICK=1 (what scripts/test.sh runs): 16 clusters in 4 regions, 10 tasks of 1 s a worker,
-# 200 KB, uplinks of 1 MB/s, one round; 16 x 1,024 workers, 1,000,000 tasks (about a minute).
+# Full (default): 64 clusters in 8 regions, 8 of them under mpirun, 5 tasks of 2 s a worker,
+# 100 KB each way, uplinks of 400 KB/s, three rounds (about 5 minutes); 64 x 16,384 workers,
+# 10,000,000 tasks. QUICK=1 (what scripts/test.sh runs): 16 clusters in 4 regions, 2 under
+# mpirun, 10 tasks of 1 s a worker, 200 KB, uplinks of 1 MB/s, one round; 16 x 1,024
+# workers, 1,000,000 tasks (about a minute).
 # With QUICK=1 it fails unless every task was gathered once and the shape the model predicts
 # faster is the faster measured. With SWEEP=1 it first runs the full plans once at 8, 16, 32
 # and 64 clusters (regions of 4 up to 32 clusters, of 8 at 64) and draws their growth curves
@@ -30,11 +31,11 @@ scripts/setup.sh time
 . scripts/lib/sim-plan.sh
 if [ "${QUICK:-0}" = 1 ]; then
     clusters=16 regions=4 rounds=1
-    export TASK_S=1.0 TASK_BYTES=200000 UPLINK=1e6 TASKS_PER_WORKER=10
+    export TASK_S=1.0 TASK_BYTES=200000 UPLINK=1e6 TASKS_PER_WORKER=10 MPI_CLUSTERS=2
     SIM_CLUSTERS=${SIM_CLUSTERS:-16} SIM_WORKERS=${SIM_WORKERS:-1024} SIM_TASKS=${SIM_TASKS:-1000000}
 else
     clusters=64 regions=8 rounds=3
-    export TASK_S=2.0 TASK_BYTES=100000 UPLINK=4e5 TASKS_PER_WORKER=5
+    export TASK_S=2.0 TASK_BYTES=100000 UPLINK=4e5 TASKS_PER_WORKER=5 MPI_CLUSTERS=8
     SIM_CLUSTERS=${SIM_CLUSTERS:-64} SIM_WORKERS=${SIM_WORKERS:-16384} SIM_TASKS=${SIM_TASKS:-10000000}
 fi
 build_release

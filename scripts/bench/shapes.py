@@ -2,8 +2,8 @@
 """Flat against tree (issue 43, item 3): the same federation as a star and as a tree, each
 predicted by `hmw predict` and measured by `hmw launch`, in interleaved rounds.
 
-The federation is scripts/lib/federation.py's (the main cluster under mpirun, the others
-clusters of threads behind emulated WANs held to their rates), in REGIONS regions of
+The federation is scripts/lib/federation.py's (the main cluster and MPI_CLUSTERS - 1 others
+under mpirun, the rest clusters of threads, behind emulated WANs held to their rates), in REGIONS regions of
 CLUSTERS / REGIONS clusters whose first cluster's link to the main cluster (its uplink) runs at
 UPLINK bytes a second in both shapes: in the star each cluster has its own link to the main
 cluster; in the tree a region's other clusters hang from its first over a regional WAN of
@@ -26,7 +26,7 @@ mpirun, the main one.)
 
 Usage: scripts/bench/shapes.py HMW [CLUSTERS [REGIONS [ROUNDS]]]  (default 16 4 3; HMW the
 `hmw` binary, `hmw-synthetic` beside it). Environment: TASK_S (1.0), TASK_BYTES (200000),
-UPLINK (1e6), TASKS_PER_WORKER (10). Run on a quiet machine; it leaves nothing behind.
+UPLINK (1e6), TASKS_PER_WORKER (10), MPI_CLUSTERS (1). Run on a quiet machine; it leaves nothing behind.
 """
 import json
 import os
@@ -60,6 +60,7 @@ def shape_plan(clusters, regions, tree):
         tree=tree,
         uplink_bytes_per_s=float(os.environ.get("UPLINK", "1e6")),
         emulate_rates=True,
+        mpi_clusters=int(os.environ.get("MPI_CLUSTERS", "1")),
     )
 
 

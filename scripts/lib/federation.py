@@ -1,9 +1,10 @@
 """Plans of a federation on this machine, for the scale benchmarks (issue 43): a main cluster
-under mpirun (its master, WORKERS workers and a CM rank per external cluster) and external
-clusters of threads (`launcher = "threads"`: a sub-master, a CM and WORKERS workers in one
-process each), the synthetic application's sleeping tasks (no CPU quota: the two cores hold
-many clusters), each WAN with its own one-way delay (5 to 150 ms) and rate (2 to 20 MB/s), as
-the test `sixteen_clusters_hold_their_links` has them. Used as a module:
+under mpirun (its master, WORKERS workers and a CM rank per external cluster), the first
+`mpi_clusters - 1` external clusters under mpirun too (`launcher = "local"`: a sub-master, a
+CM and WORKERS workers, a process each), the others clusters of threads (`launcher =
+"threads"`: the same ranks in one process), the synthetic application's sleeping tasks (no
+CPU quota: the two cores hold many clusters), each WAN with its own one-way delay (5 to 150
+ms) and rate (2 to 20 MB/s), as the test `sixteen_clusters_hold_their_links` has them. Used as a module:
 
     import federation; print(federation.plan(clusters=16, tasks=600, task_seconds=0.1))
 
@@ -45,6 +46,7 @@ def plan(
     regional_delay_ms=5,
     uplink_bytes_per_s=None,
     emulate_rates=False,
+    mpi_clusters=1,
 ):
     """The plan's text: `clusters` clusters in all, `tasks` tasks of `task_seconds` seconds
     on a worker (perf 10 at speed 1, `oper` 10 times the seconds, so that the model's task
@@ -53,7 +55,8 @@ def plan(
     regions. With
     `uplink_bytes_per_s`, the link of each region's first cluster to the main cluster has
     that rate, in both shapes. With `emulate_rates`, each WAN's emulator holds it to its
-    rates (otherwise it adds the delay alone)."""
+    rates (otherwise it adds the delay alone). The main cluster and the next `mpi_clusters - 1`
+    run under mpirun, the others as clusters of threads."""
     text = (
         f'[application]\nname = "synthetic"\ntasks = {tasks}\noper = {10 * task_seconds}\n'
         f"task_bytes = {task_bytes}\nresult_bytes = {task_bytes}\n"
@@ -82,8 +85,9 @@ def plan(
             workers,
             f"wan_in_bytes_per_s = {rate}\nwan_out_bytes_per_s = {rate}",
         )
+        launcher = "local" if k < mpi_clusters else "threads"
         text += (
-            f'[cluster.launch]\nlauncher = "threads"\nwan_delay_ms = {delay_ms}\n{parent}'
+            f'[cluster.launch]\nlauncher = "{launcher}"\nwan_delay_ms = {delay_ms}\n{parent}'
         )
         if emulate_rates:
             text += "emulate_rates = true\n"

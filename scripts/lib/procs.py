@@ -13,10 +13,11 @@ def machine_busy_ticks():
     return sum(fields) - fields[3] - fields[4]
 
 
-def roles_of(work):
-    """The main cluster's roles in rank order, from its machine file."""
+def roles_of(hosts):
+    """A cluster's roles in rank order, from its machine file `hosts`: `master` for its head
+    (the master or a sub-master), `cm`, `worker`."""
     roles = []
-    for line in open(os.path.join(work, "main.hosts")):
+    for line in open(hosts):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -27,8 +28,11 @@ def roles_of(work):
 
 def processes(work):
     """{pid: (kind, cpu_ticks, rss_bytes)} of the run's processes: `master`, `cm`, `worker`
-    for the main cluster's ranks, `threads` for a cluster of threads."""
-    roles = roles_of(work)
+    for the main cluster's ranks, `external master` (its sub-master), `external cm`,
+    `external worker` for those of another cluster under mpirun, `threads` for a cluster of
+    threads. A rank's cluster is its machine file (`-m WORK/NAME.hosts`), its role that
+    file's line of its rank (`OMPI_COMM_WORLD_RANK`)."""
+    roles = {}
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -43,9 +47,14 @@ def processes(work):
             if "--threads" in cmdline:
                 kind = "threads"
             else:
+                hosts = cmdline[cmdline.index("-m") + 1]
+                if hosts not in roles:
+                    roles[hosts] = roles_of(hosts)
                 environ = open(f"/proc/{pid}/environ").read().split("\0")
                 rank = next(int(v.split("=", 1)[1]) for v in environ if v.startswith("OMPI_COMM_WORLD_RANK="))
-                kind = roles[rank]
+                kind = roles[hosts][rank]
+                if os.path.basename(hosts) != "main.hosts":
+                    kind = "external " + kind
             found[pid] = (kind, ticks, rss)
         except (OSError, StopIteration, ValueError, IndexError):
             continue
