@@ -4,7 +4,8 @@
 For each N of CLUSTERS, a federation of N clusters on this machine (scripts/lib/federation.py:
 the main one under mpirun, N - 1 clusters of threads behind emulated WANs), twice:
   - idle: one task of 20 s per worker; 5 s of the run's middle are sampled;
-  - busy: tasks of 0.4 s (5 tasks/s per cluster of two workers) for about 12 s; the window
+  - busy: tasks of BUSY_TASK_S seconds (default 0.4: 5 tasks/s per cluster of two workers)
+    for about 12 s of work a worker; the window
     runs between two of the master's progress lines (`[run] statistics_interval = 1`), from
     the third second on, so that its tasks gathered and its CPU are counted over one span.
 Each process's CPU time and memory come from /proc (the main cluster's ranks told apart by
@@ -14,10 +15,11 @@ the workers, then a CM per external cluster); the tasks from the master's live f
 Prints, per N:
   link_cost clusters=N idle_master_pct=.. idle_cm_pct=.. idle_threads_cluster_pct=..
     cm_rss_mb=.. threads_cluster_rss_mb=.. busy_tasks_per_s=.. busy_master_us_per_task=..
-    busy_cm_us_per_task=.. busy_cm_pct=.. busy_machine_cores=..
+    busy_cm_us_per_task=.. busy_master_pct=.. busy_cm_pct=.. busy_machine_cores=..
 (`idle_cm_pct`, `busy_cm_pct`: one main-side CM rank's share of a core, the mean over the
 links; `busy_cm_us_per_task`: the CM ranks' CPU over the tasks their clusters delivered;
-`busy_master_us_per_task`: the master's CPU over every task gathered.)
+`busy_master_us_per_task`: the master's CPU over every task gathered; `busy_master_pct`: its
+share of a core.)
 
 Usage: scripts/bench/link-cost.py HMW [CLUSTERS...]   (default 8 16 32 64; HMW the `hmw`
 binary, `hmw-synthetic` beside it). Run on a quiet machine; it leaves nothing behind.
@@ -25,6 +27,7 @@ binary, `hmw-synthetic` beside it). Run on a quiet machine; it leaves nothing be
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,12 +38,15 @@ import federation  # noqa: E402
 from procs import HZ, cpu_by_kind, machine_busy_ticks, processes  # noqa: E402
 
 WORKERS = 2
+# The runs started, stopped if the benchmark fails before they end.
+RUNS = []
 
 
 def live_lines(work):
+    """The master's complete live records (the last line may be half written)."""
     path = os.path.join(work, "main.live.jsonl")
     try:
-        return open(path).read().splitlines()
+        return open(path).read().split("\n")[:-1]
     except OSError:
         return []
 
@@ -61,9 +67,12 @@ def launch(hmw, work, plan_text):
     with open(plan, "w") as f:
         f.write(plan_text)
     log = open(os.path.join(work, "..", os.path.basename(work) + ".log"), "w")
-    return subprocess.Popen(
-        [hmw, "launch", plan, "--work-dir", work], stdout=log, stderr=subprocess.STDOUT
+    RUNS.append(
+        subprocess.Popen(
+            [hmw, "launch", plan, "--work-dir", work], stdout=log, stderr=subprocess.STDOUT
+        )
     )
+    return RUNS[-1]
 
 
 def finish(run, work):
@@ -102,7 +111,7 @@ def idle(hmw, root, clusters):
 
 def busy(hmw, root, clusters):
     work = os.path.join(root, f"busy{clusters}")
-    task_s = 0.4
+    task_s = float(os.environ.get("BUSY_TASK_S", "0.4"))
     tasks = int(12 * WORKERS * clusters / task_s)
     run = launch(hmw, work, federation.plan(clusters, tasks, task_s, WORKERS, 1.0))
     _, seen = wait_for_line(work, 0, time.time() + 180)
@@ -121,6 +130,7 @@ def busy(hmw, root, clusters):
         "busy_tasks_per_s": done / span,
         "busy_master_us_per_task": 1e6 * seconds.get("master", 0) / max(done, 1),
         "busy_cm_us_per_task": 1e6 * seconds.get("cm", 0) / max(linked, 1),
+        "busy_master_pct": 100 * seconds.get("master", 0) / span,
         "busy_cm_pct": 100 * seconds.get("cm", 0) / span / max(counts.get("cm", 1), 1),
         "busy_machine_cores": (busy_after - busy_before) / HZ / span,
     }
@@ -138,6 +148,10 @@ def main():
             line = " ".join(f"{k}={v:.2f}" for k, v in figures.items())
             print(f"link_cost clusters={clusters} {line}", flush=True)
     finally:
+        for run in RUNS:
+            if run.poll() is None:
+                run.send_signal(signal.SIGINT)  # `hmw launch` stops its clusters
+                run.wait(timeout=60)
         shutil.rmtree(root, ignore_errors=True)
 
 
