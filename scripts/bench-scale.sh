@@ -3,10 +3,11 @@
 # simulator at a million workers.
 #  - scripts/bench/shapes.py: the federation of scripts/lib/federation.py (the main cluster
 #    and MPI_CLUSTERS - 1 others under mpirun, every other one a cluster of threads, each
-#    behind an emulated WAN held to its rates) as a star and as a tree of regions, each predicted (`hmw predict --compare`) and
-#    run in interleaved rounds: each shape's error, their gap, whether the model picked the
-#    faster, the star's startup, the busiest second of the main master or a CM rank, the
-#    memory of the application's processes, every task gathered once;
+#    behind an emulated WAN held to its rates) as a star and as a tree of regions, each
+#    predicted (`hmw predict --compare`) and run in interleaved rounds: each shape's error,
+#    their gap, whether the model picked the faster, the star's startup, the busiest second
+#    of the main master or a CM rank, the memory of the application's processes, every task
+#    gathered once;
 #  - `hmw simulate` of SIM_CLUSTERS clusters of SIM_WORKERS workers and SIM_TASKS tasks of 1 s
 #    (scripts/lib/sim-plan.sh, 16 tasks a message between clusters): its wall-clock seconds
 #    and peak memory.

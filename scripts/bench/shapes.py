@@ -3,11 +3,12 @@
 predicted by `hmw predict` and measured by `hmw launch`, in interleaved rounds.
 
 The federation is scripts/lib/federation.py's (the main cluster and MPI_CLUSTERS - 1 others
-under mpirun, the rest clusters of threads, behind emulated WANs held to their rates), in REGIONS regions of
-CLUSTERS / REGIONS clusters whose first cluster's link to the main cluster (its uplink) runs at
-UPLINK bytes a second in both shapes: in the star each cluster has its own link to the main
-cluster; in the tree a region's other clusters hang from its first over a regional WAN of
-5 ms, and its uplink carries the whole region (`docs/model.md` (173)-(174)). Tasks of
+under mpirun, the rest clusters of threads, behind emulated WANs held to their rates), in
+REGIONS regions of CLUSTERS / REGIONS clusters whose first cluster's link to the main cluster
+(its uplink) runs at UPLINK bytes a second in both shapes: in the star each cluster has its
+own link to the main cluster; in the tree a region's other clusters hang from its first over
+a regional WAN of 5 ms, and its uplink carries the whole region (`docs/model.md`
+(173)-(174)). Tasks of
 TASK_S seconds (sleeps) and TASK_BYTES bytes each way.
 
 Prints `hmw predict --compare`'s verdict, a line per run, then:
@@ -26,7 +27,8 @@ mpirun, the main one.)
 
 Usage: scripts/bench/shapes.py HMW [CLUSTERS [REGIONS [ROUNDS]]]  (default 16 4 3; HMW the
 `hmw` binary, `hmw-synthetic` beside it). Environment: TASK_S (1.0), TASK_BYTES (200000),
-UPLINK (1e6), TASKS_PER_WORKER (10), MPI_CLUSTERS (1). Run on a quiet machine; it leaves nothing behind.
+UPLINK (1e6), TASKS_PER_WORKER (10), MPI_CLUSTERS (1). Run on a quiet machine; it leaves
+nothing behind.
 """
 import json
 import os

@@ -4,7 +4,8 @@ under mpirun (its master, WORKERS workers and a CM rank per external cluster), t
 CM and WORKERS workers, a process each), the others clusters of threads (`launcher =
 "threads"`: the same ranks in one process), the synthetic application's sleeping tasks (no
 CPU quota: the two cores hold many clusters), each WAN with its own one-way delay (5 to 150
-ms) and rate (2 to 20 MB/s), as the test `sixteen_clusters_hold_their_links` has them. Used as a module:
+ms) and rate (2 to 20 MB/s), as the test `sixteen_clusters_hold_their_links` has them. Used
+as a module:
 
     import federation; print(federation.plan(clusters=16, tasks=600, task_seconds=0.1))
 
