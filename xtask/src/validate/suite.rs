@@ -244,6 +244,7 @@ impl Suite {
         on_testbed: bool,
     ) -> Result<Option<Launched>> {
         let log = self.work(&format!("{name}.launch.log"));
+        let run_dir = self.paths.work.join("runs").join(name);
         let mut launch = self.testbed.on_host(on_testbed, "timeout");
         launch
             .args([
@@ -257,7 +258,7 @@ impl Suite {
                 plan,
                 "--work-dir",
             ])
-            .arg(self.paths.work.join("runs").join(name));
+            .arg(&run_dir);
         if let Some(system) = system {
             launch.arg("--measured").arg(system);
         }
@@ -268,6 +269,15 @@ impl Suite {
             );
             tail_to_stderr(&log, 20);
             return Ok(None);
+        }
+        // The master's journal of the results (`hmw launch`'s default) is for resuming a run;
+        // one that ended needs it no more, and nothing here reads it. Kept, those of
+        // local-comm's runs and of the LAN calibrations came to 32 GB in a full validation.
+        let journal = run_dir.join("journal.hmwj");
+        if let Err(error) = std::fs::remove_file(&journal) {
+            if error.kind() != std::io::ErrorKind::NotFound {
+                eprintln!("validate: {name}: {}: {error}", journal.display());
+            }
         }
         match Launched::from_log(&read_output(&log)?) {
             Ok(Some(launched)) => Ok(Some(launched)),
