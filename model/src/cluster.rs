@@ -50,6 +50,15 @@ pub struct ClusterModel {
     pub task_unit: u64,
 }
 
+/// A cluster's LAN as the model reads it: its bytes per second and `scv_lan` (175), the
+/// product form's [`DISPATCH_SCV`] when `hmw calibrate` has not measured it.
+fn lan_of(cluster: &ClusterParams) -> (f64, f64) {
+    (
+        cluster.lan_bytes_per_s,
+        cluster.lan_scv.unwrap_or(DISPATCH_SCV),
+    )
+}
+
 impl ClusterModel {
     /// Section 2: the model of `cluster` running the workers whose performances are `perfs` —
     /// [`ClusterModel::local`] for the main cluster, [`ClusterModel::external`] otherwise;
@@ -65,24 +74,10 @@ impl ClusterModel {
         options: impl Into<ClusterOptions>,
     ) -> Option<Self> {
         let options = options.into();
-        let lan = cluster.lan_bytes_per_s;
-        let lan_scv = cluster.lan_scv.unwrap_or(DISPATCH_SCV);
+        let lan = lan_of(cluster);
         match &cluster.external {
-            None => Self::local(
-                application,
-                (lan, lan_scv),
-                cluster.dispatch,
-                perfs,
-                options,
-            ),
-            Some(link) => Self::external(
-                application,
-                (lan, lan_scv),
-                link,
-                cluster.dispatch,
-                perfs,
-                options,
-            ),
+            None => Self::local(application, lan, cluster.dispatch, perfs, options),
+            Some(link) => Self::external(application, lan, link, cluster.dispatch, perfs, options),
         }
     }
 
@@ -148,10 +143,7 @@ impl ClusterModel {
         if self.network.is_none() && options.terms.network {
             self.network = Self::network_of(
                 application,
-                (
-                    cluster.lan_bytes_per_s,
-                    cluster.lan_scv.unwrap_or(DISPATCH_SCV),
-                ),
+                lan_of(cluster),
                 Self::counted(cluster.dispatch, options),
                 perfs,
                 options,
