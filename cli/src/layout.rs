@@ -37,6 +37,7 @@ use std::{
     fmt::Write as _,
 };
 
+use hmw_core::machinefile::process_hosts;
 use hmw_wan::Outage;
 
 use hmw_model::{
@@ -495,6 +496,11 @@ pub fn layout(
                 host: cm_host.to_owned(),
             });
         }
+        let shared = if cluster_launch[i].links_in_one_process {
+            " process=links"
+        } else {
+            ""
+        };
         for &child in children[i].iter().filter(|&&k| takes_part[k]) {
             let k = &plan.clusters[child];
             let link = links[child]
@@ -515,7 +521,7 @@ pub fn layout(
             let _ = writeln!(
                 text,
                 "{cm_host} # M 1 {}{bind} name={name} peer={} cluster={} nt={} \
-                 workers={workers}{window}{bound}{}",
+                 workers={workers}{window}{bound}{}{shared}",
                 link.server_port,
                 cm_name(&k.name, &c.name),
                 k.name,
@@ -533,10 +539,7 @@ pub fn layout(
         }
         clusters.push(ClusterLayout {
             name: c.name.clone(),
-            ranks: text
-                .lines()
-                .filter(|l| !l.trim_start().starts_with('#'))
-                .count(),
+            ranks: process_hosts(&text).len(),
             machine_file: text,
             link: links[i].clone(),
             workers,

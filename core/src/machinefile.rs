@@ -11,8 +11,13 @@
 //! Everything after the first `#` is a comment to MPI, so the file stays a valid plain hostfile.
 //! After it: optionally the CM fields `M|S 1|0 PORT [SERVER_HOST]`, then `key=value`
 //! annotations; a second `#` ends the annotations.
+//!
+//! A rank is a process, except that CMs facing the master may share one: the lines naming
+//! the same `process=NAME` (on one host) are one process of the MPI job, which serves all
+//! their links ([`ProcessMap`]). A main cluster with 63 links then spends one process slot
+//! and one poller of MPI on them rather than 63.
 
-use std::{fmt, path::Path, path::PathBuf};
+use std::{collections::BTreeMap, fmt, path::Path, path::PathBuf};
 
 /// The rank of a cluster's master (or sub-master): the first rank line.
 pub const MASTER: usize = 0;
@@ -122,6 +127,9 @@ pub struct Annotations {
     pub path_recv: Option<f64>,
     /// See `path_send`.
     pub path_rtt_ms: Option<f64>,
+    /// `process=`: on a CM facing a master, the process it shares with the other such lines
+    /// of the same name (and host).
+    pub process: Option<String>,
 }
 
 /// Which lines an annotation may appear on.
@@ -167,6 +175,7 @@ const KNOWN: &[(&str, &[Place])] = &[
     ("path_send", &[Place::AnyCm]),
     ("path_recv", &[Place::AnyCm]),
     ("path_rtt_ms", &[Place::AnyCm]),
+    ("process", &[Place::MasterCm]),
 ];
 
 impl Annotations {
@@ -205,6 +214,7 @@ impl Annotations {
             "cluster" => self.cluster = Some(name(value)?),
             "name" => self.name = Some(name(value)?),
             "peer" => self.peer = Some(name(value)?),
+            "process" => self.process = Some(name(value)?),
             "bind" => self.bind = Some(value.to_owned()),
             "nt" => self.nt = Some(at_least(key, value, 1)?),
             "nr" => self.nr = Some(at_least(key, value, 1)?),
@@ -263,6 +273,7 @@ impl Annotations {
         push("path_send", self.path_send.map(|v| v.to_string()));
         push("path_recv", self.path_recv.map(|v| v.to_string()));
         push("path_rtt_ms", self.path_rtt_ms.map(|v| v.to_string()));
+        push("process", self.process.clone());
         pairs
     }
 }
@@ -307,6 +318,117 @@ pub struct MachineFile {
     pub path: PathBuf,
     /// One line per rank, in rank order.
     pub ranks: Vec<RankLine>,
+    /// The processes of the MPI job that hold the ranks.
+    pub processes: ProcessMap,
+}
+
+/// Which process of a cluster's MPI job holds each rank: one rank a process, except the CMs
+/// facing a master that name the same `process=`, which share one. Processes are numbered in
+/// the order of their first rank; the first line (the master) is never shared, so process 0 is
+/// rank 0.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProcessMap {
+    /// The process of each rank; empty when every rank is a process of its own.
+    process_of: Vec<u32>,
+    /// The first rank of each process; empty as `process_of`.
+    first_rank: Vec<u32>,
+    /// The ranks of each process holding several, by process.
+    shared: BTreeMap<usize, Vec<usize>>,
+    /// Ranks in the file.
+    ranks: usize,
+}
+
+impl ProcessMap {
+    /// The map of `lines`: each `(host, process=)` of a line.
+    fn of<'a>(
+        lines: impl Iterator<Item = (&'a str, Option<&'a str>, usize)>,
+    ) -> Result<Self, (usize, String)> {
+        let mut process_of = Vec::new();
+        let mut first_rank = Vec::new();
+        let mut named: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
+        let mut shared: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (rank, (host, process, line_no)) in lines.enumerate() {
+            let Some(name) = process else {
+                process_of.push(first_rank.len() as u32);
+                first_rank.push(rank as u32);
+                continue;
+            };
+            match named.get(name) {
+                Some(&(_, other)) if other != host => {
+                    return Err((
+                        line_no,
+                        format!(
+                            "process={name} is on host {other} already: the CMs sharing a \
+                             process run on one host"
+                        ),
+                    ))
+                }
+                Some(&(process, _)) => {
+                    process_of.push(process as u32);
+                    shared.entry(process).or_default().push(rank);
+                }
+                None => {
+                    let process = first_rank.len();
+                    named.insert(name, (process, host));
+                    process_of.push(process as u32);
+                    first_rank.push(rank as u32);
+                    shared.insert(process, vec![rank]);
+                }
+            }
+        }
+        // A name on one line only: a process of one rank, as any other.
+        shared.retain(|_, ranks| ranks.len() > 1);
+        let ranks = process_of.len();
+        if shared.is_empty() {
+            return Ok(ProcessMap {
+                ranks,
+                ..Default::default()
+            });
+        }
+        Ok(ProcessMap {
+            process_of,
+            first_rank,
+            shared,
+            ranks,
+        })
+    }
+
+    /// Whether every rank is a process of its own.
+    pub fn is_one_rank_each(&self) -> bool {
+        self.shared.is_empty()
+    }
+
+    /// Processes in the MPI job.
+    pub fn count(&self) -> usize {
+        if self.is_one_rank_each() {
+            self.ranks
+        } else {
+            self.first_rank.len()
+        }
+    }
+
+    /// The process holding `rank`.
+    pub fn process_of(&self, rank: usize) -> usize {
+        if self.is_one_rank_each() {
+            rank
+        } else {
+            self.process_of[rank] as usize
+        }
+    }
+
+    /// The rank of `process`, or its first one if it holds several.
+    pub fn first_rank(&self, process: usize) -> usize {
+        if self.is_one_rank_each() {
+            process
+        } else {
+            self.first_rank[process] as usize
+        }
+    }
+
+    /// The ranks of `process` if it holds several (CMs facing the master), in rank order.
+    pub fn shared_ranks(&self, process: usize) -> Option<&[usize]> {
+        self.shared.get(&process).map(Vec::as_slice)
+    }
 }
 
 impl MachineFile {
@@ -368,9 +490,16 @@ impl MachineFile {
         }
         // A line is some 300 bytes and a file may have a million: none spare.
         ranks.shrink_to_fit();
+        let processes = ProcessMap::of(
+            ranks
+                .iter()
+                .map(|r| (r.host.as_str(), r.annotations.process.as_deref(), r.line_no)),
+        )
+        .map_err(|(line, message)| error(line, message))?;
         let file = MachineFile {
             path: path.to_owned(),
             ranks,
+            processes,
         };
         file.validate()?;
         Ok(file)
@@ -406,9 +535,14 @@ impl MachineFile {
         Ok(())
     }
 
-    /// Number of ranks the MPI job must have.
+    /// Number of ranks (lines).
     pub fn rank_count(&self) -> usize {
         self.ranks.len()
+    }
+
+    /// Number of processes the MPI job must have: the ranks, less those sharing a process.
+    pub fn process_count(&self) -> usize {
+        self.processes.count()
     }
 
     /// The role of `rank`.
@@ -440,6 +574,27 @@ impl MachineFile {
             .filter(|&r| self.role(r) == Role::Worker)
             .collect()
     }
+}
+
+/// The host of each process of the MPI job of a machine file's `text`, in process order: its
+/// rank lines' hosts, less the lines after the first of each `process=` (see [`ProcessMap`]).
+/// Reads the text as [`MachineFile::parse`] does, without checking it.
+pub fn process_hosts(text: &str) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .filter_map(|line| {
+            let (before, after) = line.split_once('#').unwrap_or((line, ""));
+            let host = before.split_whitespace().next()?;
+            let annotations = after.split('#').next().unwrap_or("");
+            let process = annotations
+                .split_whitespace()
+                .find_map(|token| token.strip_prefix("process="));
+            match process {
+                Some(name) if !seen.insert(name) => None,
+                _ => Some(host),
+            }
+        })
+        .collect()
 }
 
 /// Parse what follows `#` on a rank line: optional CM fields, then `key=value` annotations.
@@ -607,6 +762,43 @@ mod tests {
             .ends_with("path_send=8000000 path_recv=1000000 path_rtt_ms=120"));
     }
 
+    /// CMs facing the master that name one `process=` are one process; the others keep one
+    /// each, numbered in the order of their first rank.
+    #[test]
+    fn cms_naming_one_process_share_it() {
+        let file = parse(
+            "a\nw1\nc # M 1 7000 name=x process=links\nw2\n\
+             c # M 1 7001 name=y process=links\nc # M 1 7002 name=z process=alone\n",
+        )
+        .unwrap();
+        let p = &file.processes;
+        assert_eq!((file.rank_count(), file.process_count()), (6, 5));
+        assert!(!p.is_one_rank_each());
+        let of: Vec<usize> = (0..6).map(|r| p.process_of(r)).collect();
+        assert_eq!(of, vec![0, 1, 2, 3, 2, 4]);
+        let first: Vec<usize> = (0..5).map(|q| p.first_rank(q)).collect();
+        assert_eq!(first, vec![0, 1, 2, 3, 5]);
+        assert_eq!(p.shared_ranks(2), Some(&[2, 4][..]));
+        assert_eq!(p.shared_ranks(4), None);
+        assert_eq!(
+            file.ranks[2].annotations.to_string(),
+            "name=x process=links"
+        );
+
+        assert_eq!(
+            process_hosts(
+                "# c\na # cluster=m\nw1\nc # M 1 7000 name=x process=links\nw2\n\
+                 c # M 1 7001 name=y process=links # process=no\n\n"
+            ),
+            vec!["a", "w1", "c", "w2"]
+        );
+
+        let plain = parse("a\nb\nc # M 1 7000 name=x\n").unwrap();
+        assert!(plain.processes.is_one_rank_each());
+        assert_eq!(plain.process_count(), 3);
+        assert_eq!(plain.processes.process_of(2), 2);
+    }
+
     #[test]
     fn errors_name_file_and_line() {
         let cases = [
@@ -671,6 +863,17 @@ mod tests {
             ("a\nb # M 2 7000\n", 2, "must be 1"),
             ("a\nb # fast\n", 2, "unexpected annotation"),
             ("a\nb # speed=1 speed=2\n", 2, "twice"),
+            ("a\nb # process=p\n", 2, "process= does not apply"),
+            (
+                "a\nb # S 0 7000 h name=c process=p\n",
+                2,
+                "process= does not apply",
+            ),
+            (
+                "a\nb # M 1 7000 name=c process=p\nc # M 1 7001 name=d process=p\n",
+                3,
+                "process=p is on host b already",
+            ),
             ("a # M 1 7000\nb\n", 1, "master"),
             ("a\n", 1, "only a master"),
             ("# nothing\n", 0, "no rank lines"),

@@ -131,11 +131,11 @@ struct Prepared<P: Problem, S> {
     settings: S,
     /// The problem, on the main master only.
     problem: Option<P>,
-    /// This rank's splitter, on a sub-master and a CM facing a master when the application
-    /// has one.
-    // Only an MPI rank plays its role with it: in-process clusters make one per rank.
+    /// A splitter for each of the process's ranks that uses one (a sub-master, a CM facing a
+    /// master), in rank order, when the application has one.
+    // Only an MPI process plays its roles with them: in-process clusters make one per rank.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    splitter: Option<SplitterOf<P>>,
+    splitters: Vec<SplitterOf<P>>,
 }
 
 /// Whether `rank` uses the application's splitter: a sub-master splits the tasks that reach
@@ -152,10 +152,12 @@ fn uses_splitter(machines: &MachineFile, config: &ConfigFile, rank: usize) -> bo
     }
 }
 
+/// Read and check the configuration of MPI process `process` of a job of `processes` (or of
+/// a cluster in threads: `0`, `None`), and make what its ranks need.
 fn prepare<P, S>(
     args: &RunArgs,
-    rank: usize,
-    size: Option<usize>,
+    process: usize,
+    processes: Option<usize>,
     make_problem: impl FnOnce(&S) -> anyhow::Result<P>,
     make_splitter: Option<MakeSplitter<P, S>>,
 ) -> anyhow::Result<Prepared<P, S>>
@@ -172,18 +174,29 @@ where
     }
     config.run.live_json.clone_from(&args.live_json);
     let machines = MachineFile::load(&args.machinefile)?;
-    if let Some(size) = size {
-        if size != machines.rank_count() {
+    if let Some(size) = processes {
+        if size != machines.process_count() {
+            let shared = machines.rank_count() - machines.process_count();
             anyhow::bail!(
-                "{}: the machine file has {} rank lines but the MPI job has {} ranks: start it \
-                 with mpirun -np {}",
+                "{}: the machine file has {} rank lines{} but the MPI job has {} processes: \
+                 start it with mpirun -np {}",
                 machines.path.display(),
                 machines.rank_count(),
+                if shared > 0 {
+                    format!(", {shared} of them in a process they share,")
+                } else {
+                    String::new()
+                },
                 size,
-                machines.rank_count()
+                machines.process_count()
             );
         }
     }
+    let ranks: Vec<usize> = match machines.processes.shared_ranks(process) {
+        Some(ranks) => ranks.to_vec(),
+        None => vec![machines.processes.first_rank(process)],
+    };
+    let rank = ranks[0];
     if machines.worker_ranks().is_empty() && machines.ranks.iter().all(|r| r.cm.is_none()) {
         anyhow::bail!("{}: no worker line", machines.path.display());
     }
@@ -210,19 +223,24 @@ where
     } else {
         None
     };
-    let splitter = match make_splitter {
-        Some(make) if uses_splitter(&machines, &config, rank) => Some(
-            make(&settings)
-                .with_context(|| format!("{}: cannot set the splitter up", in_application()))?,
-        ),
-        _ => None,
-    };
+    let mut splitters = Vec::new();
+    if let Some(make) = make_splitter {
+        for _ in ranks
+            .iter()
+            .filter(|&&r| uses_splitter(&machines, &config, r))
+        {
+            splitters
+                .push(make(&settings).with_context(|| {
+                    format!("{}: cannot set the splitter up", in_application())
+                })?);
+        }
+    }
     Ok(Prepared {
         config,
         machines,
         settings,
         problem,
-        splitter,
+        splitters,
     })
 }
 
@@ -321,16 +339,19 @@ where
         eprintln!("error: MPI was already initialised in this process");
         return ExitCode::from(2);
     };
-    let rank = transport.rank();
+    // The job's ranks are processes; a process holds one rank of the machine file, or
+    // several CMs facing the master (`hmw_core::machinefile::ProcessMap`).
+    let process = transport.rank();
     let observed = placement::observed_host();
     let prepared = prepare(
         args,
-        rank,
+        process,
         Some(transport.size()),
         make_problem,
         make_splitter,
     )
     .and_then(|prepared| {
+        let rank = prepared.machines.processes.first_rank(process);
         let line = &prepared.machines.ranks[rank];
         if args.check_placement && !placement::is_this_host(&line.host, &observed) {
             anyhow::bail!(
@@ -340,14 +361,14 @@ where
         }
         Ok(prepared)
     });
-    let (all_ok, master_ok) = transport.all_agree(prepared.is_ok(), rank == 0);
+    let (all_ok, master_ok) = transport.all_agree(prepared.is_ok(), process == 0);
     let prepared = match prepared {
         Ok(prepared) if all_ok => prepared,
         Ok(_) => return ExitCode::from(2), // another rank reports why
         Err(e) => {
             // Every rank usually fails the same way: the master speaks for all.
-            if rank == 0 || master_ok {
-                eprintln!("error (rank {rank}): {e:#}");
+            if process == 0 || master_ok {
+                eprintln!("error (MPI rank {process}): {e:#}");
             }
             return ExitCode::from(2);
         }
@@ -356,30 +377,56 @@ where
         config,
         machines,
         problem,
-        splitter,
+        mut splitters,
         ..
     } = prepared;
-    let placement: Vec<RankPlacement> = transport
-        .gather_hosts(&observed)
-        .unwrap_or_default()
-        .into_iter()
-        .zip(&machines.ranks)
-        .enumerate()
-        .map(|(rank, (observed_host, line))| RankPlacement {
-            rank,
-            line_host: line.host.clone(),
-            observed_host,
-        })
-        .collect();
-    let result = play_with(
-        &mut transport,
-        &machines,
-        &config,
-        problem,
-        splitter,
-        make_scheduler.as_ref(),
-        args.journal().as_ref(),
-    )
+    let rank = machines.processes.first_rank(process);
+    let hosts = transport.gather_hosts(&observed).unwrap_or_default();
+    let placement: Vec<RankPlacement> = if hosts.is_empty() {
+        Vec::new()
+    } else {
+        machines
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(rank, line)| RankPlacement {
+                rank,
+                line_host: line.host.clone(),
+                observed_host: hosts[machines.processes.process_of(rank)].clone(),
+            })
+            .collect()
+    };
+    let processes = &machines.processes;
+    let result = match processes.shared_ranks(process) {
+        Some(ranks) => {
+            let mut outbounds: Vec<_> = splitters
+                .into_iter()
+                .map(outbound_of::<P>)
+                .map(Some)
+                .collect();
+            outbounds.resize_with(ranks.len(), || None);
+            cm::run_shared(&mut transport, &machines, &config.cm, ranks, outbounds)
+                .map(|()| Outcome::Done)
+        }
+        None => {
+            let mut by_process;
+            let transport: &mut dyn Transport = if processes.is_one_rank_each() {
+                &mut transport
+            } else {
+                by_process = ByProcess::new(&mut transport, processes, machines.rank_count());
+                &mut by_process
+            };
+            play_with(
+                transport,
+                &machines,
+                &config,
+                problem,
+                splitters.pop(),
+                make_scheduler.as_ref(),
+                args.journal().as_ref(),
+            )
+        }
+    }
     .map(|outcome| with_placement(outcome, placement))
     .map_err(anyhow::Error::from)
     .and_then(|outcome| conclude(outcome, &config, args, finish));
@@ -393,6 +440,8 @@ where
 
 #[cfg(feature = "mpi")]
 use hmw_core::stats::RankPlacement;
+#[cfg(feature = "mpi")]
+use hmw_transport::shared::ByProcess;
 
 use crate::placement;
 
@@ -499,17 +548,19 @@ pub(crate) fn play_with<P: Problem>(
             Ok(Outcome::Done)
         }
         (Role::CommunicationManager, _) => {
-            let outbound = splitter.map(|mut splitter| -> cm::Outbound {
-                Box::new(move |body: &[u8]| {
-                    let task: P::Task =
-                        decode(body, "task").map_err(CoreError::decoding(MASTER))?;
-                    Ok(encode(&splitter.outbound(task)))
-                })
-            });
+            let outbound = splitter.map(|splitter| outbound_of::<P>(splitter) as cm::Outbound);
             cm::run(transport, machines, &config.cm, outbound)?;
             Ok(Outcome::Done)
         }
     }
+}
+
+/// How a CM facing a master shapes the tasks it forwards: with the application's splitter.
+fn outbound_of<P: Problem>(mut splitter: SplitterOf<P>) -> cm::SendOutbound {
+    Box::new(move |body: &[u8]| {
+        let task: P::Task = decode(body, "task").map_err(CoreError::decoding(MASTER))?;
+        Ok(encode(&splitter.outbound(task)))
+    })
 }
 
 /// Play a whole cluster in this process: rank 0 on this thread, every other rank on a thread

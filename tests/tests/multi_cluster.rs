@@ -157,6 +157,64 @@ fn a_depth_two_tree_runs_the_synthetic_app() {
     assert!(spain["tasks_done"].as_u64().unwrap() >= portugal["tasks_done"].as_u64().unwrap());
 }
 
+/// The CMs of a cluster's links in one process (`links_in_one_process`), in the main cluster
+/// and in an external MPI cluster that feeds two more: each MPI job has one process for its
+/// links (`mpirun -np` of the head, the workers and one), every cluster computes, the answer
+/// is verified.
+#[test]
+fn the_cms_of_a_cluster_s_links_share_one_process() {
+    let dir = scratch("links-in-one-process");
+    let rates = "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7";
+    let plan = format!(
+        "{}[run]\nstatistics_interval = 0\nwait_for_links = true\n[launch.cm]\nlost_after_s = 60\n\
+         {}[cluster.launch]\nlinks_in_one_process = true\n\
+         {}[cluster.launch]\nwan_delay_ms = 5\nlinks_in_one_process = true\n\
+         {}[cluster.launch]\nlauncher = \"threads\"\nwan_delay_ms = 5\n\
+         {}[cluster.launch]\nlauncher = \"threads\"\nparent = \"spain\"\nwan_delay_ms = 5\n\
+         {}[cluster.launch]\nlauncher = \"threads\"\nparent = \"spain\"\nwan_delay_ms = 5\n",
+        synthetic(120, 0.05),
+        cluster_table("main", "master", 1, "main = true"),
+        cluster_table("spain", "submaster", 1, rates),
+        cluster_table("france", "submaster", 1, rates),
+        cluster_table("portugal", "submaster", 1, rates),
+        cluster_table("andorra", "submaster", 1, rates),
+    );
+    let plan_path = write(&dir, "plan.toml", &plan);
+    let printed = Command::new(bin("hmw"))
+        .args(["launch", &plan_path, "--print", "--work-dir"])
+        .arg(dir.join("print"))
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
+    for name in ["main", "spain"] {
+        // The head, one worker, the upstream CM of spain, and one process for two links.
+        let np = if name == "main" { 3 } else { 4 };
+        let mut lines = printed.lines();
+        lines.find(|l| l.starts_with(&format!("# cluster {name}:")));
+        let command = lines.next().unwrap_or_default();
+        assert!(
+            command.contains(&format!(" -np {np} ")),
+            "{name}: {printed}"
+        );
+    }
+    let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
+    run.assert_success();
+    assert!(run.stdout.contains("verified=true"), "{}", run.stdout);
+    let spain = cluster(&stats, "spain");
+    for (name, c) in [
+        ("spain", &spain),
+        ("france", &cluster(&stats, "france")),
+        ("portugal", &cluster(&spain["stats"], "portugal")),
+        ("andorra", &cluster(&spain["stats"], "andorra")),
+    ] {
+        assert!(
+            c["tasks_done"].as_u64().unwrap() > 0,
+            "{name} computed nothing: {stats:#}"
+        );
+        assert_eq!(c["lost"], false, "{name}");
+    }
+}
+
 /// External clusters of threads (`launcher = "threads"`: each one process running its
 /// sub-master, CM and workers over the in-process transport, no mpirun) beside an MPI main
 /// cluster, in a tree: every cluster computes, the answer is verified, and `--print` shows

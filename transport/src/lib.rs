@@ -11,6 +11,7 @@ pub mod idle;
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod shared;
 
 use std::time::Duration;
 
@@ -40,6 +41,23 @@ pub enum TransportError {
     /// Another rank failed and stopped the whole cluster.
     #[error("stopped: another rank of the cluster failed")]
     Aborted,
+    /// A message from or for a process holding several ranks did not name one of them.
+    #[error("a message of process {process} does not name one of its ranks")]
+    BadTrailer {
+        /// The process of the MPI job.
+        process: usize,
+    },
+    /// A rank of a shared process addressed another rank than the master, or another than
+    /// the master addressed it.
+    #[error(
+        "rank {from} sent to rank {to}: the ranks of a shared process talk to the master only"
+    )]
+    NotToMaster {
+        /// The sender.
+        from: usize,
+        /// The rank it addressed.
+        to: usize,
+    },
 }
 
 /// What a rank has called when a message arrives for it ([`Transport::on_arrival`]).

@@ -12,6 +12,7 @@ use std::{fs, path::Path};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
+use hmw_core::machinefile::process_hosts;
 use hmw_model::plan::launch::ClusterLaunch;
 
 use super::ssh::{on_host, sh_quote, SshTarget};
@@ -105,12 +106,11 @@ impl RemoteCluster {
             .command(&format!("sh {}", sh_quote(&format!("{}/run.sh", self.dir))))
     }
 
-    /// The hostfile given to `mpirun --map-by seq`: line i is rank i's host, nothing else.
+    /// The hostfile given to `mpirun --map-by seq`: line i is the host of the job's process
+    /// i (rank i's, unless CMs share a process), nothing else.
     pub(crate) fn hostfile(machine_file: &str) -> String {
-        machine_file
-            .lines()
-            .map(|line| line.split('#').next().unwrap_or("").trim())
-            .filter(|host| !host.is_empty())
+        process_hosts(machine_file)
+            .into_iter()
             .map(|host| format!("{host}\n"))
             .collect()
     }
@@ -466,6 +466,12 @@ mod tests {
         let machine_file = "# c\nhead # cluster=x\nb # speed=1\na\nb # S 0 7000 c\n";
         assert_eq!(RemoteCluster::hostfile(machine_file), "head\nb\na\nb\n");
         assert_eq!(RemoteCluster::hosts_of(machine_file), ["head", "b", "a"]);
+        let shared = "head\nb\nc # M 1 7000 name=x process=p\nc # M 1 7001 name=y process=p\n";
+        assert_eq!(
+            RemoteCluster::hostfile(shared),
+            "head\nb\nc\n",
+            "CMs sharing a process"
+        );
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //!
 //! The loop polls MPI and the link, passes what arrives to the core, tells it how the link is
 //! doing ([`LinkView`]) and performs its outputs; it sleeps in between on the link's receive,
-//! so a WAN message wakes it at once.
+//! so a WAN message wakes it at once. CMs facing the master that share a process
+//! ([`run_shared`]) each run this loop on a thread of their own.
 
 use std::{
     sync::Arc,
+    thread::JoinHandle,
     time::{Duration, Instant},
 };
 
@@ -19,14 +21,19 @@ use crate::error::RunError;
 pub(crate) use hmw_core::roles::Outbound;
 use hmw_core::{
     config::CmConfig,
+    error::CoreError,
     machinefile::{Facing, MachineFile, MASTER},
     roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView},
     stats::{LinkSummary, Outage},
 };
 use hmw_transport::{
     idle::{Idle, MAX_PAUSE},
+    shared::SharedProcess,
     Transport,
 };
+
+/// [`Outbound`] that may move to the thread of a CM in a shared process.
+pub(crate) type SendOutbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, CoreError> + Send>;
 
 /// Messages a CM takes from its link before it looks at MPI again.
 pub(crate) const MESSAGES_PER_TURN: usize = 64;
@@ -199,6 +206,47 @@ pub(crate) fn run(
             CmSubMasterSide::new(rank, cm.give_up_after()),
         ),
     }
+}
+
+/// Run the CMs facing the master that share this process (`ranks`, in rank order; see
+/// `hmw_core::machinefile::ProcessMap`): each on a thread of its own as in a process of its
+/// own, this thread routing between them and the cluster's `transport`. `outbounds`: each
+/// one's shaping of the tasks it forwards, in order. The first CM to fail ends them all.
+pub(crate) fn run_shared(
+    transport: &mut dyn Transport,
+    machines: &MachineFile,
+    cm: &CmConfig,
+    ranks: &[usize],
+    outbounds: Vec<Option<SendOutbound>>,
+) -> Result<(), RunError> {
+    let machines = Arc::new(machines.clone());
+    let (mut router, members) = SharedProcess::new(transport, ranks, machines.rank_count());
+    let mut threads = Vec::with_capacity(ranks.len());
+    for (mut member, outbound) in members.into_iter().zip(outbounds) {
+        let (machines, cm) = (machines.clone(), cm.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("hmw-cm-{}", member.rank()))
+            .spawn(move || {
+                let outbound = outbound.map(|shape| shape as Outbound);
+                run(&mut member, &machines, &cm, outbound)
+            })
+            .map_err(|e| RunError::setup(format!("cannot start a CM's thread: {e}")))?;
+        threads.push(Some(thread));
+    }
+    let mut failed = None;
+    router.route(|| {
+        for slot in &mut threads {
+            if slot.as_ref().is_some_and(JoinHandle::is_finished) {
+                let ended = slot.take().expect("checked").join();
+                if let Err(e) = ended.unwrap_or_else(|_| Err(link_error("a CM's thread panicked")))
+                {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.is_some() || threads.iter().all(Option::is_none)
+    })?;
+    failed.map_or(Ok(()), Err)
 }
 
 /// The sleep before the next poll of the link: none after activity, and no longer than the

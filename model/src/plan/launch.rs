@@ -158,6 +158,10 @@ pub struct ClusterLaunch {
     pub emulate_rates: bool,
     /// Changes during the run: hosts slowed, the WAN's rate changed.
     pub changes: Vec<RunChange>,
+    /// The CMs of the cluster's links to further clusters share one process of its MPI job
+    /// (`process=links` on their machine-file lines): one process slot and one poller of MPI
+    /// for all of them, rather than a process each.
+    pub links_in_one_process: bool,
     /// The ssh host of the cluster's head (default: the host of its master or sub-master).
     pub head: Option<String>,
     /// The ssh user (default: ssh's own choice).
@@ -202,6 +206,7 @@ impl Default for ClusterLaunch {
             wan_outages: Vec::new(),
             emulate_rates: true,
             changes: Vec::new(),
+            links_in_one_process: false,
             head: None,
             ssh_user: None,
             ssh_port: None,
