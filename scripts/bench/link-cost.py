@@ -8,18 +8,24 @@ the main one under mpirun, N - 1 clusters of threads behind emulated WANs), twic
     for about 12 s of work a worker; the window
     runs between two of the master's progress lines (`[run] statistics_interval = 1`), from
     the third second on, so that its tasks gathered and its CPU are counted over one span.
-Each process's CPU time and memory come from /proc (the main cluster's ranks told apart by
-their rank, `OMPI_COMM_WORLD_RANK`, against the machine file's lines: rank 0 the master, then
-the workers, then a CM per external cluster); the tasks from the master's live feed.
+Each process's CPU time and memory come from /proc (the main cluster's processes told apart
+by their MPI rank, `OMPI_COMM_WORLD_RANK`, against the machine file's lines: rank 0 the
+master, then the workers, then a CM process per external cluster, or one for all with
+LINKS_IN_ONE_PROCESS=1); the tasks from the master's live feed.
 
 Prints, per N:
   link_cost clusters=N idle_master_pct=.. idle_cm_pct=.. idle_threads_cluster_pct=..
     cm_rss_mb=.. threads_cluster_rss_mb=.. busy_tasks_per_s=.. busy_master_us_per_task=..
     busy_cm_us_per_task=.. busy_master_pct=.. busy_cm_pct=.. busy_machine_cores=..
-(`idle_cm_pct`, `busy_cm_pct`: one main-side CM rank's share of a core, the mean over the
-links; `busy_cm_us_per_task`: the CM ranks' CPU over the tasks their clusters delivered;
+    busy_path_pct=..
+(`idle_cm_pct`, `busy_cm_pct`: one main-side CM process's share of a core, the mean over
+them; `busy_cm_us_per_task`: the CM processes' CPU over the tasks their clusters delivered;
 `busy_master_us_per_task`: the master's CPU over every task gathered; `busy_master_pct`: its
-share of a core.)
+share of a core; `busy_path_pct`: the busiest process of the main cluster's path, its master
+or a CM process, % of a core.)
+Environment: BUSY_TASK_S (above), LINKS_IN_ONE_PROCESS=1 (the CMs of the main cluster's
+links in one process: `[cluster.launch] links_in_one_process`), PHASES (`idle,busy`, or
+either alone).
 
 Usage: scripts/bench/link-cost.py HMW [CLUSTERS...]   (default 8 16 32 64; HMW the `hmw`
 binary, `hmw-synthetic` beside it). Run on a quiet machine; it leaves nothing behind.
@@ -38,6 +44,10 @@ import federation  # noqa: E402
 from procs import HZ, cpu_by_kind, machine_busy_ticks, processes  # noqa: E402
 
 WORKERS = 2
+# LINKS_IN_ONE_PROCESS=1: the CMs of each MPI cluster's links share one process.
+SHARED = os.environ.get("LINKS_IN_ONE_PROCESS", "0") == "1"
+# PHASES=busy: the busy phase alone.
+PHASES = os.environ.get("PHASES", "idle,busy").split(",")
 # The runs started, stopped if the benchmark fails before they end.
 RUNS = []
 
@@ -88,7 +98,7 @@ def finish(run, work):
 
 def idle(hmw, root, clusters):
     work = os.path.join(root, f"idle{clusters}")
-    run = launch(hmw, work, federation.plan(clusters, WORKERS * clusters, 20.0, WORKERS, 1.0))
+    run = launch(hmw, work, federation.plan(clusters, WORKERS * clusters, 20.0, WORKERS, 1.0, links_in_one_process=SHARED))
     wait_for_line(work, 0, time.time() + 180)
     time.sleep(2)
     before = processes(work)
@@ -113,7 +123,7 @@ def busy(hmw, root, clusters):
     work = os.path.join(root, f"busy{clusters}")
     task_s = float(os.environ.get("BUSY_TASK_S", "0.4"))
     tasks = int(12 * WORKERS * clusters / task_s)
-    run = launch(hmw, work, federation.plan(clusters, tasks, task_s, WORKERS, 1.0))
+    run = launch(hmw, work, federation.plan(clusters, tasks, task_s, WORKERS, 1.0, links_in_one_process=SHARED))
     _, seen = wait_for_line(work, 0, time.time() + 180)
     _, seen = wait_for_line(work, seen + 1, time.time() + 30)
     first, seen = wait_for_line(work, seen, time.time() + 30)
@@ -133,7 +143,18 @@ def busy(hmw, root, clusters):
         "busy_master_pct": 100 * seconds.get("master", 0) / span,
         "busy_cm_pct": 100 * seconds.get("cm", 0) / span / max(counts.get("cm", 1), 1),
         "busy_machine_cores": (busy_after - busy_before) / HZ / span,
+        "busy_path_pct": 100 * busiest_path(before, after) / span,
     }
+
+
+def busiest_path(before, after):
+    """The CPU seconds of the busiest process of the main cluster's path between two
+    snapshots: its master or a CM process."""
+    return max(
+        (ticks - before[pid][1]) / HZ
+        for pid, (kind, ticks, _) in after.items()
+        if kind in ("master", "cm") and pid in before
+    )
 
 
 def main():
@@ -144,7 +165,9 @@ def main():
     root = tempfile.mkdtemp(prefix="hmw-link-cost-")
     try:
         for clusters in sizes:
-            figures = {**idle(hmw, root, clusters), **busy(hmw, root, clusters)}
+            figures = {}
+            for phase in PHASES:
+                figures.update({"idle": idle, "busy": busy}[phase](hmw, root, clusters))
             line = " ".join(f"{k}={v:.2f}" for k, v in figures.items())
             print(f"link_cost clusters={clusters} {line}", flush=True)
     finally:

@@ -27,8 +27,8 @@ mpirun, the main one.)
 
 Usage: scripts/bench/shapes.py HMW [CLUSTERS [REGIONS [ROUNDS]]]  (default 16 4 3; HMW the
 `hmw` binary, `hmw-synthetic` beside it). Environment: TASK_S (1.0), TASK_BYTES (200000),
-UPLINK (1e6), TASKS_PER_WORKER (10), MPI_CLUSTERS (1). Run on a quiet machine; it leaves
-nothing behind.
+UPLINK (1e6), TASKS_PER_WORKER (10), MPI_CLUSTERS (1), LINKS_IN_ONE_PROCESS (0; 1: the CMs
+of each MPI cluster's links in one process). Run on a quiet machine; it leaves nothing behind.
 """
 import json
 import os
@@ -63,6 +63,7 @@ def shape_plan(clusters, regions, tree):
         uplink_bytes_per_s=float(os.environ.get("UPLINK", "1e6")),
         emulate_rates=True,
         mpi_clusters=int(os.environ.get("MPI_CLUSTERS", "1")),
+        links_in_one_process=os.environ.get("LINKS_IN_ONE_PROCESS", "0") == "1",
     )
 
 

@@ -48,6 +48,7 @@ def plan(
     uplink_bytes_per_s=None,
     emulate_rates=False,
     mpi_clusters=1,
+    links_in_one_process=False,
 ):
     """The plan's text: `clusters` clusters in all, `tasks` tasks of `task_seconds` seconds
     on a worker (perf 10 at speed 1, `oper` 10 times the seconds, so that the model's task
@@ -57,7 +58,9 @@ def plan(
     `uplink_bytes_per_s`, the link of each region's first cluster to the main cluster has
     that rate, in both shapes. With `emulate_rates`, each WAN's emulator holds it to its
     rates (otherwise it adds the delay alone). The main cluster and the next `mpi_clusters - 1`
-    run under mpirun, the others as clusters of threads."""
+    run under mpirun, the others as clusters of threads. With `links_in_one_process`, the CMs
+    of each cluster's links share one process (`[cluster.launch] links_in_one_process`)."""
+    shared = "links_in_one_process = true\n" if links_in_one_process else ""
     text = (
         f'[application]\nname = "synthetic"\ntasks = {tasks}\noper = {10 * task_seconds}\n'
         f"task_bytes = {task_bytes}\nresult_bytes = {task_bytes}\n"
@@ -69,6 +72,7 @@ def plan(
         "max_memory = 41943040\n"
     )
     text += cluster_table("main", "master", workers, "main = true")
+    text += f"[cluster.launch]\n{shared}"
     size = clusters // regions if regions else clusters
     for k in range(1, clusters):
         delay_ms = 5 + (145 * (k - 1)) // max(clusters - 2, 1)
@@ -88,7 +92,7 @@ def plan(
         )
         launcher = "local" if k < mpi_clusters else "threads"
         text += (
-            f'[cluster.launch]\nlauncher = "{launcher}"\nwan_delay_ms = {delay_ms}\n{parent}'
+            f'[cluster.launch]\nlauncher = "{launcher}"\nwan_delay_ms = {delay_ms}\n{parent}{shared}'
         )
         if emulate_rates:
             text += "emulate_rates = true\n"

@@ -14,13 +14,18 @@ def machine_busy_ticks():
 
 
 def roles_of(hosts):
-    """A cluster's roles in rank order, from its machine file `hosts`: `master` for its head
-    (the master or a sub-master), `cm`, `worker`."""
-    roles = []
+    """The roles of a cluster's MPI processes in order, from its machine file `hosts`: `master`
+    for its head (the master or a sub-master), `cm`, `worker`; the lines after the first of a
+    `process=` are not processes of their own."""
+    roles, shared = [], set()
     for line in open(hosts):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        process = [t for t in line.split("#")[1].split() if t.startswith("process=")] if "#" in line else []
+        if process and process[0] in shared:
+            continue
+        shared.update(process)
         host = line.split()[0]
         roles.append("master" if host.endswith("-head") else "cm" if host.endswith("-cm") else "worker")
     return roles
