@@ -23,14 +23,23 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
         None => ConfigFile::defaults(),
     };
     let machines = MachineFile::load(&args.machinefile)?;
+    let processes = &machines.processes;
     println!(
-        "{}: {} ranks",
+        "{}: {} ranks{}",
         machines.path.display(),
-        machines.rank_count()
+        machines.rank_count(),
+        if processes.is_one_rank_each() {
+            String::new()
+        } else {
+            format!(", {} processes (mpirun -np)", processes.count())
+        }
     );
     for (rank, line) in machines.ranks.iter().enumerate() {
         let role = machines.role(rank);
         let mut shown = format!("  rank {rank:>3}  {:<24} {role}", line.host);
+        if processes.shared_ranks(processes.process_of(rank)).is_some() {
+            shown.push_str(&format!(" (in process {})", processes.process_of(rank)));
+        }
         if role == Role::Worker && line.speed() != 1.0 {
             shown.push_str(&format!(" (speed {})", line.speed()));
         }

@@ -64,6 +64,13 @@ where
         None => ConfigFile::defaults(),
     };
     let machines = MachineFile::load(&args.machinefile)?;
+    if !machines.processes.is_one_rank_each() {
+        anyhow::bail!(
+            "{}: process= (CMs sharing a process) is for master-worker runs; a pipeline's \
+             nodes each need a process of their own",
+            machines.path.display()
+        );
+    }
     let settings: S = config.application()?;
     let mut pipeline = config.pipeline()?;
     if let Some(items) = args.max_tasks {

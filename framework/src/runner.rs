@@ -176,18 +176,17 @@ where
     let machines = MachineFile::load(&args.machinefile)?;
     if let Some(size) = processes {
         if size != machines.process_count() {
-            let shared = machines.rank_count() - machines.process_count();
+            let lines = match machines.process_count() {
+                p if p == machines.rank_count() => format!("{p} rank lines"),
+                p => format!(
+                    "{} rank lines in {p} processes (CMs naming one process= share one)",
+                    machines.rank_count()
+                ),
+            };
             anyhow::bail!(
-                "{}: the machine file has {} rank lines{} but the MPI job has {} processes: \
-                 start it with mpirun -np {}",
+                "{}: the machine file has {lines} but the MPI job has {size} processes: start \
+                 it with mpirun -np {}",
                 machines.path.display(),
-                machines.rank_count(),
-                if shared > 0 {
-                    format!(", {shared} of them in a process they share,")
-                } else {
-                    String::new()
-                },
-                size,
                 machines.process_count()
             );
         }
