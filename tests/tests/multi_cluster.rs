@@ -40,6 +40,28 @@ fn launch(dir: &std::path::Path, plan: &str, limit: Duration) -> (hmw_tests::Fin
     (run, stats)
 }
 
+/// The command `hmw launch PLAN --print` shows for each cluster: `(name, command line)`.
+fn printed_commands(dir: &std::path::Path, plan: &str) -> Vec<(String, String)> {
+    let plan_path = write(dir, "plan.toml", plan);
+    let printed = Command::new(bin("hmw"))
+        .args(["launch", &plan_path, "--print", "--work-dir"])
+        .arg(dir.join("print"))
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
+    let mut lines = printed.lines();
+    let mut commands = Vec::new();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line
+            .strip_prefix("# cluster ")
+            .and_then(|l| l.split(':').next())
+        {
+            commands.push((name.to_owned(), lines.next().unwrap_or_default().to_owned()));
+        }
+    }
+    commands
+}
+
 /// Plan text of a cluster: a head, `workers` workers, a CM.
 fn cluster_table(name: &str, head_role: &str, workers: usize, extra: &str) -> String {
     let mut machines = format!(
@@ -179,22 +201,13 @@ fn the_cms_of_a_cluster_s_links_share_one_process() {
         cluster_table("portugal", "submaster", 1, rates),
         cluster_table("andorra", "submaster", 1, rates),
     );
-    let plan_path = write(&dir, "plan.toml", &plan);
-    let printed = Command::new(bin("hmw"))
-        .args(["launch", &plan_path, "--print", "--work-dir"])
-        .arg(dir.join("print"))
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
-    for name in ["main", "spain"] {
-        // The head, one worker, the upstream CM of spain, and one process for two links.
-        let np = if name == "main" { 3 } else { 4 };
-        let mut lines = printed.lines();
-        lines.find(|l| l.starts_with(&format!("# cluster {name}:")));
-        let command = lines.next().unwrap_or_default();
+    let commands = printed_commands(&dir, &plan);
+    // The head, one worker, spain's upstream CM, and one process for two links.
+    for (name, np) in [("main", 3), ("spain", 4)] {
+        let (_, command) = commands.iter().find(|(n, _)| n == name).unwrap();
         assert!(
             command.contains(&format!(" -np {np} ")),
-            "{name}: {printed}"
+            "{name}: {commands:?}"
         );
     }
     let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
@@ -241,26 +254,19 @@ fn clusters_of_threads_run_beside_an_mpi_cluster() {
             "wan_in_bytes_per_s = 1e7\nwan_out_bytes_per_s = 1e7"
         ),
     );
-    let plan_path = write(&dir, "plan.toml", &plan);
-    let printed = Command::new(bin("hmw"))
-        .args(["launch", &plan_path, "--print", "--work-dir"])
-        .arg(dir.join("print"))
-        .output()
-        .unwrap();
-    let printed = String::from_utf8_lossy(&printed.stdout).into_owned();
+    let commands = printed_commands(&dir, &plan);
     let command_of = |name: &str| {
-        let mut lines = printed.lines();
-        lines.find(|l| l.starts_with(&format!("# cluster {name}:")));
-        lines.next().unwrap_or_default().to_owned()
+        let found = commands.iter().find(|(n, _)| n == name);
+        found.map(|(_, c)| c.as_str()).unwrap_or_default()
     };
-    assert!(command_of("main").starts_with("mpirun "), "{printed}");
+    assert!(command_of("main").starts_with("mpirun "), "{commands:?}");
     for name in ["spain", "portugal"] {
         let command = command_of(name);
         assert!(
             command.contains("hmw-synthetic") && command.ends_with(" --threads"),
-            "{printed}"
+            "{commands:?}"
         );
-        assert!(!command.contains("mpirun"), "{printed}");
+        assert!(!command.contains("mpirun"), "{commands:?}");
     }
     let (run, stats) = launch(&dir, &plan, Duration::from_secs(240));
     run.assert_success();
