@@ -18,5 +18,5 @@ pub mod wanem;
 pub use hmw_cm_proto as proto;
 
 pub use config::{Congestion, LinkConfig, PathHint, Role, TlsConfig};
-pub use driver::{BlockingLink, Link, LinkError, TrySendError};
+pub use driver::{BlockingLink, Link, LinkError, LinkRuntime, TrySendError};
 pub use stats::{BufferUsage, ConnectionCount, LinkStats, OutageSpan, WindowStats};

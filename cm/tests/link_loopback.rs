@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{certificates, client_config, message, server_config};
-use hmw_cm::{BlockingLink, Link, LinkError, TrySendError};
+use hmw_cm::{BlockingLink, Link, LinkError, LinkRuntime, TrySendError};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -154,6 +154,27 @@ fn blocking_facade_serves_plain_threads() {
         None
     );
     assert_eq!(server.stats().messages_received, 100);
+}
+
+/// Two links on one runtime (as the CMs of a process serving many links): they connect and
+/// carry messages, and the runtime outlives the first link closed, for the other.
+#[test]
+fn links_sharing_a_runtime_work_and_outlive_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = certificates(dir.path());
+    let runtime = LinkRuntime::new(2).unwrap();
+    let server = BlockingLink::start_on(server_config(&certs), &runtime).unwrap();
+    let client =
+        BlockingLink::start_on(client_config(&certs, server.local_addr().port()), &runtime)
+            .unwrap();
+    drop(runtime);
+    client.wait_connected(DEADLINE).unwrap();
+    client.send(&message(1)).unwrap();
+    let received = server.recv_timeout(DEADLINE).unwrap().map(|m| m.to_vec());
+    assert_eq!(received, Some(message(1)));
+    drop(client);
+    server.send(&message(2)).unwrap();
+    assert_eq!(server.stats().messages_received, 1);
 }
 
 /// A server given by name: the client resolves it at each attempt from an explicitly

@@ -548,7 +548,7 @@ pub(crate) fn play_with<P: Problem>(
         }
         (Role::CommunicationManager, _) => {
             let outbound = splitter.map(|splitter| outbound_of::<P>(splitter) as cm::Outbound);
-            cm::run(transport, machines, &config.cm, outbound)?;
+            cm::run(transport, machines, &config.cm, outbound, None)?;
             Ok(Outcome::Done)
         }
     }

@@ -2,6 +2,7 @@
 //! runtime; every call parks the calling thread instead of spinning.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -24,28 +25,48 @@ impl Doorbell {
     }
 }
 
+/// The runtime that drives blocking links: one a link ([`BlockingLink::start`]), or one that
+/// several links share ([`BlockingLink::start_on`]: the CMs of a process serving many links,
+/// whose timers and packets then wake two threads rather than two a link). Cheap to clone;
+/// shut down when the last link and the last clone are gone.
+#[derive(Debug, Clone)]
+pub struct LinkRuntime(Arc<tokio::runtime::Runtime>);
+
+impl LinkRuntime {
+    /// A runtime of `threads` threads.
+    pub fn new(threads: usize) -> Result<Self, LinkError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .thread_name("hmw-cm-link")
+            .enable_all()
+            .build()
+            .map_err(LinkError::Runtime)?;
+        Ok(LinkRuntime(Arc::new(runtime)))
+    }
+}
+
 /// A [`Link`] usable from threads outside any async runtime. It is `Send + Sync`: several
 /// threads may send and receive through one link at the same time. Do not call it from
 /// inside an async runtime.
 #[derive(Debug)]
 pub struct BlockingLink {
     link: Option<Link>,
-    runtime: Option<tokio::runtime::Runtime>,
+    runtime: Option<LinkRuntime>,
 }
 
 impl BlockingLink {
-    /// Starts the link on a runtime of `config.threads` threads.
+    /// Starts the link on a runtime of its own, of `config.threads` threads.
     pub fn start(config: LinkConfig) -> Result<Self, LinkError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.threads)
-            .thread_name("hmw-cm-link")
-            .enable_all()
-            .build()
-            .map_err(LinkError::Runtime)?;
-        let link = runtime.block_on(Link::start(config))?;
+        let runtime = LinkRuntime::new(config.threads)?;
+        Self::start_on(config, &runtime)
+    }
+
+    /// Starts the link on `runtime`, which other links may share.
+    pub fn start_on(config: LinkConfig, runtime: &LinkRuntime) -> Result<Self, LinkError> {
+        let link = runtime.0.block_on(Link::start(config))?;
         Ok(Self {
             link: Some(link),
-            runtime: Some(runtime),
+            runtime: Some(runtime.clone()),
         })
     }
 
@@ -57,6 +78,7 @@ impl BlockingLink {
         self.runtime
             .as_ref()
             .expect("runtime present until drop")
+            .0
             .handle()
             .block_on(future)
     }
@@ -194,10 +216,11 @@ impl BlockingLink {
 impl Drop for BlockingLink {
     fn drop(&mut self) {
         if let (Some(link), Some(runtime)) = (self.link.take(), self.runtime.as_ref()) {
-            runtime.block_on(link.close());
+            runtime.0.block_on(link.close());
             drop(link);
         }
-        if let Some(runtime) = self.runtime.take() {
+        // The last user of the runtime shuts it down.
+        if let Some(Ok(runtime)) = self.runtime.take().map(|r| Arc::try_unwrap(r.0)) {
             runtime.shutdown_timeout(Duration::from_secs(1));
         }
     }

@@ -9,7 +9,7 @@ mod link;
 mod shared;
 mod tuner;
 
-pub use blocking::{BlockingLink, Doorbell};
+pub use blocking::{BlockingLink, Doorbell, LinkRuntime};
 pub use endpoint::transport_config;
 pub use error::{LinkError, TrySendError};
 pub use link::Link;

@@ -14,7 +14,8 @@ use std::{
 };
 
 use hmw_cm::{
-    cm_line::link_config, driver::Doorbell, BlockingLink, LinkError, LinkStats, TrySendError,
+    cm_line::link_config, driver::Doorbell, BlockingLink, LinkError, LinkRuntime, LinkStats,
+    TrySendError,
 };
 
 use crate::error::RunError;
@@ -171,27 +172,34 @@ impl Wan {
     }
 }
 
-/// The link of CM `rank`, configured from its machine-file line and `[cm]`, started.
+/// The link of CM `rank`, configured from its machine-file line and `[cm]`, started on a
+/// runtime of its own, or on `shared` (the CMs of a shared process).
 pub(crate) fn open_link(
     machines: &MachineFile,
     rank: usize,
     cm: &CmConfig,
+    shared: Option<&LinkRuntime>,
 ) -> Result<Wan, RunError> {
     let config = link_config(machines, rank, cm).map_err(|e| RunError::setup(e.to_string()))?;
-    let link = BlockingLink::start(config).map_err(link_error)?;
+    let link = match shared {
+        Some(runtime) => BlockingLink::start_on(config, runtime),
+        None => BlockingLink::start(config),
+    }
+    .map_err(link_error)?;
     Ok(Wan { link, bell: None })
 }
 
-/// Run CM `rank` until its master (or the far side) ends the run. `outbound` shapes the
-/// tasks a CM facing a master forwards.
+/// Run CM `rank` until its master (or the far side) ends the run, its link on a runtime of
+/// its own or on `shared`. `outbound` shapes the tasks a CM facing a master forwards.
 pub(crate) fn run(
     transport: &mut dyn Transport,
     machines: &MachineFile,
     cm: &CmConfig,
     outbound: Option<Outbound>,
+    shared: Option<&LinkRuntime>,
 ) -> Result<(), RunError> {
     let rank = transport.rank();
-    let wan = open_link(machines, rank, cm)?;
+    let wan = open_link(machines, rank, cm, shared)?;
     let lost_after = Duration::from_secs_f64(cm.lost_after_s);
     let line = &machines.ranks[rank];
     let window = line.annotations.window.unwrap_or(cm.tasks_window as u64);
@@ -220,19 +228,27 @@ pub(crate) fn run_shared(
     outbounds: Vec<Option<SendOutbound>>,
 ) -> Result<(), RunError> {
     let machines = Arc::new(machines.clone());
+    // One runtime for every link, of as many threads as a link's own would have: their timers
+    // and packets wake its threads, not threads of their own.
+    let threads = link_config(&machines, ranks[0], cm)
+        .map_err(|e| RunError::setup(e.to_string()))?
+        .threads;
+    let runtime = LinkRuntime::new(threads).map_err(link_error)?;
     let (mut router, members) = SharedProcess::new(transport, ranks, machines.rank_count());
     let mut threads = Vec::with_capacity(ranks.len());
     for (mut member, outbound) in members.into_iter().zip(outbounds) {
-        let (machines, cm) = (machines.clone(), cm.clone());
+        let (machines, cm, runtime) = (machines.clone(), cm.clone(), runtime.clone());
         let thread = std::thread::Builder::new()
             .name(format!("hmw-cm-{}", member.rank()))
             .spawn(move || {
                 let outbound = outbound.map(|shape| shape as Outbound);
-                run(&mut member, &machines, &cm, outbound)
+                run(&mut member, &machines, &cm, outbound, Some(&runtime))
             })
             .map_err(|e| RunError::setup(format!("cannot start a CM's thread: {e}")))?;
         threads.push(Some(thread));
     }
+    // The links hold it now: the last of them to close shuts it down.
+    drop(runtime);
     let mut failed = None;
     router.route(|| {
         for slot in &mut threads {

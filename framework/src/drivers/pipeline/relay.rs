@@ -27,7 +27,7 @@ pub(crate) fn run(
 ) -> Result<(), RunError> {
     let rank = transport.rank();
     let host = machines.ranks[rank].host.clone();
-    let mut wan = Some(open_link(machines, rank, cm)?);
+    let mut wan = Some(open_link(machines, rank, cm, None)?);
     let served = serve(transport, &mut wan, &mut core, &host);
     if let Err(error) = &served {
         if let Some((to, bytes)) = core.failure(&error.to_string()) {
