@@ -257,7 +257,8 @@ impl<'a> SharedProcess<'a> {
                     to: self.ranks[0],
                 });
             }
-            let rank = unseal(&mut bytes, process, self.ranks)?;
+            // A trailer that names none of this process's ranks: the error names this process.
+            let rank = unseal(&mut bytes, self.inner.rank(), self.ranks)?;
             let index = self.ranks.binary_search(&rank).expect("unseal checked it");
             match self.local.send(index + 1, bytes) {
                 // The rank has ended: as a message to a process that has.
