@@ -230,10 +230,10 @@ pub(crate) fn run_shared(
     let machines = Arc::new(machines.clone());
     // One runtime for every link, of as many threads as a link's own would have: their timers
     // and packets wake its threads, not threads of their own.
-    let threads = link_config(&machines, ranks[0], cm)
+    let link_threads = link_config(&machines, ranks[0], cm)
         .map_err(|e| RunError::setup(e.to_string()))?
         .threads;
-    let runtime = LinkRuntime::new(threads).map_err(link_error)?;
+    let runtime = LinkRuntime::new(link_threads).map_err(link_error)?;
     let (mut router, members) = SharedProcess::new(transport, ranks, machines.rank_count());
     let mut threads = Vec::with_capacity(ranks.len());
     for (mut member, outbound) in members.into_iter().zip(outbounds) {
