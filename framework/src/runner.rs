@@ -547,7 +547,7 @@ pub(crate) fn play_with<P: Problem>(
             Ok(Outcome::Done)
         }
         (Role::CommunicationManager, _) => {
-            let outbound = splitter.map(|splitter| outbound_of::<P>(splitter) as cm::Outbound);
+            let outbound = splitter.map(outbound_of::<P>);
             cm::run(transport, machines, &config.cm, outbound, None)?;
             Ok(Outcome::Done)
         }
@@ -555,7 +555,7 @@ pub(crate) fn play_with<P: Problem>(
 }
 
 /// How a CM facing a master shapes the tasks it forwards: with the application's splitter.
-fn outbound_of<P: Problem>(mut splitter: SplitterOf<P>) -> cm::SendOutbound {
+fn outbound_of<P: Problem>(mut splitter: SplitterOf<P>) -> cm::Outbound {
     Box::new(move |body: &[u8]| {
         let task: P::Task = decode(body, "task").map_err(CoreError::decoding(MASTER))?;
         Ok(encode(&splitter.outbound(task)))

@@ -22,7 +22,6 @@ use crate::error::RunError;
 pub(crate) use hmw_core::roles::Outbound;
 use hmw_core::{
     config::CmConfig,
-    error::CoreError,
     machinefile::{Facing, MachineFile, MASTER},
     roles::{CmMasterSide, CmOutput, CmSubMasterSide, LinkOutbox, LinkView},
     stats::{LinkSummary, Outage},
@@ -32,9 +31,6 @@ use hmw_transport::{
     shared::SharedProcess,
     Transport,
 };
-
-/// [`Outbound`] that may move to the thread of a CM in a shared process.
-pub(crate) type SendOutbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, CoreError> + Send>;
 
 /// Messages a CM takes from its link before it looks at MPI again.
 pub(crate) const MESSAGES_PER_TURN: usize = 64;
@@ -225,7 +221,7 @@ pub(crate) fn run_shared(
     machines: &MachineFile,
     cm: &CmConfig,
     ranks: &[usize],
-    outbounds: Vec<Option<SendOutbound>>,
+    outbounds: Vec<Option<Outbound>>,
 ) -> Result<(), RunError> {
     let machines = Arc::new(machines.clone());
     // One runtime for every link, of as many threads as a link's own would have: their timers
@@ -240,10 +236,7 @@ pub(crate) fn run_shared(
         let (machines, cm, runtime) = (machines.clone(), cm.clone(), runtime.clone());
         let thread = std::thread::Builder::new()
             .name(format!("hmw-cm-{}", member.rank()))
-            .spawn(move || {
-                let outbound = outbound.map(|shape| shape as Outbound);
-                run(&mut member, &machines, &cm, outbound, Some(&runtime))
-            })
+            .spawn(move || run(&mut member, &machines, &cm, outbound, Some(&runtime)))
             .map_err(|e| RunError::setup(format!("cannot start a CM's thread: {e}")))?;
         threads.push(Some(thread));
     }

@@ -36,8 +36,9 @@ const LINK_REPORT_EVERY: Duration = Duration::from_secs(1);
 pub(crate) const STOP_PATIENCE: Duration = Duration::from_secs(5);
 
 /// The application's shaping of a task's body before it crosses the WAN
-/// ([`crate::app::Splitter::outbound`]), on a CM facing a master.
-pub type Outbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, CoreError>>;
+/// ([`crate::app::Splitter::outbound`]), on a CM facing a master. `Send`, as the splitter it
+/// wraps: a CM may run on a thread of a process serving several links.
+pub type Outbound = Box<dyn FnMut(&[u8]) -> Result<Vec<u8>, CoreError> + Send>;
 
 /// A CM in the master's cluster, as a state machine.
 pub struct CmMasterSide {
