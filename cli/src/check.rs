@@ -37,8 +37,9 @@ pub fn run(args: CheckArgs) -> anyhow::Result<()> {
     for (rank, line) in machines.ranks.iter().enumerate() {
         let role = machines.role(rank);
         let mut shown = format!("  rank {rank:>3}  {:<24} {role}", line.host);
-        if processes.shared_ranks(processes.process_of(rank)).is_some() {
-            shown.push_str(&format!(" (in process {})", processes.process_of(rank)));
+        let process = processes.process_of(rank);
+        if processes.shared_ranks(process).is_some() {
+            shown.push_str(&format!(" (in process {process})"));
         }
         if role == Role::Worker && line.speed() != 1.0 {
             shown.push_str(&format!(" (speed {})", line.speed()));

@@ -393,6 +393,11 @@ impl ProcessMap {
         })
     }
 
+    /// Ranks in the machine file.
+    pub fn rank_count(&self) -> usize {
+        self.ranks
+    }
+
     /// Whether every rank is a process of its own.
     pub fn is_one_rank_each(&self) -> bool {
         self.shared.is_empty()

@@ -412,7 +412,7 @@ where
             let transport: &mut dyn Transport = if processes.is_one_rank_each() {
                 &mut transport
             } else {
-                by_process = ByProcess::new(&mut transport, processes, machines.rank_count());
+                by_process = ByProcess::new(&mut transport, processes);
                 &mut by_process
             };
             play_with(

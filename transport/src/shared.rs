@@ -42,19 +42,16 @@ pub struct ByProcess<'a> {
     inner: &'a mut dyn Transport,
     processes: &'a ProcessMap,
     rank: usize,
-    ranks: usize,
 }
 
 impl<'a> ByProcess<'a> {
-    /// `inner`, the job's transport (its ranks are processes), over `processes`, a map of
-    /// `ranks` ranks.
-    pub fn new(inner: &'a mut dyn Transport, processes: &'a ProcessMap, ranks: usize) -> Self {
+    /// `inner`, the job's transport (its ranks are processes), over `processes`.
+    pub fn new(inner: &'a mut dyn Transport, processes: &'a ProcessMap) -> Self {
         let rank = processes.first_rank(inner.rank());
         ByProcess {
             inner,
             processes,
             rank,
-            ranks,
         }
     }
 
@@ -76,14 +73,14 @@ impl Transport for ByProcess<'_> {
     }
 
     fn size(&self) -> usize {
-        self.ranks
+        self.processes.rank_count()
     }
 
     fn send(&mut self, to: usize, bytes: Vec<u8>) -> Result<(), TransportError> {
-        if to >= self.ranks {
+        if to >= self.size() {
             return Err(TransportError::NoSuchRank {
                 to,
-                size: self.ranks,
+                size: self.size(),
             });
         }
         let process = self.processes.process_of(to);
@@ -320,7 +317,7 @@ mod tests {
                 .route(|| echoes.iter().all(|e| e.is_finished()))
                 .unwrap();
         });
-        let mut by_process = ByProcess::new(&mut master, processes, 4);
+        let mut by_process = ByProcess::new(&mut master, processes);
         assert_eq!((by_process.rank(), by_process.size()), (0, 4));
         for rank in [3, 2, 1] {
             by_process.send(rank, vec![rank as u8 * 10]).unwrap();
