@@ -457,10 +457,7 @@ impl MachineFile {
         let mut ranks = Vec::new();
         for (index, raw) in text.lines().enumerate() {
             let line_no = index + 1;
-            let (before, after) = match raw.split_once('#') {
-                Some((b, a)) => (b, Some(a)),
-                None => (raw, None),
-            };
+            let (before, annotation) = split_line(raw);
             let mut host_fields = before.split_whitespace();
             let Some(host) = host_fields.next() else {
                 continue; // blank or full-line comment
@@ -474,9 +471,8 @@ impl MachineFile {
                     ),
                 ));
             }
-            let annotation = after.map(|a| a.split('#').next().unwrap_or(""));
             let (cm, annotations, keys) =
-                parse_annotation(annotation.unwrap_or("")).map_err(|m| error(line_no, m))?;
+                parse_annotation(annotation).map_err(|m| error(line_no, m))?;
             let first = ranks.is_empty();
             if first && cm.is_some() {
                 return Err(error(
@@ -588,10 +584,9 @@ pub fn process_hosts(text: &str) -> Vec<&str> {
     let mut seen = std::collections::HashSet::new();
     text.lines()
         .filter_map(|line| {
-            let (before, after) = line.split_once('#').unwrap_or((line, ""));
+            let (before, annotation) = split_line(line);
             let host = before.split_whitespace().next()?;
-            let annotations = after.split('#').next().unwrap_or("");
-            let process = annotations
+            let process = annotation
                 .split_whitespace()
                 .find_map(|token| token.strip_prefix("process="));
             match process {
@@ -600,6 +595,15 @@ pub fn process_hosts(text: &str) -> Vec<&str> {
             }
         })
         .collect()
+}
+
+/// A line of a machine file cut at its `#`s: what comes before the first (the host, on a rank
+/// line), and the annotations, up to a second `#` (the rest is a free comment).
+fn split_line(line: &str) -> (&str, &str) {
+    match line.split_once('#') {
+        Some((before, after)) => (before, after.split('#').next().unwrap_or("")),
+        None => (line, ""),
+    }
 }
 
 /// Parse what follows `#` on a rank line: optional CM fields, then `key=value` annotations.
