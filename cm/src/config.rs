@@ -212,9 +212,12 @@ mod defaults {
         32 * 1024 * 1024
     }
     pub(super) fn threads() -> usize {
-        2
+        super::LINK_THREADS
     }
 }
+
+/// The threads of a blocking link's runtime ([`LinkConfig::threads`]'s default).
+pub const LINK_THREADS: usize = 2;
 
 /// A configuration that cannot be used.
 ///

@@ -14,8 +14,8 @@ use std::{
 };
 
 use hmw_cm::{
-    cm_line::link_config, driver::Doorbell, BlockingLink, LinkError, LinkRuntime, LinkStats,
-    TrySendError,
+    cm_line::link_config, config::LINK_THREADS, driver::Doorbell, BlockingLink, LinkError,
+    LinkRuntime, LinkStats, TrySendError,
 };
 
 use crate::error::RunError;
@@ -224,12 +224,9 @@ pub(crate) fn run_shared(
     outbounds: Vec<Option<Outbound>>,
 ) -> Result<(), RunError> {
     let machines = Arc::new(machines.clone());
-    // One runtime for every link, of as many threads as a link's own would have: their timers
-    // and packets wake its threads, not threads of their own.
-    let link_threads = link_config(&machines, ranks[0], cm)
-        .map_err(|e| RunError::setup(e.to_string()))?
-        .threads;
-    let runtime = LinkRuntime::new(link_threads).map_err(link_error)?;
+    // One runtime for every link, of as many threads as a link's own has: their timers and
+    // packets wake its threads, not threads of their own.
+    let runtime = LinkRuntime::new(LINK_THREADS).map_err(link_error)?;
     let (mut router, members) = SharedProcess::new(transport, ranks, machines.rank_count());
     let mut threads = Vec::with_capacity(ranks.len());
     for (mut member, outbound) in members.into_iter().zip(outbounds) {
