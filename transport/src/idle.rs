@@ -7,6 +7,9 @@
 //! activity resets the pause. The quick polling is bounded in time, not in polls: a poll over
 //! TCP costs far more than over shared memory, and a hundred polls at every wake-up, spinning,
 //! took the testbed's shared cores from its workers (`docs/benchmarks.md`).
+//!
+//! A rank whose transport wakes it when a message arrives needs neither: its waits end for
+//! the message, so it waits its longest pause at once ([`Idle::woken_on_arrival`]).
 
 use std::time::{Duration, Instant};
 
@@ -27,14 +30,15 @@ pub const MAX_PAUSE_WOKEN_ON_ARRIVAL: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct Idle {
     phase: Phase,
-    max_pause: Duration,
+    /// Waits end when a message arrives: no polling, no growth.
+    woken_on_arrival: bool,
 }
 
 impl Default for Idle {
     fn default() -> Self {
         Idle {
             phase: Phase::Fresh,
-            max_pause: MAX_PAUSE,
+            woken_on_arrival: false,
         }
     }
 }
@@ -51,12 +55,14 @@ enum Phase {
 }
 
 impl Idle {
-    /// The backoff of a loop that is woken whenever something arrives for it: its pauses
-    /// grow to [`MAX_PAUSE_WOKEN_ON_ARRIVAL`].
+    /// The backoff of a loop that is woken whenever something arrives for it: no quick
+    /// polling and no growth, every pause [`MAX_PAUSE_WOKEN_ON_ARRIVAL`] (the wait ends for
+    /// what arrives). Polling and short sleeps after each message woke an idle link's CM
+    /// some 300 times a second for 40 tasks, at about 30 µs a wake-up (`docs/benchmarks.md`).
     pub fn woken_on_arrival() -> Self {
         Idle {
             phase: Phase::Fresh,
-            max_pause: MAX_PAUSE_WOKEN_ON_ARRIVAL,
+            woken_on_arrival: true,
         }
     }
 
@@ -78,8 +84,8 @@ impl Idle {
     }
 
     /// How long to wait before the next poll: zero (poll again at once) for [`QUICK_POLLING`]
-    /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`] (or
-    /// [`MAX_PAUSE_WOKEN_ON_ARRIVAL`]: [`for_transport`](Self::for_transport)).
+    /// after activity, then a pause doubling from 20 µs to [`MAX_PAUSE`]; always
+    /// [`MAX_PAUSE_WOKEN_ON_ARRIVAL`] for a loop [woken on arrival](Self::woken_on_arrival).
     pub fn next_pause(&mut self) -> Duration {
         self.next_pause_with(Instant::now)
     }
@@ -91,13 +97,16 @@ impl Idle {
     }
 
     fn next_pause_with(&mut self, now: impl FnOnce() -> Instant) -> Duration {
+        if self.woken_on_arrival {
+            return MAX_PAUSE_WOKEN_ON_ARRIVAL;
+        }
         self.phase = match self.phase {
             Phase::Fresh => Phase::Quick(now()),
             Phase::Quick(since) if now().duration_since(since) < QUICK_POLLING => {
                 Phase::Quick(since)
             }
             Phase::Quick(_) => Phase::Sleep(FIRST_SLEEP),
-            Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(self.max_pause)),
+            Phase::Sleep(pause) => Phase::Sleep((pause * 2).min(MAX_PAUSE)),
         };
         match self.phase {
             Phase::Sleep(pause) => pause,
@@ -138,5 +147,13 @@ mod tests {
         assert_eq!(*pauses.last().unwrap(), MAX_PAUSE);
         idle.reset();
         assert!(idle.next_pause().is_zero());
+    }
+
+    #[test]
+    fn a_loop_woken_on_arrival_waits_its_longest_pause_at_once() {
+        let mut idle = Idle::woken_on_arrival();
+        assert_eq!(idle.next_pause(), MAX_PAUSE_WOKEN_ON_ARRIVAL);
+        idle.reset();
+        assert_eq!(idle.next_pause(), MAX_PAUSE_WOKEN_ON_ARRIVAL);
     }
 }
