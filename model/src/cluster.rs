@@ -8,6 +8,7 @@ use super::limits::{Bottleneck, PerformanceLimits};
 use super::local;
 use super::params::{
     ApplicationParams, ClusterOptions, ClusterParams, Contention, DispatchCosts, ExternalLink,
+    ModelInput,
 };
 
 /// Which end time a prediction uses.
@@ -79,6 +80,19 @@ impl ClusterModel {
             None => Self::local(application, lan, cluster.dispatch, perfs, options),
             Some(link) => Self::external(application, lan, link, cluster.dispatch, perfs, options),
         }
+    }
+
+    /// The model of `cluster` with all its workers as `input` has them: what (173) and (177)
+    /// judge a cluster's demands by. `None` for a cluster without workers.
+    pub fn with_all_workers(input: &ModelInput, cluster: &ClusterParams) -> Option<Self> {
+        let all: Vec<usize> = (0..cluster.workers.len()).collect();
+        let perfs = cluster.perfs_of(&all, &input.application, &input.options.terms);
+        Self::new(
+            &input.application,
+            cluster,
+            &perfs,
+            input.options.cluster_options(),
+        )
     }
 
     /// (125)-(128): the master's and CM's limits into `limits` (when `terms.master_cpu`),

@@ -137,7 +137,7 @@ mod tests {
             worker_buffers: 1,
             dispatch: DispatchCosts {
                 master_s: 0.01,
-                cm_s: 0.0,
+                ..DispatchCosts::default()
             },
         };
         let rate = cluster.performance(&limits(10.0, 50.0, 100.0)).unwrap();

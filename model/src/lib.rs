@@ -9,6 +9,7 @@
 //! - [`params`]: the inputs (section 1);
 //! - [`execution`], [`limits`], [`local`], [`external`], [`cluster`]: the three states of a
 //!   pipelined execution (section 2);
+//! - [`main_path`]: the main master and the main cluster's CMs shared by every cluster;
 //! - [`methodology`]: local and multi-cluster analysis, selection, balance, advice (section 3);
 //!   [`predict`] is the entry point;
 //! - [`range`]: the working range every derived quantity must stay in;
@@ -28,6 +29,7 @@ pub mod external;
 pub mod iteration_fit;
 pub mod limits;
 pub mod local;
+pub mod main_path;
 pub mod methodology;
 pub mod params;
 pub mod pipeline;

@@ -134,17 +134,23 @@ pub struct ExternalLink {
 }
 
 /// The CPU the processes that hand out a cluster's tasks spend per task: its master (a
-/// sub-master for an external cluster) and, for an external cluster, its CM. 0 where not
-/// known: no term.
+/// sub-master for an external cluster) and its CM (for the main cluster, its CMs facing the
+/// external clusters). 0 where not known: no term.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DispatchCosts {
     /// `c_m`: seconds of the master's (or sub-master's) CPU per task, handling its result and
-    /// handing out the next (`master_cpu_per_task_s`), (125).
+    /// handing out the next (`master_cpu_per_task_s`), (125); the main master's also for
+    /// every other cluster's messages (177).
     #[serde(default)]
     pub master_s: f64,
-    /// `c_cm`: seconds of the CM's CPU per task it relays (`cm_cpu_per_task_s`), (125).
+    /// `c_cm`: seconds of the CM's CPU per task it relays (`cm_cpu_per_task_s`), (125); on
+    /// the main cluster `c_hub`, its CMs' per task of an external cluster (177).
     #[serde(default)]
     pub cm_s: f64,
+    /// `u_idle`: on the main cluster, the share of a core its CMs spend per link while no
+    /// task crosses it (`cm_idle_cpu_per_link`), (177).
+    #[serde(default)]
+    pub cm_idle_per_link: f64,
 }
 
 /// System parameters of one cluster.
@@ -290,6 +296,10 @@ pub struct ModelTerms {
     /// what each cluster asks when it is oversubscribed (`[model] shared_links`); off, each
     /// cluster has its own link's rate alone.
     pub shared_links: bool,
+    /// (177)-(178): the main master and the main cluster's CMs serve every cluster's tasks,
+    /// shared in proportion to what each asks when they would need more than a core (`[model]
+    /// main_path`); off, each cluster counts its own master and CM alone (125).
+    pub main_path: bool,
     /// (101): the matrix product's row/column strategy stabilises where (78) stops climbing,
     /// at the least of its arguments that do not depend on the row/column (`[model]
     /// row_column_plateau`); off, (80) at the available performance.
@@ -317,6 +327,7 @@ impl ModelTerms {
             capacity: on,
             link_ramp: on,
             shared_links: on,
+            main_path: on,
             row_column_plateau: on,
             master_cpu: on,
             network: on,

@@ -23,19 +23,15 @@ use crate::{
 /// `lim_in = oper nt tput_in / s_task_inter` and `lim_out` the WAN limits (32)(36): the
 /// fraction of its own link its steady rate uses, in bytes.
 pub fn standalone_demands(input: &ModelInput) -> Vec<(f64, f64)> {
-    let app = &input.application;
-    let options = input.options.cluster_options();
     input
         .system
         .clusters
         .iter()
         .map(|cluster| {
-            let (Some(link), false) = (&cluster.external, cluster.workers.is_empty()) else {
+            let Some(link) = &cluster.external else {
                 return (0.0, 0.0);
             };
-            let all: Vec<usize> = (0..cluster.workers.len()).collect();
-            let perfs = cluster.perfs_of(&all, app, &input.options.terms);
-            match ClusterModel::new(app, cluster, &perfs, options) {
+            match ClusterModel::with_all_workers(input, cluster) {
                 Some(model) => (
                     link.wan_in_bytes_per_s * model.perf_ste / model.limits.wan_in,
                     link.wan_out_bytes_per_s * model.perf_ste / model.limits.wan_out,

@@ -1,13 +1,14 @@
 //! `hmw predict PLAN --compare OTHER ...`: the same application on other shapes of the
 //! federation (a star, a tree of regions, other parents), each predicted, side by side, and
 //! why the faster one wins: what the links of each shape are asked against their rates
-//! (173)(174), how many links the main cluster holds and how many messages its master handles,
+//! (173)(174), how many links the main cluster holds, how busy its master and CMs are (177),
 //! and the round trips of the longest path (the extra hop).
 
 use std::{fmt::Write as _, path::Path};
 
 use anyhow::{anyhow, Result};
 use hmw_model::{
+    main_path::messages_per_task,
     methodology::Prediction,
     params::ModelInput,
     plan::{load_plan, model_input_with_measured},
@@ -123,6 +124,32 @@ impl Shape {
         self.input.system.clusters[0].dispatch.master_s
     }
 
+    /// The share of a core the main cluster's CMs spend at the predicted steady rates (177):
+    /// their idle cost per link and their cost per task of each external cluster; `None`
+    /// when neither is known.
+    fn cms_busy(&self) -> Option<f64> {
+        let clusters = &self.input.system.clusters;
+        let main = clusters[0].dispatch;
+        if main.cm_s == 0.0 && main.cm_idle_per_link == 0.0 {
+            return None;
+        }
+        let oper = self.input.application.oper;
+        let relayed: f64 = self
+            .prediction
+            .clusters
+            .iter()
+            .filter_map(|p| {
+                let link = clusters
+                    .iter()
+                    .find(|c| c.name == p.name)?
+                    .external
+                    .as_ref()?;
+                Some(p.perf_ste / oper * messages_per_task(Some(link)))
+            })
+            .sum();
+        Some(self.main_links() as f64 * main.cm_idle_per_link + main.cm_s * relayed)
+    }
+
     fn cluster_name(&self, c: usize) -> &str {
         &self.input.system.clusters[c].name
     }
@@ -160,6 +187,10 @@ pub(super) fn to_text(shapes: &[Shape]) -> String {
             _ => "not known".into(),
         },
     );
+    row(w, "main cluster's CMs busy (of a core)", &|s| {
+        s.cms_busy()
+            .map_or_else(|| "not known".into(), |b| format!("{b:.3}"))
+    });
     row(w, "longest round trip (ms)", &|s| {
         format!("{:.0}", s.longest_round_trip().0 * 1e3)
     });
@@ -248,6 +279,15 @@ fn reasons(faster: &Shape, slower: &Shape) -> String {
             busy(faster)
         ));
     }
+    let cms = |s: &Shape| s.cms_busy().unwrap_or(0.0);
+    if cms(slower) > 0.5 && cms(slower) > cms(faster) {
+        why.push(format!(
+            "the main cluster's CMs are {:.2} of a core busy with its {} links, against {:.2}              (177)",
+            cms(slower),
+            slower.main_links(),
+            cms(faster)
+        ));
+    }
     let (rtt_f, rtt_s) = (faster.longest_round_trip(), slower.longest_round_trip());
     if rtt_s.0 > rtt_f.0 {
         why.push(format!(
@@ -325,6 +365,29 @@ mod tests {
         assert_eq!(
             json["shapes"][1]["oversubscribed_links"][0]["cluster"],
             "hub"
+        );
+        assert!(text.contains("main cluster's CMs busy (of a core)") && text.contains("not known"));
+    }
+
+    /// The main cluster's CMs at 0.2 of a core per idle link and 0.1 s a task (177): the star's
+    /// three links and three tasks a second make 0.9 of a core, the tree's one link and 5/3
+    /// tasks a second 0.367, and the star's CMs are among its reasons when it is the slower.
+    #[test]
+    fn the_main_cluster_s_cms_are_counted_per_shape() {
+        let with_costs = |tree: bool| {
+            let mut shape = shape(tree);
+            let main = &mut shape.input.system.clusters[0].dispatch;
+            main.cm_s = 0.1;
+            main.cm_idle_per_link = 0.2;
+            shape
+        };
+        let (star, tree) = (with_costs(false), with_costs(true));
+        assert!((star.cms_busy().unwrap() - 0.9).abs() < 1e-9);
+        assert!((tree.cms_busy().unwrap() - (0.2 + 0.1 * 100.0 / 60.0)).abs() < 1e-9);
+        let why = reasons(&tree, &star);
+        assert!(
+            why.contains("the main cluster's CMs are 0.90 of a core busy with its 3 links"),
+            "{why}"
         );
     }
 }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use hmw_model::plan::Plan;
+use hmw_model::{main_path::MainPathLoad, plan::Plan};
 use hmw_model::{
     AdviceEffect, AdviceValue, ClusterPrediction, LinkNeed, Prediction, Remark, SelectionMethod,
 };
@@ -146,7 +146,8 @@ struct SelectionJson<'a> {
 
 /// The prediction as one JSON object: `clusters`, `run` and `advice` in the shape of issue 3,
 /// then `selection` (how the workers were chosen) and `local` (the local cluster analysis);
-/// `remarks` only when there are any, `measured` only with `--measured`.
+/// `remarks` only when there are any, `main_path` (177)(178) only when its costs are known,
+/// `measured` only with `--measured`.
 #[derive(Serialize)]
 pub(super) struct PredictionJson<'a> {
     clusters: Vec<ClusterJson<'a>>,
@@ -156,6 +157,8 @@ pub(super) struct PredictionJson<'a> {
     local: Option<ClusterJson<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     remarks: Vec<RemarkJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    main_path: Option<MainPathLoad>,
     #[serde(skip_serializing_if = "Option::is_none")]
     measured: Option<MeasuredJson<'a>>,
 }
@@ -274,6 +277,7 @@ pub(super) fn to_json<'a>(
         },
         local: p.local.as_ref().map(ClusterJson::from),
         remarks: p.remarks.iter().map(remark_json).collect(),
+        main_path: p.main_path,
         measured: measured.map(|m| MeasuredJson {
             file: m.path.display().to_string(),
             measured_at: m.system.measured_at.as_deref(),

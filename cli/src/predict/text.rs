@@ -3,7 +3,7 @@
 
 use std::{fmt::Write as _, ops::Range};
 
-use hmw_model::plan::Plan;
+use hmw_model::{main_path::MainPathLoad, plan::Plan};
 use hmw_model::{
     AdviceEffect, AdviceKind, AdviceValue, ClusterPrediction, GrainReason, ModelForm, Prediction,
     Remark, SelectionMethod,
@@ -293,6 +293,10 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
         }
     }
 
+    if let Some(path) = &p.main_path {
+        main_path_lines(w, path);
+    }
+
     if !p.grains.is_empty() {
         let _ = writeln!(w, "\n== Granularity candidates (workers as selected) ==");
         let _ = writeln!(
@@ -445,6 +449,39 @@ pub fn to_text(plan: &Plan, p: &Prediction, measured: Option<MeasuredSource>) ->
 
 /// The columns `0..widths.len()` (each two spaces and its width) in consecutive blocks that fit
 /// within `limit` beside labels of `label_width`, at least one column a block.
+/// What the clusters ask of the main master and the main cluster's CMs (177), and the share
+/// they get when it is more than a core (178).
+fn main_path_lines(w: &mut String, path: &MainPathLoad) {
+    let share = |f: f64| {
+        if f < 1.0 {
+            format!(
+                ": more than a core, each cluster gets {} of its rate",
+                fraction(f)
+            )
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        w,
+        "main master busy {:.3} of a core{}",
+        path.master,
+        share(path.master_share)
+    );
+    let fill = path.links_to_fill_a_core().map_or(String::new(), |n| {
+        format!("; idle they fill a core at {n:.0} links")
+    });
+    let _ = writeln!(
+        w,
+        "main cluster's CMs busy {:.3} of a core for {} ({:.3} of it idle){}{}",
+        path.cms,
+        plural(path.links, "link"),
+        path.cms_idle,
+        share(path.cms_share),
+        fill
+    );
+}
+
 fn column_blocks(label_width: usize, widths: &[usize], limit: usize) -> Vec<Range<usize>> {
     let mut blocks = Vec::new();
     let mut start = 0;

@@ -22,6 +22,7 @@ use self::threshold::{minimum_tasks, minimum_workload};
 use super::cluster::{Case, ClusterModel};
 use super::execution::{best_time, multi_cluster_performance};
 use super::limits::{Bottleneck, PerformanceLimits};
+use super::main_path::{main_path_load, with_main_path, MainPathLoad};
 use super::params::{
     ApplicationParams, ClusterParams, ModelInput, SelectionRequest, MAX_EXHAUSTIVE_LIMIT,
 };
@@ -112,20 +113,26 @@ pub struct Prediction {
     pub remarks: Vec<Remark>,
     /// The clusters taking part at every candidate grain (empty without candidates).
     pub grains: Vec<GrainRow>,
+    /// What every cluster asks of the main master and the main cluster's CMs (177)(178);
+    /// `None` when their costs are not known or the term is off.
+    pub main_path: Option<MainPathLoad>,
 }
 
 /// Section 3, the whole methodology on `input`: resource selection (3.2 step 2), balance and
 /// whole tasks (3.2 steps 4-5, (61)(94)), per-cluster and run predictions (3.2 step 6, (5)-(7)),
 /// the local cluster analysis (3.1, (58)(59)) and tuning advice (3.3), every step on the
 /// links' rates a tree's shared links leave each cluster ((173)-(174),
-/// [`crate::shared_links::with_shared_links`]). Fails on an input that
+/// [`crate::shared_links::with_shared_links`]) and with each cluster's share of the main
+/// cluster's path ((177)-(178), [`crate::main_path::with_main_path`]). Fails on an input that
 /// breaks the model's invariants or leaves its working range ([`check_working_range`]), or when
 /// `auto` finds no selection that reaches the threshold.
 pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
     let shared = crate::shared_links::with_shared_links(input);
-    let input = shared.as_ref();
+    let main_path = main_path_load(shared.as_ref());
+    let path_shared = with_main_path(shared.as_ref())?;
+    let input = path_shared.as_ref();
     let threshold = input.options.efficiency_threshold;
     let reassign = input.options.cluster_options();
     let app = &input.application;
@@ -214,6 +221,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
         advice: tuning.advice,
         remarks: tuning.remarks,
         grains,
+        main_path,
     })
 }
 

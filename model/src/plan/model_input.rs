@@ -100,6 +100,7 @@ impl Plan {
                     .and_then(|m| m.cm_cpu_per_task_s)
                     .or(plan.cm_cpu_per_task_s)
                     .unwrap_or(0.0),
+                cm_idle_per_link: plan.cm_idle_cpu_per_link.unwrap_or(0.0),
             };
             clusters.push(ClusterParams {
                 name: plan.name.clone(),

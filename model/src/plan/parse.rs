@@ -299,7 +299,6 @@ fn validate_cluster(
         ("wan_in_bytes_per_s", t.wan_in_bytes_per_s.is_some()),
         ("wan_out_bytes_per_s", t.wan_out_bytes_per_s.is_some()),
         ("wan_rtt_s", t.wan_rtt_s.is_some()),
-        ("cm_cpu_per_task_s", t.cm_cpu_per_task_s.is_some()),
         ("tasks_per_inter_task", t.tasks_per_inter_task.is_some()),
         (
             "results_per_inter_result",
@@ -321,6 +320,22 @@ fn validate_cluster(
     ] {
         if let Some(v) = value {
             check_positive(c, key, v, "bytes per second")?;
+        }
+    }
+    if let Some(v) = t.cm_idle_cpu_per_link {
+        if !t.main {
+            return Err(invalid(
+                c,
+                "cm_idle_cpu_per_link",
+                "only the main cluster's CMs hold links of other clusters; give it there",
+            ));
+        }
+        if !(v.is_finite() && (0.0..1.0).contains(&v)) {
+            return Err(invalid(
+                c,
+                "cm_idle_cpu_per_link",
+                format!("must be a share of a core, 0 or more and below 1, got {v}"),
+            ));
         }
     }
     for (key, value) in [
@@ -449,6 +464,7 @@ fn validate_cluster(
         wan_rtt_s: t.wan_rtt_s,
         master_cpu_per_task_s: t.master_cpu_per_task_s,
         cm_cpu_per_task_s: t.cm_cpu_per_task_s,
+        cm_idle_cpu_per_link: t.cm_idle_cpu_per_link,
         tasks_per_inter_task: t.tasks_per_inter_task.unwrap_or(1),
         results_per_inter_result: t.results_per_inter_result.unwrap_or(1),
         use_workers: t.use_workers,

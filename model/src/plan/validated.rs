@@ -119,9 +119,12 @@ pub struct ClusterPlan {
     /// `master_cpu_per_task_s`: seconds of its master's (an external cluster's sub-master's)
     /// CPU per task (125); may come from a measured system instead.
     pub master_cpu_per_task_s: Option<f64>,
-    /// `cm_cpu_per_task_s`: seconds of its CM's CPU per task it relays (external clusters,
-    /// (125)).
+    /// `cm_cpu_per_task_s`: seconds of its CM's CPU per task it relays (125); on the main
+    /// cluster, its CMs' per task of an external cluster (177).
     pub cm_cpu_per_task_s: Option<f64>,
+    /// `cm_idle_cpu_per_link`: on the main cluster, the share of a core its CMs spend per
+    /// link while no task crosses it (177).
+    pub cm_idle_cpu_per_link: Option<f64>,
     /// `tasks_per_inter_task` (`nt`, default 1).
     pub tasks_per_inter_task: u64,
     /// `results_per_inter_result` (`nr`, default 1).

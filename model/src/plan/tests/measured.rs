@@ -201,15 +201,32 @@ fn contention_and_the_dispatch_costs_are_read_and_checked() {
     negative.clusters[0].lan_scv = Some(-0.1);
     let err = plan.check_measured(&negative).unwrap_err().to_string();
     assert!(err.contains("`home`") && err.contains("lan_scv"), "{err}");
-    // a CM's cost on the main cluster, a negative cost, an unknown contention: errors
-    let err = error_of(&text.replace(
+    // on the main cluster, its CMs' cost per task of another cluster and per idle link (177)
+    let main_cms = text.replace(
         "master_cpu_per_task_s = 0.002\n",
-        "cm_cpu_per_task_s = 0.002\n",
+        "cm_cpu_per_task_s = 0.002\ncm_idle_cpu_per_link = 0.01\n",
+    );
+    let main = Plan::from_toml_str(&main_cms)
+        .unwrap()
+        .model_input(None)
+        .unwrap();
+    let dispatch = main.system.clusters[0].dispatch;
+    assert_eq!((dispatch.cm_s, dispatch.cm_idle_per_link), (0.002, 0.01));
+    // an idle cost on an external cluster, or of a core or more, is an error naming the key
+    let err = error_of(&text.replace(
+        "cm_cpu_per_task_s = 0.0005\n",
+        "cm_idle_cpu_per_link = 0.01\n",
     ));
     assert!(
-        err.contains("cluster `home`, key `cm_cpu_per_task_s`"),
+        err.contains("key `cm_idle_cpu_per_link`") && err.contains("main cluster"),
         "{err}"
     );
+    let err = error_of(&main_cms.replace("0.01\n", "1.5\n"));
+    assert!(
+        err.contains("cluster `home`, key `cm_idle_cpu_per_link`"),
+        "{err}"
+    );
+    // a negative cost, an unknown contention: errors
     let err = error_of(&text.replace("0.0005", "-1"));
     assert!(
         err.contains("key `cm_cpu_per_task_s`: must be a number of seconds"),
