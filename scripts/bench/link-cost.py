@@ -17,12 +17,15 @@ Prints, per N:
   link_cost clusters=N idle_master_pct=.. idle_cm_pct=.. idle_threads_cluster_pct=..
     cm_rss_mb=.. threads_cluster_rss_mb=.. busy_tasks_per_s=.. busy_master_us_per_task=..
     busy_cm_us_per_task=.. busy_master_pct=.. busy_cm_pct=.. busy_machine_cores=..
-    busy_path_pct=..
+    busy_path_pct=.. busy_threads_clusters_cores=.. busy_threads_us_per_task=..
+    busy_emulators_cores=..
 (`idle_cm_pct`, `busy_cm_pct`: one main-side CM process's share of a core, the mean over
 them; `busy_cm_us_per_task`: the CM processes' CPU over the tasks their clusters delivered;
 `busy_master_us_per_task`: the master's CPU over every task gathered; `busy_master_pct`: its
 share of a core; `busy_path_pct`: the busiest process of the main cluster's path, its master
-or a CM process, % of a core.)
+or a CM process, % of a core; `busy_threads_clusters_cores`: the clusters of threads together,
+the load the main path serves, and their CPU per task they delivered; `busy_emulators_cores`:
+`hmw launch`, which runs every WAN emulator.)
 Environment: BUSY_TASK_S (above), LINKS_IN_ONE_PROCESS=1 (the CMs of the main cluster's
 links in one process: `[cluster.launch] links_in_one_process`), PHASES (`idle,busy`, or
 either alone).
@@ -127,10 +130,10 @@ def busy(hmw, root, clusters):
     _, seen = wait_for_line(work, 0, time.time() + 180)
     _, seen = wait_for_line(work, seen + 1, time.time() + 30)
     first, seen = wait_for_line(work, seen, time.time() + 30)
-    before, busy_before = processes(work), machine_busy_ticks()
+    before, busy_before = processes(work, launcher=True), machine_busy_ticks()
     _, seen = wait_for_line(work, seen + 4, time.time() + 30)
     last, seen = wait_for_line(work, seen, time.time() + 30)
-    after, busy_after = processes(work), machine_busy_ticks()
+    after, busy_after = processes(work, launcher=True), machine_busy_ticks()
     finish(run, work)
     span = last["sample"]["t_s"] - first["sample"]["t_s"]
     done = last["sample"]["tasks_done"] - first["sample"]["tasks_done"]
@@ -144,6 +147,9 @@ def busy(hmw, root, clusters):
         "busy_cm_pct": 100 * seconds.get("cm", 0) / span / max(counts.get("cm", 1), 1),
         "busy_machine_cores": (busy_after - busy_before) / HZ / span,
         "busy_path_pct": 100 * busiest_path(before, after) / span,
+        "busy_threads_clusters_cores": seconds.get("threads", 0) / span,
+        "busy_threads_us_per_task": 1e6 * seconds.get("threads", 0) / max(linked, 1),
+        "busy_emulators_cores": seconds.get("launch", 0) / span,
     }
 
 

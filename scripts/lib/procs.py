@@ -31,11 +31,12 @@ def roles_of(hosts):
     return roles
 
 
-def processes(work):
+def processes(work, launcher=False):
     """{pid: (kind, cpu_ticks, rss_bytes)} of the run's processes: `master`, `cm`, `worker`
     for the main cluster's ranks, `external master` (its sub-master), `external cm`,
     `external worker` for those of another cluster under mpirun, `threads` for a cluster of
-    threads. A rank's cluster is its machine file (`-m WORK/NAME.hosts`), its role that
+    threads; with `launcher`, also `launch` for `hmw launch` itself (it runs the WAN
+    emulators). A rank's cluster is its machine file (`-m WORK/NAME.hosts`), its role that
     file's line of its rank (`OMPI_COMM_WORLD_RANK`)."""
     roles = {}
     found = {}
@@ -44,12 +45,17 @@ def processes(work):
             continue
         try:
             cmdline = open(f"/proc/{pid}/cmdline").read().split("\0")
-            if not any(work in arg for arg in cmdline) or "hmw-synthetic" not in cmdline[0]:
+            if not any(work in arg for arg in cmdline):
+                continue
+            launch = launcher and os.path.basename(cmdline[0]) == "hmw" and "launch" in cmdline
+            if "hmw-synthetic" not in cmdline[0] and not launch:
                 continue
             stat = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             ticks = int(stat[11]) + int(stat[12])
             rss = int(stat[21]) * PAGE
-            if "--threads" in cmdline:
+            if launch:
+                kind = "launch"
+            elif "--threads" in cmdline:
                 kind = "threads"
             else:
                 hosts = cmdline[cmdline.index("-m") + 1]
