@@ -443,16 +443,7 @@ mod tests {
                     own_comm_bytes_per_s: None,
                 })
                 .collect(),
-            external: Some(ExternalLink {
-                wan_in_bytes_per_s: 21_802.0,
-                wan_out_bytes_per_s: 21_206.0,
-                tasks_per_inter_task: 1,
-                results_per_inter_result: 1,
-                wan_rtt_s: 0.0,
-                wan_in_ramp_s: 0.0,
-                wan_out_ramp_s: 0.0,
-                parent: None,
-            }),
+            external: Some(ExternalLink::new(21_802.0, 21_206.0)),
             dispatch: Default::default(),
             lan_scv: None,
         }

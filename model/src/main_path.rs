@@ -186,16 +186,7 @@ mod tests {
             dispatch: DispatchCosts::default(),
             lan_scv: None,
         };
-        let link = ExternalLink {
-            wan_in_bytes_per_s: 1e12,
-            wan_out_bytes_per_s: 1e12,
-            tasks_per_inter_task: 1,
-            results_per_inter_result: 1,
-            wan_rtt_s: 0.0,
-            wan_in_ramp_s: 0.0,
-            wan_out_ramp_s: 0.0,
-            parent: None,
-        };
+        let link = ExternalLink::new(1e12, 1e12);
         let mut clusters = vec![cluster("main".into(), None)];
         clusters[0].dispatch = main;
         clusters.extend((1..=externals).map(|k| cluster(format!("c{k}"), Some(link.clone()))));

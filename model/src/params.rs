@@ -133,6 +133,23 @@ pub struct ExternalLink {
     pub parent: Option<usize>,
 }
 
+impl ExternalLink {
+    /// A link to the main cluster of these rates, each task and result crossing it alone, no
+    /// round trip or ramp known.
+    pub fn new(wan_in_bytes_per_s: f64, wan_out_bytes_per_s: f64) -> Self {
+        ExternalLink {
+            wan_in_bytes_per_s,
+            wan_out_bytes_per_s,
+            tasks_per_inter_task: 1,
+            results_per_inter_result: 1,
+            wan_rtt_s: 0.0,
+            wan_in_ramp_s: 0.0,
+            wan_out_ramp_s: 0.0,
+            parent: None,
+        }
+    }
+}
+
 /// The CPU the processes that hand out a cluster's tasks spend per task: its master (a
 /// sub-master for an external cluster) and its CM (for the main cluster, its CMs facing the
 /// external clusters). 0 where not known: no term.

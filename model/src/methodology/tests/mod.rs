@@ -27,16 +27,7 @@ fn workers(list: &[(&str, f64)]) -> Vec<WorkerParams> {
 }
 
 fn link(wan_in: f64, wan_out: f64) -> Option<ExternalLink> {
-    Some(ExternalLink {
-        wan_in_bytes_per_s: wan_in,
-        wan_out_bytes_per_s: wan_out,
-        tasks_per_inter_task: 1,
-        results_per_inter_result: 1,
-        wan_rtt_s: 0.0,
-        wan_in_ramp_s: 0.0,
-        wan_out_ramp_s: 0.0,
-        parent: None,
-    })
+    Some(ExternalLink::new(wan_in, wan_out))
 }
 
 /// The first example: argentina (main), brazil, spain.
