@@ -53,8 +53,8 @@ impl MainPathLoad {
 }
 
 /// The load of the main cluster's path (177) and the shares (178), on `input`'s links as
-/// given; `None` when the term is off or nothing of its cost is known (no main master's CPU
-/// per task, no CM costs on the main cluster).
+/// given; `None` when the term is off (or (125), through which it acts) or nothing of its
+/// cost is known (no main master's CPU per task, no CM costs on the main cluster).
 ///
 /// `X_c = perf_ste_c / oper` is cluster `c`'s tasks a second with all its workers, `m_c`
 /// [`messages_per_task`], `c_m` the main master's CPU per task (`master_cpu_per_task_s`),
@@ -65,7 +65,8 @@ pub fn main_path_load(input: &ModelInput) -> Option<MainPathLoad> {
     let clusters = &input.system.clusters;
     let main = clusters.first()?.dispatch;
     let known = main.master_s > 0.0 || main.cm_s > 0.0 || main.cm_idle_per_link > 0.0;
-    if !input.options.terms.main_path || !known {
+    let terms = input.options.terms;
+    if !(terms.main_path && terms.master_cpu && known) {
         return None;
     }
     let tasks_per_s: Vec<f64> = standalone_tasks_per_s(input);

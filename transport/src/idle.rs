@@ -78,7 +78,8 @@ impl Idle {
         }
     }
 
-    /// Something happened: the next wait starts short again.
+    /// Something happened: the next wait starts short again (a loop woken on arrival waits
+    /// its one pause regardless).
     pub fn reset(&mut self) {
         self.phase = Phase::Fresh;
     }
