@@ -14,9 +14,22 @@ use serde::Serialize;
 
 use crate::{
     cluster::ClusterModel,
-    methodology::ModelError,
     params::{ExternalLink, ModelInput},
 };
+
+/// The main cluster's CMs would fill a core idling (178): no cluster can be served.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "the main cluster's CMs would spend {idle:.2} of a core idling for its {links} links \
+     (cm_idle_cpu_per_link): give the links one process ([cluster.launch] \
+     links_in_one_process) or hang clusters from others (parent)"
+)]
+pub struct IdleCmsFillACore {
+    /// `L`: links ending at the main cluster.
+    pub links: usize,
+    /// `L u_idle`, shares of a core.
+    pub idle: f64,
+}
 
 /// Messages of the main master and its CMs per task of an external cluster, each way
 /// counted half (177): `(1/nt + 1/nr) / 2`; 1 for the main cluster's own tasks.
@@ -128,17 +141,15 @@ fn standalone_tasks_per_s(input: &ModelInput) -> Vec<f64> {
 /// its limit is `f_m perf_ste`, an external cluster's CM's so that its limit is `min(f_m,
 /// f_cm) perf_ste`. `input` itself when no share is below 1. Fails when the main cluster's
 /// CMs fill a core idling.
-pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, ModelError> {
+pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, IdleCmsFillACore> {
     let Some(load) = main_path_load(input) else {
         return Ok(Cow::Borrowed(input));
     };
     if load.cms_share == 0.0 {
-        return Err(ModelError::InvalidInput(format!(
-            "the main cluster's CMs would spend {:.2} of a core idling for its {} links \
-             (cm_idle_cpu_per_link): give the links one process ([cluster.launch] \
-             links_in_one_process) or hang clusters from others (parent)",
-            load.cms_idle, load.links
-        )));
+        return Err(IdleCmsFillACore {
+            links: load.links,
+            idle: load.cms_idle,
+        });
     }
     if load.master_share == 1.0 && load.cms_share == 1.0 {
         return Ok(Cow::Borrowed(input));
@@ -165,7 +176,7 @@ pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, ModelEr
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::params::{
         ApplicationParams, ClusterParams, DispatchCosts, ModelOptions, SelectionRequest,
@@ -174,7 +185,7 @@ mod tests {
 
     /// A main cluster of one worker of `perf` tasks/s and `externals` external clusters of
     /// one such worker each, every link fast; tasks of one operation and 100 bytes.
-    fn federation(perf: f64, externals: usize, main: DispatchCosts) -> ModelInput {
+    pub(crate) fn federation(perf: f64, externals: usize, main: DispatchCosts) -> ModelInput {
         let cluster = |name: String, external: Option<ExternalLink>| ClusterParams {
             name: name.clone(),
             lan_bytes_per_s: 1e12,
@@ -264,18 +275,6 @@ mod tests {
         // what they are then given fills the core exactly
         let busy = 0.3 + 5e-3 * rates[1..].iter().sum::<f64>();
         assert!((busy - 1.0).abs() < 1e-9, "{busy}");
-        // the prediction reports the load and names the CMs' CPU as their bottleneck
-        let prediction = crate::predict(&input).unwrap();
-        assert_eq!(prediction.main_path, Some(load));
-        for cluster in &prediction.clusters[1..] {
-            assert_eq!(
-                cluster.bottleneck,
-                crate::Bottleneck::Cm,
-                "{}",
-                cluster.name
-            );
-            assert!((cluster.perf_ste - 100.0 * f).abs() < 1e-9);
-        }
     }
 
     #[test]

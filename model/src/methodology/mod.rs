@@ -131,7 +131,8 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     check_working_range(input)?;
     let shared = crate::shared_links::with_shared_links(input);
     let main_path = main_path_load(shared.as_ref());
-    let path_shared = with_main_path(shared.as_ref())?;
+    let path_shared =
+        with_main_path(shared.as_ref()).map_err(|e| ModelError::InvalidInput(e.to_string()))?;
     let input = path_shared.as_ref();
     let threshold = input.options.efficiency_threshold;
     let reassign = input.options.cluster_options();

@@ -675,4 +675,25 @@ fn a_trillion_tasks_are_predicted_without_stepping_through_them() {
     );
 }
 
+/// (177)-(178) in the whole prediction: three external clusters of 100 tasks/s whose main-side
+/// CMs cost 5 ms a task and 0.1 of a core per idle link ask 1.8 cores of them; the prediction
+/// reports that load, gives each `0.7 / 1.5` of its rate and names the CMs' CPU its bottleneck.
+#[test]
+fn the_main_path_s_share_reaches_the_prediction() {
+    let main = crate::params::DispatchCosts {
+        master_s: 0.0,
+        cm_s: 5e-3,
+        cm_idle_per_link: 0.1,
+    };
+    let input = crate::main_path::tests::federation(100.0, 3, main);
+    let prediction = predict(&input).unwrap();
+    let load = prediction.main_path.unwrap();
+    assert!((load.cms - 1.8).abs() < 1e-9, "{load:?}");
+    assert_eq!(prediction.clusters[0].perf_ste, 100.0);
+    for cluster in &prediction.clusters[1..] {
+        assert_eq!(cluster.bottleneck, Bottleneck::Cm, "{}", cluster.name);
+        assert!((cluster.perf_ste - 100.0 * 0.7 / 1.5).abs() < 1e-9);
+    }
+}
+
 mod properties;
