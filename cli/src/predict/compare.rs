@@ -282,7 +282,8 @@ fn reasons(faster: &Shape, slower: &Shape) -> String {
     let cms = |s: &Shape| s.cms_busy().unwrap_or(0.0);
     if cms(slower) > 0.5 && cms(slower) > cms(faster) {
         why.push(format!(
-            "the main cluster's CMs are {:.2} of a core busy with its {} links, against {:.2}              (177)",
+            "the main cluster's CMs are {:.2} of a core busy with its {} links, against {:.2} \
+             (177)",
             cms(slower),
             slower.main_links(),
             cms(faster)
@@ -386,7 +387,10 @@ mod tests {
         assert!((tree.cms_busy().unwrap() - (0.2 + 0.1 * 100.0 / 60.0)).abs() < 1e-9);
         let why = reasons(&tree, &star);
         assert!(
-            why.contains("the main cluster's CMs are 0.90 of a core busy with its 3 links"),
+            why.contains(
+                "the main cluster's CMs are 0.90 of a core busy with its 3 links, against 0.37 \
+                 (177)"
+            ),
             "{why}"
         );
     }
