@@ -75,6 +75,11 @@ impl MainPathLoad {
 /// the main cluster) and `u_idle` their share of a core per idle link
 /// (`cm_idle_cpu_per_link`).
 pub fn main_path_load(input: &ModelInput) -> Option<MainPathLoad> {
+    load_and_rates(input).map(|(load, _)| load)
+}
+
+/// [`main_path_load`], and the clusters' standalone tasks a second it was judged on.
+fn load_and_rates(input: &ModelInput) -> Option<(MainPathLoad, Vec<f64>)> {
     let clusters = &input.system.clusters;
     let main = clusters.first()?.dispatch;
     let known = main.master_s > 0.0 || main.cm_s > 0.0 || main.cm_idle_per_link > 0.0;
@@ -82,7 +87,7 @@ pub fn main_path_load(input: &ModelInput) -> Option<MainPathLoad> {
     if !(terms.main_path && terms.master_cpu && known) {
         return None;
     }
-    let tasks_per_s: Vec<f64> = standalone_tasks_per_s(input);
+    let tasks_per_s = standalone_tasks_per_s(input);
     let asked = |external: bool| -> f64 {
         clusters
             .iter()
@@ -98,14 +103,15 @@ pub fn main_path_load(input: &ModelInput) -> Option<MainPathLoad> {
     let master = main.master_s * asked(false);
     let cms_idle = links as f64 * main.cm_idle_per_link;
     let cms = cms_idle + main.cm_s * asked(true);
-    Some(MainPathLoad {
+    let load = MainPathLoad {
         links,
         master,
         cms_idle,
         cms,
         master_share: share(master, 0.0),
         cms_share: share(cms, cms_idle),
-    })
+    };
+    Some((load, tasks_per_s))
 }
 
 /// (178) The share of what it is asked a server of one core gives: `min(1, (1 - idle) /
@@ -139,11 +145,13 @@ fn standalone_tasks_per_s(input: &ModelInput) -> Vec<f64> {
 /// `input` with each cluster limited to its share of the main cluster's path (178) where it
 /// is asked more than a core: the main cluster's master's CPU per task (125) raised so that
 /// its limit is `f_m perf_ste`, an external cluster's CM's so that its limit is `min(f_m,
-/// f_cm) perf_ste`. `input` itself when no share is below 1. Fails when the main cluster's
-/// CMs fill a core idling.
-pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, IdleCmsFillACore> {
-    let Some(load) = main_path_load(input) else {
-        return Ok(Cow::Borrowed(input));
+/// f_cm) perf_ste`. `input` itself when no share is below 1. With it, the load (177), `None`
+/// as [`main_path_load`] gives it. Fails when the main cluster's CMs fill a core idling.
+pub fn with_main_path(
+    input: &ModelInput,
+) -> Result<(Cow<'_, ModelInput>, Option<MainPathLoad>), IdleCmsFillACore> {
+    let Some((load, tasks_per_s)) = load_and_rates(input) else {
+        return Ok((Cow::Borrowed(input), None));
     };
     if load.cms_share == 0.0 {
         return Err(IdleCmsFillACore {
@@ -152,9 +160,8 @@ pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, IdleCms
         });
     }
     if load.master_share == 1.0 && load.cms_share == 1.0 {
-        return Ok(Cow::Borrowed(input));
+        return Ok((Cow::Borrowed(input), Some(load)));
     }
-    let tasks_per_s = standalone_tasks_per_s(input);
     let mut shared = input.clone();
     for (cluster, x) in shared.system.clusters.iter_mut().zip(tasks_per_s) {
         if x <= 0.0 {
@@ -172,7 +179,7 @@ pub fn with_main_path(input: &ModelInput) -> Result<Cow<'_, ModelInput>, IdleCms
             *cost = cost.max(1.0 / (f * x));
         }
     }
-    Ok(Cow::Owned(shared))
+    Ok((Cow::Owned(shared), Some(load)))
 }
 
 #[cfg(test)]
@@ -227,7 +234,7 @@ pub(crate) mod tests {
     }
 
     fn steady(input: &ModelInput) -> Vec<f64> {
-        let input = with_main_path(input).unwrap();
+        let (input, _) = with_main_path(input).unwrap();
         input
             .system
             .clusters
@@ -249,7 +256,10 @@ pub(crate) mod tests {
         assert!((load.master - 0.04).abs() < 1e-12, "{load:?}");
         assert!((load.cms - 0.06).abs() < 1e-12, "{load:?}");
         assert_eq!((load.master_share, load.cms_share), (1.0, 1.0));
-        assert!(matches!(with_main_path(&input), Ok(Cow::Borrowed(_))));
+        assert!(matches!(
+            with_main_path(&input),
+            Ok((Cow::Borrowed(_), Some(_)))
+        ));
         assert_eq!(steady(&input), vec![100.0; 4]);
     }
 

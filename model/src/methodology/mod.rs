@@ -22,7 +22,7 @@ use self::threshold::{minimum_tasks, minimum_workload};
 use super::cluster::{Case, ClusterModel};
 use super::execution::{best_time, multi_cluster_performance};
 use super::limits::{Bottleneck, PerformanceLimits};
-use super::main_path::{main_path_load, with_main_path, MainPathLoad};
+use super::main_path::{with_main_path, MainPathLoad};
 use super::params::{
     ApplicationParams, ClusterParams, ModelInput, SelectionRequest, MAX_EXHAUSTIVE_LIMIT,
 };
@@ -130,8 +130,7 @@ pub fn predict(input: &ModelInput) -> Result<Prediction, ModelError> {
     validate(input)?;
     check_working_range(input)?;
     let shared = crate::shared_links::with_shared_links(input);
-    let main_path = main_path_load(shared.as_ref());
-    let path_shared =
+    let (path_shared, main_path) =
         with_main_path(shared.as_ref()).map_err(|e| ModelError::InvalidInput(e.to_string()))?;
     let input = path_shared.as_ref();
     let threshold = input.options.efficiency_threshold;
