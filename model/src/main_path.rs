@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::{
     cluster::ClusterModel,
-    params::{ExternalLink, ModelInput},
+    params::{DispatchCosts, ExternalLink, ModelInput},
 };
 
 /// The main cluster's CMs would fill a core idling (178): no cluster can be served.
@@ -96,13 +96,10 @@ fn load_and_rates(input: &ModelInput) -> Option<(MainPathLoad, Vec<f64>)> {
             .map(|(c, x)| x * messages_per_task(c.external.as_ref()))
             .sum()
     };
-    let links = clusters
-        .iter()
-        .filter(|c| c.external.as_ref().is_some_and(|l| l.parent.is_none()))
-        .count();
+    let links = links_at_main(input);
     let master = main.master_s * asked(false);
-    let cms_idle = links as f64 * main.cm_idle_per_link;
-    let cms = cms_idle + main.cm_s * asked(true);
+    let cms_idle = cms_busy(&main, links, 0.0);
+    let cms = cms_busy(&main, links, asked(true));
     let load = MainPathLoad {
         links,
         master,
@@ -112,6 +109,24 @@ fn load_and_rates(input: &ModelInput) -> Option<(MainPathLoad, Vec<f64>)> {
         cms_share: share(cms, cms_idle),
     };
     Some((load, tasks_per_s))
+}
+
+/// `L`: the links ending at the main cluster (its children's; a tree's deeper links end at
+/// sub-masters).
+pub fn links_at_main(input: &ModelInput) -> usize {
+    input
+        .system
+        .clusters
+        .iter()
+        .filter(|c| c.external.as_ref().is_some_and(|l| l.parent.is_none()))
+        .count()
+}
+
+/// `U_cm = L u_idle + c_hub * relayed` (177): the share of a core the main cluster's CMs
+/// spend for `links` links while relaying `relayed` messages' worth of tasks a second
+/// (`sum X_c m_c` over the external clusters), with `main` the main cluster's costs.
+pub fn cms_busy(main: &DispatchCosts, links: usize, relayed: f64) -> f64 {
+    links as f64 * main.cm_idle_per_link + main.cm_s * relayed
 }
 
 /// (178) The share of what it is asked a server of one core gives: `min(1, (1 - idle) /
@@ -186,8 +201,8 @@ pub fn with_main_path(
 pub(crate) mod tests {
     use super::*;
     use crate::params::{
-        ApplicationParams, ClusterParams, DispatchCosts, ModelOptions, SelectionRequest,
-        SystemParams, WorkerParams,
+        ApplicationParams, ClusterParams, ModelOptions, SelectionRequest, SystemParams,
+        WorkerParams,
     };
 
     /// A main cluster of one worker of `perf` tasks/s and `externals` external clusters of

@@ -8,7 +8,7 @@ use std::{fmt::Write as _, path::Path};
 
 use anyhow::{anyhow, Result};
 use hmw_model::{
-    main_path::messages_per_task,
+    main_path::{cms_busy, links_at_main, messages_per_task},
     methodology::Prediction,
     params::ModelInput,
     plan::{load_plan, model_input_with_measured},
@@ -101,12 +101,7 @@ impl Shape {
 
     /// External clusters whose link goes to the main cluster.
     fn main_links(&self) -> usize {
-        self.input
-            .system
-            .clusters
-            .iter()
-            .filter(|c| c.external.as_ref().is_some_and(|l| l.parent.is_none()))
-            .count()
+        links_at_main(&self.input)
     }
 
     /// The longest round trip from the master to a sub-master, seconds, and whose.
@@ -147,7 +142,7 @@ impl Shape {
                 Some(p.perf_ste / oper * messages_per_task(Some(link)))
             })
             .sum();
-        Some(self.main_links() as f64 * main.cm_idle_per_link + main.cm_s * relayed)
+        Some(cms_busy(&main, self.main_links(), relayed))
     }
 
     fn cluster_name(&self, c: usize) -> &str {
