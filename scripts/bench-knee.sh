@@ -15,6 +15,11 @@
 # Per point: the measured rate (tasks over the median makespan of its runs), the bottleneck
 # formulas' and the closed network's (tasks over the midpoint of `hmw predict`'s best and
 # worst makespan with contention = "bottleneck" and "mva"), their errors, and `hmw simulate`'s.
+# Each point also shows its steady state alone, the part of a run where the two models
+# differ (they share the startup's and the end's equations): the measured rate between 20 %
+# and 80 % of the tasks and the workers' busy share (medians of the runs), against each
+# model's steady performance, with the same counts over it (a line `knee_steady ...
+# knee_ties=T`, T the points near the knee where the two models predict the same rate).
 # Then the seed's checks (cargo test -p hmw-model queueing, release) and its case study
 # (model/examples/queueing_case_study.rs). Last line:
 #   knee points=N cvs=2 mva_median_err=E1 mva_max_err=M1 bottleneck_median_err=E2 bottleneck_max_err=M2 knee_mva_better=K/6 seed_vectors=ok clu_ahead=P1-P2
@@ -124,6 +129,21 @@ PY
     echo "$out"
 }
 
+# steady_state STATS: a run's makespan, its steady rate (tasks/s between the master's progress
+# samples at 20 % and 80 % of the tasks: no startup, no end) and its workers' busy share (their
+# seconds computing over their seconds in the run).
+steady_state() {
+    python3 - "$1" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))
+samples = [(p["t_s"], p["tasks_done"]) for p in stats["progress"]
+           if 0.2 * stats["tasks"] <= p["tasks_done"] <= 0.8 * stats["tasks"]]
+(t0, n0), (t1, n1) = samples[0], samples[-1]
+busy = sum(w["busy_s"] for w in stats["workers"]) / sum(w["active_s"] for w in stats["workers"])
+print(stats["wall_s"], (n1 - n0) / (t1 - t0) if t1 > t0 else "nan", f"{busy:.4f}")
+PY
+}
+
 # The runs, interleaved: each pass visits every count once, alternating low and high.
 read -ra counts <<<"$workers_list"
 order=()
@@ -141,9 +161,9 @@ for r in $(seq 1 "$runs"); do
             dir=$work/run-$w-$cv-$r
             tb exec launch -- "$hmw" launch "$p" --binary "$bin/hmw-synthetic" --work-dir "$dir" \
                 >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; note "run $w workers cv $cv failed"; exit 1; }
-            makespan=$(python3 -c "import json; print(json.load(open('$dir/lyon.stats.json'))['wall_s'])")
-            echo "$w $cv $r $makespan" >>"$work/runs.txt"
-            note "run $r: $w workers, oper_cv $cv: $makespan s"
+            read -r makespan steady busy < <(steady_state "$dir/lyon.stats.json")
+            echo "$w $cv $r $makespan $steady $busy" >>"$work/runs.txt"
+            note "run $r: $w workers, oper_cv $cv: $makespan s (steady $steady tasks/s, workers busy $busy)"
         done
     done
 done
@@ -154,6 +174,8 @@ for w in "${counts[@]}"; do
     for cv in 0.0 1.0; do
         tasks=$(tasks_of "$w")
         measured=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $4 }' "$work/runs.txt" | median)
+        steady=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $5 }' "$work/runs.txt" | median)
+        busy=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $6 }' "$work/runs.txt" | median)
         measured_system=$(system "$w" "$cv")
         for contention in bottleneck mva; do
             "$hmw" predict --json "$(plan "$w" "$cv" "$contention" "$tasks")" \
@@ -161,7 +183,7 @@ for w in "${counts[@]}"; do
         done
         simulated=$("$hmw" simulate "$(plan "$w" "$cv" bottleneck "$tasks")" \
             --measured "$measured_system" --runs 3 | tail -1 | sed 's/.*median_s=\([0-9.]*\).*/\1/')
-        echo "$w $cv $tasks $measured $simulated" >>"$work/points.txt"
+        echo "$w $cv $tasks $measured $simulated $steady $busy" >>"$work/points.txt"
     done
 done
 
@@ -176,14 +198,20 @@ work, seed, clu = sys.argv[1:4]
 predicted = lambda w, cv, contention: json.load(open(f"{work}/predict-{w}-{cv}-{contention}.json"))
 rows = []
 for line in open(f"{work}/points.txt"):
-    w, cv, tasks, measured, simulated = line.split()
+    w, cv, tasks, measured, simulated, steady, busy = line.split()
     w, tasks = int(w), int(tasks)
-    row = dict(w=w, cv=cv, measured=tasks / float(measured), sim=tasks / float(simulated))
+    row = dict(w=w, cv=cv, measured=tasks / float(measured), sim=tasks / float(simulated),
+               steady=float(steady), busy=float(busy))
     for contention in ("bottleneck", "mva"):
         run = predicted(w, cv, contention)["run"]
         row[contention] = tasks / ((run["t_ex_best"] + run["t_ex_worst"]) / 2)
+    # the steady rates (the plan's oper is 1: operations per second are tasks per second)
+    cluster = predicted(w, cv, "mva")["clusters"][0]
+    row["steady_bottleneck"] = cluster["perf_ste_bottleneck"]
+    row["steady_mva"] = cluster["perf_ste_network"]
     rows.append(row)
 err = lambda r, k: abs(r[k] - r["measured"]) / r["measured"]
+err2 = lambda r, k: abs(r[k] - r["steady"]) / r["steady"]
 print("workers  oper_cv  measured/s  bottleneck/s   err  network/s   err  simulated/s   err")
 for r in rows:
     print(f"{r['w']:7d}  {r['cv']:>7}  {r['measured']:10.2f}  {r['bottleneck']:12.2f} "
@@ -194,14 +222,37 @@ for r in rows:
 most = predicted(max(r["w"] for r in rows), "1.0", "bottleneck")["clusters"][0]
 per_worker = most["cperf"] / len(most["workers"])
 knee = most["perf_ste_bottleneck"] / per_worker
-better = 0
-for cv in ("0.0", "1.0"):
-    near = sorted((r for r in rows if r["cv"] == cv), key=lambda r: abs(r["w"] - knee))[:3]
-    better += sum(err(r, "mva") < err(r, "bottleneck") for r in near)
+def better_near_knee(measured, mva, bottleneck):
+    """Of the three points nearest the knee at each cv: where the network's error is the
+    smaller, and where the two models predict the same."""
+    e = lambda r, k: abs(r[k] - r[measured]) / r[measured]
+    better = ties = 0
+    for cv in ("0.0", "1.0"):
+        near = sorted((r for r in rows if r["cv"] == cv), key=lambda r: abs(r["w"] - knee))[:3]
+        better += sum(e(r, mva) < e(r, bottleneck) for r in near)
+        ties += sum(abs(r[mva] - r[bottleneck]) <= 1e-9 * r[bottleneck] for r in near)
+    return better, ties
+# The steady state alone (no startup, no end: the part of a run the two models differ on):
+# the measured rate between 20 % and 80 % of the tasks, the workers' busy share, and each
+# model's steady performance (perf_ste).
+print("workers  oper_cv  steady/s  workers busy  bottleneck/s   err  network/s   err")
+for r in rows:
+    print(f"{r['w']:7d}  {r['cv']:>7}  {r['steady']:8.2f}  {r['busy']:12.4f}  "
+          f"{r['steady_bottleneck']:12.2f} {err2(r, 'steady_bottleneck'):5.3f}  "
+          f"{r['steady_mva']:9.2f} {err2(r, 'steady_mva'):5.3f}")
+ms = [err2(r, "steady_mva") for r in rows]
+bs = [err2(r, "steady_bottleneck") for r in rows]
+steady_better, steady_ties = better_near_knee("steady", "steady_mva", "steady_bottleneck")
+print(f"knee_steady points={len(rows)} mva_median_err={statistics.median(ms):.4f} "
+      f"mva_max_err={max(ms):.4f} bottleneck_median_err={statistics.median(bs):.4f} "
+      f"bottleneck_max_err={max(bs):.4f} knee_mva_better={steady_better}/6 "
+      f"knee_ties={steady_ties}")
+better, ties = better_near_knee("measured", "mva", "bottleneck")
 m = [err(r, "mva") for r in rows]
 b = [err(r, "bottleneck") for r in rows]
 print(f"knee at {knee:.2f} workers ({most['bottleneck']} limit {most['perf_ste_bottleneck']:.2f} "
-      f"tasks/s, a worker {per_worker:.2f} tasks/s)")
+      f"tasks/s, a worker {per_worker:.2f} tasks/s); the models agree at {ties} of the six "
+      f"points nearest it")
 print(f"knee points={len(rows)} cvs=2 mva_median_err={statistics.median(m):.4f} "
       f"mva_max_err={max(m):.4f} bottleneck_median_err={statistics.median(b):.4f} "
       f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6 seed_vectors={seed} "
