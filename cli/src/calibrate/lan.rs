@@ -38,9 +38,27 @@ impl LanRuns {
 
     /// `scv_lan` (175): the squared coefficient of variation of the gaps between results at
     /// the master. Its workers reply at once, so the LAN is busy throughout and a gap is the
-    /// time it took to move one task and one result.
-    pub(super) fn service_scv(&self) -> Option<f64> {
+    /// time it took to move one task and one result; `None` when the master set the pace
+    /// ([`LanRuns::master_paced`]) or too few gaps were counted.
+    pub(super) fn service_scv(&self, master_cpu_per_task_s: Option<f64>) -> Option<f64> {
+        if self.master_paced(master_cpu_per_task_s).is_some() {
+            return None;
+        }
         self.gaps.scv()
+    }
+
+    /// The mean gap between results and the master's CPU per task (125) when that is at least
+    /// half the gap: then the master, not the LAN, set the pace of these runs (it was busy
+    /// half of each gap or more), and the gaps' spread is its own and the system's, not the
+    /// LAN's (a LAN of 1 GB/s moves a task of 50 KB in 50 us, about what the master spends
+    /// on it). `None` when the LAN set the pace, or no gap or master's CPU was measured.
+    pub(super) fn master_paced(&self, master_cpu_per_task_s: Option<f64>) -> Option<(f64, f64)> {
+        let master_s = master_cpu_per_task_s?;
+        if self.gaps.count == 0 {
+            return None;
+        }
+        let gap_s = self.gaps.sum_s / self.gaps.count as f64;
+        (master_s >= gap_s / 2.0).then_some((gap_s, master_s))
     }
 
     pub(super) fn mean(&self) -> f64 {

@@ -171,7 +171,7 @@ pub(super) fn calibrate(
         system.clusters.push(MeasuredCluster {
             name: cluster.name.clone(),
             lan_bytes_per_s: used,
-            lan_scv: lan.last().and_then(LanRuns::service_scv),
+            lan_scv: lan.last().and_then(|runs| runs.service_scv(master_cpu)),
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,
@@ -209,7 +209,7 @@ pub(super) fn calibrate(
     bar.finish_and_clear();
     let lan_tables = lan_all
         .iter()
-        .map(|(name, runs)| lan_table(name, app, runs));
+        .map(|(name, runs)| lan_table(name, app, runs, master_cpu));
     print_tables(
         &workers_table,
         lan_tables,

@@ -396,7 +396,7 @@ fn measure_remote(
         let mut entry = MeasuredCluster {
             name: cluster.name.clone(),
             lan_bytes_per_s: lan.last().map(LanRuns::mean),
-            lan_scv: lan.last().and_then(LanRuns::service_scv),
+            lan_scv: lan.last().and_then(|runs| runs.service_scv(master_cpu[i])),
             wan_in_bytes_per_s: None,
             wan_out_bytes_per_s: None,
             wan_rtt_s: None,
@@ -443,7 +443,8 @@ fn measure_remote(
         .clusters
         .iter()
         .zip(&lans)
-        .map(|(cluster, runs)| lan_table(&cluster.name, app, runs));
+        .zip(&master_cpu)
+        .map(|((cluster, runs), &master)| lan_table(&cluster.name, app, runs, master));
     print_tables(
         &workers_table,
         lan_tables,

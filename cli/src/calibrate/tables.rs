@@ -61,7 +61,14 @@ pub(super) fn workers_header() -> String {
 }
 
 /// The LAN runs of one cluster as a table.
-pub(super) fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -> String {
+/// `master_cpu_per_task_s`: the master's CPU per task the workers' run measured (125), which
+/// tells whether the LAN set the pace of these runs (175).
+pub(super) fn lan_table(
+    name: &str,
+    app: &ApplicationParams,
+    runs: &[LanRuns],
+    master_cpu_per_task_s: Option<f64>,
+) -> String {
     let mut out = String::new();
     if runs.is_empty() {
         let _ = writeln!(
@@ -102,11 +109,20 @@ pub(super) fn lan_table(name: &str, app: &ApplicationParams, runs: &[LanRuns]) -
             "value used (lan_bytes_per_s): the mean with all {} workers, the load of a run",
             all.workers
         );
-        if let Some(scv) = all.service_scv() {
+        if let Some(scv) = all.service_scv(master_cpu_per_task_s) {
             let _ = writeln!(
                 out,
                 "the gaps between results with all of them: squared coefficient of variation \
                  {scv:.3} (lan_scv, (175))"
+            );
+        } else if let Some((gap_s, master_s)) = all.master_paced(master_cpu_per_task_s) {
+            let _ = writeln!(
+                out,
+                "lan_scv not written: the master's CPU per task ({:.1} us) is at least half the \
+                 mean gap between results ({:.1} us), so the master set the pace of these runs \
+                 and their spread is not the LAN's (175)",
+                master_s * 1e6,
+                gap_s * 1e6
             );
         }
     }

@@ -114,15 +114,32 @@ fn lan_figures() {
     assert_eq!(runs.mean(), 2.0);
     assert_eq!(runs.std_dev(), 1.0);
     assert_eq!((runs.min(), runs.max()), (1.0, 3.0));
-    assert_eq!(runs.service_scv(), None);
+    assert_eq!(runs.service_scv(None), None);
     // gaps of 1, 2 and 3 s: mean 2, sample variance 1
-    let mut gaps = hmw_core::stats::ResultGaps::default();
-    for gap_s in [1.0, 2.0, 3.0] {
-        gaps.add(gap_s);
-    }
-    let runs = LanRuns { gaps, ..runs };
-    let scv = runs.service_scv().unwrap();
+    let with_gaps = |gaps_s: &[f64]| {
+        let mut gaps = hmw_core::stats::ResultGaps::default();
+        for &gap_s in gaps_s {
+            gaps.add(gap_s);
+        }
+        LanRuns {
+            gaps,
+            values: vec![1.0],
+            ..runs
+        }
+    };
+    let lan = with_gaps(&[1.0, 2.0, 3.0]);
+    let scv = lan.service_scv(None).unwrap();
     assert!((scv - 0.25).abs() < 1e-12, "{scv}");
+    // a master of 0.1 s per task does not pace gaps of 2 s: they are the LAN's
+    assert_eq!(lan.service_scv(Some(0.1)), Some(scv));
+    assert_eq!(lan.master_paced(Some(0.1)), None);
+    // gaps of 50 to 150 us behind a master of 100 us per task are the master's
+    let paced = with_gaps(&[5e-5, 1.5e-4, 5e-5, 1.5e-4]);
+    assert_eq!(paced.service_scv(Some(1e-4)), None);
+    let (gap_s, master_s) = paced.master_paced(Some(1e-4)).unwrap();
+    assert!((gap_s - 1e-4).abs() < 1e-12 && master_s == 1e-4);
+    // no gap counted: nothing to say
+    assert_eq!(with_gaps(&[]).master_paced(Some(1e-4)), None);
 }
 
 #[test]
