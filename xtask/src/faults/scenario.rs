@@ -7,8 +7,10 @@
 //! when its makespan, from its first clock start to its last result, is at most the predicted
 //! (worst-case) makespan plus the fault's own duration plus twice the measured restart time.
 //! The restart time is what the fault cost before the run could go on: from the fault to the
-//! moment the launcher started the cluster again (or the resumed launch), plus the time the
-//! clusters took to start in that run (from its launch to its first clock start).
+//! moment the launcher started the cluster again, plus the time the clusters took to start in
+//! the run (from its launch to its first clock start); after a fault that kills the launcher,
+//! from the fault to the resumed run's clock start (the resume cleans up the killed run on
+//! every host, stages and starts the clusters).
 
 /// What a fault does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,8 +118,12 @@ pub(crate) struct Outcome {
     pub(crate) duplicates: u64,
     /// From the first clock start to the last result, seconds.
     pub(crate) makespan_s: f64,
-    /// From the fault to the cluster started again, plus a cluster's start, seconds.
+    /// From the fault to the cluster started again, plus a cluster's start, seconds; for a
+    /// resumed launch, from the fault to the resumed run's clock start.
     pub(crate) restart_s: f64,
+    /// A resumed launch's restart as counted until 2026-11-30: from the fault to the resume,
+    /// plus the first run's startup (it left out the resume's cleanup of the killed run).
+    pub(crate) restart_with_first_startup_s: Option<f64>,
     /// The fault's own duration, seconds.
     pub(crate) fault_s: f64,
 }
@@ -184,6 +190,7 @@ mod tests {
             duplicates: 0,
             makespan_s,
             restart_s,
+            restart_with_first_startup_s: None,
             fault_s,
         }
     }
