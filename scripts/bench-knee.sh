@@ -15,6 +15,10 @@
 # Per point: the measured rate (tasks over the median makespan of its runs), the bottleneck
 # formulas' and the closed network's (tasks over the midpoint of `hmw predict`'s best and
 # worst makespan with contention = "bottleneck" and "mva"), their errors, and `hmw simulate`'s.
+# The predictions take the run's own work: `oper` is the mean time factor of its tasks (the
+# synthetic prints it, `mean_time_factor`; 1 at oper_cv 0, and 0.97-1.005 for the few hundred
+# tasks of a point at oper_cv 1, where the mean of all draws is 1). Until 2026-11-30 they took
+# oper = 1 at every point: those figures stay printed, on the line `knee_mean_work ...`.
 # Each point also shows its steady state alone, the part of a run where the two models
 # differ (they share the startup's and the end's equations): the measured rate between 20 %
 # and 80 % of the tasks and the workers' busy share (medians of the runs), against each
@@ -71,17 +75,19 @@ lan=6000000      # its lan_bytes_per_s, the tbf rate
 burst=$((lan / 100 > 32768 ? lan / 100 : 32768))
 note "tbf at $lan B/s on every LAN port, burst $burst bytes (10 ms at the rate, at least 32 KiB)"
 
-# plan W CV CONTENTION TASKS: the base plan with its first W workers, task times of
-# coefficient of variation CV, that contention and that many tasks; prints its path.
+# plan W CV CONTENTION TASKS [OPER]: the base plan with its first W workers, task times of
+# coefficient of variation CV, that contention, that many tasks and, when given, that `oper`
+# (the run's own mean task time over the synthetic's task_seconds); prints its path.
 plan() {
-    local w=$1 cv=$2 contention=$3 tasks=$4 out=$work/knee-$1-$2-$3.toml
+    local w=$1 cv=$2 contention=$3 tasks=$4 oper=${5:-1.0}
+    local out=$work/knee-$1-$2-$3${5:+-work}.toml
     awk -v w="$w" '
         match($0, /host = "lyon-[0-9]+", role = "worker"/) {
             n = substr($0, RSTART + 13); sub(/".*/, "", n); if (n + 0 > w) next
         }
         { print }' "$base" |
         sed -e "s/^oper_cv = 0.0/oper_cv = $cv/" -e "s/^task_cv = 0.0/task_cv = $cv/" \
-            -e "s/^tasks = 600/tasks = $tasks/" \
+            -e "s/^tasks = 600/tasks = $tasks/" -e "s/^oper = 1.0$/oper = $oper/" \
             -e "s/^selection = \"all\"/selection = \"all\"\ncontention = \"$contention\"/" >"$out"
     echo "$out"
 }
@@ -162,7 +168,8 @@ for r in $(seq 1 "$runs"); do
             tb exec launch -- "$hmw" launch "$p" --binary "$bin/hmw-synthetic" --work-dir "$dir" \
                 >"$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; note "run $w workers cv $cv failed"; exit 1; }
             read -r makespan steady busy < <(steady_state "$dir/lyon.stats.json")
-            echo "$w $cv $r $makespan $steady $busy" >>"$work/runs.txt"
+            factor=$(sed -n 's/^synthetic .*mean_time_factor=\([0-9.]*\).*/\1/p' "$dir.log" | tail -1)
+            echo "$w $cv $r $makespan $steady $busy ${factor:-1.0}" >>"$work/runs.txt"
             note "run $r: $w workers, oper_cv $cv: $makespan s (steady $steady tasks/s, workers busy $busy)"
         done
     done
@@ -176,14 +183,17 @@ for w in "${counts[@]}"; do
         measured=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $4 }' "$work/runs.txt" | median)
         steady=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $5 }' "$work/runs.txt" | median)
         busy=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $6 }' "$work/runs.txt" | median)
+        factor=$(awk -v w="$w" -v cv="$cv" '$1 == w && $2 == cv { print $7 }' "$work/runs.txt" | median)
         measured_system=$(system "$w" "$cv")
         for contention in bottleneck mva; do
+            "$hmw" predict --json "$(plan "$w" "$cv" "$contention" "$tasks" "$factor")" \
+                --measured "$measured_system" >"$work/predict-$w-$cv-$contention-work.json"
             "$hmw" predict --json "$(plan "$w" "$cv" "$contention" "$tasks")" \
                 --measured "$measured_system" >"$work/predict-$w-$cv-$contention.json"
         done
-        simulated=$("$hmw" simulate "$(plan "$w" "$cv" bottleneck "$tasks")" \
+        simulated=$("$hmw" simulate "$(plan "$w" "$cv" bottleneck "$tasks" "$factor")" \
             --measured "$measured_system" --runs 3 | tail -1 | sed 's/.*median_s=\([0-9.]*\).*/\1/')
-        echo "$w $cv $tasks $measured $simulated $steady $busy" >>"$work/points.txt"
+        echo "$w $cv $tasks $measured $simulated $steady $busy $factor" >>"$work/points.txt"
     done
 done
 
@@ -195,31 +205,35 @@ clu=$(cargo run --quiet $flag -p hmw-model --example queueing_case_study -- --ma
 python3 - "$work" "$seed" "$clu" <<'PY'
 import json, statistics, sys
 work, seed, clu = sys.argv[1:4]
-predicted = lambda w, cv, contention: json.load(open(f"{work}/predict-{w}-{cv}-{contention}.json"))
+predicted = lambda w, cv, contention, suffix="-work": json.load(
+    open(f"{work}/predict-{w}-{cv}-{contention}{suffix}.json"))
 rows = []
 for line in open(f"{work}/points.txt"):
-    w, cv, tasks, measured, simulated, steady, busy = line.split()
-    w, tasks = int(w), int(tasks)
-    row = dict(w=w, cv=cv, measured=tasks / float(measured), sim=tasks / float(simulated),
-               steady=float(steady), busy=float(busy))
+    w, cv, tasks, measured, simulated, steady, busy, factor = line.split()
+    w, tasks, factor = int(w), int(tasks), float(factor)
+    row = dict(w=w, cv=cv, factor=factor, measured=tasks / float(measured),
+               sim=tasks / float(simulated), steady=float(steady), busy=float(busy))
+    # predicted with the run's own work (oper = its tasks' mean time factor), and as before
+    # 2026-11-30 with every task's mean (oper = 1)
     for contention in ("bottleneck", "mva"):
-        run = predicted(w, cv, contention)["run"]
-        row[contention] = tasks / ((run["t_ex_best"] + run["t_ex_worst"]) / 2)
-    # the steady rates (the plan's oper is 1: operations per second are tasks per second)
+        for key, suffix in ((contention, "-work"), (f"{contention}_mean", "")):
+            run = predicted(w, cv, contention, suffix)["run"]
+            row[key] = tasks / ((run["t_ex_best"] + run["t_ex_worst"]) / 2)
+    # the steady rates: operations per second over the operations of a task
     cluster = predicted(w, cv, "mva")["clusters"][0]
-    row["steady_bottleneck"] = cluster["perf_ste_bottleneck"]
-    row["steady_mva"] = cluster["perf_ste_network"]
+    row["steady_bottleneck"] = cluster["perf_ste_bottleneck"] / factor
+    row["steady_mva"] = cluster["perf_ste_network"] / factor
     rows.append(row)
 err = lambda r, k: abs(r[k] - r["measured"]) / r["measured"]
 err2 = lambda r, k: abs(r[k] - r["steady"]) / r["steady"]
-print("workers  oper_cv  measured/s  bottleneck/s   err  network/s   err  simulated/s   err")
+print("workers  oper_cv  work  measured/s  bottleneck/s   err  network/s   err  simulated/s   err")
 for r in rows:
-    print(f"{r['w']:7d}  {r['cv']:>7}  {r['measured']:10.2f}  {r['bottleneck']:12.2f} "
-          f"{err(r, 'bottleneck'):5.3f}  {r['mva']:9.2f} {err(r, 'mva'):5.3f}  "
-          f"{r['sim']:11.2f} {err(r, 'sim'):5.3f}")
+    print(f"{r['w']:7d}  {r['cv']:>7}  {r['factor']:.3f}  {r['measured']:10.2f}  "
+          f"{r['bottleneck']:12.2f} {err(r, 'bottleneck'):5.3f}  {r['mva']:9.2f} "
+          f"{err(r, 'mva'):5.3f}  {r['sim']:11.2f} {err(r, 'sim'):5.3f}")
 # The knee: where the workers' rate reaches the bottleneck formulas' limit with the most
 # workers (the LAN's, or the master's), from the calibration.
-most = predicted(max(r["w"] for r in rows), "1.0", "bottleneck")["clusters"][0]
+most = predicted(max(r["w"] for r in rows), "1.0", "bottleneck", "")["clusters"][0]
 per_worker = most["cperf"] / len(most["workers"])
 knee = most["perf_ste_bottleneck"] / per_worker
 def better_near_knee(measured, mva, bottleneck):
@@ -247,14 +261,17 @@ print(f"knee_steady points={len(rows)} mva_median_err={statistics.median(ms):.4f
       f"mva_max_err={max(ms):.4f} bottleneck_median_err={statistics.median(bs):.4f} "
       f"bottleneck_max_err={max(bs):.4f} knee_mva_better={steady_better}/6 "
       f"knee_ties={steady_ties}")
-better, ties = better_near_knee("measured", "mva", "bottleneck")
-m = [err(r, "mva") for r in rows]
-b = [err(r, "bottleneck") for r in rows]
+def line(mva, bottleneck):
+    m = [err(r, mva) for r in rows]
+    b = [err(r, bottleneck) for r in rows]
+    better, _ = better_near_knee("measured", mva, bottleneck)
+    return (f"points={len(rows)} cvs=2 mva_median_err={statistics.median(m):.4f} "
+            f"mva_max_err={max(m):.4f} bottleneck_median_err={statistics.median(b):.4f} "
+            f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6")
+_, ties = better_near_knee("measured", "mva", "bottleneck")
+print(f"knee_mean_work {line('mva_mean', 'bottleneck_mean')}")
 print(f"knee at {knee:.2f} workers ({most['bottleneck']} limit {most['perf_ste_bottleneck']:.2f} "
       f"tasks/s, a worker {per_worker:.2f} tasks/s); the models agree at {ties} of the six "
       f"points nearest it")
-print(f"knee points={len(rows)} cvs=2 mva_median_err={statistics.median(m):.4f} "
-      f"mva_max_err={max(m):.4f} bottleneck_median_err={statistics.median(b):.4f} "
-      f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6 seed_vectors={seed} "
-      f"clu_ahead={clu}")
+print(f"knee {line('mva', 'bottleneck')} seed_vectors={seed} clu_ahead={clu}")
 PY

@@ -151,6 +151,19 @@ fn time_factor(index: u64, cv: f64) -> f64 {
 }
 
 impl Settings {
+    /// The mean of the time factors of this run's tasks: its work over `tasks` tasks of
+    /// `task_seconds`. With `task_cv > 0` a run's tasks take on average this much more (or
+    /// less) than `task_seconds`: a few percent for a few hundred tasks of `task_cv = 1`.
+    fn mean_time_factor(&self) -> f64 {
+        if self.tasks == 0 {
+            return 1.0;
+        }
+        (0..self.tasks)
+            .map(|i| time_factor(i, self.task_cv))
+            .sum::<f64>()
+            / self.tasks as f64
+    }
+
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             self.tasks <= MAX_TASKS,
@@ -328,8 +341,10 @@ fn main() -> std::process::ExitCode {
             let resumed = stats.journal.as_ref().map_or(0, |j| j.resumed_tasks);
             println!(
                 "synthetic tasks={n} verified={verified} missing={missing} \
-                 duplicates={duplicates} resumed={resumed} makespan_s={:.3}",
-                stats.wall_s
+                 duplicates={duplicates} resumed={resumed} makespan_s={:.3} \
+                 mean_time_factor={:.6}",
+                stats.wall_s,
+                synthetic.settings.mean_time_factor()
             );
             anyhow::ensure!(
                 verified,
@@ -358,6 +373,17 @@ mod tests {
             assert!((sd - cv).abs() < 0.03 * cv.max(0.1), "cv {cv}: sd {sd}");
         }
         assert_eq!(time_factor(7, 1.0), time_factor(7, 1.0));
+        // a run's own mean: 1 with constant times, a few percent off with few variable ones
+        let run = |tasks, task_cv| Settings {
+            tasks,
+            task_cv,
+            ..Settings::default()
+        };
+        assert_eq!(run(300, 0.0).mean_time_factor(), 1.0);
+        let few = run(300, 1.0).mean_time_factor();
+        let first: f64 = (0..300).map(|i| time_factor(i, 1.0)).sum::<f64>() / 300.0;
+        assert!(few == first && (few - 1.0).abs() > 0.01, "{few}");
+        assert!((run(200_000, 1.0).mean_time_factor() - 1.0).abs() < 0.01);
         assert!(toml::from_str::<Settings>("task_cv = -1")
             .unwrap()
             .check()
