@@ -181,13 +181,11 @@ impl Suite {
         let work = self.work.join("no-fault");
         let mut launch = self.launch(&work, "no-fault.log")?;
         let status = launch.wait(LIMIT)?;
-        let (first_start, end) = clock(&work)?;
         Ok(judged(
             "no_fault",
             &launch,
             status.success(),
-            first_start,
-            end,
+            &clock(&work)?,
         ))
     }
 
@@ -227,16 +225,16 @@ impl Suite {
         }
         self.revive(fault)?;
         let restarted = restarted.or_else(|| last.line_after(struck, "started again"));
-        let (first_start, end) = clock(&work)?;
-        let mut outcome = judged(fault.name, &last, status.success(), first_start, end);
+        let clock = clock(&work)?;
+        let mut outcome = judged(fault.name, &last, status.success(), &clock);
         // What starting the clusters took in the first run, before its clock started.
-        let startup_s = first_start - launched_unix;
+        let startup_s = clock.first_start - launched_unix;
         let restart_with_first_startup_s =
             restarted.map_or(0.0, |at| at.duration_since(struck).as_secs_f64()) + startup_s;
         if fault.resumes() {
             // The resumed launch cleans up the killed run on every host, stages and starts
             // again: all of it until its clock starts is the restart.
-            outcome.restart_s = last_clock_start(&work)? - struck_unix;
+            outcome.restart_s = clock.last_start - struck_unix;
             outcome.restart_with_first_startup_s = Some(restart_with_first_startup_s);
         } else {
             outcome.restart_s = restart_with_first_startup_s;
@@ -372,25 +370,29 @@ fn hosts_of(plan: &Path) -> Result<Vec<String>> {
     Ok(hosts)
 }
 
-/// The run's first clock start and its last result (seconds since the Unix epoch), from the
-/// main master's statistics and its journal's starts.
-fn clock(work: &Path) -> Result<(f64, f64)> {
-    let stats = main_stats(work)?;
-    let started = stats["started_unix_s"]
-        .as_f64()
-        .context("no started_unix_s")?;
-    let end = started + stats["wall_s"].as_f64().context("no wall_s")?;
-    let first = stats["journal"]["started_unix_s"][0]
-        .as_f64()
-        .unwrap_or(started);
-    Ok((first, end))
+/// A run's clock, in seconds since the Unix epoch, from the main master's statistics and its
+/// journal's starts.
+struct RunClock {
+    /// The first launch's clock start.
+    first_start: f64,
+    /// The last launch's (a resume's) clock start.
+    last_start: f64,
+    /// The last result.
+    end: f64,
 }
 
-/// When the main master's clock started in the last of a run's launches (a resume's).
-fn last_clock_start(work: &Path) -> Result<f64> {
-    main_stats(work)?["started_unix_s"]
+fn clock(work: &Path) -> Result<RunClock> {
+    let stats = main_stats(work)?;
+    let last_start = stats["started_unix_s"]
         .as_f64()
-        .context("no started_unix_s")
+        .context("no started_unix_s")?;
+    Ok(RunClock {
+        first_start: stats["journal"]["started_unix_s"][0]
+            .as_f64()
+            .unwrap_or(last_start),
+        last_start,
+        end: last_start + stats["wall_s"].as_f64().context("no wall_s")?,
+    })
 }
 
 /// The main cluster's statistics of a run.
@@ -402,7 +404,7 @@ fn main_stats(work: &Path) -> Result<serde_json::Value> {
 }
 
 /// A run's outcome from its launch's last lines.
-fn judged(name: &'static str, launch: &Launch, ended_well: bool, first: f64, end: f64) -> Outcome {
+fn judged(name: &'static str, launch: &Launch, ended_well: bool, clock: &RunClock) -> Outcome {
     let line = launch.last_line("synthetic ").unwrap_or_default();
     let count = |key| value(&line, key).and_then(|v| v.parse().ok());
     Outcome {
@@ -411,7 +413,7 @@ fn judged(name: &'static str, launch: &Launch, ended_well: bool, first: f64, end
         verified: value(&line, "verified") == Some("true"),
         missing: count("missing").unwrap_or(0),
         duplicates: count("duplicates").unwrap_or(0),
-        makespan_s: end - first,
+        makespan_s: clock.end - clock.first_start,
         restart_s: 0.0,
         restart_with_first_startup_s: None,
         fault_s: 0.0,
