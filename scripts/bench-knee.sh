@@ -17,8 +17,8 @@
 # worst makespan with contention = "bottleneck" and "mva"), their errors, and `hmw simulate`'s.
 # The predictions take the run's own work: `oper` is the mean time factor of its tasks (the
 # synthetic prints it, `mean_time_factor`; 1 at oper_cv 0, and 0.97-1.005 for the few hundred
-# tasks of a point at oper_cv 1, where the mean of all draws is 1). Until 2026-11-30 they took
-# oper = 1 at every point: those figures stay printed, on the line `knee_mean_work ...`.
+# tasks of a point at oper_cv 1, where the mean of all draws is 1). The figures predicted with
+# oper = 1 at every point, as the sweep did first, stay printed on the line `knee_mean_work ...`.
 # Each point also shows its steady state alone, the part of a run where the two models
 # differ (they share the startup's and the end's equations): the measured rate between 20 %
 # and 80 % of the tasks and the workers' busy share (medians of the runs), against each
@@ -213,8 +213,8 @@ for line in open(f"{work}/points.txt"):
     w, tasks, factor = int(w), int(tasks), float(factor)
     row = dict(w=w, cv=cv, factor=factor, measured=tasks / float(measured),
                sim=tasks / float(simulated), steady=float(steady), busy=float(busy))
-    # predicted with the run's own work (oper = its tasks' mean time factor), and as before
-    # 2026-11-30 with every task's mean (oper = 1)
+    # predicted with the run's own work (oper = its tasks' mean time factor), and as first
+    # with every task's mean (oper = 1)
     for contention in ("bottleneck", "mva"):
         for key, suffix in ((contention, "-work"), (f"{contention}_mean", "")):
             run = predicted(w, cv, contention, suffix)["run"]

@@ -109,8 +109,8 @@ fn run(args: &[String]) -> Result<bool> {
     let mut outcomes = Vec::new();
     for fault in faults {
         let outcome = suite.strike(fault)?;
-        // Until 2026-11-30 a resumed run's restart counted the first run's startup in place
-        // of the resumed run's: that figure stays printed beside the one judged.
+        // A resumed run's restart as first counted (with the first run's startup in place of
+        // the resumed run's) stays printed beside the one judged.
         let before = outcome
             .restart_with_first_startup_s
             .map_or(String::new(), |s| {

@@ -121,7 +121,7 @@ pub(crate) struct Outcome {
     /// From the fault to the cluster started again, plus a cluster's start, seconds; for a
     /// resumed launch, from the fault to the resumed run's clock start.
     pub(crate) restart_s: f64,
-    /// A resumed launch's restart as counted until 2026-11-30: from the fault to the resume,
+    /// A resumed launch's restart as first counted: from the fault to the resume,
     /// plus the first run's startup (it left out the resume's cleanup of the killed run).
     pub(crate) restart_with_first_startup_s: Option<f64>,
     /// The fault's own duration, seconds.
