@@ -71,14 +71,11 @@ fn random_plan(rng: &mut Rng, sizes: &[usize], tasks: u64) -> ModelInput {
                 let nr = 1 + rng.below(2);
                 let wan_out_limit = cperf * rng.log_uniform(0.3, 3.0);
                 ExternalLink {
-                    wan_in_bytes_per_s: cperf * task_bytes * rng.log_uniform(3.0, 30.0),
-                    wan_out_bytes_per_s: wan_out_limit * nr as f64 * result_bytes / nr as f64,
-                    tasks_per_inter_task: 1,
                     results_per_inter_result: nr,
-                    wan_rtt_s: 0.0,
-                    wan_in_ramp_s: 0.0,
-                    wan_out_ramp_s: 0.0,
-                    parent: None,
+                    ..ExternalLink::new(
+                        cperf * task_bytes * rng.log_uniform(3.0, 30.0),
+                        wan_out_limit * nr as f64 * result_bytes / nr as f64,
+                    )
                 }
             });
             ClusterParams {

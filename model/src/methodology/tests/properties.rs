@@ -59,14 +59,9 @@ fn random_input() -> impl Strategy<Value = ModelInput> {
                         lan_bytes_per_s: lan,
                         workers: named("e", &perfs),
                         external: Some(ExternalLink {
-                            wan_in_bytes_per_s: wan_in,
-                            wan_out_bytes_per_s: wan_out,
                             tasks_per_inter_task: nt,
                             results_per_inter_result: nr,
-                            wan_rtt_s: 0.0,
-                            wan_in_ramp_s: 0.0,
-                            wan_out_ramp_s: 0.0,
-                            parent: None,
+                            ..ExternalLink::new(wan_in, wan_out)
                         }),
                         dispatch: Default::default(),
                         lan_scv: None,
@@ -171,14 +166,9 @@ fn extreme_input() -> impl Strategy<Value = ModelInput> {
                         lan_bytes_per_s: v(lan),
                         workers: named("e", &perfs),
                         external: Some(ExternalLink {
-                            wan_in_bytes_per_s: v(wan_in),
-                            wan_out_bytes_per_s: v(wan_out),
                             tasks_per_inter_task: nt,
                             results_per_inter_result: nr,
-                            wan_rtt_s: 0.0,
-                            wan_in_ramp_s: 0.0,
-                            wan_out_ramp_s: 0.0,
-                            parent: None,
+                            ..ExternalLink::new(v(wan_in), v(wan_out))
                         }),
                         dispatch: Default::default(),
                         lan_scv: None,
@@ -422,14 +412,13 @@ fn small_heterogeneous_plan() -> impl Strategy<Value = ModelInput> {
                                     lan_bytes_per_s: cperf * (task_bytes + result_bytes) * lan,
                                     workers,
                                     external: (c > 0).then(|| ExternalLink {
-                                        wan_in_bytes_per_s: cperf * task_bytes * wan_in,
-                                        wan_out_bytes_per_s: cperf * result_bytes * wan_out,
                                         tasks_per_inter_task: *nt,
                                         results_per_inter_result: *nr,
                                         wan_rtt_s: rtt * c as f64,
-                                        wan_in_ramp_s: 0.0,
-                                        wan_out_ramp_s: 0.0,
-                                        parent: None,
+                                        ..ExternalLink::new(
+                                            cperf * task_bytes * wan_in,
+                                            cperf * result_bytes * wan_out,
+                                        )
                                     }),
                                     dispatch: Default::default(),
                                     lan_scv: None,
