@@ -144,7 +144,7 @@ import json, sys
 stats = json.load(open(sys.argv[1]))
 samples = [(p["t_s"], p["tasks_done"]) for p in stats["progress"]
            if 0.2 * stats["tasks"] <= p["tasks_done"] <= 0.8 * stats["tasks"]]
-(t0, n0), (t1, n1) = samples[0], samples[-1]
+(t0, n0), (t1, n1) = (samples[0], samples[-1]) if samples else ((0, 0), (0, 0))
 busy = sum(w["busy_s"] for w in stats["workers"]) / sum(w["active_s"] for w in stats["workers"])
 print(stats["wall_s"], (n1 - n0) / (t1 - t0) if t1 > t0 else "nan", f"{busy:.4f}")
 PY
@@ -224,8 +224,7 @@ for line in open(f"{work}/points.txt"):
     row["steady_bottleneck"] = cluster["perf_ste_bottleneck"] / factor
     row["steady_mva"] = cluster["perf_ste_network"] / factor
     rows.append(row)
-err = lambda r, k: abs(r[k] - r["measured"]) / r["measured"]
-err2 = lambda r, k: abs(r[k] - r["steady"]) / r["steady"]
+err = lambda r, k, measured="measured": abs(r[k] - r[measured]) / r[measured]
 print("workers  oper_cv  work  measured/s  bottleneck/s   err  network/s   err  simulated/s   err")
 for r in rows:
     print(f"{r['w']:7d}  {r['cv']:>7}  {r['factor']:.3f}  {r['measured']:10.2f}  "
@@ -239,39 +238,37 @@ knee = most["perf_ste_bottleneck"] / per_worker
 def better_near_knee(measured, mva, bottleneck):
     """Of the three points nearest the knee at each cv: where the network's error is the
     smaller, and where the two models predict the same."""
-    e = lambda r, k: abs(r[k] - r[measured]) / r[measured]
     better = ties = 0
     for cv in ("0.0", "1.0"):
         near = sorted((r for r in rows if r["cv"] == cv), key=lambda r: abs(r["w"] - knee))[:3]
-        better += sum(e(r, mva) < e(r, bottleneck) for r in near)
+        better += sum(err(r, mva, measured) < err(r, bottleneck, measured) for r in near)
         ties += sum(abs(r[mva] - r[bottleneck]) <= 1e-9 * r[bottleneck] for r in near)
     return better, ties
+def errors(measured, mva, bottleneck):
+    """Both models' median and largest errors against `measured`, and `knee_mva_better`."""
+    m = [err(r, mva, measured) for r in rows]
+    b = [err(r, bottleneck, measured) for r in rows]
+    better, _ = better_near_knee(measured, mva, bottleneck)
+    return (f"mva_median_err={statistics.median(m):.4f} mva_max_err={max(m):.4f} "
+            f"bottleneck_median_err={statistics.median(b):.4f} "
+            f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6")
 # The steady state alone (no startup, no end: the part of a run the two models differ on):
 # the measured rate between 20 % and 80 % of the tasks, the workers' busy share, and each
 # model's steady performance (perf_ste).
 print("workers  oper_cv  steady/s  workers busy  bottleneck/s   err  network/s   err")
 for r in rows:
     print(f"{r['w']:7d}  {r['cv']:>7}  {r['steady']:8.2f}  {r['busy']:12.4f}  "
-          f"{r['steady_bottleneck']:12.2f} {err2(r, 'steady_bottleneck'):5.3f}  "
-          f"{r['steady_mva']:9.2f} {err2(r, 'steady_mva'):5.3f}")
-ms = [err2(r, "steady_mva") for r in rows]
-bs = [err2(r, "steady_bottleneck") for r in rows]
-steady_better, steady_ties = better_near_knee("steady", "steady_mva", "steady_bottleneck")
-print(f"knee_steady points={len(rows)} mva_median_err={statistics.median(ms):.4f} "
-      f"mva_max_err={max(ms):.4f} bottleneck_median_err={statistics.median(bs):.4f} "
-      f"bottleneck_max_err={max(bs):.4f} knee_mva_better={steady_better}/6 "
+          f"{r['steady_bottleneck']:12.2f} {err(r, 'steady_bottleneck', 'steady'):5.3f}  "
+          f"{r['steady_mva']:9.2f} {err(r, 'steady_mva', 'steady'):5.3f}")
+_, steady_ties = better_near_knee("steady", "steady_mva", "steady_bottleneck")
+print(f"knee_steady points={len(rows)} {errors('steady', 'steady_mva', 'steady_bottleneck')} "
       f"knee_ties={steady_ties}")
-def line(mva, bottleneck):
-    m = [err(r, mva) for r in rows]
-    b = [err(r, bottleneck) for r in rows]
-    better, _ = better_near_knee("measured", mva, bottleneck)
-    return (f"points={len(rows)} cvs=2 mva_median_err={statistics.median(m):.4f} "
-            f"mva_max_err={max(m):.4f} bottleneck_median_err={statistics.median(b):.4f} "
-            f"bottleneck_max_err={max(b):.4f} knee_mva_better={better}/6")
 _, ties = better_near_knee("measured", "mva", "bottleneck")
-print(f"knee_mean_work {line('mva_mean', 'bottleneck_mean')}")
+print(f"knee_mean_work points={len(rows)} cvs=2 "
+      f"{errors('measured', 'mva_mean', 'bottleneck_mean')}")
 print(f"knee at {knee:.2f} workers ({most['bottleneck']} limit {most['perf_ste_bottleneck']:.2f} "
       f"tasks/s, a worker {per_worker:.2f} tasks/s); the models agree at {ties} of the six "
       f"points nearest it")
-print(f"knee {line('mva', 'bottleneck')} seed_vectors={seed} clu_ahead={clu}")
+print(f"knee points={len(rows)} cvs=2 {errors('measured', 'mva', 'bottleneck')} "
+      f"seed_vectors={seed} clu_ahead={clu}")
 PY
