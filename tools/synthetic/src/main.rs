@@ -151,19 +151,6 @@ fn time_factor(index: u64, cv: f64) -> f64 {
 }
 
 impl Settings {
-    /// The mean of the time factors of this run's tasks: its work over `tasks` tasks of
-    /// `task_seconds`. With `task_cv > 0` a run's tasks take on average this much more (or
-    /// less) than `task_seconds`: a few percent for a few hundred tasks of `task_cv = 1`.
-    fn mean_time_factor(&self) -> f64 {
-        if self.tasks == 0 {
-            return 1.0;
-        }
-        (0..self.tasks)
-            .map(|i| time_factor(i, self.task_cv))
-            .sum::<f64>()
-            / self.tasks as f64
-    }
-
     fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             self.tasks <= MAX_TASKS,
@@ -268,9 +255,32 @@ struct Synthetic {
     /// apart from `gathers`.
     id_sum: u64,
     counted: u64,
+    /// The sum of the time factors of the tasks handed out.
+    time_factors: f64,
 }
 
 impl Synthetic {
+    fn new(settings: &Settings) -> Self {
+        Synthetic {
+            gathers: vec![0; settings.tasks as usize],
+            settings: settings.clone(),
+            produced: 0,
+            id_sum: 0,
+            counted: 0,
+            time_factors: 0.0,
+        }
+    }
+
+    /// The mean time factor of the tasks handed out: their work over as many tasks of
+    /// `task_seconds`. With `task_cv > 0` a run's tasks take on average this much more (or
+    /// less) than `task_seconds`: a few percent for a few hundred tasks of `task_cv = 1`.
+    fn mean_time_factor(&self) -> f64 {
+        if self.produced == 0 {
+            return 1.0;
+        }
+        self.time_factors / self.produced as f64
+    }
+
     /// Tasks never gathered, and tasks gathered more than once.
     fn missing_and_duplicates(&self) -> (u64, u64) {
         let missing = self.gathers.iter().filter(|&&g| g == 0).count() as u64;
@@ -289,10 +299,11 @@ impl Problem for Synthetic {
     fn next_task(&mut self) -> Option<Work> {
         (self.produced < self.settings.tasks).then(|| {
             self.produced += 1;
+            let factor = time_factor(self.produced - 1, self.settings.task_cv);
+            self.time_factors += factor;
             Work {
                 fail: self.settings.fail_at == Some(self.produced - 1),
-                seconds: self.settings.task_seconds
-                    * time_factor(self.produced - 1, self.settings.task_cv),
+                seconds: self.settings.task_seconds * factor,
                 busy: self.settings.busy,
                 compute: self.settings.work == WorkKind::Compute,
                 oper: self.settings.oper,
@@ -325,13 +336,7 @@ fn main() -> std::process::ExitCode {
     hmw::run(
         |settings: &Settings| {
             settings.check()?;
-            Ok(Synthetic {
-                gathers: vec![0; settings.tasks as usize],
-                settings: settings.clone(),
-                produced: 0,
-                id_sum: 0,
-                counted: 0,
-            })
+            Ok(Synthetic::new(settings))
         },
         |synthetic, stats| {
             let n = synthetic.settings.tasks;
@@ -344,7 +349,7 @@ fn main() -> std::process::ExitCode {
                  duplicates={duplicates} resumed={resumed} makespan_s={:.3} \
                  mean_time_factor={:.6}",
                 stats.wall_s,
-                synthetic.settings.mean_time_factor()
+                synthetic.mean_time_factor()
             );
             anyhow::ensure!(
                 verified,
@@ -373,17 +378,23 @@ mod tests {
             assert!((sd - cv).abs() < 0.03 * cv.max(0.1), "cv {cv}: sd {sd}");
         }
         assert_eq!(time_factor(7, 1.0), time_factor(7, 1.0));
-        // a run's own mean: 1 with constant times, a few percent off with few variable ones
-        let run = |tasks, task_cv| Settings {
-            tasks,
-            task_cv,
-            ..Settings::default()
+        // a run's own mean over the tasks it handed out: 1 with constant times, a few percent
+        // off with few variable ones
+        let run = |tasks, task_cv| {
+            let mut synthetic = Synthetic::new(&Settings {
+                tasks,
+                task_cv,
+                ..Settings::default()
+            });
+            assert_eq!(synthetic.mean_time_factor(), 1.0);
+            while synthetic.next_task().is_some() {}
+            synthetic.mean_time_factor()
         };
-        assert_eq!(run(300, 0.0).mean_time_factor(), 1.0);
-        let few = run(300, 1.0).mean_time_factor();
+        assert_eq!(run(300, 0.0), 1.0);
+        let few = run(300, 1.0);
         let first: f64 = (0..300).map(|i| time_factor(i, 1.0)).sum::<f64>() / 300.0;
         assert!(few == first && (few - 1.0).abs() > 0.01, "{few}");
-        assert!((run(200_000, 1.0).mean_time_factor() - 1.0).abs() < 0.01);
+        assert!((run(200_000, 1.0) - 1.0).abs() < 0.01);
         assert!(toml::from_str::<Settings>("task_cv = -1")
             .unwrap()
             .check()
